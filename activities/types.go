@@ -1,0 +1,92 @@
+// Package activities holds the Temporal adapters of a Ralph worker: resolving
+// the deployment limits (recorded in history) and running one round as one
+// fresh agent session. The names and types here are a stable contract between
+// the workflow, the worker and histories already recorded.
+package activities
+
+import (
+	"github.com/ralph-temporal/ralph/report"
+	"github.com/ralph-temporal/ralph/usage"
+)
+
+// Stable activity names: recorded in every history, so never rename them.
+const (
+	ResolveLimitsName = "ResolveLimits"
+	RunRoundName      = "RunRound"
+)
+
+// Application error types raised by RunRound.
+const (
+	// ErrTypeChildFailed: the round ended without a valid report in an
+	// ordinary way (bad request, auth, bounds spent, report never valid).
+	// Non-retryable: the workflow fails with RoundFailed.
+	ErrTypeChildFailed = "ChildFailed"
+	// ErrTypeModelUnavailable: transient model errors outlasted the in-activity
+	// retries. Retryable by the activity retry policy (a fresh session).
+	ErrTypeModelUnavailable = "ModelUnavailable"
+	// ErrTypeBadRoundInput: the workflow sent something this worker cannot
+	// act on (for example a workspace that escapes the root). Non-retryable.
+	ErrTypeBadRoundInput = "BadRoundInput"
+)
+
+// Limits are the deployment-owned bounds of a run. The workflow resolves them
+// once through ResolveLimits, so they are recorded in history and a replay
+// never depends on the current worker's configuration.
+type Limits struct {
+	// MaxRounds is both the default and the ceiling of a run's round cap.
+	MaxRounds         int `json:"maxRounds"`
+	MaxHandoffChars   int `json:"maxHandoffChars"`
+	MaxObjectiveChars int `json:"maxObjectiveChars"`
+	// RoundTimeoutSeconds bounds one attempt of one round (StartToClose).
+	RoundTimeoutSeconds int `json:"roundTimeoutSeconds"`
+	// HeartbeatTimeoutSeconds bounds the silence of a running round; it also
+	// sets how fast a cancel reaches the round (heartbeats carry it).
+	HeartbeatTimeoutSeconds int `json:"heartbeatTimeoutSeconds"`
+	// RoundAttempts bounds the attempts of one round (infrastructure failures only).
+	RoundAttempts int `json:"roundAttempts"`
+	// RoundsPerRun is how many rounds one workflow run executes before it
+	// continues as new, keeping each history small.
+	RoundsPerRun int `json:"roundsPerRun"`
+}
+
+// DefaultLimits are the SPEC defaults.
+func DefaultLimits() Limits {
+	return Limits{
+		MaxRounds:               256,
+		MaxHandoffChars:         16384,
+		MaxObjectiveChars:       32768,
+		RoundTimeoutSeconds:     3600,
+		HeartbeatTimeoutSeconds: 5,
+		RoundAttempts:           3,
+		RoundsPerRun:            16,
+	}
+}
+
+// RoundInput is everything one fresh session receives.
+type RoundInput struct {
+	Objective string `json:"objective"`
+	Round     int    `json:"round"`
+	MaxRounds int    `json:"maxRounds"`
+	// Workspace is relative to the worker's workspace root.
+	Workspace string `json:"workspace"`
+	// Previous is the last accepted report, nil in round 1.
+	Previous        *report.Report `json:"previous"`
+	MaxHandoffChars int            `json:"maxHandoffChars"`
+}
+
+// RoundOutput is what a round returns: a report the agent already validated
+// (the workflow validates it again), the round's usage and its session id.
+type RoundOutput struct {
+	Report    report.Report `json:"report"`
+	Usage     usage.Usage   `json:"usage"`
+	SessionID string        `json:"sessionId"`
+}
+
+// HeartbeatDetails show where a running round is, in the UI and in `describe`.
+type HeartbeatDetails struct {
+	Round     int    `json:"round"`
+	Attempt   int    `json:"attempt"`
+	SessionID string `json:"sessionId"`
+	Step      int    `json:"step"`
+	LastTool  string `json:"lastTool"`
+}
