@@ -1,0 +1,167 @@
+//go:build unix
+
+package tools
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"runtime"
+	"syscall"
+	"time"
+)
+
+// lifelineScript guards a command's process group from inside it. Its
+// stdin is a pipe whose only write end is held by this process; when the
+// worker dies (even by SIGKILL) the kernel closes that end, read sees EOF,
+// and the whole group is killed. Pdeathsig alone would only take the direct
+// child, not the compilers, test binaries and background jobs it started.
+const lifelineScript = `while read -r _; do :; done; kill -KILL 0`
+
+// execute runs command in a new process group and returns its capped output
+// and exit status. The group is created by a lifeline watcher started first,
+// so there is no moment at which the command runs unguarded. execute returns
+// a Go error only when the harness fails or ctx is cancelled; in every case
+// no process of the group is left running when it returns.
+func (w *Workspace) execute(ctx context.Context, command string, timeout time.Duration) (execOutcome, error) {
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return execOutcome{}, fmt.Errorf("run_command: creating output pipe: %w", err)
+	}
+	defer pr.Close()
+	buf := newHeadTailBuffer(w.limits.OutputCap)
+	var copyErr error
+	copied := make(chan struct{})
+	go func() {
+		defer close(copied)
+		_, copyErr = io.Copy(buf, pr)
+	}()
+
+	lifeline, lifelineW, err := startLifeline()
+	if err != nil {
+		pw.Close()
+		<-copied
+		return execOutcome{}, fmt.Errorf("run_command: starting process-group watcher: %w", err)
+	}
+	// The lifeline leads the group; it is reaped only after the last
+	// killGroup, so the group id cannot be reused while it is signalled.
+	pgid := lifeline.Process.Pid
+	defer stopLifeline(lifeline, lifelineW)
+	defer killGroup(pgid) // runs first: nothing of the group outlives the call
+
+	cmd := exec.Command("bash", "-c", command)
+	cmd.Dir = w.dir
+	cmd.Env = commandEnv(os.Environ())
+	// An *os.File is handed to the child as is: no copying goroutine inside
+	// exec, so Wait returns as soon as bash exits, even if a grandchild still
+	// holds the pipe. stdout and stderr share it to keep their interleaving.
+	cmd.Stdout, cmd.Stderr = pw, pw
+	cmd.SysProcAttr = commandSysProcAttr(pgid)
+
+	started := make(chan error, 1)
+	waited := make(chan error, 1)
+	go func() {
+		// Pdeathsig fires when the thread that forked the child exits, not
+		// the process. Go only ends a thread whose goroutine exits while
+		// locked to it, so holding this thread until Wait returns keeps it
+		// alive exactly as long as the child needs it.
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		waited <- cmd.Wait()
+	}()
+	if err := <-started; err != nil {
+		pw.Close()
+		<-copied
+		return execOutcome{}, fmt.Errorf("run_command: starting bash: %w", err)
+	}
+	pw.Close() // the child has its copy; EOF comes once every holder is gone
+
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	var o execOutcome
+	var waitErr error
+	cancelled := false
+	select {
+	case waitErr = <-waited:
+	case <-timer.C:
+		o.timedOut = true
+		killGroup(pgid)
+		waitErr = <-waited
+	case <-ctx.Done():
+		cancelled = true
+		killGroup(pgid)
+		waitErr = <-waited
+	}
+	// Whatever the command left running in the background goes too: nothing
+	// a call starts may outlive it (or race a later round). This also
+	// closes the output pipe for every process still in the group.
+	killGroup(pgid)
+
+	// The group is dead, so EOF is normally immediate; the deadline only
+	// matters for a process that escaped the group and holds the pipe.
+	if err := pr.SetReadDeadline(time.Now().Add(OutputDrainTimeout)); err != nil {
+		pr.Close()
+	}
+	<-copied
+	o.incomplete = copyErr != nil
+	o.output = buf.String(w.limits.OutputCap)
+
+	if cancelled {
+		return execOutcome{}, ctx.Err()
+	}
+	var exitErr *exec.ExitError
+	if waitErr != nil && !errors.As(waitErr, &exitErr) {
+		return execOutcome{}, fmt.Errorf("run_command: waiting for bash: %w", waitErr)
+	}
+	o.exitCode = cmd.ProcessState.ExitCode()
+	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		// Report signals the way shells do (128+n) rather than Go's -1.
+		o.exitCode = 128 + int(ws.Signal())
+		o.signal = ws.Signal().String()
+	}
+	return o, nil
+}
+
+// startLifeline starts the watcher described at lifelineScript as the
+// leader of a new process group and returns it with the write end of its
+// stdin pipe. It gets no Pdeathsig: it must outlive the worker to act.
+func startLifeline() (*exec.Cmd, *os.File, error) {
+	r, wr, err := os.Pipe()
+	if err != nil {
+		return nil, nil, fmt.Errorf("creating lifeline pipe: %w", err)
+	}
+	cmd := exec.Command("bash", "-c", lifelineScript)
+	cmd.Stdin = r
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	err = cmd.Start()
+	r.Close() // only the watcher keeps the read end
+	if err != nil {
+		wr.Close()
+		return nil, nil, err
+	}
+	return cmd, wr, nil
+}
+
+// stopLifeline reaps a watcher that is no longer needed. The group,
+// watcher included, has been killed by then; killing it again covers a
+// watcher that left the group. Closing the pipe last means it never gets
+// to run its own kill.
+func stopLifeline(cmd *exec.Cmd, wr *os.File) {
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	wr.Close()
+}
+
+// killGroup sends SIGKILL to every process in the group. ESRCH (the group
+// is already gone) is the expected outcome after a clean exit.
+func killGroup(pgid int) {
+	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+}

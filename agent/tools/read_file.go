@@ -1,0 +1,162 @@
+package tools
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"unicode/utf8"
+)
+
+type readFileParams struct {
+	Path   string `json:"path"`
+	Offset int    `json:"offset"`
+	Limit  int    `json:"limit"`
+}
+
+type readFileTool struct{ w *Workspace }
+
+func (readFileTool) Name() string { return "read_file" }
+
+func (t readFileTool) Description() string {
+	return fmt.Sprintf("Read a text file from the workspace. Each line is prefixed with its line number and a tab "+
+		"(the prefix is not part of the file). offset is the 1-based first line (default 1), limit the number of lines (default %d). "+
+		"At most %d bytes are returned per call; when more lines remain the output says which offset to continue from. Binary files are refused.",
+		t.w.limits.ReadLineLimit, t.w.limits.ReadByteLimit)
+}
+
+func (readFileTool) Parameters() json.RawMessage {
+	return json.RawMessage(`{
+  "type": "object",
+  "properties": {
+    "path": {"type": "string", "description": "File path relative to the workspace root."},
+    "offset": {"type": "integer", "minimum": 1, "description": "1-based line to start from. Default 1."},
+    "limit": {"type": "integer", "minimum": 1, "description": "Maximum number of lines to return."}
+  },
+  "required": ["path"],
+  "additionalProperties": false
+}`)
+}
+
+func (t readFileTool) Run(ctx context.Context, args json.RawMessage) (Result, error) {
+	if err := ctx.Err(); err != nil {
+		return Result{}, err
+	}
+	var p readFileParams
+	if err := decodeArgs(t.Name(), args, &p); err != nil {
+		return failf("%v", err), nil
+	}
+	rel, err := resolvePath(p.Path)
+	if err != nil {
+		return failf("read_file: %v", err), nil
+	}
+	if p.Offset < 0 || p.Limit < 0 {
+		return failf("read_file: offset and limit must be positive"), nil
+	}
+	offset := max(p.Offset, 1) // 0 is taken as "from the start"
+	limit := p.Limit
+	if limit == 0 {
+		limit = t.w.limits.ReadLineLimit
+	}
+
+	// Stat before opening: opening a FIFO would block until a writer came.
+	info, err := t.w.root.Stat(rel)
+	if err != nil {
+		return failf("read_file: %s", describePathError(p.Path, err)), nil
+	}
+	if info.IsDir() {
+		return failf("read_file: %s is a directory; use list_files", p.Path), nil
+	}
+	if !info.Mode().IsRegular() {
+		return failf("read_file: %s is not a regular file", p.Path), nil
+	}
+	f, err := t.w.root.Open(rel)
+	if err != nil {
+		return failf("read_file: %s", describePathError(p.Path, err)), nil
+	}
+	defer f.Close()
+
+	br := bufio.NewReaderSize(f, 64*1024)
+	prefix, perr := br.Peek(BinarySniffBytes)
+	if perr != nil && !errors.Is(perr, io.EOF) && !errors.Is(perr, bufio.ErrBufferFull) {
+		return failf("read_file: %s", describePathError(p.Path, perr)), nil
+	}
+	if looksBinary(prefix, perr != nil) {
+		return failf("read_file: %s looks like a binary file (NUL byte or invalid UTF-8); it cannot be shown as text", p.Path), nil
+	}
+	return t.render(ctx, br, p.Path, offset, limit)
+}
+
+// render formats lines [offset, offset+limit) of br within the byte cap.
+func (t readFileTool) render(ctx context.Context, br *bufio.Reader, name string, offset, limit int) (Result, error) {
+	byteCap := t.w.limits.ReadByteLimit
+	var out strings.Builder
+	lineNo := 0
+	shown := 0
+	var stopNote string
+	for {
+		if lineNo%4096 == 0 {
+			if err := ctx.Err(); err != nil {
+				return Result{}, err
+			}
+		}
+		keep := 0 // lines before offset are read and dropped
+		if lineNo+1 >= offset {
+			keep = byteCap
+		}
+		line, cut, err := readLine(br, keep)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return failf("read_file: %s", describePathError(name, err)), nil
+		}
+		lineNo++
+		if lineNo < offset {
+			continue
+		}
+		if shown == limit {
+			stopNote = fmt.Sprintf("[showed lines %d-%d; more lines remain: continue with offset %d]", offset, lineNo-1, lineNo)
+			break
+		}
+		if cut {
+			line = trimPartialRune(line)
+		}
+		if !utf8.Valid(line) {
+			return failf("read_file: %s contains invalid UTF-8 at line %d; it looks like a binary file and cannot be shown as text", name, lineNo), nil
+		}
+		entry := fmt.Sprintf("%6d\t%s\n", lineNo, line)
+		if out.Len()+len(entry) > byteCap {
+			if shown > 0 {
+				stopNote = fmt.Sprintf("[stopped at the %d-byte read cap after lines %d-%d; more lines remain: continue with offset %d]", byteCap, offset, lineNo-1, lineNo)
+				break
+			}
+			// A single line larger than the cap: show what fits of it.
+			out.Write(trimPartialRune([]byte(entry[:byteCap])))
+			stopNote = fmt.Sprintf("\n[line %d is longer than the %d-byte read cap and was cut]", lineNo, byteCap)
+			if _, err := br.Peek(1); err == nil {
+				stopNote = strings.TrimSuffix(stopNote, "]") + fmt.Sprintf("; more lines remain: continue with offset %d]", lineNo+1)
+			}
+			shown++
+			break
+		}
+		out.WriteString(entry)
+		shown++
+	}
+	if shown == 0 && stopNote == "" {
+		if lineNo == 0 {
+			return Result{Output: fmt.Sprintf("%s is empty", name)}, nil
+		}
+		return failf("read_file: offset %d is past the end of %s, which has %d lines", offset, name, lineNo), nil
+	}
+	if stopNote != "" {
+		// Limit and cap notes are only set once the next line has been read,
+		// so "more lines remain" is always true.
+		out.WriteString(stopNote)
+		out.WriteByte('\n')
+	}
+	return Result{Output: out.String()}, nil
+}

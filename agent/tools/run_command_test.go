@@ -1,0 +1,230 @@
+//go:build unix
+
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// spawnScript starts a background sleep and a foreground one, recording the
+// pids of the background sleep and of the shell itself, so tests can check
+// that children die with the command.
+const spawnScript = `sleep 300 & echo $! > bg.pid; echo $$ > sh.pid; sleep 300`
+
+// alive reports whether pid is a live (non-zombie) process.
+func alive(pid int) bool {
+	if err := syscall.Kill(pid, 0); err != nil {
+		return false
+	}
+	// A killed child whose parent has not reaped it yet is a zombie: dead.
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return !errors.Is(err, os.ErrNotExist) && !strings.Contains(err.Error(), "no such process")
+	}
+	_, after, _ := strings.Cut(string(stat), ") ")
+	return !strings.HasPrefix(after, "Z")
+}
+
+// readPid waits for a pid file written by spawnScript.
+func readPid(t *testing.T, path string) int {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		b, err := os.ReadFile(path)
+		if err == nil && strings.HasSuffix(string(b), "\n") {
+			pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+			if err != nil {
+				t.Fatalf("bad pid file %s: %q", path, b)
+			}
+			return pid
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("pid file %s never appeared", path)
+	return 0
+}
+
+// assertGone waits (generously) for every pid to be dead.
+func assertGone(t *testing.T, pids ...int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for _, pid := range pids {
+		for alive(pid) {
+			if time.Now().After(deadline) {
+				t.Errorf("process %d still alive", pid)
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+}
+
+func TestRunCommandHappyPath(t *testing.T) {
+	w, dir := newTestWorkspace(t, DefaultLimits())
+	res := call(t, w, "run_command", map[string]any{"command": "echo out; echo err >&2; pwd; exit 3"})
+	out := mustOK(t, res) // a non-zero exit is not a tool failure
+	wantDir, _ := filepath.EvalSymlinks(dir)
+	want := "exit code: 3\nout\nerr\n" + wantDir + "\n"
+	if out != want {
+		t.Fatalf("got %q, want %q", out, want)
+	}
+	// stdin is empty: cat returns at once instead of waiting for input.
+	out = mustOK(t, call(t, w, "run_command", map[string]any{"command": "cat; echo done", "timeout_seconds": 10}))
+	if out != "exit code: 0\ndone\n" {
+		t.Fatalf("cat with empty stdin: %q", out)
+	}
+	out = mustOK(t, call(t, w, "run_command", map[string]any{"command": "true"}))
+	if out != "exit code: 0\n(no output)\n" {
+		t.Fatalf("no output: %q", out)
+	}
+	// A command killed by a signal reports it like a shell does.
+	out = mustOK(t, call(t, w, "run_command", map[string]any{"command": "kill -TERM $$"}))
+	if !strings.HasPrefix(out, "exit code: 143 (killed by signal terminated)") {
+		t.Fatalf("signalled: %q", out)
+	}
+	mustFail(t, call(t, w, "run_command", map[string]any{"command": "true", "timeout_seconds": -1}), "positive")
+	mustFail(t, call(t, w, "run_command", map[string]any{"command": "  "}), `"command"`)
+}
+
+func TestRunCommandTimeoutKillsProcessGroup(t *testing.T) {
+	w, dir := newTestWorkspace(t, DefaultLimits())
+	start := time.Now()
+	res := call(t, w, "run_command", map[string]any{"command": "echo started; " + spawnScript, "timeout_seconds": 1})
+	if elapsed := time.Since(start); elapsed > 10*time.Second {
+		t.Fatalf("Run took %v with a 1 s timeout", elapsed)
+	}
+	mustFail(t, res, "timed out after 1s")
+	if !strings.Contains(res.Output, "started") {
+		t.Errorf("output before the timeout lost: %q", res.Output)
+	}
+	assertGone(t, readPid(t, filepath.Join(dir, "bg.pid")), readPid(t, filepath.Join(dir, "sh.pid")))
+}
+
+func TestRunCommandTimeoutCapped(t *testing.T) {
+	w, _ := newTestWorkspace(t, Limits{MaxCommandTimeout: time.Second})
+	res := call(t, w, "run_command", map[string]any{"command": "sleep 300", "timeout_seconds": 99999})
+	mustFail(t, res, "timed out after 1s")
+	if !strings.Contains(res.Output, "capped to 1s") {
+		t.Errorf("cap not reported: %q", res.Output)
+	}
+}
+
+func TestRunCommandBackgroundChildrenDoNotOutliveIt(t *testing.T) {
+	w, dir := newTestWorkspace(t, DefaultLimits())
+	// The background sleep holds the output pipe open; Run must still
+	// return promptly and take it down.
+	start := time.Now()
+	out := mustOK(t, call(t, w, "run_command", map[string]any{"command": "sleep 300 & echo $! > bg.pid; echo bye"}))
+	if elapsed := time.Since(start); elapsed > 5*time.Second {
+		t.Fatalf("Run waited %v for a background child", elapsed)
+	}
+	if out != "exit code: 0\nbye\n" {
+		t.Fatalf("got %q", out)
+	}
+	assertGone(t, readPid(t, filepath.Join(dir, "bg.pid")))
+}
+
+func TestRunCommandHugeOutputTruncated(t *testing.T) {
+	w, _ := newTestWorkspace(t, DefaultLimits())
+	out := mustOK(t, call(t, w, "run_command", map[string]any{"command": "seq 1 200000"}))
+	full, err := exec.Command("seq", "1", "200000").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(out, "exit code: 0\n1\n2\n3\n") {
+		t.Fatalf("head lost: %q", out[:40])
+	}
+	if !strings.HasSuffix(out, "\n199999\n200000\n") {
+		t.Fatalf("tail lost: %q", out[len(out)-40:])
+	}
+	marker := fmt.Sprintf("[... %d characters cut from the middle of the output ...]", len(full)-DefaultOutputCap)
+	if !strings.Contains(out, marker) {
+		t.Fatalf("marker %q missing", marker)
+	}
+	body := strings.TrimPrefix(out, "exit code: 0\n")
+	body = strings.Replace(body, "\n"+marker+"\n", "", 1)
+	if len(body) != DefaultOutputCap || !strings.HasPrefix(string(full), body[:DefaultOutputCap/2]) || !strings.HasSuffix(string(full), body[DefaultOutputCap/2:]) {
+		t.Fatalf("kept %d characters, want exactly the first and last %d", len(body), DefaultOutputCap/2)
+	}
+}
+
+func TestRunCommandCancelKillsProcessGroup(t *testing.T) {
+	w, dir := newTestWorkspace(t, DefaultLimits())
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		readPid(t, filepath.Join(dir, "sh.pid"))
+		cancel()
+	}()
+	start := time.Now()
+	_, err := toolNamed(t, w, "run_command").Run(ctx, json.RawMessage(`{"command":`+strconv.Quote(spawnScript)+`}`))
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v, want context.Canceled", err)
+	}
+	if elapsed := time.Since(start); elapsed > 10*time.Second {
+		t.Fatalf("cancel took %v", elapsed)
+	}
+	assertGone(t, readPid(t, filepath.Join(dir, "bg.pid")), readPid(t, filepath.Join(dir, "sh.pid")))
+}
+
+func TestRunCommandScrubsSecretsFromEnv(t *testing.T) {
+	w, _ := newTestWorkspace(t, DefaultLimits())
+	t.Setenv("RALPH_TEST_PROVIDER_API_KEY", "sk-must-not-leak")
+	t.Setenv("RALPH_TEST_PLAIN", "visible-value")
+	out := mustOK(t, call(t, w, "run_command", map[string]any{"command": "env"}))
+	if strings.Contains(out, "sk-must-not-leak") {
+		t.Fatal("API key visible to commands")
+	}
+	if !strings.Contains(out, "RALPH_TEST_PLAIN=visible-value") {
+		t.Fatal("ordinary variable missing from the command environment")
+	}
+}
+
+// lifelineHelperEnv makes TestLifelineHelper act as a worker process.
+const lifelineHelperEnv = "RALPH_TOOLS_LIFELINE_WORKSPACE"
+
+// TestLifelineHelper is not a test on its own: TestRunCommandDiesWithWorker
+// runs the test binary with it as a stand-in worker and kill -9s it.
+func TestLifelineHelper(t *testing.T) {
+	dir := os.Getenv(lifelineHelperEnv)
+	if dir == "" {
+		t.Skip("helper process only")
+	}
+	w, err := OpenWorkspace(dir, DefaultLimits())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = toolNamed(t, w, "run_command").Run(context.Background(), json.RawMessage(`{"command":`+strconv.Quote(spawnScript)+`}`))
+	t.Fatal("the command should have outlived this process")
+}
+
+func TestRunCommandDiesWithWorker(t *testing.T) {
+	dir := t.TempDir()
+	worker := exec.Command(os.Args[0], "-test.run=^TestLifelineHelper$")
+	worker.Env = append(os.Environ(), lifelineHelperEnv+"="+dir)
+	if err := worker.Start(); err != nil {
+		t.Fatal(err)
+	}
+	bg := readPid(t, filepath.Join(dir, "bg.pid"))
+	sh := readPid(t, filepath.Join(dir, "sh.pid"))
+	if !alive(bg) || !alive(sh) {
+		t.Fatal("command not running before the worker is killed")
+	}
+	if err := worker.Process.Kill(); err != nil { // SIGKILL: no cleanup code runs
+		t.Fatal(err)
+	}
+	_ = worker.Wait()
+	assertGone(t, bg, sh)
+}

@@ -1,0 +1,12 @@
+//go:build unix && !linux
+
+package tools
+
+import "syscall"
+
+// commandSysProcAttr puts the command into the lifeline's process group
+// pgid. There is no Pdeathsig outside Linux; the lifeline alone ties the
+// group to the worker.
+func commandSysProcAttr(pgid int) *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Setpgid: true, Pgid: pgid}
+}

@@ -1,0 +1,161 @@
+// Package tools implements the workspace tools a coding agent uses during one
+// round: list_files, read_file, write_file, edit_file, search_files and
+// run_command (SPEC section 5).
+//
+// File tools are confined to the workspace through an *os.Root, so "..",
+// absolute paths and symlinks leading out of the workspace are refused by the
+// kernel-level path resolution of os.Root rather than by string checks alone.
+//
+// Errors are split in two kinds: an ordinary tool failure (bad path, missing
+// file, invalid arguments, timeout) is reported to the model as a Result with
+// Failed set, while a returned Go error means the harness itself broke or the
+// context was cancelled.
+//
+// A Workspace and its tools hold no mutable state of their own and are safe
+// for concurrent use.
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// Result is what the model sees for one tool call.
+type Result struct {
+	// Output is the text handed back to the model.
+	Output string
+	// Failed marks an ordinary tool failure (bad path, missing file, invalid
+	// arguments, timeout). It is data for the model, not a harness error. A
+	// command that exits non-zero is not a failure: the exit code is reported.
+	Failed bool
+}
+
+// Tool is one function the model can call.
+type Tool interface {
+	Name() string
+	Description() string
+	// Parameters is a JSON Schema object describing the arguments.
+	Parameters() json.RawMessage
+	// Run executes the tool. A non-nil error means the harness broke or ctx
+	// was cancelled; everything else is reported through Result.
+	Run(ctx context.Context, args json.RawMessage) (Result, error)
+}
+
+// Limits bounds what one tool call may cost.
+type Limits struct {
+	// CommandTimeout is the run_command timeout when the model gives none.
+	CommandTimeout time.Duration
+	// MaxCommandTimeout caps the timeout the model may ask for.
+	MaxCommandTimeout time.Duration
+	// OutputCap is the number of code points of command output (and of
+	// listings and search results) returned; longer output is cut.
+	OutputCap int
+	// ReadLineLimit is the default number of lines read_file returns.
+	ReadLineLimit int
+	// ReadByteLimit is the most bytes read_file returns per call.
+	ReadByteLimit int
+}
+
+// Default limits, from SPEC section 5.
+const (
+	DefaultCommandTimeout    = 120 * time.Second
+	DefaultMaxCommandTimeout = 1800 * time.Second
+	DefaultOutputCap         = 30000
+	DefaultReadLineLimit     = 2000
+	DefaultReadByteLimit     = 256 * 1024
+)
+
+// DefaultLimits returns the limits SPEC section 5 prescribes.
+func DefaultLimits() Limits {
+	return Limits{
+		CommandTimeout:    DefaultCommandTimeout,
+		MaxCommandTimeout: DefaultMaxCommandTimeout,
+		OutputCap:         DefaultOutputCap,
+		ReadLineLimit:     DefaultReadLineLimit,
+		ReadByteLimit:     DefaultReadByteLimit,
+	}
+}
+
+// withDefaults fills zero fields so a partially set Limits stays usable, and
+// rejects negative ones, which can only be a configuration mistake.
+func (l Limits) withDefaults() (Limits, error) {
+	d := DefaultLimits()
+	if l.CommandTimeout < 0 || l.MaxCommandTimeout < 0 || l.OutputCap < 0 || l.ReadLineLimit < 0 || l.ReadByteLimit < 0 {
+		return Limits{}, fmt.Errorf("negative tool limit in %+v", l)
+	}
+	if l.CommandTimeout == 0 {
+		l.CommandTimeout = d.CommandTimeout
+	}
+	if l.MaxCommandTimeout == 0 {
+		l.MaxCommandTimeout = d.MaxCommandTimeout
+	}
+	if l.CommandTimeout > l.MaxCommandTimeout {
+		l.CommandTimeout = l.MaxCommandTimeout
+	}
+	if l.OutputCap == 0 {
+		l.OutputCap = d.OutputCap
+	}
+	if l.ReadLineLimit == 0 {
+		l.ReadLineLimit = d.ReadLineLimit
+	}
+	if l.ReadByteLimit == 0 {
+		l.ReadByteLimit = d.ReadByteLimit
+	}
+	return l, nil
+}
+
+// Workspace is the directory the tools operate on. All file access goes
+// through root, which confines it to the directory tree.
+type Workspace struct {
+	dir    string // absolute path, used as the working directory of commands
+	root   *os.Root
+	limits Limits
+}
+
+// OpenWorkspace opens dir as a confined workspace. Zero fields of limits take
+// their defaults.
+func OpenWorkspace(dir string, limits Limits) (*Workspace, error) {
+	lim, err := limits.withDefaults()
+	if err != nil {
+		return nil, fmt.Errorf("opening workspace %q: %w", dir, err)
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("opening workspace %q: %w", dir, err)
+	}
+	root, err := os.OpenRoot(abs)
+	if err != nil {
+		return nil, fmt.Errorf("opening workspace %q: %w", dir, err)
+	}
+	return &Workspace{dir: abs, root: root, limits: lim}, nil
+}
+
+// Close releases the workspace root.
+func (w *Workspace) Close() error {
+	if err := w.root.Close(); err != nil {
+		return fmt.Errorf("closing workspace %q: %w", w.dir, err)
+	}
+	return nil
+}
+
+// Dir returns the absolute workspace directory.
+func (w *Workspace) Dir() string { return w.dir }
+
+// Limits returns the effective limits (defaults filled in).
+func (w *Workspace) Limits() Limits { return w.limits }
+
+// Tools returns the six workspace tools in the order of SPEC section 5.
+func (w *Workspace) Tools() []Tool {
+	return []Tool{
+		listFilesTool{w},
+		readFileTool{w},
+		writeFileTool{w},
+		editFileTool{w},
+		searchFilesTool{w},
+		runCommandTool{w},
+	}
+}

@@ -1,0 +1,129 @@
+package tools
+
+import (
+	"fmt"
+	"strings"
+	"unicode/utf8"
+)
+
+// TruncateHeadTail returns s unchanged if it has at most limit code points.
+// Otherwise it keeps the first limit/2 and the last limit-limit/2 code points
+// and puts a marker saying how many characters were cut in between: the start
+// of output shows what ran, the end shows how it finished, and the middle is
+// usually the least informative part. A limit <= 0 cuts everything.
+func TruncateHeadTail(s string, limit int) string {
+	n := utf8.RuneCountInString(s)
+	if n <= limit {
+		return s
+	}
+	if limit < 0 {
+		limit = 0
+	}
+	headKeep := limit / 2
+	tailKeep := limit - headKeep
+	return joinHeadTail(firstRunes(s, headKeep), n-headKeep-tailKeep, lastRunes(s, tailKeep))
+}
+
+// joinHeadTail puts the cut marker between the kept head and tail.
+func joinHeadTail(head string, cut int, tail string) string {
+	var b strings.Builder
+	b.WriteString(head)
+	fmt.Fprintf(&b, "\n[... %d characters cut from the middle of the output ...]\n", cut)
+	b.WriteString(tail)
+	return b.String()
+}
+
+// firstRunes returns the first n code points of s.
+func firstRunes(s string, n int) string {
+	i := 0
+	for k := 0; k < n && i < len(s); k++ {
+		_, size := utf8.DecodeRuneInString(s[i:])
+		i += size
+	}
+	return s[:i]
+}
+
+// lastRunes returns the last n code points of s.
+func lastRunes(s string, n int) string {
+	i := len(s)
+	for k := 0; k < n && i > 0; k++ {
+		_, size := utf8.DecodeLastRuneInString(s[:i])
+		i -= size
+	}
+	return s[i:]
+}
+
+// headTailBuffer is an io.Writer that keeps the first and the last bytes of
+// a possibly unbounded stream (a command printing forever until its timeout)
+// in bounded memory, counting the code points dropped in between.
+type headTailBuffer struct {
+	headCap, tailCap int
+	head, tail       []byte
+	droppedRunes     int
+}
+
+// newHeadTailBuffer sizes the buffer so that it always holds at least limit
+// code points at each end (a code point is at most utf8.UTFMax bytes).
+func newHeadTailBuffer(limit int) *headTailBuffer {
+	c := max(limit, 1) * utf8.UTFMax
+	return &headTailBuffer{headCap: c, tailCap: c}
+}
+
+func (b *headTailBuffer) Write(p []byte) (int, error) {
+	n := len(p)
+	if room := b.headCap - len(b.head); room > 0 {
+		k := min(room, len(p))
+		b.head = append(b.head, p[:k]...)
+		p = p[k:]
+	}
+	b.tail = append(b.tail, p...)
+	// Compact only when twice the cap, so copying stays amortised O(1).
+	if len(b.tail) > 2*b.tailCap {
+		drop := len(b.tail) - b.tailCap
+		b.droppedRunes += countRuneStarts(b.tail[:drop])
+		b.tail = b.tail[:copy(b.tail, b.tail[drop:])]
+	}
+	return n, nil
+}
+
+// countRuneStarts counts code points in b by their first bytes, which stays
+// correct when b begins or ends in the middle of a character.
+func countRuneStarts(b []byte) int {
+	n := 0
+	for _, c := range b {
+		if utf8.RuneStart(c) {
+			n++
+		}
+	}
+	return n
+}
+
+// String renders the captured output truncated head+tail to limit code
+// points, with invalid UTF-8 replaced so the model gets clean text.
+func (b *headTailBuffer) String(limit int) string {
+	if b.droppedRunes == 0 {
+		return TruncateHeadTail(strings.ToValidUTF8(string(b.head)+string(b.tail), "\uFFFD"), limit)
+	}
+	headBytes := trimPartialRune(b.head)
+	cut := b.droppedRunes
+	if len(headBytes) < len(b.head) {
+		cut++ // the character split at the end of head; its start was not counted
+	}
+	head := strings.ToValidUTF8(string(headBytes), "\uFFFD")
+	tail := strings.ToValidUTF8(string(trimLeadingContinuation(b.tail)), "\uFFFD")
+	headKeep := limit / 2
+	tailKeep := limit - headKeep
+	cut += utf8.RuneCountInString(head) - headKeep + utf8.RuneCountInString(tail) - tailKeep
+	return joinHeadTail(firstRunes(head, headKeep), cut, lastRunes(tail, tailKeep))
+}
+
+// trimLeadingContinuation drops the continuation bytes of a character whose
+// start was discarded.
+func trimLeadingContinuation(b []byte) []byte {
+	for i := 0; i < len(b) && i < utf8.UTFMax; i++ {
+		if utf8.RuneStart(b[i]) {
+			return b[i:]
+		}
+	}
+	return b
+}
