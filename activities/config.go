@@ -31,15 +31,24 @@ type ModelConfig struct {
 	TransientRetries int
 	// MaxRetryAfter caps how long a Retry-After header is honoured.
 	MaxRetryAfter time.Duration
+	// RetryBaseDelay and RetryMaxDelay shape the exponential backoff between
+	// transient retries when the provider sends no Retry-After (jittered,
+	// doubling from the base, capped at the max). Zero means the agent's
+	// defaults (1 s and 30 s).
+	RetryBaseDelay time.Duration
+	RetryMaxDelay  time.Duration
 }
 
 // AgentConfig bounds one fresh session.
 type AgentConfig struct {
-	MaxModelCalls    int
-	MaxRepairs       int
-	MaxReminders     int
-	CommandTimeout   time.Duration
-	CommandOutputCap int
+	MaxModelCalls  int
+	MaxRepairs     int
+	MaxReminders   int
+	CommandTimeout time.Duration
+	// MaxCommandTimeout caps the timeout_seconds a model may ask of
+	// run_command; zero means CommandTimeout is both default and cap.
+	MaxCommandTimeout time.Duration
+	CommandOutputCap  int
 }
 
 // DefaultConfig is the SPEC defaults with relative directories.
@@ -52,6 +61,8 @@ func DefaultConfig() Config {
 			CallTimeout:      5 * time.Minute,
 			TransientRetries: 5,
 			MaxRetryAfter:    60 * time.Second,
+			RetryBaseDelay:   time.Second,
+			RetryMaxDelay:    30 * time.Second,
 		},
 		Agent: AgentConfig{
 			MaxModelCalls:    100,

@@ -132,6 +132,8 @@ func CheckWorkspace(workspace string) error {
 	switch {
 	case workspace == "":
 		return inputErr("workspace", "must not be empty (omit it to use the workflow id)")
+	case workspace == ".":
+		return inputErr("workspace", `must name a directory under the worker's workspace root, not the root itself (".")`)
 	case filepath.IsAbs(workspace) || strings.HasPrefix(workspace, "/"):
 		return inputErr("workspace", "must be relative to the worker's workspace root, got the absolute path %q", workspace)
 	case !filepath.IsLocal(workspace):

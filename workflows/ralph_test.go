@@ -235,6 +235,7 @@ func TestInputErrors(t *testing.T) {
 		{"workspace dotdot", `{"objective":"x","workspace":".."}`, "workspace"},
 		{"workspace unclean", `{"objective":"x","workspace":"a//b"}`, "workspace"},
 		{"workspace empty", `{"objective":"x","workspace":""}`, "workspace"},
+		{"workspace is the root", `{"objective":"x","workspace":"."}`, "workspace"},
 		{"workspace not a string", `{"objective":"x","workspace":7}`, "workspace"},
 	}
 	for _, tt := range tests {

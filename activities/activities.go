@@ -1,0 +1,166 @@
+package activities
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/worker"
+
+	"github.com/ralph-temporal/ralph/agent"
+	"github.com/ralph-temporal/ralph/agent/tools"
+)
+
+// Directory permissions: workspaces are shared with the commands the agent
+// runs; session files (transcripts, locks) are the worker's own.
+const (
+	workspaceDirPerm = 0o755
+	sessionDirPerm   = 0o700
+	// locksDirName is the directory under SessionDir that holds lock files.
+	locksDirName = "locks"
+)
+
+// Activities are the Temporal activities of a Ralph worker. One value serves
+// every round the worker runs; it holds only its configuration.
+type Activities struct {
+	cfg Config
+}
+
+// New checks cfg and creates the workspace root and the session directory
+// (with its locks directory). The directories are made absolute, and the
+// session directory must lie outside the workspace root (and vice versa):
+// transcripts and locks may never be reachable from a workspace.
+func New(cfg Config) (*Activities, error) {
+	if err := checkConfig(cfg); err != nil {
+		return nil, err
+	}
+	var err error
+	if cfg.WorkspaceRoot, err = makeDir(cfg.WorkspaceRoot, workspaceDirPerm, "workspace root"); err != nil {
+		return nil, err
+	}
+	if cfg.SessionDir, err = makeDir(cfg.SessionDir, sessionDirPerm, "session directory"); err != nil {
+		return nil, err
+	}
+	if within(cfg.SessionDir, cfg.WorkspaceRoot) || within(cfg.WorkspaceRoot, cfg.SessionDir) {
+		return nil, fmt.Errorf("activities config: the session directory %s and the workspace root %s must not contain one another (transcripts must stay outside every workspace)",
+			cfg.SessionDir, cfg.WorkspaceRoot)
+	}
+	if err := os.MkdirAll(filepath.Join(cfg.SessionDir, locksDirName), sessionDirPerm); err != nil {
+		return nil, fmt.Errorf("activities config: create the locks directory: %w", err)
+	}
+	return &Activities{cfg: cfg}, nil
+}
+
+func checkConfig(cfg Config) error {
+	positive := []struct {
+		name  string
+		value int
+	}{
+		{"limits.maxRounds", cfg.Limits.MaxRounds}, {"limits.maxHandoffChars", cfg.Limits.MaxHandoffChars},
+		{"limits.maxObjectiveChars", cfg.Limits.MaxObjectiveChars}, {"limits.roundTimeoutSeconds", cfg.Limits.RoundTimeoutSeconds},
+		{"limits.heartbeatTimeoutSeconds", cfg.Limits.HeartbeatTimeoutSeconds}, {"limits.roundAttempts", cfg.Limits.RoundAttempts},
+		{"limits.roundsPerRun", cfg.Limits.RoundsPerRun}, {"agent.commandOutputCap", cfg.Agent.CommandOutputCap},
+	}
+	for _, p := range positive {
+		if p.value <= 0 {
+			return fmt.Errorf("activities config: %s must be positive, got %d", p.name, p.value)
+		}
+	}
+	switch {
+	case cfg.WorkspaceRoot == "":
+		return fmt.Errorf("activities config: workspace root is required")
+	case cfg.SessionDir == "":
+		return fmt.Errorf("activities config: session directory is required")
+	case cfg.HeartbeatInterval <= 0:
+		return fmt.Errorf("activities config: heartbeat interval must be positive, got %s", cfg.HeartbeatInterval)
+	case cfg.HeartbeatInterval >= time.Duration(cfg.Limits.HeartbeatTimeoutSeconds)*time.Second:
+		return fmt.Errorf("activities config: heartbeat interval %s must be shorter than the heartbeat timeout of %d s",
+			cfg.HeartbeatInterval, cfg.Limits.HeartbeatTimeoutSeconds)
+	case cfg.Agent.CommandTimeout <= 0:
+		return fmt.Errorf("activities config: command timeout must be positive, got %s", cfg.Agent.CommandTimeout)
+	case cfg.Agent.MaxCommandTimeout < 0:
+		return fmt.Errorf("activities config: max command timeout must not be negative, got %s", cfg.Agent.MaxCommandTimeout)
+	}
+	if err := agentConfig(cfg).Validate(); err != nil {
+		return fmt.Errorf("activities config: %w", err)
+	}
+	return nil
+}
+
+// makeDir creates dir and returns its absolute, symlink-free path.
+func makeDir(dir string, perm os.FileMode, what string) (string, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", fmt.Errorf("activities config: %s %q: %w", what, dir, err)
+	}
+	if err := os.MkdirAll(abs, perm); err != nil {
+		return "", fmt.Errorf("activities config: create the %s: %w", what, err)
+	}
+	real, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return "", fmt.Errorf("activities config: resolve the %s: %w", what, err)
+	}
+	return real, nil
+}
+
+// within reports whether path lies inside (or is) dir.
+func within(path, dir string) bool {
+	rel, err := filepath.Rel(dir, path)
+	return err == nil && (rel == "." || filepath.IsLocal(rel))
+}
+
+// agentConfig is the agent's view of the worker configuration.
+func agentConfig(cfg Config) agent.Config {
+	a := agent.DefaultConfig()
+	a.BaseURL, a.APIKey, a.Model = cfg.Model.BaseURL, cfg.Model.APIKey, cfg.Model.Model
+	a.CallTimeout = cfg.Model.CallTimeout
+	a.TransientRetries = cfg.Model.TransientRetries
+	a.MaxRetryAfter = cfg.Model.MaxRetryAfter
+	if cfg.Model.RetryBaseDelay > 0 {
+		a.RetryBaseDelay = cfg.Model.RetryBaseDelay
+	}
+	if cfg.Model.RetryMaxDelay > 0 {
+		a.RetryMaxDelay = cfg.Model.RetryMaxDelay
+	}
+	a.MaxModelCalls = cfg.Agent.MaxModelCalls
+	a.MaxRepairs = cfg.Agent.MaxRepairs
+	a.MaxReminders = cfg.Agent.MaxReminders
+	maxCommand := cfg.Agent.MaxCommandTimeout
+	if maxCommand == 0 {
+		maxCommand = cfg.Agent.CommandTimeout
+	}
+	a.ToolLimits = tools.Limits{
+		CommandTimeout:    cfg.Agent.CommandTimeout,
+		MaxCommandTimeout: max(maxCommand, cfg.Agent.CommandTimeout),
+		OutputCap:         cfg.Agent.CommandOutputCap,
+		ReadLineLimit:     tools.DefaultReadLineLimit,
+		ReadByteLimit:     tools.DefaultReadByteLimit,
+	}
+	return a
+}
+
+// Register registers ResolveLimits (run by the workflow as a local
+// activity) and RunRound under their stable names.
+func (a *Activities) Register(r worker.ActivityRegistry) {
+	r.RegisterActivityWithOptions(a.ResolveLimits, activity.RegisterOptions{Name: ResolveLimitsName})
+	r.RegisterActivityWithOptions(a.RunRound, activity.RegisterOptions{Name: RunRoundName})
+}
+
+// ResolveLimits returns the deployment's limits. The workflow runs it once
+// per run as a local activity, so the limits are recorded in history and a
+// replay never depends on the current worker's configuration.
+func (a *Activities) ResolveLimits(context.Context) (Limits, error) {
+	return a.cfg.Limits, nil
+}
+
+// WorkspaceRoot is the absolute directory that holds every workspace.
+func (a *Activities) WorkspaceRoot() string { return a.cfg.WorkspaceRoot }
+
+// TranscriptDir is the directory holding the transcripts of a workspace's
+// rounds, one file per attempt: round-<R>-attempt-<A>-<session id>.jsonl.
+func (a *Activities) TranscriptDir(workspace string) string {
+	return filepath.Join(a.cfg.SessionDir, safeName(workspace))
+}

@@ -1,0 +1,70 @@
+package activities
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+
+	"github.com/ralph-temporal/ralph/agent"
+)
+
+// heartbeat records HeartbeatDetails every interval for the whole round,
+// from its own goroutine, so that a long model call, a long command or a
+// Retry-After wait never falls silent (silence past the heartbeat timeout
+// makes Temporal retry the round; heartbeats also deliver cancellation).
+// It follows the session's events to report the step and the last tool.
+type heartbeat struct {
+	mu      sync.Mutex
+	details HeartbeatDetails
+
+	stopCh chan struct{}
+	done   chan struct{}
+}
+
+func startHeartbeat(ctx context.Context, details HeartbeatDetails, every time.Duration) *heartbeat {
+	h := &heartbeat{details: details, stopCh: make(chan struct{}), done: make(chan struct{})}
+	go h.loop(ctx, every)
+	return h
+}
+
+func (h *heartbeat) loop(ctx context.Context, every time.Duration) {
+	defer close(h.done)
+	ticker := time.NewTicker(every)
+	defer ticker.Stop()
+	for {
+		activity.RecordHeartbeat(ctx, h.snapshot())
+		select {
+		case <-ticker.C:
+		case <-h.stopCh:
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+func (h *heartbeat) snapshot() HeartbeatDetails {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.details
+}
+
+// Observe tracks the session's progress.
+func (h *heartbeat) Observe(e agent.Event) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	switch e.Kind {
+	case agent.EventModelRequest:
+		h.details.Step = e.Step
+	case agent.EventToolCall:
+		h.details.Step, h.details.LastTool = e.Step, e.Tool
+	}
+}
+
+// stop ends the heartbeat and waits for its goroutine.
+func (h *heartbeat) stop() {
+	close(h.stopCh)
+	<-h.done
+}

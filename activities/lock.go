@@ -1,0 +1,86 @@
+//go:build unix
+
+package activities
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+)
+
+// lockPollInterval is how often a round waiting for a busy workspace retries
+// its lock (the heartbeat keeps running meanwhile, and a cancel ends the wait).
+const lockPollInterval = 250 * time.Millisecond
+
+// workspaceLock holds flock(2) locks on files under <SessionDir>/locks,
+// outside every workspace. The kernel drops them when the process dies, so
+// a killed worker never leaves a workspace locked.
+type workspaceLock struct {
+	files []*os.File
+}
+
+// lockWorkspace takes a shared lock on each ancestor of the workspace and an
+// exclusive lock on the workspace itself, in that order (outermost first,
+// the same global order for every round, so no two rounds deadlock). Rounds
+// on "a" and "a/b" thus exclude each other, while "a/b" and "a/c" run side by
+// side. waiting is called once if the lock is busy.
+func (a *Activities) lockWorkspace(ctx context.Context, workspace string, waiting func()) (*workspaceLock, error) {
+	l := &workspaceLock{}
+	steps := append(ancestors(workspace), workspace)
+	for i, name := range steps {
+		how := syscall.LOCK_SH
+		if i == len(steps)-1 {
+			how = syscall.LOCK_EX
+		}
+		f, err := a.acquire(ctx, name, how, waiting)
+		if err != nil {
+			l.release()
+			return nil, err
+		}
+		l.files = append(l.files, f)
+	}
+	return l, nil
+}
+
+func (a *Activities) acquire(ctx context.Context, name string, how int, waiting func()) (*os.File, error) {
+	path := filepath.Join(a.cfg.SessionDir, locksDirName, safeName(name)+".lock")
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("open the workspace lock %s: %w", path, err)
+	}
+	told := false
+	for {
+		err := syscall.Flock(int(f.Fd()), how|syscall.LOCK_NB)
+		if err == nil {
+			return f, nil
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) && !errors.Is(err, syscall.EINTR) {
+			f.Close()
+			return nil, fmt.Errorf("lock the workspace %q (%s): %w", name, path, err)
+		}
+		if !told && waiting != nil {
+			waiting()
+			told = true
+		}
+		t := time.NewTimer(lockPollInterval)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			f.Close()
+			return nil, ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// release drops every lock (closing the file releases its flock).
+func (l *workspaceLock) release() {
+	for i := len(l.files) - 1; i >= 0; i-- {
+		l.files[i].Close()
+	}
+	l.files = nil
+}

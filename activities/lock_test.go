@@ -1,0 +1,121 @@
+package activities
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/worker"
+)
+
+func TestWorkspaceLocks(t *testing.T) {
+	base := t.TempDir()
+	cfg := DefaultConfig()
+	cfg.Model.Model = "m"
+	cfg.WorkspaceRoot, cfg.SessionDir = filepath.Join(base, "w"), filepath.Join(base, "s")
+	a, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	tryLock := func(ws string) (*workspaceLock, bool) {
+		t.Helper()
+		waited := false
+		short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+		defer cancel()
+		l, err := a.lockWorkspace(short, ws, func() { waited = true })
+		if err != nil {
+			if !errors.Is(err, context.DeadlineExceeded) || !waited {
+				t.Fatalf("lock %q: %v (waited %v)", ws, err, waited)
+			}
+			return nil, false
+		}
+		return l, true
+	}
+
+	ab, ok := tryLock("a/b")
+	if !ok {
+		t.Fatal("a/b: not locked")
+	}
+	ac, ok := tryLock("a/c")
+	if !ok {
+		t.Fatal("a/c must not conflict with a/b")
+	}
+	if _, ok := tryLock("a/b"); ok {
+		t.Fatal("a second round on a/b got the lock")
+	}
+	if _, ok := tryLock("a"); ok {
+		t.Fatal("a round on a got the lock while a/b and a/c run")
+	}
+	ab.release()
+	ac.release()
+	whole, ok := tryLock("a")
+	if !ok {
+		t.Fatal("a: not locked after release")
+	}
+	if _, ok := tryLock("a/b/c"); ok {
+		t.Fatal("a/b/c got the lock while a runs")
+	}
+	whole.release()
+}
+
+func TestSafeNameKeepsWorkspacesApart(t *testing.T) {
+	seen := map[string]string{}
+	for _, ws := range []string{"repo", "team/repo", "team_repo", ".hidden", "a b", "a_b"} {
+		n := safeName(ws)
+		if other, dup := seen[n]; dup {
+			t.Errorf("%q and %q share the name %q", ws, other, n)
+		}
+		if filepath.Base(n) != n || n == "" || n[0] == '.' {
+			t.Errorf("safeName(%q) = %q is not a plain file name", ws, n)
+		}
+		seen[n] = ws
+	}
+	if safeName("repo") != "repo" {
+		t.Errorf("a simple name should stay readable")
+	}
+}
+
+// A round whose workspace is busy waits (heartbeating) and still honours a cancel.
+func TestRunRoundWaitsForBusyWorkspace(t *testing.T) {
+	base := t.TempDir()
+	cfg := DefaultConfig()
+	cfg.Model.Model, cfg.Model.BaseURL = "m", "http://127.0.0.1:1/v1" // never reached
+	cfg.WorkspaceRoot, cfg.SessionDir = filepath.Join(base, "w"), filepath.Join(base, "s")
+	cfg.HeartbeatInterval = 20 * time.Millisecond
+	a, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	held, err := a.lockWorkspace(context.Background(), "repo", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.release()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 400*time.Millisecond)
+	defer cancel()
+	var suite testsuite.WorkflowTestSuite
+	env := suite.NewTestActivityEnvironment()
+	env.SetWorkerOptions(worker.Options{BackgroundActivityContext: ctx})
+	var beats atomic.Int32
+	env.SetOnActivityHeartbeatListener(func(*activity.Info, converter.EncodedValues) { beats.Add(1) })
+	a.Register(env)
+	in := RoundInput{Objective: "x", Round: 1, MaxRounds: 1, Workspace: "repo", MaxHandoffChars: 100}
+	if _, err := env.ExecuteActivity(RunRoundName, in); err == nil || !strings.Contains(err.Error(), "deadline exceeded") {
+		t.Fatalf("error = %v, want the context's error", err)
+	}
+	if beats.Load() == 0 {
+		t.Error("no heartbeat while waiting for the lock")
+	}
+	if files, _ := filepath.Glob(filepath.Join(a.TranscriptDir("repo"), "*")); len(files) != 0 {
+		t.Errorf("a session started while the workspace was busy: %v", files)
+	}
+}

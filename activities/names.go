@@ -1,0 +1,79 @@
+package activities
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"path/filepath"
+	"strings"
+)
+
+// sessionIDBytes is the entropy of a session id (hex-encoded, twice as long).
+const sessionIDBytes = 8
+
+// nameHashChars is how much of a path's hash keeps flattened names unique.
+const nameHashChars = 12
+
+// newSessionID returns a fresh random id for one attempt of one round.
+func newSessionID() (string, error) {
+	b := make([]byte, sessionIDBytes)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("generate a session id: %w", err)
+	}
+	return hex.EncodeToString(b), nil
+}
+
+// safeName flattens a workspace path into one file name: a simple name is
+// kept as is; anything else ("team/repo") has its unsafe characters replaced
+// and a hash of the original appended, so distinct workspaces never share a
+// name.
+func safeName(workspace string) string {
+	simple := true
+	var b strings.Builder
+	for _, r := range workspace {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_', r == '.':
+			b.WriteRune(r)
+		default:
+			b.WriteByte('_')
+			simple = false
+		}
+	}
+	if simple && !strings.HasPrefix(workspace, ".") {
+		return workspace
+	}
+	sum := sha256.Sum256([]byte(workspace))
+	return strings.TrimLeft(b.String(), ".") + "-" + hex.EncodeToString(sum[:])[:nameHashChars]
+}
+
+// checkWorkspace accepts a clean, non-empty relative path that stays inside
+// the root (the workflow checked it too; a worker never trusts its input).
+func checkWorkspace(workspace string) error {
+	switch {
+	case workspace == "":
+		return fmt.Errorf("workspace is empty")
+	case workspace == ".":
+		return fmt.Errorf("workspace %q is the workspace root itself; name a directory under it", workspace)
+	case strings.ContainsRune(workspace, 0):
+		return fmt.Errorf("workspace %q contains NUL", workspace)
+	case filepath.IsAbs(workspace) || strings.HasPrefix(workspace, "/"):
+		return fmt.Errorf("workspace %q is absolute; it must be relative to the workspace root", workspace)
+	case !filepath.IsLocal(workspace):
+		return fmt.Errorf("workspace %q leaves the workspace root", workspace)
+	case filepath.Clean(workspace) != workspace:
+		return fmt.Errorf("workspace %q is not a clean path", workspace)
+	}
+	return nil
+}
+
+// ancestors lists the proper ancestors of a clean relative path, outermost
+// first: "a/b/c" -> ["a", "a/b"].
+func ancestors(workspace string) []string {
+	var out []string
+	parts := strings.Split(filepath.ToSlash(workspace), "/")
+	for i := 1; i < len(parts); i++ {
+		out = append(out, strings.Join(parts[:i], "/"))
+	}
+	return out
+}

@@ -1,0 +1,173 @@
+package activities
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/ralph-temporal/ralph/agent"
+	"github.com/ralph-temporal/ralph/usage"
+)
+
+// The session's own round deadline ends a little before Temporal's
+// start-to-close timeout, so that running out of round time is reported as
+// an ordinary child failure (as SPEC section 5 asks) rather than a timeout
+// Temporal would retry: maxDeadlineMargin, or a tenth of the round for short
+// rounds.
+const maxDeadlineMargin = 10 * time.Second
+
+// transcriptFilePerm: transcripts hold code and prompts; only the worker reads them.
+const transcriptFilePerm = 0o600
+
+// FailureDetails ride on ChildFailed and ModelUnavailable errors: which
+// session failed and what it had spent.
+type FailureDetails struct {
+	SessionID string      `json:"sessionId"`
+	Usage     usage.Usage `json:"usage"`
+}
+
+// RunRound runs one round as one fresh agent session on <WorkspaceRoot>/<in.Workspace>.
+//
+// It holds an exclusive lock on the workspace (kept under SessionDir) for the
+// whole round, heartbeats HeartbeatDetails throughout, writes a transcript
+// outside the workspace, and maps failures:
+//   - bad input (a workspace escaping the root, a round out of range):
+//     non-retryable BadRoundInput;
+//   - an ordinary failure of the session: non-retryable ChildFailed;
+//   - transient model errors that outlasted the in-session retries:
+//     retryable ModelUnavailable (the next attempt is a fresh session);
+//   - a cancel (or a worker shutting down): the context's error, so Temporal
+//     records a cancellation;
+//   - anything else (disk, harness): a retryable error.
+func (a *Activities) RunRound(ctx context.Context, in RoundInput) (RoundOutput, error) {
+	if err := checkRoundInput(in); err != nil {
+		return RoundOutput{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeBadRoundInput, nil)
+	}
+	info := activity.GetInfo(ctx)
+	logger := activity.GetLogger(ctx)
+	sessionID, err := newSessionID()
+	if err != nil {
+		return RoundOutput{}, err
+	}
+	hb := startHeartbeat(ctx, HeartbeatDetails{Round: in.Round, Attempt: int(info.Attempt), SessionID: sessionID}, a.cfg.HeartbeatInterval)
+	defer hb.stop()
+
+	dir, err := a.prepareWorkspace(in.Workspace)
+	if err != nil {
+		return RoundOutput{}, err
+	}
+	lock, err := a.lockWorkspace(ctx, in.Workspace, func() {
+		logger.Info("Waiting for the workspace lock held by another round", "workspace", in.Workspace)
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			return RoundOutput{}, ctx.Err()
+		}
+		return RoundOutput{}, err
+	}
+	defer lock.release()
+
+	transcript, closeTranscript, path, err := a.openTranscript(in, int(info.Attempt), sessionID)
+	if err != nil {
+		return RoundOutput{}, err
+	}
+	defer closeTranscript()
+	logger.Info("Round started", "round", in.Round, "maxRounds", in.MaxRounds, "attempt", info.Attempt,
+		"sessionId", sessionID, "workspace", in.Workspace, "transcript", path)
+
+	res, err := agent.RunSession(ctx, agentConfig(a.cfg), agent.Request{
+		SessionID: sessionID, Objective: in.Objective, Round: in.Round, MaxRounds: in.MaxRounds,
+		Previous: in.Previous, Workspace: dir, MaxHandoffChars: in.MaxHandoffChars,
+		Deadline: roundDeadline(info),
+	}, agent.Observers(transcript, hb))
+	if terr := transcript.Err(); terr != nil {
+		logger.Warn("Transcript incomplete", "transcript", path, "error", terr)
+	}
+	logger.Info("Round ended", "round", in.Round, "sessionId", sessionID, "outcome", agent.Outcome(err),
+		"modelCalls", res.Usage.ModelCalls, "toolCalls", res.Usage.ToolCalls)
+	if err != nil {
+		return RoundOutput{}, a.roundError(ctx, err, in.Round, FailureDetails{SessionID: sessionID, Usage: res.Usage})
+	}
+	return RoundOutput{Report: res.Report, Usage: res.Usage, SessionID: sessionID}, nil
+}
+
+func checkRoundInput(in RoundInput) error {
+	if err := checkWorkspace(in.Workspace); err != nil {
+		return fmt.Errorf("bad round input: %w", err)
+	}
+	switch {
+	case strings.TrimSpace(in.Objective) == "":
+		return fmt.Errorf("bad round input: objective is empty")
+	case in.Round < 1 || in.MaxRounds < in.Round:
+		return fmt.Errorf("bad round input: round %d of %d is out of range", in.Round, in.MaxRounds)
+	case in.MaxHandoffChars <= 0:
+		return fmt.Errorf("bad round input: maxHandoffChars must be positive, got %d", in.MaxHandoffChars)
+	}
+	return nil
+}
+
+// prepareWorkspace creates <root>/<workspace> through an os.Root, so that a
+// symlink planted under the root cannot lead the workspace outside it.
+func (a *Activities) prepareWorkspace(workspace string) (string, error) {
+	root, err := os.OpenRoot(a.cfg.WorkspaceRoot)
+	if err != nil {
+		return "", fmt.Errorf("open the workspace root: %w", err)
+	}
+	defer root.Close()
+	if err := root.MkdirAll(workspace, workspaceDirPerm); err != nil {
+		if strings.Contains(err.Error(), "escapes from parent") {
+			// os.Root's escape error is unexported; its text is stable.
+			return "", temporal.NewNonRetryableApplicationError(
+				fmt.Sprintf("bad round input: workspace %q leads outside the workspace root through a symlink", workspace),
+				ErrTypeBadRoundInput, nil)
+		}
+		return "", fmt.Errorf("create the workspace %q: %w", workspace, err)
+	}
+	return filepath.Join(a.cfg.WorkspaceRoot, workspace), nil
+}
+
+func (a *Activities) openTranscript(in RoundInput, attempt int, sessionID string) (*agent.Transcript, func(), string, error) {
+	dir := a.TranscriptDir(in.Workspace)
+	if err := os.MkdirAll(dir, sessionDirPerm); err != nil {
+		return nil, nil, "", fmt.Errorf("create the transcript directory: %w", err)
+	}
+	path := filepath.Join(dir, fmt.Sprintf("round-%d-attempt-%d-%s.jsonl", in.Round, attempt, sessionID))
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, transcriptFilePerm)
+	if err != nil {
+		return nil, nil, "", fmt.Errorf("create the transcript: %w", err)
+	}
+	return agent.NewTranscript(f, a.cfg.Model.APIKey), func() { f.Close() }, path, nil
+}
+
+// roundDeadline is the session's own deadline: Temporal's deadline for this
+// attempt minus a margin (none when Temporal set none).
+func roundDeadline(info activity.Info) time.Time {
+	if info.Deadline.IsZero() {
+		return time.Time{}
+	}
+	total := info.Deadline.Sub(info.StartedTime)
+	return info.Deadline.Add(-min(maxDeadlineMargin, total/10))
+}
+
+// roundError maps a failed session to what the workflow's retry policy
+// expects. The API key never appears in a message.
+func (a *Activities) roundError(ctx context.Context, err error, round int, details FailureDetails) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	msg := agent.Redact(fmt.Sprintf("round %d: %v", round, err), a.cfg.Model.APIKey)
+	switch {
+	case agent.IsChildFailure(err):
+		return temporal.NewNonRetryableApplicationError(msg, ErrTypeChildFailed, nil, details)
+	case agent.IsModelUnavailable(err):
+		return temporal.NewApplicationError(msg, ErrTypeModelUnavailable, details)
+	default:
+		return fmt.Errorf("%s", msg)
+	}
+}

@@ -1,0 +1,104 @@
+package agent
+
+import (
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/ralph-temporal/ralph/agent/tools"
+)
+
+// Defaults of one session's bounds (SPEC section 5).
+const (
+	DefaultCallTimeout      = 5 * time.Minute
+	DefaultMaxModelCalls    = 100
+	DefaultMaxRepairs       = 3
+	DefaultMaxReminders     = 2
+	DefaultTransientRetries = 5
+	DefaultMaxRetryAfter    = 60 * time.Second
+	DefaultRetryBaseDelay   = time.Second
+	DefaultRetryMaxDelay    = 30 * time.Second
+	DefaultMaxHandoffChars  = 16384
+)
+
+// Config is how one session talks to the model and how far it may go. It is
+// deployment-owned: nothing in it comes from the caller of a run.
+type Config struct {
+	// BaseURL of the OpenAI-compatible API (ending in /v1 for most
+	// providers); empty means go-openai's default, api.openai.com.
+	BaseURL string
+	// APIKey is sent as a bearer token and never written anywhere: events,
+	// transcripts and errors have it redacted.
+	APIKey string
+	Model  string
+	// CallTimeout bounds one model call (each transport attempt).
+	CallTimeout time.Duration
+	// MaxModelCalls bounds the completed model calls of a session; the last
+	// one offers only submit_report.
+	MaxModelCalls int
+	// MaxRepairs bounds how often an invalid report is sent back for repair.
+	MaxRepairs int
+	// MaxReminders bounds the reminders after text answers without a tool call.
+	MaxReminders int
+	// TransientRetries bounds the retries of one model call after transient
+	// errors (429, 408, 409, 5xx, non-JSON pages, network).
+	TransientRetries int
+	// MaxRetryAfter caps how long a Retry-After header is honoured.
+	MaxRetryAfter time.Duration
+	// RetryBaseDelay and RetryMaxDelay shape the exponential backoff used
+	// when the provider gives no Retry-After.
+	RetryBaseDelay time.Duration
+	RetryMaxDelay  time.Duration
+	// ToolLimits bound the workspace tools; zero fields take their defaults.
+	ToolLimits tools.Limits
+	// HTTPClient, when set, carries the model requests (tests, proxies).
+	HTTPClient *http.Client
+}
+
+// DefaultConfig is the SPEC defaults without an endpoint.
+func DefaultConfig() Config {
+	return Config{
+		CallTimeout:      DefaultCallTimeout,
+		MaxModelCalls:    DefaultMaxModelCalls,
+		MaxRepairs:       DefaultMaxRepairs,
+		MaxReminders:     DefaultMaxReminders,
+		TransientRetries: DefaultTransientRetries,
+		MaxRetryAfter:    DefaultMaxRetryAfter,
+		RetryBaseDelay:   DefaultRetryBaseDelay,
+		RetryMaxDelay:    DefaultRetryMaxDelay,
+		ToolLimits:       tools.DefaultLimits(),
+	}
+}
+
+// Validate reports the first setting that cannot work.
+func (c Config) Validate() error {
+	durations := []struct {
+		name  string
+		value time.Duration
+	}{
+		{"call timeout", c.CallTimeout}, {"max Retry-After", c.MaxRetryAfter},
+		{"retry base delay", c.RetryBaseDelay}, {"retry max delay", c.RetryMaxDelay},
+	}
+	for _, d := range durations {
+		if d.value <= 0 {
+			return fmt.Errorf("agent config: %s must be positive, got %s", d.name, d.value)
+		}
+	}
+	counts := []struct {
+		name     string
+		value    int
+		minValue int
+	}{
+		{"max model calls", c.MaxModelCalls, 1}, {"max repairs", c.MaxRepairs, 0},
+		{"max reminders", c.MaxReminders, 0}, {"transient retries", c.TransientRetries, 0},
+	}
+	for _, n := range counts {
+		if n.value < n.minValue {
+			return fmt.Errorf("agent config: %s must be at least %d, got %d", n.name, n.minValue, n.value)
+		}
+	}
+	if c.Model == "" {
+		return fmt.Errorf("agent config: model name is required")
+	}
+	return nil
+}

@@ -1,0 +1,165 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/ralph-temporal/ralph/agent/tools"
+	"github.com/ralph-temporal/ralph/report"
+)
+
+// Loop detection: the same tool with the same arguments, call after call
+// with nothing else in between, cannot produce anything new.
+const (
+	// RepeatWarnAfter: this identical call in a row is not run; the model is
+	// told it is looping.
+	RepeatWarnAfter = 5
+	// RepeatFailAfter: this identical call in a row ends the round as a
+	// child failure.
+	RepeatFailAfter = 8
+)
+
+// runTools runs one answer's tool calls in order, answering each with a
+// tool message. A valid report ends the session at once: later calls of the
+// same answer are not run and no further model call is made.
+func (s *session) runTools(ctx context.Context, step int, calls []openai.ToolCall) (report.Report, bool, error) {
+	for _, call := range calls {
+		s.usage.ToolCalls++
+		name, args := call.Function.Name, call.Function.Arguments
+		s.emit(Event{Kind: EventToolCall, Step: step, Tool: name, ToolCallID: call.ID, Arguments: args})
+		started := time.Now()
+		res, rep, err := s.dispatch(ctx, name, args)
+		if err != nil && res.Output == "" {
+			return report.Report{}, false, err
+		}
+		content := toolContent(res)
+		s.messages = append(s.messages, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleTool, ToolCallID: call.ID, Content: content})
+		s.emit(Event{Kind: EventToolResult, Step: step, Tool: name, ToolCallID: call.ID, Output: content, Failed: res.Failed,
+			DurationMs: durationMs(time.Since(started))})
+		if err != nil {
+			return report.Report{}, false, err
+		}
+		if rep != nil {
+			return *rep, true, nil
+		}
+	}
+	return report.Report{}, false, nil
+}
+
+// dispatch runs one call. A tool's own failure is a Result for the model; an
+// error ends the session (with a Result still shown to the model when the
+// error is a child failure the model caused).
+func (s *session) dispatch(ctx context.Context, name, args string) (tools.Result, *report.Report, error) {
+	if name == SubmitReportTool {
+		s.repeat.reset()
+		return s.submit(args)
+	}
+	switch n := s.repeat.observe(name, args); {
+	case n >= RepeatFailAfter:
+		return failed("you called %s with identical arguments %d times in a row; the round ends here", name, n), nil,
+			childFailure("the model looped: it called %s with identical arguments %d times in a row", name, n)
+	case n >= RepeatWarnAfter:
+		return failed("you called %s with identical arguments %d times in a row with nothing in between, so it was not run again: "+
+			"the result would not change. You are looping; take a different step, or call submit_report.", name, n), nil, nil
+	}
+	if s.reportOnly {
+		return failed("only submit_report is available now; call it with your handoff report"), nil, nil
+	}
+	t, ok := s.tools[name]
+	if !ok {
+		return failed("unknown tool %q; the available tools are %s", name, strings.Join(s.toolNames, ", ")), nil, nil
+	}
+	if strings.TrimSpace(args) == "" {
+		args = "{}" // some providers send "" for a call without arguments
+	}
+	if err := checkJSON(args); err != nil {
+		return failed("the arguments of %s are not valid JSON (%v); send one JSON object matching the tool's parameters", name, err), nil, nil
+	}
+	res, err := t.Run(ctx, json.RawMessage(args))
+	if err != nil {
+		if ctx.Err() != nil {
+			return tools.Result{}, nil, ctx.Err()
+		}
+		return tools.Result{}, nil, fmt.Errorf("tool %s failed in the harness: %w", name, err)
+	}
+	return res, nil, nil
+}
+
+// submit checks a report. Each rejection names the exact rule broken and
+// spends one repair; past the bound the round ends as a child failure.
+func (s *session) submit(args string) (tools.Result, *report.Report, error) {
+	r, err := checkReport(args, s.req.handoffCap())
+	if err == nil {
+		return tools.Result{Output: "Report accepted. The round is over."}, &r, nil
+	}
+	s.repairs++
+	s.lastRejection = err.Error()
+	if s.repairs > s.cfg.MaxRepairs {
+		return failed("report rejected: %v. No repairs are left; the round ends here.", err), nil,
+			childFailure("the report was still invalid after %d repair(s): %v", s.cfg.MaxRepairs, err)
+	}
+	left := s.cfg.MaxRepairs - s.repairs + 1
+	return failed("report rejected: %v. Fix exactly this and call submit_report again (%d attempt(s) left). "+
+		"Reports are never cut or repaired for you.", err, left), nil, nil
+}
+
+func failed(format string, args ...any) tools.Result {
+	return tools.Result{Output: fmt.Sprintf(format, args...), Failed: true}
+}
+
+// toolContent is the tool message's text: never empty (providers reject or
+// mishandle empty tool messages), failures marked as errors.
+func toolContent(r tools.Result) string {
+	out := r.Output
+	if strings.TrimSpace(out) == "" {
+		out = "(no output)"
+		if r.Failed {
+			out = "the tool failed without output"
+		}
+	}
+	if r.Failed {
+		out = "error: " + out
+	}
+	return out
+}
+
+func checkJSON(args string) error {
+	var v any
+	if err := json.Unmarshal([]byte(args), &v); err != nil {
+		return err
+	}
+	return nil
+}
+
+// repeatGuard counts identical consecutive calls.
+type repeatGuard struct {
+	key   string
+	count int
+}
+
+func (g *repeatGuard) observe(name, args string) int {
+	key := name + "\x00" + canonicalJSON(args)
+	if key == g.key {
+		g.count++
+	} else {
+		g.key, g.count = key, 1
+	}
+	return g.count
+}
+
+func (g *repeatGuard) reset() { g.key, g.count = "", 0 }
+
+// canonicalJSON ignores whitespace differences between identical calls.
+func canonicalJSON(s string) string {
+	var b bytes.Buffer
+	if err := json.Compact(&b, []byte(s)); err != nil {
+		return s
+	}
+	return b.String()
+}

@@ -1,0 +1,78 @@
+package agent
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+)
+
+// maxErrorTextChars bounds provider text (often a whole HTML page) quoted in
+// an error.
+const maxErrorTextChars = 500
+
+// minSecretLen is the shortest API key redacted from text; shorter strings
+// would garble ordinary words and are no real key.
+const minSecretLen = 4
+
+// redactedMarker replaces the API key wherever it would appear.
+const redactedMarker = "[REDACTED]"
+
+// ChildFailure is an ordinary end of a round without a valid report: the
+// provider refused the request (400, 401, 403, 404, 422, context overflow),
+// or a bound was spent (model calls, repairs, reminders, per-call or round
+// timeout). Retrying the round cannot help, so it is not retried.
+type ChildFailure struct {
+	Reason string
+}
+
+func (e *ChildFailure) Error() string {
+	return "round ended without a valid report: " + e.Reason
+}
+
+func childFailure(format string, args ...any) error {
+	return &ChildFailure{Reason: fmt.Sprintf(format, args...)}
+}
+
+// ModelUnavailableError says transient model errors outlasted the in-session
+// retries. A later attempt (a fresh session) may succeed, so it is retryable.
+type ModelUnavailableError struct {
+	Attempts int
+	// Last describes the last transient error (API key redacted).
+	Last string
+}
+
+func (e *ModelUnavailableError) Error() string {
+	return fmt.Sprintf("model unavailable after %d attempts: %s", e.Attempts, e.Last)
+}
+
+// IsChildFailure reports whether err ends the round in the ordinary way.
+func IsChildFailure(err error) bool {
+	var cf *ChildFailure
+	return errors.As(err, &cf)
+}
+
+// IsModelUnavailable reports whether err is transient model trouble that
+// outlasted the retries.
+func IsModelUnavailable(err error) bool {
+	var mu *ModelUnavailableError
+	return errors.As(err, &mu)
+}
+
+// Redact removes secret from s.
+func Redact(s, secret string) string {
+	if len(secret) < minSecretLen {
+		return s
+	}
+	return strings.ReplaceAll(s, secret, redactedMarker)
+}
+
+// clip shortens provider text for an error message.
+func clip(s string) string {
+	s = strings.TrimSpace(s)
+	if utf8.RuneCountInString(s) <= maxErrorTextChars {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:maxErrorTextChars]) + " […]"
+}

@@ -1,0 +1,103 @@
+package agent
+
+import (
+	"time"
+
+	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/ralph-temporal/ralph/report"
+	"github.com/ralph-temporal/ralph/usage"
+)
+
+// EventKind names what happened in a session.
+type EventKind string
+
+// Event kinds, in the order a session emits them.
+const (
+	EventSessionStart  EventKind = "session_start"
+	EventModelRequest  EventKind = "model_request"
+	EventModelResponse EventKind = "model_response"
+	EventModelError    EventKind = "model_error"
+	EventToolCall      EventKind = "tool_call"
+	EventToolResult    EventKind = "tool_result"
+	EventSessionEnd    EventKind = "session_end"
+)
+
+// Outcomes recorded in a session_end event.
+const (
+	OutcomeReport           = "report"
+	OutcomeChildFailure     = "child_failure"
+	OutcomeModelUnavailable = "model_unavailable"
+	OutcomeCancelled        = "cancelled"
+	OutcomeHarnessError     = "harness_error"
+)
+
+// Event is one line of a session's story: a transcript line, and what the
+// activity's heartbeat reports (step, last tool). Fields not relevant to a
+// kind are empty. It never carries the API key.
+type Event struct {
+	Time      time.Time `json:"time"`
+	Kind      EventKind `json:"kind"`
+	SessionID string    `json:"sessionId"`
+	// Step is the model call the event belongs to (1-based); tool events
+	// carry the step whose answer requested them.
+	Step int `json:"step,omitempty"`
+
+	// session_start
+	Round     int    `json:"round,omitempty"`
+	MaxRounds int    `json:"maxRounds,omitempty"`
+	Model     string `json:"model,omitempty"`
+	BaseURL   string `json:"baseUrl,omitempty"`
+
+	// model_request: the messages appended since the previous request (the
+	// conversation only ever grows), the tools offered by name, and their
+	// full definitions on the first request.
+	Messages        []openai.ChatCompletionMessage `json:"messages,omitempty"`
+	Tools           []string                       `json:"tools,omitempty"`
+	ToolDefinitions []openai.Tool                  `json:"toolDefinitions,omitempty"`
+
+	// model_response / model_error
+	Attempt      int                           `json:"attempt,omitempty"`
+	Message      *openai.ChatCompletionMessage `json:"message,omitempty"`
+	FinishReason string                        `json:"finishReason,omitempty"`
+	HTTPStatus   int                           `json:"httpStatus,omitempty"`
+	Transient    bool                          `json:"transient,omitempty"`
+	RetryInMs    int64                         `json:"retryInMs,omitempty"`
+
+	// tool_call / tool_result
+	Tool       string `json:"tool,omitempty"`
+	ToolCallID string `json:"toolCallId,omitempty"`
+	Arguments  string `json:"arguments,omitempty"`
+	Output     string `json:"output,omitempty"`
+	Failed     bool   `json:"failed,omitempty"`
+	DurationMs int64  `json:"durationMs,omitempty"`
+
+	// session_end (Usage also on model_response: that call's tokens)
+	Outcome string         `json:"outcome,omitempty"`
+	Report  *report.Report `json:"report,omitempty"`
+	Usage   *usage.Usage   `json:"usage,omitempty"`
+	Error   string         `json:"error,omitempty"`
+}
+
+// Observer receives every event synchronously, in order, on the session's
+// goroutine; it must be quick.
+type Observer interface {
+	Observe(Event)
+}
+
+// ObserverFunc adapts a function to Observer.
+type ObserverFunc func(Event)
+
+// Observe calls f.
+func (f ObserverFunc) Observe(e Event) { f(e) }
+
+// Observers fans events out to several observers (nil ones are skipped).
+func Observers(list ...Observer) Observer {
+	return ObserverFunc(func(e Event) {
+		for _, o := range list {
+			if o != nil {
+				o.Observe(e)
+			}
+		}
+	})
+}

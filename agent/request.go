@@ -1,0 +1,55 @@
+package agent
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/ralph-temporal/ralph/report"
+	"github.com/ralph-temporal/ralph/usage"
+)
+
+// Request is one round as one fresh session sees it.
+type Request struct {
+	// SessionID names this session in events and transcripts; fresh per attempt.
+	SessionID string
+	Objective string
+	Round     int
+	MaxRounds int
+	// Previous is the last accepted report; nil in the first round.
+	Previous *report.Report
+	// Workspace is the directory the tools act on.
+	Workspace string
+	// MaxHandoffChars caps the report's compact JSON; 0 means the default.
+	MaxHandoffChars int
+	// Deadline, when set, ends the session as an ordinary child failure
+	// (the round timeout), distinct from a cancel of ctx.
+	Deadline time.Time
+}
+
+func (r Request) validate() error {
+	switch {
+	case r.Objective == "":
+		return fmt.Errorf("session request: objective is empty")
+	case r.Round < 1 || r.MaxRounds < r.Round:
+		return fmt.Errorf("session request: round %d of %d is out of range", r.Round, r.MaxRounds)
+	case r.Workspace == "":
+		return fmt.Errorf("session request: workspace directory is empty")
+	case r.MaxHandoffChars < 0:
+		return fmt.Errorf("session request: max handoff chars is negative (%d)", r.MaxHandoffChars)
+	}
+	return nil
+}
+
+func (r Request) handoffCap() int {
+	if r.MaxHandoffChars == 0 {
+		return DefaultMaxHandoffChars
+	}
+	return r.MaxHandoffChars
+}
+
+// Result is what a session produced. Usage is filled even when the session
+// failed, so a failed round still accounts for what it spent.
+type Result struct {
+	Report report.Report
+	Usage  usage.Usage
+}

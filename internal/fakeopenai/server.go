@@ -1,0 +1,234 @@
+// Package fakeopenai is a scripted OpenAI-compatible chat-completions server.
+// Tests use it to drive the agent loop through the real go-openai client
+// (tool calls, repairs, faults), and the product's demo mode runs the real
+// stack against it when there is no model key (see DemoScript).
+//
+// It answers POST /v1/chat/completions (and /chat/completions), records every
+// request, checks each request the way strict providers do (every tool call
+// answered by a non-empty tool message) and can inject HTTP errors, HTML
+// error pages, Retry-After headers, dropped connections and hangs.
+package fakeopenai
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"time"
+)
+
+// Bounds that keep a long-running demo server small.
+const (
+	// MaxRequestBytes bounds one request body.
+	MaxRequestBytes = 64 << 20
+	// RecordLimit bounds the recorded requests; past it the oldest half is
+	// dropped (tests stay far below it, a demo server may run for long).
+	RecordLimit = 4096
+)
+
+// Server is a running fake endpoint.
+type Server struct {
+	srv     *httptest.Server
+	script  Script
+	closing chan struct{}
+	once    sync.Once
+
+	mu       sync.Mutex
+	next     int
+	requests []Request
+}
+
+// NewServer starts a fake endpoint on a random 127.0.0.1 port.
+func NewServer(script Script) *Server {
+	s := newServer(script)
+	s.srv = httptest.NewServer(s)
+	return s
+}
+
+// Listen starts a fake endpoint on addr (for example "127.0.0.1:0" or
+// "127.0.0.1:8089"), for running it as a standalone server in demo mode.
+func Listen(addr string, script Script) (*Server, error) {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("fake OpenAI server: listen on %s: %w", addr, err)
+	}
+	s := newServer(script)
+	s.srv = httptest.NewUnstartedServer(s)
+	s.srv.Listener.Close()
+	s.srv.Listener = l
+	s.srv.Start()
+	return s, nil
+}
+
+func newServer(script Script) *Server {
+	return &Server{script: script, closing: make(chan struct{})}
+}
+
+// BaseURL is the value for OPENAI_BASE_URL (it ends in /v1).
+func (s *Server) BaseURL() string { return s.srv.URL + "/v1" }
+
+// Addr is the host:port the server listens on.
+func (s *Server) Addr() string { return s.srv.Listener.Addr().String() }
+
+// Close releases hanging requests and stops the server.
+func (s *Server) Close() {
+	s.once.Do(func() {
+		close(s.closing)
+		s.srv.Close()
+	})
+}
+
+// Requests returns a copy of the recorded requests in arrival order.
+func (s *Server) Requests() []Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]Request, len(s.requests))
+	copy(out, s.requests)
+	return out
+}
+
+// RequestCount is how many chat-completions requests arrived so far.
+func (s *Server) RequestCount() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.next
+}
+
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost || (r.URL.Path != "/v1/chat/completions" && r.URL.Path != "/chat/completions") {
+		writeError(w, http.StatusNotFound, fmt.Sprintf("fakeopenai: no route for %s %s", r.Method, r.URL.Path))
+		return
+	}
+	raw, err := io.ReadAll(io.LimitReader(r.Body, MaxRequestBytes+1))
+	if err != nil {
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("fakeopenai: read body: %v", err))
+		return
+	}
+	if len(raw) > MaxRequestBytes {
+		writeError(w, http.StatusRequestEntityTooLarge, "fakeopenai: request body too large")
+		return
+	}
+	req, decodeErr := s.record(raw, r.Header)
+	if decodeErr != nil {
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("fakeopenai: body is not a chat completion request: %v", decodeErr))
+		return
+	}
+	if err := validateRequest(req.Chat); err != nil {
+		writeError(w, http.StatusBadRequest, "fakeopenai: "+err.Error())
+		return
+	}
+	resp, ok := s.choose(req)
+	if !ok {
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("fakeopenai: script exhausted at request %d", req.Index))
+		return
+	}
+	s.serve(w, r, req, resp)
+}
+
+// record assigns the request its index and keeps it for assertions.
+func (s *Server) record(raw []byte, header http.Header) (Request, error) {
+	req := Request{Raw: raw, Header: header.Clone()}
+	decodeErr := json.NewDecoder(bytes.NewReader(raw)).Decode(&req.Chat)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	req.Index = s.next
+	s.next++
+	if len(s.requests) >= RecordLimit {
+		s.requests = append([]Request(nil), s.requests[RecordLimit/2:]...)
+	}
+	s.requests = append(s.requests, req)
+	return req, decodeErr
+}
+
+func (s *Server) choose(req Request) (Response, bool) {
+	if req.Index < len(s.script.Queue) {
+		return s.script.Queue[req.Index], true
+	}
+	if s.script.Rule != nil {
+		return s.script.Rule(req), true
+	}
+	return Response{}, false
+}
+
+func (s *Server) serve(w http.ResponseWriter, r *http.Request, req Request, resp Response) {
+	if resp.Delay > 0 && !s.wait(r, resp.Delay) {
+		return
+	}
+	f := resp.Fault
+	switch {
+	case f.Hang:
+		s.wait(r, -1)
+	case f.Drop:
+		dropConnection(w)
+	case f.Status != 0:
+		body := f.Body
+		if body == "" {
+			body = errorBody(f.Status, http.StatusText(f.Status))
+		}
+		contentType := f.ContentType
+		if contentType == "" {
+			contentType = "application/json"
+		}
+		w.Header().Set("Content-Type", contentType)
+		if f.RetryAfter != "" {
+			w.Header().Set("Retry-After", f.RetryAfter)
+		}
+		w.WriteHeader(f.Status)
+		io.WriteString(w, body)
+	default:
+		data, err := json.Marshal(completionFor(req, resp))
+		if err != nil {
+			writeError(w, http.StatusInternalServerError, fmt.Sprintf("fakeopenai: encode completion: %v", err))
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(data)
+	}
+}
+
+// wait sleeps for d (forever when d < 0) and reports whether it ran out,
+// rather than the client leaving or the server closing.
+func (s *Server) wait(r *http.Request, d time.Duration) bool {
+	var timeout <-chan time.Time
+	if d >= 0 {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		timeout = t.C
+	}
+	select {
+	case <-timeout:
+		return true
+	case <-r.Context().Done():
+		return false
+	case <-s.closing:
+		return false
+	}
+}
+
+// dropConnection closes the TCP connection without a response, as a proxy
+// or a crashing backend does.
+func dropConnection(w http.ResponseWriter) {
+	hj, ok := w.(http.Hijacker)
+	if !ok {
+		panic(http.ErrAbortHandler)
+	}
+	conn, _, err := hj.Hijack()
+	if err != nil {
+		panic(http.ErrAbortHandler)
+	}
+	if tcp, ok := conn.(*net.TCPConn); ok {
+		// RST rather than FIN: the harshest form a client meets.
+		tcp.SetLinger(0)
+	}
+	conn.Close()
+}
+
+func writeError(w http.ResponseWriter, status int, message string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	io.WriteString(w, errorBody(status, message))
+}
