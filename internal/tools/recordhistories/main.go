@@ -1,0 +1,232 @@
+// Command recordhistories records the histories that workflows/replay_test.go
+// replays. It runs the real stack — a Temporal dev server, a worker with the
+// real activities and a scripted OpenAI-compatible model — through the main
+// paths (complete, blocked, budget-limited, round-failed, cancelled,
+// continue-as-new, invalid input) and writes each run's history as JSON.
+//
+//	go run ./internal/tools/recordhistories -out workflows/testdata/histories
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/api/temporalproto"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/worker"
+
+	"github.com/ralph-temporal/ralph/activities"
+	"github.com/ralph-temporal/ralph/internal/devserver"
+	"github.com/ralph-temporal/ralph/internal/fakeopenai"
+	"github.com/ralph-temporal/ralph/internal/workerapp"
+	"github.com/ralph-temporal/ralph/workflows"
+)
+
+const taskQueue = "record-histories"
+
+func main() {
+	out := flag.String("out", "workflows/testdata/histories", "directory to write <scenario>.json histories into")
+	flag.Parse()
+	if err := record(*out); err != nil {
+		fmt.Fprintln(os.Stderr, "recordhistories:", err)
+		os.Exit(1)
+	}
+}
+
+// scenario is one recorded run: its input and, for cancel, when to cancel.
+type scenario struct {
+	name   string
+	input  string
+	cancel bool
+}
+
+var scenarios = []scenario{
+	{name: "complete", input: `{"objective":"scenario complete: write hello.txt","maxRounds":4}`},
+	{name: "blocked", input: `{"objective":"scenario blocked: needs a secret"}`},
+	{name: "budget-limited", input: `{"objective":"scenario budget: never done","maxRounds":2}`},
+	{name: "round-failed", input: `{"objective":"scenario fail: 401 in round 2"}`},
+	{name: "cancelled", input: `{"objective":"scenario cancel: sleep"}`, cancel: true},
+	{name: "continue-as-new", input: `{"objective":"scenario long: four rounds","maxRounds":5}`},
+	{name: "invalid-input", input: `{"objective":"x","maxRounds":2.5}`},
+}
+
+// play scripts the model for every scenario, keyed by the objective text.
+func play(req fakeopenai.Request) fakeopenai.Response {
+	var prompt string
+	for _, m := range req.Chat.Messages {
+		if m.Role == "user" || m.Role == "system" {
+			prompt += m.Content + "\n"
+		}
+	}
+	step := 0
+	for _, m := range req.Chat.Messages {
+		if m.Role == "assistant" {
+			step++
+		}
+	}
+	round := 0
+	if i := strings.Index(prompt, "Round "); i >= 0 {
+		fmt.Sscanf(prompt[i:], "Round %d", &round)
+	}
+	cont := fakeopenai.ReportArgs{Status: "continue", Summary: fmt.Sprintf("round %d done", round), NextSteps: []string{"keep going"}}
+	done := fakeopenai.ReportArgs{Status: "complete", Summary: "hello.txt written", Evidence: []string{"hello.txt exists"}}
+	switch {
+	case strings.Contains(prompt, "scenario complete"):
+		if round == 1 && step == 0 {
+			return fakeopenai.Tools(fakeopenai.CallJSON("write_file", map[string]string{"path": "hello.txt", "content": "hello\n"}))
+		}
+		if round == 1 {
+			return fakeopenai.Tools(fakeopenai.SubmitReport(cont))
+		}
+		return fakeopenai.Tools(fakeopenai.SubmitReport(done))
+	case strings.Contains(prompt, "scenario blocked"):
+		return fakeopenai.Tools(fakeopenai.SubmitReport(fakeopenai.ReportArgs{Status: "blocked", Summary: "cannot continue", Blocker: "the deploy key is missing"}))
+	case strings.Contains(prompt, "scenario fail") && round == 2:
+		return fakeopenai.Status(401, "invalid api key")
+	case strings.Contains(prompt, "scenario cancel"):
+		if step == 0 {
+			return fakeopenai.Tools(fakeopenai.CallJSON("run_command", map[string]any{"command": "echo started > started.txt; sleep 120"}))
+		}
+		return fakeopenai.Tools(fakeopenai.SubmitReport(done))
+	case strings.Contains(prompt, "scenario long") && round == 4:
+		return fakeopenai.Tools(fakeopenai.SubmitReport(done))
+	default:
+		return fakeopenai.Tools(fakeopenai.SubmitReport(cont))
+	}
+}
+
+func record(out string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	tmp, err := os.MkdirTemp("", "ralph-record-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+
+	dev, err := devserver.Start(ctx, devserver.Options{Install: true, Output: os.Stderr})
+	if err != nil {
+		return fmt.Errorf("start the dev server: %w", err)
+	}
+	defer dev.Stop()
+	model := fakeopenai.NewServer(fakeopenai.Script{Rule: play})
+	defer model.Close()
+
+	cfg := activities.DefaultConfig()
+	cfg.WorkspaceRoot = filepath.Join(tmp, "workspaces")
+	cfg.SessionDir = filepath.Join(tmp, "sessions")
+	cfg.Model.BaseURL, cfg.Model.Model, cfg.Model.APIKey = model.BaseURL(), "scripted", "sk-record-only"
+	cfg.Limits.MaxRounds = 8
+	cfg.Limits.RoundsPerRun = 3 // the continue-as-new scenario crosses a run boundary
+	acts, err := activities.New(cfg)
+	if err != nil {
+		return fmt.Errorf("activities: %w", err)
+	}
+
+	c, err := dev.Dial(ctx, client.Options{})
+	if err != nil {
+		return fmt.Errorf("dial the dev server: %w", err)
+	}
+	defer c.Close()
+	w := worker.New(c, taskQueue, worker.Options{
+		MaxHeartbeatThrottleInterval: workerapp.HeartbeatThrottle, DefaultHeartbeatThrottleInterval: workerapp.HeartbeatThrottle,
+	})
+	workerapp.Register(w, acts)
+	if err := w.Start(); err != nil {
+		return fmt.Errorf("start the worker: %w", err)
+	}
+	defer w.Stop()
+
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return err
+	}
+	for _, sc := range scenarios {
+		if err := runScenario(ctx, c, cfg.WorkspaceRoot, sc, out); err != nil {
+			return fmt.Errorf("scenario %s: %w", sc.name, err)
+		}
+	}
+	return nil
+}
+
+func runScenario(ctx context.Context, c client.Client, root string, sc scenario, out string) error {
+	id := "history-" + sc.name
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: taskQueue}, workflows.WorkflowName, json.RawMessage(sc.input))
+	if err != nil {
+		return err
+	}
+	if sc.cancel {
+		started := filepath.Join(root, workflows.DefaultWorkspace(id), "started.txt")
+		for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
+			if _, err := os.Stat(started); err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				return errors.New("the round never started its command")
+			}
+		}
+		if err := c.CancelWorkflow(ctx, id, ""); err != nil {
+			return err
+		}
+	}
+	// Get follows continue-as-new and moves GetRunID along, so keep the first.
+	firstRunID := run.GetRunID()
+	runErr := run.Get(ctx, nil)
+	fmt.Fprintf(os.Stderr, "%s: %v\n", sc.name, outcome(runErr))
+
+	// The first run of the chain, then every run continue-as-new started.
+	runIDs := []string{firstRunID}
+	if sc.name == "continue-as-new" {
+		desc, err := c.DescribeWorkflowExecution(ctx, id, "")
+		if err != nil {
+			return err
+		}
+		if last := desc.GetWorkflowExecutionInfo().GetExecution().GetRunId(); last != firstRunID {
+			runIDs = append(runIDs, last)
+		} else {
+			return errors.New("the run did not continue as new")
+		}
+	}
+	for i, runID := range runIDs {
+		name := sc.name
+		if len(runIDs) > 1 {
+			name = fmt.Sprintf("%s-run%d", sc.name, i+1)
+		}
+		if err := writeHistory(ctx, c, id, runID, filepath.Join(out, name+".json")); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func outcome(err error) string {
+	if err == nil {
+		return "completed"
+	}
+	return err.Error()
+}
+
+func writeHistory(ctx context.Context, c client.Client, id, runID, path string) error {
+	hist := &historypb.History{}
+	iter := c.GetWorkflowHistory(ctx, id, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for iter.HasNext() {
+		ev, err := iter.Next()
+		if err != nil {
+			return fmt.Errorf("read history: %w", err)
+		}
+		hist.Events = append(hist.Events, ev)
+	}
+	data, err := temporalproto.CustomJSONMarshalOptions{Indent: "  "}.Marshal(hist)
+	if err != nil {
+		return fmt.Errorf("encode history: %w", err)
+	}
+	return os.WriteFile(path, append(data, '\n'), 0o644)
+}
