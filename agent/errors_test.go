@@ -123,11 +123,17 @@ func TestAPIKeyIsSentButNeverRecorded(t *testing.T) {
 	}
 }
 
-func TestPerCallTimeoutIsChildFailure(t *testing.T) {
-	h := newHarness(t, fakeopenai.Script{Queue: []fakeopenai.Response{fakeopenai.Hang()}})
+func TestPerCallTimeoutIsRetriedThenModelUnavailable(t *testing.T) {
+	h := newHarness(t, fakeopenai.Script{Queue: []fakeopenai.Response{fakeopenai.Hang(), fakeopenai.Hang()}})
 	h.cfg.CallTimeout = 100 * time.Millisecond
+	h.cfg.TransientRetries = 1
 	_, err := h.run()
-	wantChildFailure(t, err, "per-call timeout")
+	if !agent.IsModelUnavailable(err) || !strings.Contains(err.Error(), "per-call timeout") {
+		t.Fatalf("err = %v, want ModelUnavailable naming the per-call timeout", err)
+	}
+	if n := len(h.requests()); n != 2 {
+		t.Fatalf("requests = %d, want the hang retried once", n)
+	}
 }
 
 func TestRoundDeadlineIsChildFailure(t *testing.T) {

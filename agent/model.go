@@ -42,7 +42,8 @@ func newModelClient(cfg Config, emit func(Event)) *modelClient {
 
 // complete returns the first choice of a successful call. Errors: ctx's own
 // error when ctx ended; *ChildFailure for an ordinary refusal or a call
-// timeout; *ModelUnavailableError once transient retries are spent.
+// *ModelUnavailableError once transient retries (including per-call
+// timeouts) are spent.
 func (m *modelClient) complete(ctx context.Context, step int, req openai.ChatCompletionRequest) (openai.ChatCompletionResponse, error) {
 	for attempt := 1; ; attempt++ {
 		resp, err := m.once(ctx, req)
@@ -52,15 +53,26 @@ func (m *modelClient) complete(ctx context.Context, step int, req openai.ChatCom
 		if ctx.Err() != nil {
 			return openai.ChatCompletionResponse{}, ctx.Err()
 		}
+		var (
+			text      string
+			transient bool
+			header    http.Header
+			ev        Event
+		)
 		if errors.Is(err, errCallTimeout) {
-			m.emit(Event{Kind: EventModelError, Step: step, Attempt: attempt, Error: err.Error()})
-			return openai.ChatCompletionResponse{}, childFailure("model call %d exceeded the per-call timeout of %s", step, m.cfg.CallTimeout)
+			// A provider that hangs is a transient fault like a dropped
+			// connection: retried in the same session, then ModelUnavailable.
+			text = fmt.Sprintf("model call %d exceeded the per-call timeout of %s", step, m.cfg.CallTimeout)
+			transient = true
+			ev = Event{Kind: EventModelError, Step: step, Attempt: attempt, Transient: true, Error: text}
+		} else {
+			var status int
+			status, header = m.capture.last()
+			f := classify(err, status)
+			text, transient = f.describe(m.cfg.APIKey), f.transient
+			ev = Event{Kind: EventModelError, Step: step, Attempt: attempt, HTTPStatus: f.status, Transient: f.transient, Error: text}
 		}
-		status, header := m.capture.last()
-		f := classify(err, status)
-		text := f.describe(m.cfg.APIKey)
-		ev := Event{Kind: EventModelError, Step: step, Attempt: attempt, HTTPStatus: f.status, Transient: f.transient, Error: text}
-		if !f.transient {
+		if !transient {
 			m.emit(ev)
 			return openai.ChatCompletionResponse{}, childFailure("model call %d failed: %s", step, text)
 		}

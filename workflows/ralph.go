@@ -172,13 +172,16 @@ func (l *loop) runRound(ctx workflow.Context, round int) (activities.RoundOutput
 	var out activities.RoundOutput
 	if err := workflow.ExecuteActivity(actx, activities.RunRoundName, in).Get(ctx, &out); err != nil {
 		if temporal.IsCanceledError(err) || errors.Is(ctx.Err(), workflow.ErrCanceled) {
+			l.stop(ctx, OutcomeCancelled, round)
 			return out, err
 		}
+		l.stop(ctx, OutcomeFailed, round)
 		return out, temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("round %d failed: %v", round, err), ErrTypeRoundFailed, err,
 			RoundFailedDetails{FailedRound: round, LastHandoff: l.last})
 	}
 	if err := report.Validate(out.Report, l.limits.MaxHandoffChars); err != nil {
+		l.stop(ctx, OutcomeFailed, round)
 		return out, temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("round %d returned an invalid report: %v", round, err), ErrTypeInvalidReport, nil,
 			InvalidReportDetails{Round: round, Problem: err.Error(), LastHandoff: l.last})
@@ -209,10 +212,15 @@ func (l *loop) roundOptions(summary string) workflow.ActivityOptions {
 }
 
 func (l *loop) finish(ctx workflow.Context, outcome string, rounds int) *Result {
+	l.stop(ctx, outcome, rounds)
+	return &Result{Status: outcome, RoundsStarted: rounds, Report: *l.last, Usage: l.usage}
+}
+
+// stop marks the run finished for the status query and the UI, whatever the outcome.
+func (l *loop) stop(ctx workflow.Context, outcome string, rounds int) {
 	l.status.Phase = PhaseFinished
 	l.status.Outcome = outcome
 	workflow.SetCurrentDetails(ctx, fmt.Sprintf("Finished: %s after %d round(s)", outcome, rounds))
-	return &Result{Status: outcome, RoundsStarted: rounds, Report: *l.last, Usage: l.usage}
 }
 
 func (l *loop) continueAsNew(ctx workflow.Context, nextRound int) error {

@@ -311,6 +311,9 @@ func TestRoundFailed(t *testing.T) {
 			if len(s.inputs) != failedRound {
 				t.Fatalf("child failure was retried: %d round attempts", len(s.inputs))
 			}
+			if st := queryStatus(t, env); st.Phase != PhaseFinished || st.Outcome != OutcomeFailed || st.Round != failedRound {
+				t.Fatalf("status after the failure = %+v", st)
+			}
 			if !strings.Contains(err.Error(), "model said 401") {
 				t.Fatalf("error %q lost the cause", err)
 			}
@@ -390,6 +393,9 @@ func TestCancelDuringRound(t *testing.T) {
 	}
 	if len(s.inputs) > 2 {
 		t.Fatalf("%d rounds started, want nothing after the cancel in round 2", len(s.inputs))
+	}
+	if st := queryStatus(t, env); st.Phase != PhaseFinished || st.Outcome != OutcomeCancelled || st.Round != 2 {
+		t.Fatalf("status after cancel = %+v", st)
 	}
 	if heartbeatTimeout != 5*time.Second {
 		t.Fatalf("round heartbeat timeout = %v, want the limits' 5s", heartbeatTimeout)

@@ -27,6 +27,12 @@ const (
 	PhaseFinished = "finished"
 )
 
+// Outcomes the status query reports besides the result statuses of report.Outcome*.
+const (
+	OutcomeCancelled = "cancelled"
+	OutcomeFailed    = "failed"
+)
+
 // Input is what a caller may send: nothing else is accepted.
 type Input struct {
 	Objective string `json:"objective"`

@@ -1,0 +1,104 @@
+package config
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/contrib/envconfig"
+)
+
+// ClientOptions loads the standard Temporal client configuration: the
+// envconfig file profile (TEMPORAL_CONFIG_FILE, TEMPORAL_PROFILE) overlaid by
+// TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_API_KEY, TEMPORAL_TLS_* and
+// TEMPORAL_GRPC_META_*, then the command-line overrides in conn.
+func ClientOptions(env Env, conn Connection) (client.Options, error) {
+	if env == nil {
+		env = OSEnv
+	}
+	opts, err := envconfig.LoadClientOptions(envconfig.LoadClientOptionsRequest{EnvLookup: env})
+	if err != nil {
+		return client.Options{}, fmt.Errorf("temporal client configuration (TEMPORAL_* env / config file): %w", err)
+	}
+	if conn.Address != "" {
+		opts.HostPort = conn.Address
+	}
+	if conn.Namespace != "" {
+		opts.Namespace = conn.Namespace
+	}
+	if opts.HostPort == "" {
+		opts.HostPort = client.DefaultHostPort
+	}
+	if opts.Namespace == "" {
+		opts.Namespace = client.DefaultNamespace
+	}
+	return opts, nil
+}
+
+// Starter is the starter's own configuration; the connection comes from
+// ClientOptions.
+type Starter struct {
+	TaskQueue      string
+	MaxResultChars int
+	Connection     Connection
+}
+
+// StarterFlags registers the starter's shared flags on fs: --task-queue,
+// --max-result-chars, --address, --namespace. Call Resolve after fs.Parse.
+type StarterFlags struct {
+	fs             *flag.FlagSet
+	taskQueue      flagValue
+	maxResultChars flagValue
+	address        string
+	namespace      string
+}
+
+// NewStarterFlags registers the flags on fs.
+func NewStarterFlags(fs *flag.FlagSet) *StarterFlags {
+	f := &StarterFlags{fs: fs}
+	fs.Var(&f.taskQueue, "task-queue", "task queue of the Ralph workers (env RALPH_TASK_QUEUE, default "+DefaultTaskQueue+")")
+	fs.Var(&f.maxResultChars, "max-result-chars", fmt.Sprintf("max code points of the printed result text (env RALPH_MAX_RESULT_CHARS, default %d)", DefaultMaxResultChars))
+	fs.StringVar(&f.address, "address", "", "Temporal frontend host:port (overrides TEMPORAL_ADDRESS; default "+client.DefaultHostPort+")")
+	fs.StringVar(&f.namespace, "namespace", "", "Temporal namespace (overrides TEMPORAL_NAMESPACE; default "+client.DefaultNamespace+")")
+	return f
+}
+
+// Resolve combines the parsed flags with env (flags win) into a Starter.
+func (f *StarterFlags) Resolve(env Env) (Starter, error) {
+	set := make(map[string]bool)
+	f.fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+	s := Starter{
+		TaskQueue:      envOr(env, "RALPH_TASK_QUEUE", DefaultTaskQueue),
+		MaxResultChars: DefaultMaxResultChars,
+		Connection:     Connection{Address: f.address, Namespace: f.namespace},
+	}
+	if set["task-queue"] {
+		s.TaskQueue = f.taskQueue.value
+	}
+	if s.TaskQueue == "" {
+		return Starter{}, errors.New("--task-queue / RALPH_TASK_QUEUE: must not be empty")
+	}
+	source, value := "", ""
+	if set["max-result-chars"] {
+		source, value = "--max-result-chars", f.maxResultChars.value
+	} else if v, ok := lookup(env, "RALPH_MAX_RESULT_CHARS"); ok {
+		source, value = "RALPH_MAX_RESULT_CHARS", v
+	}
+	if source != "" {
+		n, err := ParsePositiveInt(source, value)
+		if err != nil {
+			return Starter{}, err
+		}
+		s.MaxResultChars = n
+	}
+	return s, nil
+}
+
+// LoadStarter reads the starter configuration from env alone.
+func LoadStarter(env Env) (Starter, error) {
+	fs := flag.NewFlagSet("starter", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	return NewStarterFlags(fs).Resolve(env)
+}

@@ -1,0 +1,476 @@
+// Package devserver runs a local Temporal development server (`temporal
+// server start-dev`, the temporal CLI) for integration tests, benchmarks and
+// the local-run script: it finds or installs the CLI, starts the server on
+// free 127.0.0.1 ports with Ralph's dynamic config, waits until it is healthy
+// and stops the whole process group.
+package devserver
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
+)
+
+// CLIModule and CLIVersion are what InstallCLI installs from the Go module
+// proxy; the CLI embeds Temporal server v1.29.1.
+const (
+	CLIModule  = "github.com/temporalio/cli/cmd/temporal"
+	CLIVersion = "v1.5.1"
+)
+
+// EnvTemporalBin names an explicit temporal CLI binary.
+const EnvTemporalBin = "RALPH_TEMPORAL_BIN"
+
+// DynamicConfig is Ralph's dynamic config for the dev server, as KEY=VALUE
+// (value in JSON). The dev server cannot read a dynamic-config file, so this
+// list mirrors deploy/cluster/dynamicconfig.yaml (the PostgreSQL cluster and
+// compose file use that file): keep the two in step.
+var DynamicConfig = []string{
+	// Default 20: a ~100 ms floor on every task dispatch; 1000 removes it.
+	"history.transferProcessorMaxPollRPS=1000",
+	"history.timerProcessorMaxPollRPS=1000",
+	"history.visibilityProcessorMaxPollRPS=1000",
+	// Default 4 partitions: a task can land in a partition nobody polls.
+	"matching.numTaskqueueReadPartitions=1",
+	"matching.numTaskqueueWritePartitions=1",
+	// A workflow task that schedules a round gets it back inline.
+	"system.enableActivityEagerExecution=true",
+	"limit.maxIDLength=255",
+}
+
+// Options configure Start. The zero value is a usable in-memory server.
+type Options struct {
+	// Bin is the temporal CLI; empty means FindCLI (and InstallCLI when
+	// Install is set and the CLI is not found).
+	Bin     string
+	Install bool
+	// DBFile persists the server's state (SQLite) across Restart and
+	// process restarts; empty keeps everything in memory.
+	DBFile string
+	// Port is the frontend gRPC port; 0 picks a free one.
+	Port int
+	// UIPort serves the web UI when non-zero; 0 runs headless.
+	UIPort int
+	// Namespaces to create besides "default".
+	Namespaces []string
+	// LogLevel of the server: debug, info, warn (default), error, never.
+	LogLevel string
+	// DynamicConfig replaces the DynamicConfig list when non-nil.
+	DynamicConfig []string
+	// ExtraArgs are appended to `temporal server start-dev`.
+	ExtraArgs []string
+	// Output receives the server's stdout and stderr (default: discarded;
+	// the tail is kept for error messages either way).
+	Output io.Writer
+	// StartTimeout bounds waiting for a healthy server (default 60 s).
+	StartTimeout time.Duration
+}
+
+// Server is a running dev server.
+type Server struct {
+	// Address is the frontend host:port, for TEMPORAL_ADDRESS.
+	Address string
+	// Namespace is "default".
+	Namespace string
+	// UIAddress is the web UI host:port, empty when headless.
+	UIAddress string
+
+	opts Options
+	bin  string
+	args []string
+
+	mu   sync.Mutex
+	cmd  *exec.Cmd
+	done chan struct{} // closed when cmd has exited
+	werr error         // cmd.Wait's result
+	tail *tailBuffer
+}
+
+// Start finds the CLI, starts the dev server and waits until it is healthy
+// and its default namespace answers.
+func Start(ctx context.Context, opts Options) (*Server, error) {
+	bin := opts.Bin
+	if bin == "" {
+		var err error
+		bin, err = FindCLI()
+		if err != nil && opts.Install {
+			bin, err = InstallCLI(ctx, opts.Output)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if opts.LogLevel == "" {
+		opts.LogLevel = "warn"
+	}
+	if opts.StartTimeout <= 0 {
+		opts.StartTimeout = 60 * time.Second
+	}
+	port := opts.Port
+	if port == 0 {
+		p, err := FreePort()
+		if err != nil {
+			return nil, err
+		}
+		port = p
+	}
+	s := &Server{
+		Address:   net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
+		Namespace: client.DefaultNamespace,
+		opts:      opts,
+		bin:       bin,
+	}
+	s.args = []string{"server", "start-dev", "--ip", "127.0.0.1", "--port", strconv.Itoa(port), "--log-level", opts.LogLevel}
+	if opts.UIPort > 0 {
+		s.args = append(s.args, "--ui-port", strconv.Itoa(opts.UIPort))
+		s.UIAddress = net.JoinHostPort("127.0.0.1", strconv.Itoa(opts.UIPort))
+	} else {
+		s.args = append(s.args, "--headless")
+	}
+	if opts.DBFile != "" {
+		s.args = append(s.args, "--db-filename", opts.DBFile)
+	}
+	for _, ns := range opts.Namespaces {
+		s.args = append(s.args, "--namespace", ns)
+	}
+	dc := opts.DynamicConfig
+	if dc == nil {
+		dc = DynamicConfig
+	}
+	for _, kv := range dc {
+		s.args = append(s.args, "--dynamic-config-value", kv)
+	}
+	s.args = append(s.args, opts.ExtraArgs...)
+	if err := s.start(ctx); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Args is the server's command line (without the binary).
+func (s *Server) Args() []string { return append([]string(nil), s.args...) }
+
+// Bin is the temporal CLI in use.
+func (s *Server) Bin() string { return s.bin }
+
+func (s *Server) start(ctx context.Context) error {
+	cmd := exec.Command(s.bin, s.args...)
+	cmd.Env = childEnv()
+	tail := &tailBuffer{max: 64 << 10}
+	var out io.Writer = tail
+	if s.opts.Output != nil {
+		out = io.MultiWriter(tail, s.opts.Output)
+	}
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.SysProcAttr = sysProcAttr()
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start %s server start-dev: %w", s.bin, err)
+	}
+	done := make(chan struct{})
+	s.mu.Lock()
+	s.cmd, s.done, s.tail, s.werr = cmd, done, tail, nil
+	s.mu.Unlock()
+	go func() {
+		err := cmd.Wait()
+		s.mu.Lock()
+		s.werr = err
+		s.mu.Unlock()
+		close(done)
+	}()
+	if err := s.waitHealthy(ctx, done); err != nil {
+		_ = s.Stop()
+		return err
+	}
+	return nil
+}
+
+// waitHealthy dials until the frontend answers a health check and the
+// default namespace is described, or the process exits, or time runs out.
+func (s *Server) waitHealthy(ctx context.Context, exited <-chan struct{}) error {
+	ctx, cancel := context.WithTimeout(ctx, s.opts.StartTimeout)
+	defer cancel()
+	var last error
+	for {
+		select {
+		case <-exited:
+			return fmt.Errorf("temporal dev server exited before it became healthy (%v); its output ends with:\n%s", s.exitErr(), s.Output())
+		default:
+		}
+		last = s.check(ctx)
+		if last == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("temporal dev server at %s not healthy after %s: %v; its output ends with:\n%s", s.Address, s.opts.StartTimeout, last, s.Output())
+		case <-exited:
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+func (s *Server) check(ctx context.Context) error {
+	cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	c, err := s.dial(cctx)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	if _, err := c.CheckHealth(cctx, &client.CheckHealthRequest{}); err != nil {
+		return err
+	}
+	_, err = c.WorkflowService().DescribeNamespace(cctx, &workflowservice.DescribeNamespaceRequest{Namespace: s.Namespace})
+	return err
+}
+
+// QuietLogger is an SDK logger that drops everything.
+type QuietLogger struct{}
+
+func (QuietLogger) Debug(string, ...any) {}
+func (QuietLogger) Info(string, ...any)  {}
+func (QuietLogger) Warn(string, ...any)  {}
+func (QuietLogger) Error(string, ...any) {}
+
+func (s *Server) dial(ctx context.Context) (client.Client, error) {
+	return client.DialContext(ctx, client.Options{HostPort: s.Address, Namespace: s.Namespace, Logger: QuietLogger{}})
+}
+
+// Dial returns a client for the server's default namespace; opts.HostPort
+// and opts.Namespace are filled in when empty, and the SDK's logs are
+// dropped unless opts.Logger is set.
+func (s *Server) Dial(ctx context.Context, opts client.Options) (client.Client, error) {
+	if opts.Logger == nil {
+		opts.Logger = QuietLogger{}
+	}
+	if opts.HostPort == "" {
+		opts.HostPort = s.Address
+	}
+	if opts.Namespace == "" {
+		opts.Namespace = s.Namespace
+	}
+	return client.DialContext(ctx, opts)
+}
+
+// Env is the environment a worker or starter needs to reach this server.
+func (s *Server) Env() []string {
+	return []string{"TEMPORAL_ADDRESS=" + s.Address, "TEMPORAL_NAMESPACE=" + s.Namespace}
+}
+
+// Output is the tail of the server's stdout and stderr.
+func (s *Server) Output() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.tail == nil {
+		return ""
+	}
+	return s.tail.String()
+}
+
+func (s *Server) exitErr() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.werr
+}
+
+// Stop ends the server and every process it started: SIGTERM to its process
+// group, then SIGKILL after 10 s. It is safe to call more than once.
+func (s *Server) Stop() error {
+	s.mu.Lock()
+	cmd, done := s.cmd, s.done
+	s.mu.Unlock()
+	if cmd == nil || cmd.Process == nil {
+		return nil
+	}
+	select {
+	case <-done:
+		return nil
+	default:
+	}
+	_ = signalGroup(cmd.Process.Pid, syscall.SIGTERM)
+	select {
+	case <-done:
+		return nil
+	case <-time.After(10 * time.Second):
+	}
+	_ = signalGroup(cmd.Process.Pid, syscall.SIGKILL)
+	select {
+	case <-done:
+		return nil
+	case <-time.After(5 * time.Second):
+		return fmt.Errorf("temporal dev server (pid %d) did not exit after SIGKILL", cmd.Process.Pid)
+	}
+}
+
+// Kill ends the server at once (SIGKILL to its process group), as a crash would.
+func (s *Server) Kill() error {
+	s.mu.Lock()
+	cmd, done := s.cmd, s.done
+	s.mu.Unlock()
+	if cmd == nil || cmd.Process == nil {
+		return nil
+	}
+	_ = signalGroup(cmd.Process.Pid, syscall.SIGKILL)
+	select {
+	case <-done:
+		return nil
+	case <-time.After(10 * time.Second):
+		return fmt.Errorf("temporal dev server (pid %d) did not exit after SIGKILL", cmd.Process.Pid)
+	}
+}
+
+// Restart stops the server and starts it again on the same address with the
+// same options. State survives only with Options.DBFile.
+func (s *Server) Restart(ctx context.Context) error {
+	if err := s.Stop(); err != nil {
+		return err
+	}
+	// The port was just released; give the OS a moment if it is still busy.
+	deadline := time.Now().Add(10 * time.Second)
+	for !portFree(s.Address) && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	return s.start(ctx)
+}
+
+// FindCLI locates the temporal CLI: RALPH_TEMPORAL_BIN, then PATH, then
+// $(go env GOPATH)/bin/temporal.
+func FindCLI() (string, error) {
+	if bin := os.Getenv(EnvTemporalBin); bin != "" {
+		if isExecutable(bin) {
+			return bin, nil
+		}
+		return "", fmt.Errorf("%s=%q is not an executable file", EnvTemporalBin, bin)
+	}
+	if bin, err := exec.LookPath("temporal"); err == nil {
+		return bin, nil
+	}
+	for _, dir := range goBinDirs() {
+		bin := filepath.Join(dir, "temporal")
+		if isExecutable(bin) {
+			return bin, nil
+		}
+	}
+	return "", fmt.Errorf("the temporal CLI was not found (looked at %s, PATH and the Go bin directory); install it with `go install %s@%s` or set %s",
+		EnvTemporalBin, CLIModule, CLIVersion, EnvTemporalBin)
+}
+
+// InstallCLI runs `go install` for the pinned CLI version and returns the
+// installed binary. It needs the Go toolchain and the module proxy, and can
+// take several minutes on a cold cache.
+func InstallCLI(ctx context.Context, output io.Writer) (string, error) {
+	cmd := exec.CommandContext(ctx, "go", "install", CLIModule+"@"+CLIVersion)
+	var buf bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &buf, &buf
+	if output != nil {
+		cmd.Stdout, cmd.Stderr = io.MultiWriter(&buf, output), io.MultiWriter(&buf, output)
+	}
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("go install %s@%s: %v\n%s", CLIModule, CLIVersion, err, buf.String())
+	}
+	for _, dir := range goBinDirs() {
+		bin := filepath.Join(dir, "temporal")
+		if isExecutable(bin) {
+			return bin, nil
+		}
+	}
+	return "", errors.New("go install succeeded but the temporal binary is not in GOBIN or GOPATH/bin")
+}
+
+// goBinDirs are where `go install` puts binaries: GOBIN, else GOPATH/bin.
+func goBinDirs() []string {
+	var dirs []string
+	for _, key := range []string{"GOBIN", "GOPATH"} {
+		out, err := exec.Command("go", "env", key).Output()
+		if err != nil {
+			continue
+		}
+		for _, p := range filepath.SplitList(strings.TrimSpace(string(out))) {
+			if p == "" {
+				continue
+			}
+			if key == "GOPATH" {
+				p = filepath.Join(p, "bin")
+			}
+			dirs = append(dirs, p)
+		}
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		dirs = append(dirs, filepath.Join(home, "go", "bin"))
+	}
+	return dirs
+}
+
+func isExecutable(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0
+}
+
+// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+func FreePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("find a free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func portFree(addr string) bool {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return false
+	}
+	l.Close()
+	return true
+}
+
+// childEnv is the server's environment without the TEMPORAL_* client
+// variables, which the CLI would otherwise read as its own settings.
+func childEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if strings.HasPrefix(kv, "TEMPORAL_") {
+			continue
+		}
+		env = append(env, kv)
+	}
+	return env
+}
+
+// tailBuffer keeps the last max bytes written to it.
+type tailBuffer struct {
+	mu  sync.Mutex
+	buf []byte
+	max int
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, p...)
+	if len(t.buf) > t.max {
+		t.buf = append([]byte(nil), t.buf[len(t.buf)-t.max:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.buf)
+}

@@ -1,0 +1,83 @@
+package devserver
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+)
+
+func TestArgsCarryDynamicConfig(t *testing.T) {
+	for _, kv := range DynamicConfig {
+		key, value, ok := strings.Cut(kv, "=")
+		if !ok || key == "" || value == "" {
+			t.Errorf("dynamic config %q is not KEY=VALUE", kv)
+		}
+	}
+}
+
+// TestStartRestartStop runs a real dev server when the temporal CLI is
+// installed: health, persistence across Restart, and Stop.
+func TestStartRestartStop(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a dev server")
+	}
+	if _, err := FindCLI(); err != nil {
+		t.Skip(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	db := filepath.Join(t.TempDir(), "temporal.db")
+	s, err := Start(ctx, Options{DBFile: db})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Stop() })
+	args := strings.Join(s.Args(), " ")
+	for _, want := range []string{"--headless", "--ip 127.0.0.1", "--db-filename " + db, "--dynamic-config-value matching.numTaskqueueReadPartitions=1"} {
+		if !strings.Contains(args, want) {
+			t.Errorf("args %q lack %q", args, want)
+		}
+	}
+
+	c, err := s.Dial(ctx, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A workflow started before the restart must still be there after it.
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "devserver-smoke", TaskQueue: "nobody"}, "Nothing")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+
+	if err := s.Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c, err = s.Dial(ctx, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	d, err := c.DescribeWorkflowExecution(ctx, "devserver-smoke", run.GetRunID())
+	if err != nil {
+		t.Fatalf("workflow lost across restart: %v", err)
+	}
+	if got := d.GetWorkflowExecutionInfo().GetStatus(); got != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+		t.Errorf("status after restart = %s", got)
+	}
+
+	if err := s.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Stop(); err != nil {
+		t.Fatalf("second Stop: %v", err)
+	}
+	if !portFree(s.Address) {
+		t.Errorf("port %s still taken after Stop", s.Address)
+	}
+}

@@ -1,0 +1,91 @@
+package starterapp
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/ralph-temporal/ralph/workflows"
+)
+
+// waitingNotice is how long a run may give no status before the starter
+// says it is waiting for a worker.
+const waitingNotice = 5 * time.Second
+
+// progressPrinter turns successive status query answers into one line per
+// event: a round started, a round finished with its status and summary.
+type progressPrinter struct {
+	out       io.Writer
+	started   time.Time
+	taskQueue string
+	now       func() time.Time
+
+	announced int // highest round announced as running
+	finished  int // highest round whose outcome was printed
+	waiting   bool
+}
+
+func (p *progressPrinter) clock() time.Time {
+	if p.now != nil {
+		return p.now()
+	}
+	return time.Now()
+}
+
+func (p *progressPrinter) printf(format string, args ...any) {
+	d := p.clock().Sub(p.started).Round(time.Second)
+	fmt.Fprintf(p.out, "[%02d:%02d] "+format+"\n", append([]any{int(d.Minutes()), int(d.Seconds()) % 60}, args...)...)
+}
+
+// update prints what changed since the last answer.
+func (p *progressPrinter) update(st workflows.Status, err error) {
+	if err != nil {
+		if !p.waiting && p.announced == 0 && p.finished == 0 && p.clock().Sub(p.started) >= waitingNotice {
+			p.waiting = true
+			p.printf("waiting for a worker on task queue %s to pick up the run…", p.taskQueue)
+		}
+		return
+	}
+	rounds := append([]workflows.RoundSummary(nil), st.Rounds...)
+	sort.Slice(rounds, func(i, j int) bool { return rounds[i].Round < rounds[j].Round })
+
+	// Rounds finished in an earlier run of a continue-as-new chain are not in
+	// this run's list; the last of them is the carried report.
+	if st.LastReport != nil {
+		lastDone := st.Round
+		if st.Phase == workflows.PhaseRunning {
+			lastDone = st.Round - 1
+		}
+		listed := len(rounds) > 0 && rounds[0].Round <= lastDone
+		if lastDone > p.finished && !listed {
+			switch from, to := p.finished+1, lastDone-1; {
+			case to == from:
+				p.printf("round %d/%d finished in an earlier run of this workflow (see its history)", from, st.MaxRounds)
+			case to > from:
+				p.printf("rounds %d–%d/%d finished in an earlier run of this workflow (see its history)", from, to, st.MaxRounds)
+			}
+			p.printf("round %d/%d %s: %s", lastDone, st.MaxRounds, st.LastReport.Status, oneLine(st.LastReport.Summary))
+			p.finished = lastDone
+			p.announced = max(p.announced, lastDone)
+		}
+	}
+	for _, r := range rounds {
+		if r.Round <= p.finished {
+			continue
+		}
+		p.printf("round %d/%d %s: %s", r.Round, st.MaxRounds, r.Status, oneLine(r.Summary))
+		p.finished = r.Round
+		p.announced = max(p.announced, r.Round)
+	}
+	if st.Phase == workflows.PhaseRunning && st.Round > p.announced {
+		p.printf("round %d/%d running…", st.Round, st.MaxRounds)
+		p.announced = st.Round
+	}
+}
+
+// oneLine flattens and bounds a summary for a progress line.
+func oneLine(s string) string {
+	return clip(strings.Join(strings.Fields(s), " "), 240)
+}

@@ -1,0 +1,210 @@
+// Package workerapp is the Ralph worker binary: configuration from env and
+// flags, a Temporal client from the standard TEMPORAL_* environment, the
+// Ralph workflow and its activities registered under their stable names, and
+// a graceful drain on SIGINT/SIGTERM. worker/main.go is a thin wrapper.
+package workerapp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/client"
+	tlog "go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/ralph-temporal/ralph/activities"
+	"github.com/ralph-temporal/ralph/internal/config"
+	"github.com/ralph-temporal/ralph/internal/fakeopenai"
+	"github.com/ralph-temporal/ralph/workflows"
+)
+
+// Exit codes of the worker binary.
+const (
+	ExitOK     = 0
+	ExitFailed = 1
+	ExitUsage  = 2
+)
+
+// Demo-mode model settings: the scripted server ignores both, but the
+// OpenAI client needs a model name and sends a bearer token.
+const (
+	DemoModel  = "ralph-demo"
+	demoAPIKey = "demo-no-key"
+)
+
+// HeartbeatThrottle is the worker's MaxHeartbeatThrottleInterval. Heartbeat
+// responses are how a cancel reaches a running round; the SDK default would
+// throttle them to 0.8 × the heartbeat timeout and slow every cancel down.
+const HeartbeatThrottle = time.Second
+
+// Main runs the worker until SIGINT/SIGTERM and returns the exit code.
+func Main(args []string, env config.Env, stderr io.Writer) int {
+	cfg, err := config.LoadWorker(args, env, stderr)
+	if errors.Is(err, config.ErrHelp) {
+		return ExitOK
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "worker: %v\n", err)
+		return ExitUsage
+	}
+	logger := NewLogger(stderr, cfg)
+	slog.SetDefault(logger)
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := Run(ctx, cfg, env, logger); err != nil {
+		logger.Error("worker stopped with an error", "error", err)
+		var usage *UsageError
+		if errors.As(err, &usage) {
+			return ExitUsage
+		}
+		return ExitFailed
+	}
+	return ExitOK
+}
+
+// NewLogger builds the slog logger the configuration asks for.
+func NewLogger(w io.Writer, cfg config.Worker) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: cfg.LogLevel}
+	if cfg.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// UsageError is a configuration problem found after flag parsing (for
+// example a missing model name); the binary exits with ExitUsage.
+type UsageError struct{ Err error }
+
+func (e *UsageError) Error() string { return e.Err.Error() }
+func (e *UsageError) Unwrap() error { return e.Err }
+
+// Run serves until ctx is done, then drains: running rounds get
+// cfg.StopTimeout to finish before their contexts are cancelled.
+func Run(ctx context.Context, cfg config.Worker, env config.Env, logger *slog.Logger) error {
+	if cfg.Demo {
+		srv, err := fakeopenai.Listen("127.0.0.1:0", fakeopenai.DemoScript())
+		if err != nil {
+			return fmt.Errorf("demo mode: start the scripted model server: %w", err)
+		}
+		defer srv.Close()
+		cfg.Activities.Model.BaseURL = srv.BaseURL()
+		cfg.Activities.Model.Model = DemoModel
+		cfg.Activities.Model.APIKey = demoAPIKey
+		logger.Warn("demo mode: every round talks to the scripted local model server, not a real model",
+			"baseURL", srv.BaseURL(), "model", DemoModel)
+	}
+	if err := cfg.CheckModel(); err != nil {
+		return &UsageError{Err: err}
+	}
+	if err := os.MkdirAll(cfg.Activities.WorkspaceRoot, 0o755); err != nil {
+		return fmt.Errorf("create the workspace root (RALPH_WORKSPACE_ROOT): %w", err)
+	}
+	if err := os.MkdirAll(cfg.Activities.SessionDir, 0o700); err != nil {
+		return fmt.Errorf("create the session directory (RALPH_SESSION_DIR): %w", err)
+	}
+	acts, err := activities.New(cfg.Activities)
+	if err != nil {
+		return &UsageError{Err: fmt.Errorf("activities configuration: %w", err)}
+	}
+
+	opts, err := config.ClientOptions(env, cfg.Connection)
+	if err != nil {
+		return &UsageError{Err: err}
+	}
+	opts.Logger = tlog.NewStructuredLogger(logger)
+	logger.Info("starting Ralph worker", append([]any{"address", opts.HostPort, "namespace", opts.Namespace}, cfg.LogAttrs()...)...)
+
+	c, err := dialWithRetry(ctx, opts, cfg.ConnectTimeout, logger)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+
+	w := worker.New(c, cfg.TaskQueue, Options(cfg))
+	Register(w, acts)
+
+	stop := make(chan any)
+	finished := make(chan struct{})
+	defer close(finished)
+	go func() {
+		select {
+		case <-ctx.Done():
+			logger.Info("stopping: draining running rounds", "stopTimeout", cfg.StopTimeout)
+			close(stop)
+		case <-finished:
+		}
+	}()
+	logger.Info("worker is polling", "taskQueue", cfg.TaskQueue, "namespace", opts.Namespace, "address", opts.HostPort)
+	if err := w.Run(stop); err != nil {
+		return fmt.Errorf("worker on task queue %q: %w", cfg.TaskQueue, err)
+	}
+	logger.Info("worker stopped")
+	return nil
+}
+
+// Options are the worker options a Ralph worker runs with.
+func Options(cfg config.Worker) worker.Options {
+	return worker.Options{
+		MaxConcurrentActivityExecutionSize: cfg.ConcurrentRounds,
+		MaxHeartbeatThrottleInterval:       HeartbeatThrottle,
+		DefaultHeartbeatThrottleInterval:   HeartbeatThrottle,
+		WorkerStopTimeout:                  cfg.StopTimeout,
+	}
+}
+
+// roundRunner is the part of *activities.Activities the worker registers.
+type roundRunner interface {
+	ResolveLimits(ctx context.Context) (activities.Limits, error)
+	RunRound(ctx context.Context, in activities.RoundInput) (activities.RoundOutput, error)
+}
+
+// Register puts the workflow and the activities on w under their stable names.
+// ResolveLimits runs as a local activity; local and regular activities share
+// one registry.
+func Register(w worker.Registry, acts roundRunner) {
+	w.RegisterWorkflowWithOptions(workflows.Ralph, workflow.RegisterOptions{Name: workflows.WorkflowName})
+	w.RegisterActivityWithOptions(acts.ResolveLimits, activity.RegisterOptions{Name: activities.ResolveLimitsName})
+	w.RegisterActivityWithOptions(acts.RunRound, activity.RegisterOptions{Name: activities.RunRoundName})
+}
+
+// dialWithRetry keeps trying an unreachable server for up to timeout, so a
+// worker started next to its server (compose, scripts) waits for it.
+func dialWithRetry(ctx context.Context, opts client.Options, timeout time.Duration, logger *slog.Logger) (client.Client, error) {
+	deadline := time.Now().Add(timeout)
+	delay := 500 * time.Millisecond
+	for {
+		attemptCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		c, err := config.Dial(attemptCtx, opts)
+		cancel()
+		if err == nil {
+			return c, nil
+		}
+		var unreachable *config.UnreachableError
+		if !errors.As(err, &unreachable) {
+			return nil, err
+		}
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("%w (gave up: %v)", err, ctx.Err())
+		}
+		if time.Now().Add(delay).After(deadline) {
+			return nil, fmt.Errorf("%w (gave up after %s; RALPH_CONNECT_TIMEOUT_SECONDS)", err, timeout)
+		}
+		logger.Warn("waiting for the Temporal server", "address", opts.HostPort, "error", err.Error(), "retryIn", delay)
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("%w (interrupted)", err)
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, 5*time.Second)
+	}
+}

@@ -1,0 +1,132 @@
+package workerapp
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/client"
+
+	"github.com/ralph-temporal/ralph/activities"
+	"github.com/ralph-temporal/ralph/internal/config"
+	"github.com/ralph-temporal/ralph/internal/devserver"
+	"github.com/ralph-temporal/ralph/workflows"
+)
+
+func TestConfigIsAcceptedByActivities(t *testing.T) {
+	dir := t.TempDir()
+	for _, args := range [][]string{
+		{"--model", "m"},
+		{"--model", "m", "--heartbeat-timeout-seconds", "1", "--command-timeout-seconds", "5", "--max-command-timeout-seconds", "50"},
+	} {
+		args = append(args, "--workspace-root", filepath.Join(dir, "ws"), "--session-dir", filepath.Join(dir, "sessions"))
+		cfg, err := config.LoadWorker(args, config.MapEnv{}, io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := activities.New(cfg.Activities); err != nil {
+			t.Errorf("activities.New rejects the worker configuration from %q: %v", args, err)
+		}
+	}
+}
+
+func TestOptions(t *testing.T) {
+	cfg := config.DefaultWorker()
+	cfg.ConcurrentRounds = 3
+	o := Options(cfg)
+	if o.MaxConcurrentActivityExecutionSize != 3 || o.MaxHeartbeatThrottleInterval != time.Second ||
+		o.DefaultHeartbeatThrottleInterval != time.Second || o.WorkerStopTimeout != config.DefaultStopTimeout {
+		t.Errorf("options = %+v", o)
+	}
+}
+
+func TestMainExitCodes(t *testing.T) {
+	var stderr bytes.Buffer
+	if code := Main([]string{"--max-rounds=0"}, config.MapEnv{}, &stderr); code != ExitUsage || !strings.Contains(stderr.String(), "--max-rounds") {
+		t.Errorf("bad flag: exit %d, stderr %q", code, stderr.String())
+	}
+	stderr.Reset()
+	dir := t.TempDir()
+	env := config.MapEnv{"RALPH_WORKSPACE_ROOT": filepath.Join(dir, "ws"), "RALPH_SESSION_DIR": filepath.Join(dir, "s"), "OPENAI_API_KEY": "sk-secret-value"}
+	if code := Main(nil, env, &stderr); code != ExitUsage || !strings.Contains(stderr.String(), "RALPH_MODEL is not set") {
+		t.Errorf("no model: exit %d, stderr %q", code, stderr.String())
+	}
+	if strings.Contains(stderr.String(), "sk-secret-value") {
+		t.Error("the API key was logged")
+	}
+	if code := Main([]string{"--help"}, config.MapEnv{}, io.Discard); code != ExitOK {
+		t.Errorf("--help: exit %d", code)
+	}
+}
+
+// TestDemoWorkerRunsARalphLoop runs the real worker (demo mode: the scripted
+// model server) against a dev server and drives one run to completion.
+func TestDemoWorkerRunsARalphLoop(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs a dev server")
+	}
+	if _, err := devserver.FindCLI(); err != nil {
+		t.Skip(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	srv, err := devserver.Start(ctx, devserver.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Stop() })
+
+	dir := t.TempDir()
+	env := config.MapEnv{"TEMPORAL_ADDRESS": srv.Address, "TEMPORAL_CONFIG_FILE": filepath.Join(dir, "none.toml"), "OPENAI_API_KEY": "sk-secret-value"}
+	cfg, err := config.LoadWorker([]string{"--demo", "--task-queue", "demo-q",
+		"--workspace-root", filepath.Join(dir, "ws"), "--session-dir", filepath.Join(dir, "sessions")}, env, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs syncBuffer
+	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- Run(runCtx, cfg, env, logger) }()
+
+	c, err := srv.Dial(ctx, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "demo-run", TaskQueue: "demo-q"}, workflows.WorkflowName,
+		workflows.Input{Objective: "write greet.sh with a passing test", Workspace: "demo"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res workflows.Result
+	if err := run.Get(ctx, &res); err != nil {
+		t.Fatalf("run failed: %v\nworker log:\n%s", err, logs.String())
+	}
+	if res.Status != "complete" || res.RoundsStarted != 2 {
+		t.Errorf("result = %+v", res)
+	}
+
+	stop()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("Run returned %v", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("Run did not return after its context ended")
+	}
+	for _, want := range []string{"worker is polling", "worker stopped", "apiKeySet=true"} {
+		if !strings.Contains(logs.String(), want) {
+			t.Errorf("log lacks %q", want)
+		}
+	}
+	if strings.Contains(logs.String(), "sk-secret-value") || strings.Contains(logs.String(), "demo-no-key") {
+		t.Error("an API key was logged")
+	}
+}
