@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -199,14 +200,11 @@ func TestRealStackModelFaultsMidRound(t *testing.T) {
 }
 
 func TestRealStackServerRestartMidRun(t *testing.T) {
-	if suite.dev == nil {
-		t.Skip("the cluster suite restarts its server in TestClusterServerRestart")
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL} {
+		t.Run(sig.String(), func(t *testing.T) {
+			restartDuring(t, func() { restartServer(t, sig) })
+		})
 	}
-	restartDuring(t, func() {
-		if err := suite.dev.Restart(context.Background()); err != nil {
-			t.Fatalf("restart the dev server: %v", err)
-		}
-	})
 }
 
 // restartDuring runs a two-round objective and calls restart while round 1
@@ -223,8 +221,9 @@ func restartDuring(t *testing.T, restart func()) {
 		}
 	}))
 	e.startWorker()
-	id := "server-restart"
+	id := "server-restart-" + strings.ToLower(regexp.MustCompile(`[^A-Za-z]+`).ReplaceAllString(t.Name(), "-"))
 	run := e.start(id, `{"objective":"survive a server restart","workspace":"restart"}`)
+	start := time.Now()
 	ws := filepath.Join(e.root, "restart")
 	waitForFile(t, filepath.Join(ws, "started"), 60*time.Second)
 	restart()
@@ -238,4 +237,5 @@ func restartDuring(t *testing.T, restart func()) {
 	if res.Status != report.OutcomeComplete || res.RoundsStarted != 2 {
 		t.Fatalf("result = %+v", res)
 	}
+	t.Logf("run with a server restart took %v", time.Since(start))
 }

@@ -465,3 +465,40 @@ func temporalCLI(t *testing.T, args ...string) (string, error) {
 	return string(out), err
 }
 
+// restartServer stops the suite's server with sig and starts it again on the
+// same address and storage: the dev server (file-backed) or, in the cluster
+// suite, the full server through scripts/cluster.sh.
+func restartServer(t *testing.T, sig syscall.Signal) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if suite.dev != nil {
+		if sig == syscall.SIGKILL {
+			if err := suite.dev.Kill(); err != nil {
+				t.Fatalf("kill the dev server: %v", err)
+			}
+		}
+		if err := suite.dev.Restart(ctx); err != nil {
+			t.Fatalf("restart the dev server: %v", err)
+		}
+		return
+	}
+	restartCluster(ctx, t, sig)
+}
+
+// restartCluster uses the commands scripts/cluster.sh exports: SIGTERM goes
+// through its restart command, SIGKILL kills the server outright first.
+func restartCluster(ctx context.Context, t *testing.T, sig syscall.Signal) {
+	t.Helper()
+	script := os.Getenv("RALPH_CLUSTER_RESTART_CMD")
+	if sig == syscall.SIGKILL {
+		script = os.Getenv("RALPH_CLUSTER_KILL_CMD") + " && " + os.Getenv("RALPH_CLUSTER_START_CMD")
+	}
+	if strings.TrimSpace(script) == "" || strings.HasPrefix(script, " &&") {
+		t.Fatal("the cluster suite needs RALPH_CLUSTER_RESTART_CMD, _KILL_CMD and _START_CMD from scripts/cluster.sh")
+	}
+	out, err := exec.CommandContext(ctx, "sh", "-c", script).CombinedOutput()
+	if err != nil {
+		t.Fatalf("restart the cluster server with %v: %v\n%s", sig, err, out)
+	}
+}
