@@ -26,9 +26,6 @@ func TestStartRestartStop(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a dev server")
 	}
-	if _, err := FindCLI(); err != nil {
-		t.Skip(err)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	db := filepath.Join(t.TempDir(), "temporal.db")

@@ -100,9 +100,6 @@ func startStack(t *testing.T) *stack {
 	if testing.Short() {
 		t.Skip("needs a dev server")
 	}
-	if _, err := devserver.FindCLI(); err != nil {
-		t.Skip(err)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	srv, err := devserver.Start(ctx, devserver.Options{})

@@ -70,9 +70,6 @@ func TestDemoWorkerRunsARalphLoop(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs a dev server")
 	}
-	if _, err := devserver.FindCLI(); err != nil {
-		t.Skip(err)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	srv, err := devserver.Start(ctx, devserver.Options{})
