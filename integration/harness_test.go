@@ -78,6 +78,7 @@ func runMain(m *testing.M) (int, error) {
 		if suite.address == "" {
 			return 0, errors.New("RALPH_TEST_CLUSTER=1 needs TEMPORAL_ADDRESS (run through scripts/cluster.sh)")
 		}
+		fmt.Printf("integration suite against the PostgreSQL-backed Temporal cluster at %s\n", suite.address)
 		return m.Run(), nil
 	}
 	dbDir, err := os.MkdirTemp("", "ralph-it-db-")
@@ -93,6 +94,7 @@ func runMain(m *testing.M) (int, error) {
 	}
 	defer dev.Stop()
 	suite.dev, suite.address, suite.namespace = dev, dev.Address, dev.Namespace
+	fmt.Printf("integration suite against the Temporal dev server at %s\n", suite.address)
 	return m.Run(), nil
 }
 

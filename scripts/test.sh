@@ -18,4 +18,14 @@ echo "== go test (unit, replay, dev-server integration)"
 go test -race -count=1 -timeout 40m ./...
 
 echo "== go test (integration against PostgreSQL-backed Temporal cluster)"
-bash scripts/cluster.sh -- env RALPH_TEST_CLUSTER=1 go test -count=1 -timeout 30m -run 'TestRealStack' ./integration/
+# The verbose log is kept whole; on success only the test lines are shown.
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+if bash scripts/cluster.sh -- env RALPH_TEST_CLUSTER=1 \
+    go test -count=1 -v -timeout 30m -run 'TestRealStack' ./integration/ >"$log" 2>&1; then
+  grep -E '^(integration suite|=== RUN|--- |    [a-z_]+\.go:|ok |PASS$)' "$log"
+else
+  status=$?
+  tail -n 400 "$log"
+  exit "$status"
+fi
