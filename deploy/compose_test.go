@@ -3,13 +3,17 @@
 package deploy
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strings"
 	"testing"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/ralph-temporal/ralph/internal/devserver"
 )
 
 type composeFile struct {
@@ -149,5 +153,45 @@ func TestComposeWorkerSettings(t *testing.T) {
 		if !strings.Contains(string(example), key) {
 			t.Errorf(".env.example lacks %s", key)
 		}
+	}
+}
+
+// The dev server takes its dynamic config as flags (it cannot read the file);
+// the values must be the very ones the cluster and compose deploy.
+func TestDevServerUsesTheDeployedDynamicConfig(t *testing.T) {
+	data, err := os.ReadFile("cluster/dynamicconfig.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var file map[string][]struct {
+		Value any `yaml:"value"`
+	}
+	if err := yaml.Unmarshal(data, &file); err != nil {
+		t.Fatalf("parse dynamicconfig.yaml: %v", err)
+	}
+	want := map[string]string{}
+	for key, entries := range file {
+		if len(entries) != 1 {
+			t.Fatalf("%s has %d entries, want one unconstrained value", key, len(entries))
+		}
+		value, err := json.Marshal(entries[0].Value)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[key] = string(value)
+	}
+	got := map[string]string{}
+	for _, kv := range devserver.DynamicConfig() {
+		key, value, ok := strings.Cut(kv, "=")
+		if !ok {
+			t.Fatalf("dev server value %q is not KEY=VALUE", kv)
+		}
+		got[key] = value
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("dev server dynamic config %v differs from deploy/cluster/dynamicconfig.yaml %v", got, want)
+	}
+	if want["history.transferProcessorMaxPollRPS"] != "1000" || want["matching.numTaskqueueReadPartitions"] != "1" {
+		t.Fatalf("latency settings missing: %v", want)
 	}
 }

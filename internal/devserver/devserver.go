@@ -38,18 +38,20 @@ const EnvTemporalBin = "RALPH_TEMPORAL_BIN"
 // DynamicConfig is Ralph's dynamic config for the dev server, as KEY=VALUE
 // (value in JSON). The dev server cannot read a dynamic-config file, so this
 // list mirrors deploy/cluster/dynamicconfig.yaml (the PostgreSQL cluster and
-// compose file use that file): keep the two in step.
-var DynamicConfig = []string{
-	// Default 20: a ~100 ms floor on every task dispatch; 1000 removes it.
-	"history.transferProcessorMaxPollRPS=1000",
-	"history.timerProcessorMaxPollRPS=1000",
-	"history.visibilityProcessorMaxPollRPS=1000",
-	// Default 4 partitions: a task can land in a partition nobody polls.
-	"matching.numTaskqueueReadPartitions=1",
-	"matching.numTaskqueueWritePartitions=1",
-	// A workflow task that schedules a round gets it back inline.
-	"system.enableActivityEagerExecution=true",
-	"limit.maxIDLength=255",
+// compose file use that file); deploy/compose_test.go keeps the two in step.
+func DynamicConfig() []string {
+	return []string{
+		// Default 20: a ~100 ms floor on every task dispatch; 1000 removes it.
+		"history.transferProcessorMaxPollRPS=1000",
+		"history.timerProcessorMaxPollRPS=1000",
+		"history.visibilityProcessorMaxPollRPS=1000",
+		// Default 4 partitions: a task can land in a partition nobody polls.
+		"matching.numTaskqueueReadPartitions=1",
+		"matching.numTaskqueueWritePartitions=1",
+		// A workflow task that schedules a round gets it back inline.
+		"system.enableActivityEagerExecution=true",
+		"limit.maxIDLength=255",
+	}
 }
 
 // Options configure Start. The zero value is a usable in-memory server.
@@ -69,7 +71,7 @@ type Options struct {
 	Namespaces []string
 	// LogLevel of the server: debug, info, warn (default), error, never.
 	LogLevel string
-	// DynamicConfig replaces the DynamicConfig list when non-nil.
+	// DynamicConfig replaces DynamicConfig() when non-nil.
 	DynamicConfig []string
 	// ExtraArgs are appended to `temporal server start-dev`.
 	ExtraArgs []string
@@ -149,7 +151,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	}
 	dc := opts.DynamicConfig
 	if dc == nil {
-		dc = DynamicConfig
+		dc = DynamicConfig()
 	}
 	for _, kv := range dc {
 		s.args = append(s.args, "--dynamic-config-value", kv)

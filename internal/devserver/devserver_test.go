@@ -12,7 +12,7 @@ import (
 )
 
 func TestArgsCarryDynamicConfig(t *testing.T) {
-	for _, kv := range DynamicConfig {
+	for _, kv := range DynamicConfig() {
 		key, value, ok := strings.Cut(kv, "=")
 		if !ok || key == "" || value == "" {
 			t.Errorf("dynamic config %q is not KEY=VALUE", kv)
