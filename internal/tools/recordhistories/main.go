@@ -49,14 +49,18 @@ type scenario struct {
 	cancel bool
 }
 
-var scenarios = []scenario{
-	{name: "complete", input: `{"objective":"scenario complete: write hello.txt","maxRounds":4}`},
-	{name: "blocked", input: `{"objective":"scenario blocked: needs a secret"}`},
-	{name: "budget-limited", input: `{"objective":"scenario budget: never done","maxRounds":2}`},
-	{name: "round-failed", input: `{"objective":"scenario fail: 401 in round 2"}`},
-	{name: "cancelled", input: `{"objective":"scenario cancel: sleep"}`, cancel: true},
-	{name: "continue-as-new", input: `{"objective":"scenario long: four rounds","maxRounds":5}`},
-	{name: "invalid-input", input: `{"objective":"x","maxRounds":2.5}`},
+// scenarios are the recorded paths, one history file (or two, across a
+// continue-as-new) each.
+func scenarios() []scenario {
+	return []scenario{
+		{name: "complete", input: `{"objective":"scenario complete: write hello.txt","maxRounds":4}`},
+		{name: "blocked", input: `{"objective":"scenario blocked: needs a secret"}`},
+		{name: "budget-limited", input: `{"objective":"scenario budget: never done","maxRounds":2}`},
+		{name: "round-failed", input: `{"objective":"scenario fail: 401 in round 2"}`},
+		{name: "cancelled", input: `{"objective":"scenario cancel: sleep"}`, cancel: true},
+		{name: "continue-as-new", input: `{"objective":"scenario long: four rounds","maxRounds":5}`},
+		{name: "invalid-input", input: `{"objective":"x","maxRounds":2.5}`},
+	}
 }
 
 // play scripts the model for every scenario, keyed by the objective text.
@@ -149,7 +153,7 @@ func record(out string) error {
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return err
 	}
-	for _, sc := range scenarios {
+	for _, sc := range scenarios() {
 		if err := runScenario(ctx, c, cfg.WorkspaceRoot, sc, out); err != nil {
 			return fmt.Errorf("scenario %s: %w", sc.name, err)
 		}
