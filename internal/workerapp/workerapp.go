@@ -46,6 +46,13 @@ const (
 // throttle them to 0.8 × the heartbeat timeout and slow every cancel down.
 const HeartbeatThrottle = time.Second
 
+// StickyScheduleToStart bounds how long a workflow task waits on the sticky
+// queue of the worker that ran the run's last workflow task. After that
+// worker is killed, the next task (a round finished by another worker) falls
+// back to the shared queue this much later; the SDK default of 5 s showed in
+// every crash-recovery sample (BENCHMARKS.md).
+const StickyScheduleToStart = 2 * time.Second
+
 // Main runs the worker until SIGINT/SIGTERM and returns the exit code.
 func Main(args []string, env config.Env, stderr io.Writer) int {
 	cfg, err := config.LoadWorker(args, env, stderr)
@@ -158,6 +165,7 @@ func Options(cfg config.Worker) worker.Options {
 		MaxConcurrentActivityExecutionSize: cfg.ConcurrentRounds,
 		MaxHeartbeatThrottleInterval:       HeartbeatThrottle,
 		DefaultHeartbeatThrottleInterval:   HeartbeatThrottle,
+		StickyScheduleToStartTimeout:       StickyScheduleToStart,
 		WorkerStopTimeout:                  cfg.StopTimeout,
 	}
 }

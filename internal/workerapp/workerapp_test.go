@@ -40,7 +40,8 @@ func TestOptions(t *testing.T) {
 	cfg.ConcurrentRounds = 3
 	o := Options(cfg)
 	if o.MaxConcurrentActivityExecutionSize != 3 || o.MaxHeartbeatThrottleInterval != time.Second ||
-		o.DefaultHeartbeatThrottleInterval != time.Second || o.WorkerStopTimeout != config.DefaultStopTimeout {
+		o.DefaultHeartbeatThrottleInterval != time.Second || o.WorkerStopTimeout != config.DefaultStopTimeout ||
+		o.StickyScheduleToStartTimeout != 2*time.Second {
 		t.Errorf("options = %+v", o)
 	}
 }
