@@ -85,7 +85,7 @@ func (h *Harness) Crash(ctx context.Context, cfg CrashConfig) (Section, error) {
 	sec.Notes = append(sec.Notes,
 		"Temporal notices a dead worker's round by its missing heartbeats, so kill → resumed is about the heartbeat timeout plus the round retry policy's first interval (1 s).",
 		"kill → finished adds the workflow task that records the round: when the killed worker had the run in its sticky cache (it ran the previous workflow task), "+
-			"that task first waits for the dead worker's sticky queue to time out (StickyScheduleToStartTimeout, the SDK's default 5 s) and then goes to the normal queue; "+
+			"that task first waits for the dead worker's sticky queue to time out (StickyScheduleToStartTimeout, 2 s in the Ralph worker; the SDK default is 5 s) and then goes to the normal queue; "+
 			"the column \"sticky workflow-task timeouts\" counts the runs whose history shows that ScheduleToStart timeout.",
 		"\"commands alive\" counts the killed round's shell and `sleep` still running 5 s after the kill (the parent-death signal and the process-group lifeline take them down with the worker).")
 	return sec, nil

@@ -255,10 +255,10 @@ func (h *Harness) Overhead(ctx context.Context, cfg OverheadConfig) (Section, er
 			"It costs about 1 s here because the server gives a run that continues as new less than 1 s after it started a first-workflow-task "+
 			"backoff up to that age (history.workflowIdReuseMinimalInterval, default 1 s): with an instant model 16 rounds take far less than 1 s. "+
 			"Real rounds take seconds to minutes, so a real run never meets this floor; the client start→result column includes it.",
-		"Ralph's in-activity time is one fresh agent session: workspace lock, transcript file, one HTTP round trip to the scripted model, report validation, and the heartbeat the round records as soon as it starts. "+
+		"Ralph's in-activity time is one fresh agent session: workspace lock, transcript file, one HTTP round trip to the scripted model, report validation (the round's first heartbeat comes one heartbeat interval after it starts, so a round this short records none). "+
 			"`go test -run '^$' -bench RunRound ./bench/` measures the session alone, without a server (BenchmarkRunRoundInstantModel).",
-		"\"bare + 1 heartbeat\" is the bare loop whose no-op activity records one heartbeat before it returns, as every Ralph round does at its start: "+
-			"the first heartbeat is a synchronous RecordActivityTaskHeartbeat call that the server persists, so it shows how much of Ralph's extra cost is that heartbeat rather than the agent session.")
+		"\"bare + 1 heartbeat\" is the bare loop whose no-op activity records one heartbeat before it returns: "+
+			"the first heartbeat is a synchronous RecordActivityTaskHeartbeat call that the server persists. It is why Ralph's rounds send their first heartbeat only after one heartbeat interval.")
 	if h.Cluster == nil {
 		sec.Notes = append(sec.Notes, "The PostgreSQL-backed server was not measured in this run: run `scripts/cluster.sh -- scripts/bench.sh` to add it beside the dev server.")
 	}

@@ -90,7 +90,7 @@ func (h *Harness) Scale(ctx context.Context, cfg ScaleConfig) (Section, error) {
 	sec.Tables = []Table{tbl}
 	sec.Notes = append(growth,
 		"round exec = ActivityTaskStarted → ActivityTaskCompleted of each round (includes the model latency); round queue wait = ActivityTaskScheduled → ActivityTaskStarted (waiting for a free slot on the worker); workflow task wait = WorkflowTaskScheduled → WorkflowTaskStarted, for the first workflow task of each run (all N runs start at once) and for the decisions after a round (a finished round waiting for the worker to pick up the decision that starts the next one). Throughput below the bound is time spent between rounds: rounds themselves run at the model's pace.",
-		"sticky timeouts counts workflow tasks that waited StickyScheduleToStartTimeout (5 s) on the worker's sticky queue and were then moved to the normal queue: a worker too busy to poll its sticky queue in time.",
+		"sticky timeouts counts workflow tasks that waited StickyScheduleToStartTimeout (2 s in the Ralph worker) on the worker's sticky queue and were then moved to the normal queue: a worker too busy to poll its sticky queue in time.",
 		"CPU per round: the worker process, the dev server process and the benchmark process (scripted model, clients); machine CPU busy is the share of both cores in use during the row, everything on the machine included.",
 		"An open run holds no slot between rounds; with RALPH_CONCURRENT_ROUNDS=8 most of the N runs wait in the task queue, which is the intended back-pressure.")
 	return sec, nil
