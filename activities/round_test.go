@@ -13,7 +13,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -25,6 +24,7 @@ import (
 	"github.com/ralph-temporal/ralph/activities"
 	"github.com/ralph-temporal/ralph/agent"
 	"github.com/ralph-temporal/ralph/internal/fakeopenai"
+	"github.com/ralph-temporal/ralph/internal/proc"
 	"github.com/ralph-temporal/ralph/report"
 )
 
@@ -272,7 +272,7 @@ func TestRunRoundCancelStopsCommand(t *testing.T) {
 		t.Fatalf("pid file %q", data)
 	}
 	deadline := time.Now().Add(10 * time.Second)
-	for !processGone(pid) {
+	for proc.Alive(pid) {
 		if time.Now().After(deadline) {
 			t.Fatalf("sleep %d survived the cancel", pid)
 		}
@@ -356,19 +356,4 @@ func (o *heartbeatOutbound) RecordHeartbeat(ctx context.Context, details ...any)
 		}
 	}
 	o.Next.RecordHeartbeat(ctx, details...)
-}
-
-func processGone(pid int) bool {
-	if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
-		return true
-	}
-	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return true
-	}
-	s := string(stat)
-	if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 < len(s) {
-		return s[i+2] == 'Z' || s[i+2] == 'X'
-	}
-	return false
 }

@@ -8,12 +8,12 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/ralph-temporal/ralph/agent"
 	"github.com/ralph-temporal/ralph/internal/fakeopenai"
+	"github.com/ralph-temporal/ralph/internal/proc"
 )
 
 func TestTransientErrorsAreRetriedInSession(t *testing.T) {
@@ -201,7 +201,7 @@ func waitGone(t *testing.T, pid int) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		if processGone(pid) {
+		if !proc.Alive(pid) {
 			return
 		}
 		if time.Now().After(deadline) {
@@ -209,20 +209,4 @@ func waitGone(t *testing.T, pid int) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-}
-
-func processGone(pid int) bool {
-	if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
-		return true
-	}
-	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return true
-	}
-	// Fields: pid (comm) state ...; comm may hold spaces, so split after ')'.
-	s := string(stat)
-	if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 < len(s) {
-		return s[i+2] == 'Z' || s[i+2] == 'X'
-	}
-	return false
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/ralph-temporal/ralph/activities"
 	"github.com/ralph-temporal/ralph/internal/config"
 	"github.com/ralph-temporal/ralph/internal/fakeopenai"
+	"github.com/ralph-temporal/ralph/internal/proc"
 )
 
 // CancelConfig sizes the cancellation benchmark.
@@ -109,7 +110,7 @@ func (h *Harness) cancelSample(ctx context.Context, w *WorkerProc, i, n int) (la
 		return 0, 0, 0, 0, fmt.Errorf("run %s ended with %v, want canceled", id, err)
 	}
 	for _, pid := range pids {
-		if pidAlive(pid) {
+		if proc.Alive(pid) {
 			alive++
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ralph-temporal/ralph/internal/fakeopenai"
+	"github.com/ralph-temporal/ralph/internal/proc"
 	"github.com/ralph-temporal/ralph/report"
 	"github.com/ralph-temporal/ralph/workflows"
 )
@@ -157,7 +158,7 @@ func (h *Harness) crashSeries(ctx context.Context, hb, samples int) (resumed, fi
 			time.Sleep(wait)
 		}
 		for _, pid := range pids {
-			if pidAlive(pid) {
+			if proc.Alive(pid) {
 				alive++
 			}
 		}

@@ -524,20 +524,6 @@ func toolCall(name string, args any) fakeopenai.Response {
 	return fakeopenai.Tools(fakeopenai.CallJSON(name, args))
 }
 
-// pidAlive tells a live process from a gone or zombie one.
-func pidAlive(pid int) bool {
-	if pid <= 0 {
-		return false
-	}
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	s := string(data)
-	i := strings.LastIndexByte(s, ')')
-	return i >= 0 && len(s) > i+2 && s[i+2] != 'Z'
-}
-
 // parentPID reads PPid from /proc/<pid>/status.
 func parentPID(pid int) int {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))

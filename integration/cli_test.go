@@ -14,6 +14,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 
 	"github.com/ralph-temporal/ralph/internal/fakeopenai"
+	"github.com/ralph-temporal/ralph/internal/proc"
 	"github.com/ralph-temporal/ralph/report"
 	"github.com/ralph-temporal/ralph/workflows"
 )
@@ -97,7 +98,7 @@ func TestRealStackTemporalCLI(t *testing.T) {
 	}
 	waitClosed(t, e, id2, enumspb.WORKFLOW_EXECUTION_STATUS_CANCELED)
 	for _, pid := range pids {
-		if pidAlive(pid) {
+		if proc.Alive(pid) {
 			t.Errorf("process %d survived the CLI cancel", pid)
 		}
 	}
@@ -197,7 +198,7 @@ func TestRealStackStarterInterruptCancelsTheRun(t *testing.T) {
 		t.Fatalf("workflow status after SIGINT = %v, want canceled", got)
 	}
 	for _, pid := range pids {
-		if pidAlive(pid) {
+		if proc.Alive(pid) {
 			t.Errorf("process %d survived the interrupted run", pid)
 		}
 	}

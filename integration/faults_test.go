@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/ralph-temporal/ralph/internal/fakeopenai"
+	"github.com/ralph-temporal/ralph/internal/proc"
 	"github.com/ralph-temporal/ralph/report"
 )
 
@@ -43,7 +44,7 @@ func assertGone(t *testing.T, pids []int, what string) {
 	for time.Now().Before(deadline) {
 		alive := 0
 		for _, pid := range pids {
-			if pidAlive(pid) {
+			if proc.Alive(pid) {
 				alive++
 			}
 		}
@@ -53,7 +54,7 @@ func assertGone(t *testing.T, pids []int, what string) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	for _, pid := range pids {
-		if pidAlive(pid) {
+		if proc.Alive(pid) {
 			t.Errorf("%s: process %d still runs", what, pid)
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
@@ -84,7 +85,7 @@ func TestRealStackCancelReachesQuiescence(t *testing.T) {
 	}
 	// The workflow is closed: every command of the round must already be gone.
 	for _, pid := range pids {
-		if pidAlive(pid) {
+		if proc.Alive(pid) {
 			t.Errorf("process %d of the round outlived the closed workflow", pid)
 		}
 	}

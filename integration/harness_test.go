@@ -154,8 +154,8 @@ func newEnv(t *testing.T, script fakeopenai.Script, extraEnv ...string) *env {
 	return e
 }
 
-// proc is a started binary whose output is kept for diagnosis.
-type proc struct {
+// process is a started binary whose output is kept for diagnosis.
+type process struct {
 	cmd  *exec.Cmd
 	out  *lockedBuffer
 	done chan struct{}
@@ -180,11 +180,11 @@ func (b *lockedBuffer) String() string {
 
 // startWorker starts the worker binary on the test's task queue and waits
 // until it polls.
-func (e *env) startWorker(extraEnv ...string) *proc {
+func (e *env) startWorker(extraEnv ...string) *process {
 	e.t.Helper()
 	cmd := exec.Command(filepath.Join(suite.binDir, "worker"))
 	cmd.Env = append(append(os.Environ(), e.workerEnv...), extraEnv...)
-	p := &proc{cmd: cmd, out: &lockedBuffer{}, done: make(chan struct{})}
+	p := &process{cmd: cmd, out: &lockedBuffer{}, done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = p.out, p.out
 	if err := cmd.Start(); err != nil {
 		e.t.Fatalf("start worker: %v", err)
@@ -388,19 +388,6 @@ func tool(name string, args any) fakeopenai.Response {
 }
 
 // ---- processes ----
-
-func pidAlive(pid int) bool {
-	if pid <= 0 {
-		return false
-	}
-	// A zombie still answers kill(0); read its state to tell.
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	fields := strings.Fields(string(data))
-	return len(fields) > 2 && fields[2] != "Z"
-}
 
 // waitForFile waits until path exists with non-empty content.
 func waitForFile(t *testing.T, path string, within time.Duration) string {

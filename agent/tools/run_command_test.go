@@ -15,26 +15,14 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ralph-temporal/ralph/internal/proc"
 )
 
 // spawnScript starts a background sleep and a foreground one, recording the
 // pids of the background sleep and of the shell itself, so tests can check
 // that children die with the command.
 const spawnScript = `sleep 300 & echo $! > bg.pid; echo $$ > sh.pid; sleep 300`
-
-// alive reports whether pid is a live (non-zombie) process.
-func alive(pid int) bool {
-	if err := syscall.Kill(pid, 0); err != nil {
-		return false
-	}
-	// A killed child whose parent has not reaped it yet is a zombie: dead.
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return !errors.Is(err, os.ErrNotExist) && !strings.Contains(err.Error(), "no such process")
-	}
-	_, after, _ := strings.Cut(string(stat), ") ")
-	return !strings.HasPrefix(after, "Z")
-}
 
 // readPid waits for a pid file written by spawnScript.
 func readPid(t *testing.T, path string) int {
@@ -60,7 +48,7 @@ func assertGone(t *testing.T, pids ...int) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for _, pid := range pids {
-		for alive(pid) {
+		for proc.Alive(pid) {
 			if time.Now().After(deadline) {
 				t.Errorf("process %d still alive", pid)
 				_ = syscall.Kill(pid, syscall.SIGKILL)
@@ -219,7 +207,7 @@ func TestRunCommandDiesWithWorker(t *testing.T) {
 	}
 	bg := readPid(t, filepath.Join(dir, "bg.pid"))
 	sh := readPid(t, filepath.Join(dir, "sh.pid"))
-	if !alive(bg) || !alive(sh) {
+	if !proc.Alive(bg) || !proc.Alive(sh) {
 		t.Fatal("command not running before the worker is killed")
 	}
 	if err := worker.Process.Kill(); err != nil { // SIGKILL: no cleanup code runs
