@@ -124,6 +124,7 @@ type env struct {
 	sessions  string // session dir
 	client    client.Client
 	workerEnv []string
+	workers   []*process
 }
 
 func newEnv(t *testing.T, script fakeopenai.Script, extraEnv ...string) *env {
@@ -203,6 +204,7 @@ func (e *env) startWorker(extraEnv ...string) *process {
 		}
 	})
 	e.waitForPoller(1)
+	e.workers = append(e.workers, p)
 	return p
 }
 
@@ -277,9 +279,15 @@ func (e *env) transcripts() []string {
 	return files
 }
 
-// noKeyAnywhere checks that the API key was written nowhere we can see.
+// noKeyAnywhere checks that the API key was written nowhere we can see:
+// transcripts, workspaces, worker logs and histories.
 func (e *env) noKeyAnywhere(workflowIDs ...string) {
 	e.t.Helper()
+	for _, w := range e.workers {
+		if strings.Contains(w.out.String(), testAPIKey) {
+			e.t.Errorf("API key in the log of worker %d", w.cmd.Process.Pid)
+		}
+	}
 	for _, dir := range []string{e.sessions, e.root} {
 		_ = filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
 			if err != nil || d.IsDir() {
