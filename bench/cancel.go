@@ -40,7 +40,7 @@ func (h *Harness) Cancel(ctx context.Context, cfg CancelConfig) (Section, error)
 			def.HeartbeatTimeoutSeconds, config.HeartbeatInterval(def.HeartbeatTimeoutSeconds), "1s", cfg.Samples),
 	}
 	model := fakeopenai.NewServer(fakeopenai.Script{Rule: func(req fakeopenai.Request) fakeopenai.Response {
-		if parseTurn(req).Step == 0 {
+		if req.Step() == 0 {
 			return toolCall("run_command", map[string]any{"command": sleepCommand})
 		}
 		return submitComplete("the sleep ended")

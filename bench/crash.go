@@ -33,13 +33,12 @@ type crashModel struct {
 }
 
 func (m *crashModel) rule(req fakeopenai.Request) fakeopenai.Response {
-	tn := parseTurn(req)
 	key := ""
-	if match := crashKey.FindStringSubmatch(tn.Objective); match != nil {
+	if match := crashKey.FindStringSubmatch(req.Prompt()); match != nil {
 		key = match[1]
 	}
 	m.mu.Lock()
-	if tn.Step == 0 {
+	if req.Step() == 0 {
 		m.sessions[key]++
 		if m.sessions[key] == 2 {
 			m.resumed[key] = time.Now()
@@ -47,7 +46,7 @@ func (m *crashModel) rule(req fakeopenai.Request) fakeopenai.Response {
 	}
 	session := m.sessions[key]
 	m.mu.Unlock()
-	if tn.Step == 0 && session == 1 {
+	if req.Step() == 0 && session == 1 {
 		return toolCall("run_command", map[string]any{"command": sleepCommand})
 	}
 	return submitComplete("finished after the first worker was killed")

@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -479,34 +478,6 @@ func (rt RoundTimes) Executions() []time.Duration {
 }
 
 // ---- scripted model helpers ----
-
-var roundPattern = regexp.MustCompile(`Round (\d+) of (\d+)`)
-
-// turn is one model request seen from a scripted agent.
-type turn struct {
-	Round     int
-	Step      int    // assistant messages so far: 0 for a session's first request
-	Objective string // the user message (holds the objective)
-	Req       fakeopenai.Request
-}
-
-func parseTurn(req fakeopenai.Request) turn {
-	tn := turn{Req: req}
-	for _, m := range req.Chat.Messages {
-		switch m.Role {
-		case "user":
-			if tn.Objective == "" {
-				tn.Objective = m.Content
-				if match := roundPattern.FindStringSubmatch(m.Content); match != nil {
-					tn.Round, _ = strconv.Atoi(match[1])
-				}
-			}
-		case "assistant":
-			tn.Step++
-		}
-	}
-	return tn
-}
 
 func submitContinue(summary string) fakeopenai.Response {
 	return fakeopenai.Tools(fakeopenai.SubmitReport(fakeopenai.ReportArgs{

@@ -85,7 +85,7 @@ func (h *Harness) History(ctx context.Context) (Section, error) {
 		{name: "caps, 4-byte UTF-8", tag: "[hist-wide]", objective: maxObjective("[hist-wide] ", "𝄞", lim.MaxObjectiveChars), report: wideReport},
 	}
 	model := fakeopenai.NewServer(fakeopenai.Script{Rule: func(req fakeopenai.Request) fakeopenai.Response {
-		obj := parseTurn(req).Objective
+		obj := req.Prompt()
 		for _, s := range scenarios {
 			if strings.Contains(obj, s.tag) {
 				return fakeopenai.Tools(fakeopenai.SubmitReport(s.report))

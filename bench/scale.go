@@ -27,17 +27,16 @@ const modelCallsPerRound = 4
 // (list_files, write_file, run_command `true`) and then submits a report.
 func scaleScript(latency time.Duration) fakeopenai.Script {
 	return fakeopenai.Script{Rule: func(req fakeopenai.Request) fakeopenai.Response {
-		tn := parseTurn(req)
 		var r fakeopenai.Response
-		switch tn.Step {
+		switch req.Step() {
 		case 0:
 			r = toolCall("list_files", map[string]any{})
 		case 1:
-			r = toolCall("write_file", map[string]any{"path": fmt.Sprintf("round-%d.txt", tn.Round), "content": "work of round " + strconv.Itoa(tn.Round) + "\n"})
+			r = toolCall("write_file", map[string]any{"path": fmt.Sprintf("round-%d.txt", req.Round()), "content": "work of round " + strconv.Itoa(req.Round()) + "\n"})
 		case 2:
 			r = toolCall("run_command", map[string]any{"command": "true"})
 		default:
-			r = submitContinue(fmt.Sprintf("round %d wrote its file", tn.Round))
+			r = submitContinue(fmt.Sprintf("round %d wrote its file", req.Round()))
 		}
 		r.Delay = latency
 		return r

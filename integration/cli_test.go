@@ -22,7 +22,7 @@ import (
 // byObjective answers by the objective's keyword, so one worker serves
 // several runs of the same test.
 func byObjective(tn turn) fakeopenai.Response {
-	p := tn.prompt()
+	p := tn.Prompt()
 	switch {
 	case strings.Contains(p, "cli-blocked"):
 		return submit(fakeopenai.ReportArgs{Status: "blocked", Summary: "stuck", Evidence: []string{}, NextSteps: []string{}, Blocker: "no credentials"})
@@ -31,12 +31,12 @@ func byObjective(tn turn) fakeopenai.Response {
 	case strings.Contains(p, "cli-fail"):
 		return fakeopenai.Status(403, "forbidden")
 	case strings.Contains(p, "cli-sleep"):
-		if tn.Step == 0 {
+		if tn.Step() == 0 {
 			return tool("run_command", map[string]any{"command": longCommand})
 		}
 		return submit(completeArgs("slept", "slept"))
-	case tn.Round == 1:
-		if tn.Step == 0 {
+	case tn.Round() == 1:
+		if tn.Step() == 0 {
 			return tool("write_file", map[string]string{"path": "out.txt", "content": "made by the CLI run\n"})
 		}
 		return submit(continueArgs("wrote out.txt", "check out.txt"))

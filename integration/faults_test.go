@@ -63,7 +63,7 @@ func assertGone(t *testing.T, pids []int, what string) {
 
 func TestRealStackCancelReachesQuiescence(t *testing.T) {
 	e := newEnv(t, agentScript(func(tn turn) fakeopenai.Response {
-		if tn.Step == 0 {
+		if tn.Step() == 0 {
 			return tool("run_command", map[string]any{"command": longCommand, "timeout_seconds": 600})
 		}
 		return submit(completeArgs("slept", "slept 300 s"))
@@ -119,16 +119,16 @@ func TestRealStackCancelReachesQuiescence(t *testing.T) {
 func TestRealStackWorkerCrashRoundFinishedByAnotherWorker(t *testing.T) {
 	e := newEnv(t, agentScript(func(tn turn) fakeopenai.Response {
 		if tn.Session == 1 {
-			if tn.Step == 0 {
+			if tn.Step() == 0 {
 				return tool("run_command", map[string]any{"command": "echo crashed-session > marker.txt; " + longCommand})
 			}
 			return fakeopenai.Text("the first session must never get here")
 		}
 		// A fresh session on the same workspace: it sees the first one's file.
-		if tn.Step == 0 {
+		if tn.Step() == 0 {
 			return tool("read_file", map[string]string{"path": "marker.txt"})
 		}
-		if !strings.Contains(tn.lastToolOutput(), "crashed-session") {
+		if !strings.Contains(tn.LastToolOutput(), "crashed-session") {
 			return fakeopenai.Text("workspace lost")
 		}
 		return submit(completeArgs("finished after a crash", "marker.txt survived"))
@@ -213,9 +213,9 @@ func TestRealStackServerRestartMidRun(t *testing.T) {
 func restartDuring(t *testing.T, restart func()) {
 	e := newEnv(t, agentScript(func(tn turn) fakeopenai.Response {
 		switch {
-		case tn.Round == 1 && tn.Step == 0:
+		case tn.Round() == 1 && tn.Step() == 0:
 			return tool("run_command", map[string]any{"command": "echo yes > started; while [ ! -e release ]; do sleep 0.1; done; echo released"})
-		case tn.Round == 1:
+		case tn.Round() == 1:
 			return submit(continueArgs("survived", "finish"))
 		default:
 			return submit(completeArgs("finished", "the server came back"))

@@ -316,37 +316,12 @@ func (e *env) noKeyAnywhere(workflowIDs ...string) {
 
 // ---- model scripts ----
 
-var roundPattern = regexp.MustCompile(`Round (\d+) of (\d+)`)
-
-// turn describes one request from the point of view of a scripted agent.
+// turn is one request from the point of view of a scripted agent: the
+// request (Round, Step, Prompt, LastToolOutput come from it) and which
+// session of its round it belongs to.
 type turn struct {
-	Round   int // from "Round R of N" in the prompt
+	fakeopenai.Request
 	Session int // 1-based count of sessions started for this round so far
-	Step    int // 0 for the first request of a session
-	Req     fakeopenai.Request
-}
-
-// lastToolOutput is the content of the newest tool message, "" if none.
-func (tn turn) lastToolOutput() string {
-	msgs := tn.Req.Chat.Messages
-	for i := len(msgs) - 1; i >= 0; i-- {
-		if msgs[i].Role == "tool" {
-			return msgs[i].Content
-		}
-	}
-	return ""
-}
-
-// prompt is the text of every non-assistant, non-tool message of the request.
-func (tn turn) prompt() string {
-	var b strings.Builder
-	for _, m := range tn.Req.Chat.Messages {
-		if m.Role == "system" || m.Role == "user" {
-			b.WriteString(m.Content)
-			b.WriteString("\n")
-		}
-	}
-	return b.String()
 }
 
 // agentScript turns a per-turn function into a fake server script. It is
@@ -355,25 +330,11 @@ func agentScript(play func(tn turn) fakeopenai.Response) fakeopenai.Script {
 	var mu sync.Mutex
 	sessions := map[int]int{}
 	return fakeopenai.Script{Rule: func(req fakeopenai.Request) fakeopenai.Response {
-		tn := turn{Req: req}
-		for _, m := range req.Chat.Messages {
-			if m.Role == "user" || m.Role == "system" {
-				if match := roundPattern.FindStringSubmatch(m.Content); match != nil {
-					tn.Round, _ = strconv.Atoi(match[1])
-					break
-				}
-			}
-		}
-		for _, m := range req.Chat.Messages {
-			if m.Role == "assistant" {
-				tn.Step++
-			}
-		}
 		mu.Lock()
-		if tn.Step == 0 {
-			sessions[tn.Round]++
+		if req.Step() == 0 {
+			sessions[req.Round()]++
 		}
-		tn.Session = sessions[tn.Round]
+		tn := turn{Request: req, Session: sessions[req.Round()]}
 		mu.Unlock()
 		return play(tn)
 	}}

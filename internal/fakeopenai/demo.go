@@ -1,8 +1,6 @@
 package fakeopenai
 
 import (
-	"regexp"
-	"strconv"
 	"strings"
 
 	openai "github.com/sashabaranov/go-openai"
@@ -43,8 +41,6 @@ echo PASS
 	demoPassMarker = "exit code: 0\n"
 )
 
-var roundPattern = regexp.MustCompile(`Round (\d+) of (\d+)`)
-
 // DemoScript plays a plausible two-round coding agent, deciding every answer
 // from the request alone (so any number of runs and retries can share one
 // server):
@@ -64,13 +60,7 @@ func DemoScript() Script {
 
 func demoAnswer(req Request) Response {
 	msgs := req.Chat.Messages
-	round := demoRound(msgs)
-	step := 0
-	for _, m := range msgs {
-		if m.Role == openai.ChatMessageRoleAssistant {
-			step++
-		}
-	}
+	round, step := req.Round(), req.Step()
 	reportOnly := len(req.Chat.Tools) == 1
 	results := toolResults(msgs)
 
@@ -135,21 +125,6 @@ func demoReport(building bool, testOutput string) ReportArgs {
 			Blocker: demoTestCommand + " fails: " + firstLine(testOutput),
 		}
 	}
-}
-
-// demoRound finds R in "Round R of N" in the opening messages; 1 if absent.
-func demoRound(msgs []openai.ChatCompletionMessage) int {
-	for _, m := range msgs {
-		if m.Role != openai.ChatMessageRoleSystem && m.Role != openai.ChatMessageRoleUser {
-			continue
-		}
-		if match := roundPattern.FindStringSubmatch(m.Content); match != nil {
-			if n, err := strconv.Atoi(match[1]); err == nil {
-				return n
-			}
-		}
-	}
-	return 1
 }
 
 // toolResults maps each tool name to the content of its latest result.

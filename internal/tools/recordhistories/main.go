@@ -65,22 +65,7 @@ func scenarios() []scenario {
 
 // play scripts the model for every scenario, keyed by the objective text.
 func play(req fakeopenai.Request) fakeopenai.Response {
-	var prompt string
-	for _, m := range req.Chat.Messages {
-		if m.Role == "user" || m.Role == "system" {
-			prompt += m.Content + "\n"
-		}
-	}
-	step := 0
-	for _, m := range req.Chat.Messages {
-		if m.Role == "assistant" {
-			step++
-		}
-	}
-	round := 0
-	if i := strings.Index(prompt, "Round "); i >= 0 {
-		fmt.Sscanf(prompt[i:], "Round %d", &round)
-	}
+	prompt, round, step := req.Prompt(), req.Round(), req.Step()
 	cont := fakeopenai.ReportArgs{Status: "continue", Summary: fmt.Sprintf("round %d done", round), NextSteps: []string{"keep going"}}
 	done := fakeopenai.ReportArgs{Status: "complete", Summary: "hello.txt written", Evidence: []string{"hello.txt exists"}}
 	switch {
