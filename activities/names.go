@@ -47,22 +47,25 @@ func safeName(workspace string) string {
 	return strings.TrimLeft(b.String(), ".") + "-" + hex.EncodeToString(sum[:])[:nameHashChars]
 }
 
-// checkWorkspace accepts a clean, non-empty relative path that stays inside
-// the root (the workflow checked it too; a worker never trusts its input).
-func checkWorkspace(workspace string) error {
+// CheckWorkspace is the one rule for a workspace path, applied by the
+// workflow to its input and again by every round (a worker never trusts its
+// input): a clean, non-empty relative path that stays under the workspace
+// root and is not the root itself. Messages start with the quoted value so
+// callers can name it ("workspace", "--workspace").
+func CheckWorkspace(workspace string) error {
 	switch {
 	case workspace == "":
-		return fmt.Errorf("workspace is empty")
+		return fmt.Errorf("%q is empty: name a directory under the workspace root", workspace)
 	case workspace == ".":
-		return fmt.Errorf("workspace %q is the workspace root itself; name a directory under it", workspace)
+		return fmt.Errorf("%q is the workspace root itself: name a directory under it", workspace)
 	case strings.ContainsRune(workspace, 0):
-		return fmt.Errorf("workspace %q contains NUL", workspace)
+		return fmt.Errorf("%q contains NUL", workspace)
 	case filepath.IsAbs(workspace) || strings.HasPrefix(workspace, "/"):
-		return fmt.Errorf("workspace %q is absolute; it must be relative to the workspace root", workspace)
+		return fmt.Errorf("%q is absolute: it must be relative to the worker's workspace root", workspace)
 	case !filepath.IsLocal(workspace):
-		return fmt.Errorf("workspace %q leaves the workspace root", workspace)
+		return fmt.Errorf("%q leaves the workspace root (no ..)", workspace)
 	case filepath.Clean(workspace) != workspace:
-		return fmt.Errorf("workspace %q is not a clean path", workspace)
+		return fmt.Errorf("%q is not a clean path (did you mean %q?)", workspace, filepath.Clean(workspace))
 	}
 	return nil
 }

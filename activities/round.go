@@ -98,8 +98,8 @@ func (a *Activities) RunRound(ctx context.Context, in RoundInput) (RoundOutput, 
 }
 
 func checkRoundInput(in RoundInput) error {
-	if err := checkWorkspace(in.Workspace); err != nil {
-		return fmt.Errorf("bad round input: %w", err)
+	if err := CheckWorkspace(in.Workspace); err != nil {
+		return fmt.Errorf("bad round input: workspace %w", err)
 	}
 	switch {
 	case strings.TrimSpace(in.Objective) == "":

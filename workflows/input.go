@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -127,21 +126,11 @@ func parseWorkspace(raw json.RawMessage, workflowID string) (string, error) {
 	return workspace, nil
 }
 
-// CheckWorkspace accepts a clean relative path that stays under the root.
+// CheckWorkspace applies activities.CheckWorkspace, the one workspace rule,
+// as an input error naming the field.
 func CheckWorkspace(workspace string) error {
-	switch {
-	case workspace == "":
-		return inputErr("workspace", "must not be empty (omit it to use the workflow id)")
-	case workspace == ".":
-		return inputErr("workspace", `must name a directory under the worker's workspace root, not the root itself (".")`)
-	case filepath.IsAbs(workspace) || strings.HasPrefix(workspace, "/"):
-		return inputErr("workspace", "must be relative to the worker's workspace root, got the absolute path %q", workspace)
-	case !filepath.IsLocal(workspace):
-		return inputErr("workspace", "must stay inside the worker's workspace root (no ..), got %q", workspace)
-	case filepath.Clean(workspace) != workspace:
-		return inputErr("workspace", "must be a clean path, got %q (did you mean %q?)", workspace, filepath.Clean(workspace))
-	case strings.ContainsRune(workspace, 0):
-		return inputErr("workspace", "must not contain NUL")
+	if err := activities.CheckWorkspace(workspace); err != nil {
+		return &InputError{Field: "workspace", Problem: err.Error()}
 	}
 	return nil
 }

@@ -141,7 +141,7 @@ func parseArgs(args []string, env config.Env, stdin io.Reader, stderr io.Writer)
 		if err := workflows.CheckWorkspace(cmd.workspace); err != nil {
 			var ie *workflows.InputError
 			if errors.As(err, &ie) {
-				return command{}, usagef("--workspace %s", ie.Problem)
+				return command{}, usagef("--workspace: %s", ie.Problem)
 			}
 			return command{}, usagef("--workspace: %v", err)
 		}

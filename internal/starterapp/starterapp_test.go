@@ -111,7 +111,7 @@ func TestParseArgsErrors(t *testing.T) {
 		{"both objectives", []string{"run", "--workspace", "w", "--objective", "o", "--objective-file", "f"}, nil, "not both"},
 		{"missing objective file", []string{"run", "--workspace", "w", "--objective-file", "/nonexistent/x"}, nil, "--objective-file"},
 		{"no workspace or id", []string{"run", "--objective", "o"}, nil, "--workspace is required"},
-		{"absolute workspace", []string{"run", "--objective", "o", "--workspace", "/etc"}, nil, "--workspace must be relative"},
+		{"absolute workspace", []string{"run", "--objective", "o", "--workspace", "/etc"}, nil, "--workspace: \"/etc\" is absolute: it must be relative"},
 		{"escaping workspace", []string{"run", "--objective", "o", "--workspace", "../x"}, nil, "no .."},
 		{"unclean workspace", []string{"run", "--objective", "o", "--workspace", "a//b"}, nil, "clean path"},
 		{"zero rounds", []string{"run", "--objective", "o", "--workspace", "w", "--max-rounds", "0"}, nil, `--max-rounds="0"`},
