@@ -292,46 +292,43 @@ func (s *Server) exitErr() error {
 // Stop ends the server and every process it started: SIGTERM to its process
 // group, then SIGKILL after 10 s. It is safe to call more than once.
 func (s *Server) Stop() error {
-	s.mu.Lock()
-	cmd, done := s.cmd, s.done
-	s.mu.Unlock()
-	if cmd == nil || cmd.Process == nil {
+	if s.signalAndWait(syscall.SIGTERM, 10*time.Second) {
 		return nil
 	}
-	select {
-	case <-done:
+	if s.signalAndWait(syscall.SIGKILL, 5*time.Second) {
 		return nil
-	default:
 	}
-	_ = signalGroup(cmd.Process.Pid, syscall.SIGTERM)
-	select {
-	case <-done:
-		return nil
-	case <-time.After(10 * time.Second):
-	}
-	_ = signalGroup(cmd.Process.Pid, syscall.SIGKILL)
-	select {
-	case <-done:
-		return nil
-	case <-time.After(5 * time.Second):
-		return fmt.Errorf("temporal dev server (pid %d) did not exit after SIGKILL", cmd.Process.Pid)
-	}
+	return fmt.Errorf("temporal dev server at %s did not exit after SIGKILL", s.Address)
 }
 
 // Kill ends the server at once (SIGKILL to its process group), as a crash would.
 func (s *Server) Kill() error {
+	if s.signalAndWait(syscall.SIGKILL, 10*time.Second) {
+		return nil
+	}
+	return fmt.Errorf("temporal dev server at %s did not exit after SIGKILL", s.Address)
+}
+
+// signalAndWait sends sig to the server's process group unless it has
+// already exited, and reports whether it is gone within wait.
+func (s *Server) signalAndWait(sig syscall.Signal, wait time.Duration) bool {
 	s.mu.Lock()
 	cmd, done := s.cmd, s.done
 	s.mu.Unlock()
 	if cmd == nil || cmd.Process == nil {
-		return nil
+		return true
 	}
-	_ = signalGroup(cmd.Process.Pid, syscall.SIGKILL)
 	select {
 	case <-done:
-		return nil
-	case <-time.After(10 * time.Second):
-		return fmt.Errorf("temporal dev server (pid %d) did not exit after SIGKILL", cmd.Process.Pid)
+		return true
+	default:
+	}
+	_ = signalGroup(cmd.Process.Pid, sig)
+	select {
+	case <-done:
+		return true
+	case <-time.After(wait):
+		return false
 	}
 }
 
