@@ -17,8 +17,6 @@ import (
 
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
-	"go.temporal.io/api/taskqueue/v1"
-	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 
@@ -158,7 +156,10 @@ func (h *Harness) StartWorkerProc(ctx context.Context, t Target, queue, baseURL 
 	}
 	p := &WorkerProc{Queue: queue, Root: env["RALPH_WORKSPACE_ROOT"], Pid: cmd.Process.Pid, cmd: cmd, done: make(chan struct{})}
 	go func() { _ = cmd.Wait(); close(p.done) }()
-	if err := h.waitForPoller(ctx, t, queue, p.Pid, p.done); err != nil {
+	readyCtx, cancelReady := context.WithTimeout(ctx, workerReadyTimeout)
+	err = workerapp.WaitPolling(readyCtx, t.Client, queue, p.Pid, p.done)
+	cancelReady()
+	if err != nil {
 		p.Kill()
 		return nil, fmt.Errorf("%w (worker log: %s)", err, logPath)
 	}
@@ -281,43 +282,6 @@ func FindServerPID(address string) int {
 		}
 	}
 	return 0
-}
-
-// waitForPoller waits until the worker with pid polls both task types of
-// queue (pollers are named pid@host@ by the SDK).
-func (h *Harness) waitForPoller(ctx context.Context, t Target, queue string, pid int, exited <-chan struct{}) error {
-	want := strconv.Itoa(pid) + "@"
-	deadline := time.Now().Add(60 * time.Second)
-	for time.Now().Before(deadline) {
-		select {
-		case <-exited:
-			return fmt.Errorf("worker pid %d exited before polling %s", pid, queue)
-		case <-ctx.Done():
-			return ctx.Err()
-		default:
-		}
-		ok := 0
-		for _, typ := range []enumspb.TaskQueueType{enumspb.TASK_QUEUE_TYPE_WORKFLOW, enumspb.TASK_QUEUE_TYPE_ACTIVITY} {
-			resp, err := t.Client.WorkflowService().DescribeTaskQueue(ctx, &workflowservice.DescribeTaskQueueRequest{
-				Namespace: t.Namespace, TaskQueue: &taskqueue.TaskQueue{Name: queue, Kind: enumspb.TASK_QUEUE_KIND_NORMAL},
-				TaskQueueType: typ,
-			})
-			if err != nil {
-				continue
-			}
-			for _, p := range resp.GetPollers() {
-				if strings.HasPrefix(p.GetIdentity(), want) {
-					ok++
-					break
-				}
-			}
-		}
-		if ok == 2 {
-			return nil
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	return fmt.Errorf("worker pid %d did not poll %s within 60 s", pid, queue)
 }
 
 // StartRalph starts a Ralph run with raw JSON input, as the temporal CLI does.
@@ -476,6 +440,9 @@ func (rt RoundTimes) Executions() []time.Duration {
 	}
 	return out
 }
+
+// workerReadyTimeout bounds the wait for a started worker to poll.
+const workerReadyTimeout = 60 * time.Second
 
 // ---- scripted model helpers ----
 

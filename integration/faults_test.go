@@ -137,8 +137,7 @@ func TestRealStackWorkerCrashRoundFinishedByAnotherWorker(t *testing.T) {
 	id := "worker-crash"
 	run := e.start(id, `{"objective":"survive a crash","workspace":"crash"}`)
 	pids := waitForPIDs(t, filepath.Join(e.root, "crash", "pids.txt"), 2)
-	e.startWorker()
-	e.waitForPoller(2)
+	e.startWorker() // polling itself, beside the first
 
 	killed := time.Now()
 	if err := first.cmd.Process.Signal(syscall.SIGKILL); err != nil {

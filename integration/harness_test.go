@@ -23,12 +23,11 @@ import (
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
-	"go.temporal.io/api/taskqueue/v1"
-	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 
 	"github.com/ralph-temporal/ralph/internal/devserver"
 	"github.com/ralph-temporal/ralph/internal/fakeopenai"
+	"github.com/ralph-temporal/ralph/internal/workerapp"
 	"github.com/ralph-temporal/ralph/workflows"
 )
 
@@ -191,6 +190,11 @@ func (e *env) startWorker(extraEnv ...string) *process {
 		e.t.Fatalf("start worker: %v", err)
 	}
 	go func() { _ = cmd.Wait(); close(p.done) }()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	readyErr := workerapp.WaitPolling(ctx, e.client, e.queue, cmd.Process.Pid, p.done)
+	// Cleanup is registered before a readiness failure ends the test, so the
+	// process is stopped and its log shown either way.
 	e.t.Cleanup(func() {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		select {
@@ -203,8 +207,10 @@ func (e *env) startWorker(extraEnv ...string) *process {
 			e.t.Logf("worker pid %d output:\n%s", cmd.Process.Pid, tail(p.out.String(), 4000))
 		}
 	})
-	e.waitForPoller(1)
 	e.workers = append(e.workers, p)
+	if readyErr != nil {
+		e.t.Fatalf("worker: %v", readyErr)
+	}
 	return p
 }
 
@@ -213,24 +219,6 @@ func tail(s string, n int) string {
 		return s
 	}
 	return "…" + s[len(s)-n:]
-}
-
-// waitForPoller waits until at least n activity pollers serve the queue.
-func (e *env) waitForPoller(n int) {
-	e.t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for time.Now().Before(deadline) {
-		resp, err := e.client.WorkflowService().DescribeTaskQueue(context.Background(), &workflowservice.DescribeTaskQueueRequest{
-			Namespace:     suite.namespace,
-			TaskQueue:     &taskqueue.TaskQueue{Name: e.queue, Kind: enumspb.TASK_QUEUE_KIND_NORMAL},
-			TaskQueueType: enumspb.TASK_QUEUE_TYPE_ACTIVITY,
-		})
-		if err == nil && len(resp.GetPollers()) >= n {
-			return
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	e.t.Fatalf("no %d worker(s) polling task queue %s after 60s", n, e.queue)
 }
 
 // start starts a Ralph run with raw JSON input, as the temporal CLI would.

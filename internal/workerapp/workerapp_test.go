@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -97,6 +98,16 @@ func TestDemoWorkerRunsARalphLoop(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
+	// WaitPolling finds this very process among the pollers, and refuses a
+	// pid that is not polling once its process is gone.
+	if err := WaitPolling(ctx, c, "demo-q", os.Getpid(), nil); err != nil {
+		t.Fatalf("WaitPolling(own pid): %v", err)
+	}
+	gone := make(chan struct{})
+	close(gone)
+	if err := WaitPolling(ctx, c, "demo-q", os.Getpid()+100000, gone); err == nil || !strings.Contains(err.Error(), "exited before polling") {
+		t.Fatalf("WaitPolling(other pid, exited) = %v", err)
+	}
 	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "demo-run", TaskQueue: "demo-q"}, workflows.WorkflowName,
 		workflows.Input{Objective: "write greet.sh with a passing test", Workspace: "demo"})
 	if err != nil {
