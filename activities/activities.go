@@ -9,9 +9,6 @@ import (
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/worker"
-
-	"github.com/ralph-temporal/ralph/agent"
-	"github.com/ralph-temporal/ralph/agent/tools"
 )
 
 // Directory permissions: workspaces are shared with the commands the agent
@@ -62,7 +59,7 @@ func checkConfig(cfg Config) error {
 		{"limits.maxRounds", cfg.Limits.MaxRounds}, {"limits.maxHandoffChars", cfg.Limits.MaxHandoffChars},
 		{"limits.maxObjectiveChars", cfg.Limits.MaxObjectiveChars}, {"limits.roundTimeoutSeconds", cfg.Limits.RoundTimeoutSeconds},
 		{"limits.heartbeatTimeoutSeconds", cfg.Limits.HeartbeatTimeoutSeconds}, {"limits.roundAttempts", cfg.Limits.RoundAttempts},
-		{"limits.roundsPerRun", cfg.Limits.RoundsPerRun}, {"agent.commandOutputCap", cfg.Agent.CommandOutputCap},
+		{"limits.roundsPerRun", cfg.Limits.RoundsPerRun},
 	}
 	for _, p := range positive {
 		if p.value <= 0 {
@@ -79,12 +76,8 @@ func checkConfig(cfg Config) error {
 	case cfg.HeartbeatInterval >= time.Duration(cfg.Limits.HeartbeatTimeoutSeconds)*time.Second:
 		return fmt.Errorf("activities config: heartbeat interval %s must be shorter than the heartbeat timeout of %d s",
 			cfg.HeartbeatInterval, cfg.Limits.HeartbeatTimeoutSeconds)
-	case cfg.Agent.CommandTimeout <= 0:
-		return fmt.Errorf("activities config: command timeout must be positive, got %s", cfg.Agent.CommandTimeout)
-	case cfg.Agent.MaxCommandTimeout < 0:
-		return fmt.Errorf("activities config: max command timeout must not be negative, got %s", cfg.Agent.MaxCommandTimeout)
 	}
-	if err := agentConfig(cfg).Validate(); err != nil {
+	if err := cfg.Agent.Validate(); err != nil {
 		return fmt.Errorf("activities config: %w", err)
 	}
 	return nil
@@ -110,36 +103,6 @@ func makeDir(dir string, perm os.FileMode, what string) (string, error) {
 func within(path, dir string) bool {
 	rel, err := filepath.Rel(dir, path)
 	return err == nil && (rel == "." || filepath.IsLocal(rel))
-}
-
-// agentConfig is the agent's view of the worker configuration.
-func agentConfig(cfg Config) agent.Config {
-	a := agent.DefaultConfig()
-	a.BaseURL, a.APIKey, a.Model = cfg.Model.BaseURL, cfg.Model.APIKey, cfg.Model.Model
-	a.CallTimeout = cfg.Model.CallTimeout
-	a.TransientRetries = cfg.Model.TransientRetries
-	a.MaxRetryAfter = cfg.Model.MaxRetryAfter
-	if cfg.Model.RetryBaseDelay > 0 {
-		a.RetryBaseDelay = cfg.Model.RetryBaseDelay
-	}
-	if cfg.Model.RetryMaxDelay > 0 {
-		a.RetryMaxDelay = cfg.Model.RetryMaxDelay
-	}
-	a.MaxModelCalls = cfg.Agent.MaxModelCalls
-	a.MaxRepairs = cfg.Agent.MaxRepairs
-	a.MaxReminders = cfg.Agent.MaxReminders
-	maxCommand := cfg.Agent.MaxCommandTimeout
-	if maxCommand == 0 {
-		maxCommand = cfg.Agent.CommandTimeout
-	}
-	a.ToolLimits = tools.Limits{
-		CommandTimeout:    cfg.Agent.CommandTimeout,
-		MaxCommandTimeout: max(maxCommand, cfg.Agent.CommandTimeout),
-		OutputCap:         cfg.Agent.CommandOutputCap,
-		ReadLineLimit:     tools.DefaultReadLineLimit,
-		ReadByteLimit:     tools.DefaultReadByteLimit,
-	}
-	return a
 }
 
 // Register registers ResolveLimits (run by the workflow as a local

@@ -18,7 +18,7 @@ import (
 func TestWorkspaceLocks(t *testing.T) {
 	base := t.TempDir()
 	cfg := DefaultConfig()
-	cfg.Model.Model = "m"
+	cfg.Agent.Model = "m"
 	cfg.WorkspaceRoot, cfg.SessionDir = filepath.Join(base, "w"), filepath.Join(base, "s")
 	a, err := New(cfg)
 	if err != nil {
@@ -87,7 +87,7 @@ func TestSafeNameKeepsWorkspacesApart(t *testing.T) {
 func TestRunRoundWaitsForBusyWorkspace(t *testing.T) {
 	base := t.TempDir()
 	cfg := DefaultConfig()
-	cfg.Model.Model, cfg.Model.BaseURL = "m", "http://127.0.0.1:1/v1" // never reached
+	cfg.Agent.Model, cfg.Agent.BaseURL = "m", "http://127.0.0.1:1/v1" // never reached
 	cfg.WorkspaceRoot, cfg.SessionDir = filepath.Join(base, "w"), filepath.Join(base, "s")
 	cfg.HeartbeatInterval = 20 * time.Millisecond
 	a, err := New(cfg)

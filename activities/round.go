@@ -81,7 +81,7 @@ func (a *Activities) RunRound(ctx context.Context, in RoundInput) (RoundOutput, 
 	logger.Info("Round started", "round", in.Round, "maxRounds", in.MaxRounds, "attempt", info.Attempt,
 		"sessionId", sessionID, "workspace", in.Workspace, "transcript", path)
 
-	res, err := agent.RunSession(ctx, agentConfig(a.cfg), agent.Request{
+	res, err := agent.RunSession(ctx, a.cfg.Agent, agent.Request{
 		SessionID: sessionID, Objective: in.Objective, Round: in.Round, MaxRounds: in.MaxRounds,
 		Previous: in.Previous, Workspace: dir, MaxHandoffChars: in.MaxHandoffChars,
 		Deadline: roundDeadline(info),
@@ -142,7 +142,7 @@ func (a *Activities) openTranscript(in RoundInput, attempt int, sessionID string
 	if err != nil {
 		return nil, nil, "", fmt.Errorf("create the transcript: %w", err)
 	}
-	return agent.NewTranscript(f, a.cfg.Model.APIKey), func() { f.Close() }, path, nil
+	return agent.NewTranscript(f, a.cfg.Agent.APIKey), func() { f.Close() }, path, nil
 }
 
 // roundDeadline is the session's own deadline: Temporal's deadline for this
@@ -161,7 +161,7 @@ func (a *Activities) roundError(ctx context.Context, err error, round int, detai
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
-	msg := agent.Redact(fmt.Sprintf("round %d: %v", round, err), a.cfg.Model.APIKey)
+	msg := agent.Redact(fmt.Sprintf("round %d: %v", round, err), a.cfg.Agent.APIKey)
 	switch {
 	case agent.IsChildFailure(err):
 		return temporal.NewNonRetryableApplicationError(msg, ErrTypeChildFailed, nil, details)

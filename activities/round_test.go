@@ -49,9 +49,9 @@ func newFixture(t *testing.T, script fakeopenai.Script, ctx context.Context, twe
 	cfg := activities.DefaultConfig()
 	cfg.WorkspaceRoot = filepath.Join(base, "workspaces")
 	cfg.SessionDir = filepath.Join(base, "sessions")
-	cfg.Model.BaseURL, cfg.Model.APIKey, cfg.Model.Model = srv.BaseURL(), testKey, "fake-model"
-	cfg.Model.CallTimeout = 20 * time.Second
-	cfg.Model.RetryBaseDelay, cfg.Model.RetryMaxDelay = time.Millisecond, 5*time.Millisecond
+	cfg.Agent.BaseURL, cfg.Agent.APIKey, cfg.Agent.Model = srv.BaseURL(), testKey, "fake-model"
+	cfg.Agent.CallTimeout = 20 * time.Second
+	cfg.Agent.RetryBaseDelay, cfg.Agent.RetryMaxDelay = time.Millisecond, 5*time.Millisecond
 	cfg.HeartbeatInterval = 20 * time.Millisecond
 	if tweak != nil {
 		tweak(&cfg)
@@ -195,7 +195,7 @@ func TestRunRoundErrorTypes(t *testing.T) {
 		}}, activities.ErrTypeChildFailed, false, 4},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFixture(t, tc.script, context.Background(), func(c *activities.Config) { c.Model.TransientRetries = 2 })
+			f := newFixture(t, tc.script, context.Background(), func(c *activities.Config) { c.Agent.TransientRetries = 2 })
 			_, err := f.run(roundInput("repo"))
 			var appErr *temporal.ApplicationError
 			if !errors.As(err, &appErr) {
@@ -298,14 +298,14 @@ func TestResolveLimits(t *testing.T) {
 func TestNewRejectsSessionDirInsideWorkspaceRoot(t *testing.T) {
 	cfg := activities.DefaultConfig()
 	base := t.TempDir()
-	cfg.Model.Model = "m"
+	cfg.Agent.Model = "m"
 	cfg.WorkspaceRoot = base
 	cfg.SessionDir = filepath.Join(base, "sessions")
 	if _, err := activities.New(cfg); err == nil || !strings.Contains(err.Error(), "must not contain one another") {
 		t.Errorf("New = %v", err)
 	}
 	cfg.SessionDir = filepath.Join(t.TempDir(), "s")
-	cfg.Model.Model = ""
+	cfg.Agent.Model = ""
 	if _, err := activities.New(cfg); err == nil || !strings.Contains(err.Error(), "model") {
 		t.Errorf("New without a model = %v", err)
 	}

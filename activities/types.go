@@ -5,6 +5,8 @@
 package activities
 
 import (
+	"time"
+
 	"github.com/ralph-temporal/ralph/report"
 	"github.com/ralph-temporal/ralph/usage"
 )
@@ -47,6 +49,19 @@ type Limits struct {
 	// RoundsPerRun is how many rounds one workflow run executes before it
 	// continues as new, keeping each history small.
 	RoundsPerRun int `json:"roundsPerRun"`
+	// VerifyCommand is the deployment's verify command (RALPH_VERIFY_COMMAND),
+	// used when the run's input names none; empty means none.
+	VerifyCommand string `json:"verifyCommand,omitempty"`
+	// MaxRunTokens and MaxRunMinutes are the ceilings (and defaults) of a run's
+	// token and time budgets; 0 means the deployment sets none.
+	MaxRunTokens  int `json:"maxRunTokens,omitempty"`
+	MaxRunMinutes int `json:"maxRunMinutes,omitempty"`
+	// MaxIdleRounds ends a run after that many consecutive continue rounds
+	// that left the workspace unchanged; 0 (histories from before the idle
+	// budget) means no idle budget.
+	MaxIdleRounds int `json:"maxIdleRounds,omitempty"`
+	// SearchAttributes turns the Ralph* search attribute upserts on.
+	SearchAttributes bool `json:"searchAttributes,omitempty"`
 }
 
 // DefaultLimits are the SPEC defaults.
@@ -57,8 +72,10 @@ func DefaultLimits() Limits {
 		MaxObjectiveChars:       32768,
 		RoundTimeoutSeconds:     3600,
 		HeartbeatTimeoutSeconds: 5,
-		RoundAttempts:           3,
+		RoundAttempts:           10,
 		RoundsPerRun:            16,
+		MaxIdleRounds:           3,
+		SearchAttributes:        true,
 	}
 }
 
@@ -72,6 +89,12 @@ type RoundInput struct {
 	// Previous is the last accepted report, nil in round 1.
 	Previous        *report.Report `json:"previous"`
 	MaxHandoffChars int            `json:"maxHandoffChars"`
+	// VerifyCommand, when set, must pass before a complete report is accepted.
+	VerifyCommand string `json:"verifyCommand,omitempty"`
+	// TokenBudget is what is left of the run's token budget (0: none).
+	TokenBudget int `json:"tokenBudget,omitempty"`
+	// RunDeadline is when the run's time budget ends (zero: none).
+	RunDeadline time.Time `json:"runDeadline,omitzero"`
 }
 
 // RoundOutput is what a round returns: a report the agent already validated
@@ -80,6 +103,23 @@ type RoundOutput struct {
 	Report    report.Report `json:"report"`
 	Usage     usage.Usage   `json:"usage"`
 	SessionID string        `json:"sessionId"`
+	// Verification is the passing verify command run of a complete report.
+	Verification *report.Verification `json:"verification,omitempty"`
+	// Checkpoint is the round's git commit when git checkpoints are on.
+	Checkpoint *Checkpoint `json:"checkpoint,omitempty"`
+	// WorkspaceChanged compares the workspace's fingerprint before and after
+	// the session (the idle budget counts rounds without a change).
+	WorkspaceChanged bool `json:"workspaceChanged"`
+}
+
+// Checkpoint is the commit a round ended with (Commit == Parent when the
+// round changed nothing).
+type Checkpoint struct {
+	Commit       string `json:"commit"`
+	Parent       string `json:"parent"`
+	FilesChanged int    `json:"filesChanged"`
+	Insertions   int    `json:"insertions"`
+	Deletions    int    `json:"deletions"`
 }
 
 // HeartbeatDetails show where a running round is, in the UI and in `describe`.
@@ -89,4 +129,6 @@ type HeartbeatDetails struct {
 	SessionID string `json:"sessionId"`
 	Step      int    `json:"step"`
 	LastTool  string `json:"lastTool"`
+	// ContextTokens is the size of the session's last model request.
+	ContextTokens int `json:"contextTokens"`
 }

@@ -19,6 +19,9 @@ const (
 	DefaultRetryBaseDelay   = time.Second
 	DefaultRetryMaxDelay    = 30 * time.Second
 	DefaultMaxHandoffChars  = 16384
+	DefaultContextTokens    = 131072
+	DefaultVerifyTimeout    = 600 * time.Second
+	DefaultVerifyAttempts   = 3
 )
 
 // Config is how one session talks to the model and how far it may go. It is
@@ -49,6 +52,17 @@ type Config struct {
 	// when the provider gives no Retry-After.
 	RetryBaseDelay time.Duration
 	RetryMaxDelay  time.Duration
+	// ContextTokens is the model's context window as the deployment knows it.
+	ContextTokens int
+	// MaxOutputTokens, when positive, is sent as each request's output limit.
+	MaxOutputTokens int
+	// EchoReasoning sends reasoning_content back on assistant turns.
+	EchoReasoning bool
+	// VerifyTimeout bounds one run of the verify command.
+	VerifyTimeout time.Duration
+	// VerifyAttempts bounds the failed verifications of one session; a
+	// further complete report is refused without running the command.
+	VerifyAttempts int
 	// ToolLimits bound the workspace tools; zero fields take their defaults.
 	ToolLimits tools.Limits
 	// HTTPClient, when set, carries the model requests (tests, proxies).
@@ -66,6 +80,10 @@ func DefaultConfig() Config {
 		MaxRetryAfter:    DefaultMaxRetryAfter,
 		RetryBaseDelay:   DefaultRetryBaseDelay,
 		RetryMaxDelay:    DefaultRetryMaxDelay,
+		ContextTokens:    DefaultContextTokens,
+		EchoReasoning:    true,
+		VerifyTimeout:    DefaultVerifyTimeout,
+		VerifyAttempts:   DefaultVerifyAttempts,
 		ToolLimits:       tools.DefaultLimits(),
 	}
 }

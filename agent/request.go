@@ -24,6 +24,15 @@ type Request struct {
 	// Deadline, when set, ends the session as an ordinary child failure
 	// (the round timeout), distinct from a cancel of ctx.
 	Deadline time.Time
+	// VerifyCommand, when set, runs in the workspace after a valid complete
+	// report; only a passing run ends the session with that report.
+	VerifyCommand string
+	// TokenBudget is what is left of the run's token budget; the session
+	// forces its hand-off before a request would pass it (0: none).
+	TokenBudget int
+	// RunDeadline is when the run's time budget ends; the session forces its
+	// hand-off when 90 % of the time left to it is spent (zero: none).
+	RunDeadline time.Time
 }
 
 func (r Request) validate() error {
@@ -52,4 +61,6 @@ func (r Request) handoffCap() int {
 type Result struct {
 	Report report.Report
 	Usage  usage.Usage
+	// Verification is the passing verify run of a complete report.
+	Verification *report.Verification
 }

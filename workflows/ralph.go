@@ -213,7 +213,7 @@ func (l *loop) roundOptions(summary string) workflow.ActivityOptions {
 
 func (l *loop) finish(ctx workflow.Context, outcome string, rounds int) *Result {
 	l.stop(ctx, outcome, rounds)
-	return &Result{Status: outcome, RoundsStarted: rounds, Report: *l.last, Usage: l.usage}
+	return &Result{Status: outcome, RoundsStarted: rounds, Report: l.last, Usage: l.usage}
 }
 
 // stop marks the run finished for the status query and the UI, whatever the outcome.

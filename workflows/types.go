@@ -13,6 +13,46 @@ const (
 	StatusQueryName  = "status"
 )
 
+// Update names (operator control): each returns the Status.
+const (
+	UpdateStop   = "stop"
+	UpdatePause  = "pause"
+	UpdateResume = "resume"
+)
+
+// Search attributes the workflow upserts (when the deployment has them on).
+const (
+	SearchAttrPhase     = "RalphPhase"     // Keyword: starting, running, paused, finished
+	SearchAttrRound     = "RalphRound"     // Int
+	SearchAttrOutcome   = "RalphOutcome"   // Keyword, set when the run finishes
+	SearchAttrWorkspace = "RalphWorkspace" // Keyword
+)
+
+// SearchAttribute is one search attribute a namespace must have.
+type SearchAttribute struct {
+	Name string
+	// Type is the Temporal type name as `temporal operator search-attribute
+	// create --type` takes it: Keyword or Int.
+	Type string
+}
+
+// SearchAttributes lists what the worker checks at start and the dev-server
+// and cluster setups register, in a fixed order.
+func SearchAttributes() []SearchAttribute {
+	return []SearchAttribute{
+		{SearchAttrPhase, "Keyword"}, {SearchAttrRound, "Int"},
+		{SearchAttrOutcome, "Keyword"}, {SearchAttrWorkspace, "Keyword"},
+	}
+}
+
+// Budget limits of a finished budget-limited run (Result.Limit).
+const (
+	LimitRounds = "rounds"
+	LimitTokens = "tokens"
+	LimitTime   = "time"
+	LimitIdle   = "idle"
+)
+
 // Error types of the workflow's own failures (ApplicationError.Type()).
 const (
 	ErrTypeInvalidInput  = "InvalidInput"
@@ -24,6 +64,7 @@ const (
 const (
 	PhaseStarting = "starting"
 	PhaseRunning  = "running"
+	PhasePaused   = "paused"
 	PhaseFinished = "finished"
 )
 
@@ -41,14 +82,27 @@ type Input struct {
 	// Workspace is relative to the worker's workspace root; empty means the
 	// workflow id, made path-safe.
 	Workspace string `json:"workspace,omitempty"`
+	// VerifyCommand must pass before a complete report is accepted.
+	VerifyCommand string `json:"verifyCommand,omitempty"`
+	// MaxTokens and MaxMinutes are the run's token and wall-clock budgets.
+	MaxTokens  *int `json:"maxTokens,omitempty"`
+	MaxMinutes *int `json:"maxMinutes,omitempty"`
 }
 
 // Result is the workflow's successful result.
 type Result struct {
-	Status        string        `json:"status"`
-	RoundsStarted int           `json:"roundsStarted"`
-	Report        report.Report `json:"report"`
-	Usage         usage.Usage   `json:"usage"`
+	Status        string         `json:"status"`
+	RoundsStarted int            `json:"roundsStarted"`
+	Report        *report.Report `json:"report"` // null only for a stopped run that finished no round
+	Usage         usage.Usage    `json:"usage"`
+	// Limit names the budget that ended a budget-limited run.
+	Limit string `json:"limit,omitempty"`
+	// Verification is the passing verify run of a completed run.
+	Verification *report.Verification `json:"verification,omitempty"`
+	// Checkpoint is the last round's git checkpoint.
+	Checkpoint *activities.Checkpoint `json:"checkpoint,omitempty"`
+	// Reason is the stop update's reason (stopped runs).
+	Reason string `json:"reason,omitempty"`
 }
 
 // RoundFailedDetails are the details of a RoundFailed error.

@@ -38,8 +38,8 @@ func TestLoadWorkerDefaults(t *testing.T) {
 		!strings.HasSuffix(w.Activities.SessionDir, filepath.FromSlash(".ralph/sessions")) {
 		t.Errorf("directories: %q, %q", w.Activities.WorkspaceRoot, w.Activities.SessionDir)
 	}
-	if w.Activities.Model.BaseURL != DefaultModelBaseURL || w.Activities.Model.Model != "" {
-		t.Errorf("model: %+v", w.Activities.Model)
+	if w.Activities.Agent.BaseURL != DefaultModelBaseURL || w.Activities.Agent.Model != "" {
+		t.Errorf("model: %+v", w.Activities.Agent)
 	}
 	if w.Activities.HeartbeatInterval != time.Second {
 		t.Errorf("heartbeat interval = %v", w.Activities.HeartbeatInterval)
@@ -67,16 +67,19 @@ func TestLoadWorkerValues(t *testing.T) {
 			"RALPH_MODEL_CALL_TIMEOUT_SECONDS": "30", "RALPH_MODEL_RETRIES": "1", "RALPH_MAX_RETRY_AFTER_SECONDS": "7",
 			"RALPH_COMMAND_TIMEOUT_SECONDS": "45", "RALPH_COMMAND_OUTPUT_CHARS": "1000", "RALPH_CONCURRENT_ROUNDS": "3",
 			"RALPH_WORKER_STOP_TIMEOUT_SECONDS": "2", "RALPH_MAX_COMMAND_TIMEOUT_SECONDS": "600",
+			"RALPH_MAX_RUN_TOKENS": "5000", "RALPH_MAX_RUN_MINUTES": "90", "RALPH_MAX_IDLE_ROUNDS": "2",
+			"RALPH_SEARCH_ATTRIBUTES": "false", "RALPH_VERIFY_COMMAND": " go test ./... ",
 		}, func(t *testing.T, w Worker) {
 			want := activities.Limits{MaxRounds: 12, MaxHandoffChars: 100, MaxObjectiveChars: 77, RoundTimeoutSeconds: 600,
-				HeartbeatTimeoutSeconds: 10, RoundAttempts: 2, RoundsPerRun: 4}
+				HeartbeatTimeoutSeconds: 10, RoundAttempts: 2, RoundsPerRun: 4, VerifyCommand: "go test ./...",
+				MaxRunTokens: 5000, MaxRunMinutes: 90, MaxIdleRounds: 2, SearchAttributes: false}
 			if w.Activities.Limits != want {
 				t.Errorf("limits = %+v, want %+v", w.Activities.Limits, want)
 			}
 			a := w.Activities
-			if w.MaxResultChars != 50 || a.Agent.MaxModelCalls != 9 || a.Model.CallTimeout != 30*time.Second ||
-				a.Model.TransientRetries != 1 || a.Model.MaxRetryAfter != 7*time.Second || a.Agent.CommandTimeout != 45*time.Second ||
-				a.Agent.CommandOutputCap != 1000 || a.Agent.MaxCommandTimeout != 600*time.Second || w.ConcurrentRounds != 3 || w.StopTimeout != 2*time.Second {
+			if w.MaxResultChars != 50 || a.Agent.MaxModelCalls != 9 || a.Agent.CallTimeout != 30*time.Second ||
+				a.Agent.TransientRetries != 1 || a.Agent.MaxRetryAfter != 7*time.Second || a.Agent.ToolLimits.CommandTimeout != 45*time.Second ||
+				a.Agent.ToolLimits.OutputCap != 1000 || a.Agent.ToolLimits.MaxCommandTimeout != 600*time.Second || w.ConcurrentRounds != 3 || w.StopTimeout != 2*time.Second {
 				t.Errorf("values: %+v", w)
 			}
 			if a.HeartbeatInterval != time.Second {
@@ -98,7 +101,7 @@ func TestLoadWorkerValues(t *testing.T) {
 			}},
 		{"model endpoint", []string{"--model", "gpt-x"}, MapEnv{"OPENAI_BASE_URL": "http://127.0.0.1:9/v1", "OPENAI_API_KEY": "sk-secret"},
 			func(t *testing.T, w Worker) {
-				m := w.Activities.Model
+				m := w.Activities.Agent
 				if m.Model != "gpt-x" || m.BaseURL != "http://127.0.0.1:9/v1" || m.APIKey != "sk-secret" {
 					t.Errorf("model = %+v", m)
 				}

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/ralph-temporal/ralph/activities"
+	"github.com/ralph-temporal/ralph/internal/gitws"
+	"github.com/ralph-temporal/ralph/internal/sandbox"
 	"github.com/ralph-temporal/ralph/workflows"
 )
 
@@ -38,6 +40,10 @@ type Worker struct {
 	// Demo runs the scripted local OpenAI-compatible server and points the
 	// model configuration at it.
 	Demo bool
+	// EncryptionKeyFile turns on payload encryption (RALPH_ENCRYPTION_KEY_FILE).
+	EncryptionKeyFile string
+	// MetricsAddress serves Prometheus /metrics when set (RALPH_METRICS_ADDRESS).
+	MetricsAddress string
 	// Connection overrides the standard TEMPORAL_* variables when set.
 	Connection Connection
 	// LogLevel and LogFormat ("text" or "json") configure the slog handler.
@@ -70,13 +76,15 @@ const (
 	EnvBaseURL = "OPENAI_BASE_URL"
 	EnvAPIKey  = "OPENAI_API_KEY"
 	EnvDemo    = "RALPH_DEMO"
+	// EnvEncryptionKeyFile is read by the worker, the starter and the codec server.
+	EnvEncryptionKeyFile = "RALPH_ENCRYPTION_KEY_FILE"
 )
 
 // DefaultWorker is the configuration with every default and relative
 // directories (LoadWorker makes them absolute).
 func DefaultWorker() Worker {
 	a := activities.DefaultConfig()
-	a.Model.BaseURL = DefaultModelBaseURL
+	a.Agent.BaseURL = DefaultModelBaseURL
 	return Worker{
 		Activities:       a,
 		TaskQueue:        DefaultTaskQueue,
@@ -99,6 +107,9 @@ type setting struct {
 	secp  func(*Worker) *time.Duration // whole seconds
 	strp  func(*Worker) *string
 	boolp func(*Worker) *bool
+	listp func(*Worker) *[]string // split on ':' and ','
+	// optional ints may stay unset (0); a value given must still be positive.
+	optional bool
 	// custom parses values that are neither (log level).
 	custom func(w *Worker, source, value string) error
 	def    func(w *Worker) string
@@ -128,18 +139,59 @@ func workerSettings() []setting {
 		{flag: "max-model-calls", env: "RALPH_MAX_MODEL_CALLS", usage: "model calls allowed in one round",
 			intp: func(w *Worker) *int { return &w.Activities.Agent.MaxModelCalls }},
 		{flag: "model-call-timeout-seconds", env: "RALPH_MODEL_CALL_TIMEOUT_SECONDS", usage: "bound of one model call",
-			secp: func(w *Worker) *time.Duration { return &w.Activities.Model.CallTimeout }},
+			secp: func(w *Worker) *time.Duration { return &w.Activities.Agent.CallTimeout }},
 		{flag: "model-retries", env: "RALPH_MODEL_RETRIES", usage: "in-round retries of a transient model error",
-			intp: func(w *Worker) *int { return &w.Activities.Model.TransientRetries }},
+			intp: func(w *Worker) *int { return &w.Activities.Agent.TransientRetries }},
 		{flag: "max-retry-after-seconds", env: "RALPH_MAX_RETRY_AFTER_SECONDS", usage: "cap on an honoured Retry-After",
-			secp: func(w *Worker) *time.Duration { return &w.Activities.Model.MaxRetryAfter }},
+			secp: func(w *Worker) *time.Duration { return &w.Activities.Agent.MaxRetryAfter }},
 		{flag: "command-timeout-seconds", env: "RALPH_COMMAND_TIMEOUT_SECONDS", usage: "default timeout of one run_command",
-			secp: func(w *Worker) *time.Duration { return &w.Activities.Agent.CommandTimeout }},
+			secp: func(w *Worker) *time.Duration { return &w.Activities.Agent.ToolLimits.CommandTimeout }},
 		{flag: "max-command-timeout-seconds", env: "RALPH_MAX_COMMAND_TIMEOUT_SECONDS", usage: "largest timeout_seconds a model may ask of run_command",
-			secp: func(w *Worker) *time.Duration { return &w.Activities.Agent.MaxCommandTimeout },
-			def:  func(*Worker) string { return "= command timeout" }},
+			secp: func(w *Worker) *time.Duration { return &w.Activities.Agent.ToolLimits.MaxCommandTimeout }},
 		{flag: "command-output-chars", env: "RALPH_COMMAND_OUTPUT_CHARS", usage: "run_command output cap (head and tail kept)",
-			intp: func(w *Worker) *int { return &w.Activities.Agent.CommandOutputCap }},
+			intp: func(w *Worker) *int { return &w.Activities.Agent.ToolLimits.OutputCap }},
+		{flag: "context-tokens", env: "RALPH_CONTEXT_TOKENS", usage: "the model's context window in tokens; the round hands off at 80 %",
+			intp: func(w *Worker) *int { return &w.Activities.Agent.ContextTokens }},
+		{flag: "max-output-tokens", env: "RALPH_MAX_OUTPUT_TOKENS", usage: "output-token limit sent with each model request", optional: true,
+			intp: func(w *Worker) *int { return &w.Activities.Agent.MaxOutputTokens }},
+		{flag: "echo-reasoning", env: "RALPH_ECHO_REASONING", usage: "send reasoning_content back on assistant turns (false for providers that refuse it)",
+			boolp: func(w *Worker) *bool { return &w.Activities.Agent.EchoReasoning }},
+		{flag: "verify-command", env: "RALPH_VERIFY_COMMAND", usage: "command that must pass (exit 0) before a complete report is accepted, unless the run names its own",
+			strp: func(w *Worker) *string { return &lim(w).VerifyCommand }},
+		{flag: "verify-timeout-seconds", env: "RALPH_VERIFY_TIMEOUT_SECONDS", usage: "bound of one verify command run",
+			secp: func(w *Worker) *time.Duration { return &w.Activities.Agent.VerifyTimeout }},
+		{flag: "verify-attempts", env: "RALPH_VERIFY_ATTEMPTS", usage: "failed verifications per round before complete is refused outright",
+			intp: func(w *Worker) *int { return &w.Activities.Agent.VerifyAttempts }},
+		{flag: "sandbox", env: "RALPH_SANDBOX", usage: "auto, bwrap or off: how the model's commands are isolated",
+			custom: enum(func(w *Worker) *string { return &w.Activities.Sandbox.Mode }, sandbox.ModeAuto, sandbox.ModeBwrap, sandbox.ModeOff),
+			def:    func(w *Worker) string { return w.Activities.Sandbox.Mode }},
+		{flag: "sandbox-network", env: "RALPH_SANDBOX_NETWORK", usage: "keep the network inside the sandbox",
+			boolp: func(w *Worker) *bool { return &w.Activities.Sandbox.Network }},
+		{flag: "sandbox-hide", env: "RALPH_SANDBOX_HIDE", usage: "':'-separated paths made invisible to commands",
+			listp: func(w *Worker) *[]string { return &w.Activities.Sandbox.Hide }},
+		{flag: "sandbox-share", env: "RALPH_SANDBOX_SHARE", usage: "':'-separated paths mounted read-write into the sandbox (shared caches)",
+			listp: func(w *Worker) *[]string { return &w.Activities.Sandbox.Share }},
+		{flag: "command-env", env: "RALPH_COMMAND_ENV", usage: "extra environment variable names passed to commands (':' or ',' separated)",
+			listp: func(w *Worker) *[]string { return &w.Activities.Sandbox.CommandEnv }},
+		{flag: "max-run-tokens", env: "RALPH_MAX_RUN_TOKENS", usage: "ceiling and default of a run's token budget", optional: true,
+			intp: func(w *Worker) *int { return &lim(w).MaxRunTokens }},
+		{flag: "max-run-minutes", env: "RALPH_MAX_RUN_MINUTES", usage: "ceiling and default of a run's wall-clock budget", optional: true,
+			intp: func(w *Worker) *int { return &lim(w).MaxRunMinutes }},
+		{flag: "max-idle-rounds", env: "RALPH_MAX_IDLE_ROUNDS", usage: "consecutive continue rounds without a workspace change that end a run",
+			intp: func(w *Worker) *int { return &lim(w).MaxIdleRounds }},
+		{flag: "search-attributes", env: "RALPH_SEARCH_ATTRIBUTES", usage: "upsert the RalphPhase/RalphRound/RalphOutcome/RalphWorkspace search attributes",
+			boolp: func(w *Worker) *bool { return &lim(w).SearchAttributes }},
+		{flag: "git", env: "RALPH_GIT", usage: "off, local or remote: git checkpoints of the workspace",
+			custom: enum(func(w *Worker) *string { return &w.Activities.Git.Mode }, gitws.ModeOff, gitws.ModeLocal, gitws.ModeRemote),
+			def:    func(w *Worker) string { return w.Activities.Git.Mode }},
+		{flag: "git-remote", env: "RALPH_GIT_REMOTE", usage: "remote every round fetches from and pushes to (RALPH_GIT=remote)",
+			strp: func(w *Worker) *string { return &w.Activities.Git.Remote }},
+		{flag: "git-author", env: "RALPH_GIT_AUTHOR", usage: "author and committer of checkpoint commits",
+			strp: func(w *Worker) *string { return &w.Activities.Git.Author }},
+		{flag: "encryption-key-file", env: EnvEncryptionKeyFile, usage: "file of '<key id> <base64 32 bytes>' lines: encrypt payloads (first key), decrypt (all)",
+			strp: func(w *Worker) *string { return &w.EncryptionKeyFile }},
+		{flag: "metrics-address", env: "RALPH_METRICS_ADDRESS", usage: "host:port serving Prometheus /metrics (empty: off)",
+			strp: func(w *Worker) *string { return &w.MetricsAddress }},
 		{flag: "concurrent-rounds", env: "RALPH_CONCURRENT_ROUNDS", usage: "rounds one worker runs at once",
 			intp: func(w *Worker) *int { return &w.ConcurrentRounds }},
 		{flag: "stop-timeout-seconds", env: "RALPH_WORKER_STOP_TIMEOUT_SECONDS", usage: "graceful drain on SIGINT/SIGTERM before running rounds are cancelled",
@@ -153,12 +205,12 @@ func workerSettings() []setting {
 		{flag: "task-queue", env: "RALPH_TASK_QUEUE", usage: "task queue to poll",
 			strp: func(w *Worker) *string { return &w.TaskQueue }},
 		{flag: "model", env: EnvModel, usage: "model name (required unless --demo)",
-			strp: func(w *Worker) *string { return &w.Activities.Model.Model }},
+			strp: func(w *Worker) *string { return &w.Activities.Agent.Model }},
 		{flag: "base-url", env: EnvBaseURL, usage: "OpenAI-compatible endpoint",
-			strp: func(w *Worker) *string { return &w.Activities.Model.BaseURL }},
+			strp: func(w *Worker) *string { return &w.Activities.Agent.BaseURL }},
 		// The API key has no flag: a flag would show it in ps and shell history.
 		{env: EnvAPIKey, usage: "model API key (env only; never logged)", secret: true,
-			strp: func(w *Worker) *string { return &w.Activities.Model.APIKey }},
+			strp: func(w *Worker) *string { return &w.Activities.Agent.APIKey }},
 		{flag: "demo", env: EnvDemo, usage: "run against the scripted local model server (no key needed)",
 			boolp: func(w *Worker) *bool { return &w.Demo }},
 		{flag: "address", env: "", usage: "Temporal frontend host:port (overrides TEMPORAL_ADDRESS)",
@@ -195,8 +247,12 @@ func (s setting) defaultText(w *Worker) string {
 		return ""
 	case s.def != nil:
 		return s.def(w)
+	case s.intp != nil && s.optional && *s.intp(w) == 0:
+		return "(none)"
 	case s.intp != nil:
 		return strconv.Itoa(*s.intp(w))
+	case s.listp != nil:
+		return strings.Join(*s.listp(w), ":")
 	case s.secp != nil:
 		return strconv.Itoa(int(*s.secp(w) / time.Second))
 	case s.strp != nil:
@@ -226,6 +282,8 @@ func (s setting) apply(w *Worker, source, value string) error {
 		*s.secp(w) = time.Duration(n) * time.Second
 	case s.strp != nil:
 		*s.strp(w) = strings.TrimSpace(value)
+	case s.listp != nil:
+		*s.listp(w) = splitList(value)
 	case s.boolp != nil:
 		b, err := ParseBool(source, value)
 		if err != nil {
@@ -234,6 +292,31 @@ func (s setting) apply(w *Worker, source, value string) error {
 		*s.boolp(w) = b
 	}
 	return nil
+}
+
+// splitList splits a ':'- or ','-separated list, dropping empty items.
+func splitList(value string) []string {
+	items := strings.FieldsFunc(value, func(r rune) bool { return r == ':' || r == ',' })
+	out := make([]string, 0, len(items))
+	for _, it := range items {
+		if it = strings.TrimSpace(it); it != "" {
+			out = append(out, it)
+		}
+	}
+	return out
+}
+
+// enum is a custom parser accepting one of values into *dst(w).
+func enum(dst func(*Worker) *string, values ...string) func(*Worker, string, string) error {
+	return func(w *Worker, source, value string) error {
+		for _, v := range values {
+			if value == v {
+				*dst(w) = v
+				return nil
+			}
+		}
+		return fmt.Errorf("%s=%q: must be one of %s", source, value, strings.Join(values, ", "))
+	}
 }
 
 // flagValue is a string flag that remembers it was set; boolean settings
@@ -314,10 +397,10 @@ func (w *Worker) finish() error {
 		return fmt.Errorf("RALPH_HEARTBEAT_TIMEOUT_SECONDS=%d must be less than RALPH_ROUND_TIMEOUT_SECONDS=%d",
 			lim.HeartbeatTimeoutSeconds, lim.RoundTimeoutSeconds)
 	}
-	if w.Activities.Model.BaseURL != "" {
-		u, err := url.Parse(w.Activities.Model.BaseURL)
+	if w.Activities.Agent.BaseURL != "" {
+		u, err := url.Parse(w.Activities.Agent.BaseURL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return fmt.Errorf("%s=%q: must be an http(s) URL like https://api.openai.com/v1", EnvBaseURL, w.Activities.Model.BaseURL)
+			return fmt.Errorf("%s=%q: must be an http(s) URL like https://api.openai.com/v1", EnvBaseURL, w.Activities.Agent.BaseURL)
 		}
 	}
 	for _, d := range []struct {
@@ -343,9 +426,9 @@ func (w *Worker) finish() error {
 	if within(root, sessions) {
 		return fmt.Errorf("RALPH_WORKSPACE_ROOT=%q is inside RALPH_SESSION_DIR=%q: keep transcripts and workspaces apart", root, sessions)
 	}
-	if a := &w.Activities.Agent; a.MaxCommandTimeout != 0 && a.MaxCommandTimeout < a.CommandTimeout {
+	if t := w.Activities.Agent.ToolLimits; t.MaxCommandTimeout < t.CommandTimeout {
 		return fmt.Errorf("RALPH_MAX_COMMAND_TIMEOUT_SECONDS=%d must not be less than RALPH_COMMAND_TIMEOUT_SECONDS=%d",
-			int(a.MaxCommandTimeout/time.Second), int(a.CommandTimeout/time.Second))
+			int(t.MaxCommandTimeout/time.Second), int(t.CommandTimeout/time.Second))
 	}
 	w.Activities.HeartbeatInterval = HeartbeatInterval(lim.HeartbeatTimeoutSeconds)
 	return nil
@@ -370,7 +453,7 @@ func HeartbeatInterval(timeoutSeconds int) time.Duration {
 
 // CheckModel fails when no model name is configured: real runs need one.
 func (w Worker) CheckModel() error {
-	if strings.TrimSpace(w.Activities.Model.Model) == "" {
+	if strings.TrimSpace(w.Activities.Agent.Model) == "" {
 		return fmt.Errorf("%s is not set: a real run needs a model name (set %s or --model, plus %s and %s for the endpoint), or start the worker with --demo (%s=1) to use the scripted local model",
 			EnvModel, EnvModel, EnvBaseURL, EnvAPIKey, EnvDemo)
 	}
@@ -386,17 +469,17 @@ func (w Worker) LogAttrs() []any {
 		slog.Int("concurrentRounds", w.ConcurrentRounds),
 		slog.String("workspaceRoot", a.WorkspaceRoot),
 		slog.String("sessionDir", a.SessionDir),
-		slog.String("model", a.Model.Model),
-		slog.String("baseURL", a.Model.BaseURL),
-		slog.Bool("apiKeySet", a.Model.APIKey != ""),
+		slog.String("model", a.Agent.Model),
+		slog.String("baseURL", a.Agent.BaseURL),
+		slog.Bool("apiKeySet", a.Agent.APIKey != ""),
 		slog.Bool("demo", w.Demo),
 		slog.Any("limits", a.Limits),
 		slog.Int("maxModelCalls", a.Agent.MaxModelCalls),
-		slog.Duration("modelCallTimeout", a.Model.CallTimeout),
-		slog.Int("modelRetries", a.Model.TransientRetries),
-		slog.Duration("commandTimeout", a.Agent.CommandTimeout),
-		slog.Duration("maxCommandTimeout", max(a.Agent.MaxCommandTimeout, a.Agent.CommandTimeout)),
-		slog.Int("commandOutputChars", a.Agent.CommandOutputCap),
+		slog.Duration("modelCallTimeout", a.Agent.CallTimeout),
+		slog.Int("modelRetries", a.Agent.TransientRetries),
+		slog.Duration("commandTimeout", a.Agent.ToolLimits.CommandTimeout),
+		slog.Duration("maxCommandTimeout", a.Agent.ToolLimits.MaxCommandTimeout),
+		slog.Int("commandOutputChars", a.Agent.ToolLimits.OutputCap),
 		slog.Duration("heartbeatInterval", a.HeartbeatInterval),
 		slog.Duration("stopTimeout", w.StopTimeout),
 	}

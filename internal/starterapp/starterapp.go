@@ -322,7 +322,11 @@ func (s *session) printResult(res workflows.Result) int {
 			return ExitFailed
 		}
 	} else {
-		text, err := report.ResultText(res.Status, res.RoundsStarted, res.Report, s.cmd.cfg.MaxResultChars)
+		var rep report.Report
+		if res.Report != nil {
+			rep = *res.Report
+		}
+		text, err := report.ResultText(res.Status, res.RoundsStarted, rep, s.cmd.cfg.MaxResultChars)
 		if err != nil {
 			s.errorf("render the result: %v", err)
 			return ExitFailed

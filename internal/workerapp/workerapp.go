@@ -104,9 +104,9 @@ func Run(ctx context.Context, cfg config.Worker, env config.Env, logger *slog.Lo
 			return fmt.Errorf("demo mode: start the scripted model server: %w", err)
 		}
 		defer srv.Close()
-		cfg.Activities.Model.BaseURL = srv.BaseURL()
-		cfg.Activities.Model.Model = DemoModel
-		cfg.Activities.Model.APIKey = demoAPIKey
+		cfg.Activities.Agent.BaseURL = srv.BaseURL()
+		cfg.Activities.Agent.Model = DemoModel
+		cfg.Activities.Agent.APIKey = demoAPIKey
 		logger.Warn("demo mode: every round talks to the scripted local model server, not a real model",
 			"baseURL", srv.BaseURL(), "model", DemoModel)
 	}

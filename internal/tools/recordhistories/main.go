@@ -113,7 +113,7 @@ func record(out string) error {
 	cfg := activities.DefaultConfig()
 	cfg.WorkspaceRoot = filepath.Join(tmp, "workspaces")
 	cfg.SessionDir = filepath.Join(tmp, "sessions")
-	cfg.Model.BaseURL, cfg.Model.Model, cfg.Model.APIKey = model.BaseURL(), "scripted", "sk-record-only"
+	cfg.Agent.BaseURL, cfg.Agent.Model, cfg.Agent.APIKey = model.BaseURL(), "scripted", "sk-record-only"
 	cfg.Limits.MaxRounds = 8
 	cfg.Limits.RoundsPerRun = 3 // the continue-as-new scenario crosses a run boundary
 	acts, err := activities.New(cfg)
