@@ -26,13 +26,13 @@ const lifelineScript = `while read -r _; do :; done; kill -KILL 0`
 // so there is no moment at which the command runs unguarded. execute returns
 // a Go error only when the harness fails or ctx is cancelled; in every case
 // no process of the group is left running when it returns.
-func (w *Workspace) execute(ctx context.Context, command string, timeout time.Duration) (execOutcome, error) {
+func (w *Workspace) execute(ctx context.Context, command string, timeout time.Duration, outputCap int) (execOutcome, error) {
 	pr, pw, err := os.Pipe()
 	if err != nil {
 		return execOutcome{}, fmt.Errorf("run_command: creating output pipe: %w", err)
 	}
 	defer pr.Close()
-	buf := newHeadTailBuffer(w.limits.OutputCap)
+	buf := newHeadTailBuffer(outputCap)
 	var copyErr error
 	copied := make(chan struct{})
 	go func() {
@@ -112,7 +112,7 @@ func (w *Workspace) execute(ctx context.Context, command string, timeout time.Du
 	}
 	<-copied
 	o.incomplete = copyErr != nil
-	o.output = buf.String(w.limits.OutputCap)
+	o.output = buf.String(outputCap)
 
 	if cancelled {
 		return execOutcome{}, ctx.Err()

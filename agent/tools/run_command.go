@@ -82,7 +82,7 @@ func (t runCommandTool) Run(ctx context.Context, args json.RawMessage) (Result, 
 		}
 	}
 
-	o, err := t.w.execute(ctx, p.Command, timeout)
+	o, err := t.w.execute(ctx, p.Command, timeout, t.w.limits.OutputCap)
 	if err != nil {
 		return Result{}, err
 	}

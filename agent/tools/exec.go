@@ -1,0 +1,37 @@
+package tools
+
+import (
+	"context"
+	"time"
+)
+
+// ExecResult is what one command run produced.
+type ExecResult struct {
+	// Output is stdout and stderr combined, head and tail kept within the cap.
+	Output string
+	// ExitCode is the command's exit status (128+n when killed by signal n).
+	ExitCode int
+	// Signal names the signal that killed the command, if one did.
+	Signal string
+	// TimedOut reports that the command ran past its timeout and was killed.
+	TimedOut bool
+	// Incomplete reports that the output pipe was still held open after the
+	// command's processes were killed.
+	Incomplete bool
+	// Duration is how long the command ran.
+	Duration time.Duration
+}
+
+// Exec runs command the way run_command does (bash -c in the workspace, the
+// same isolation, every process it started killed when it returns) with its
+// output capped to outputCap code points. The round's own steps, such as the
+// verify command, use it. A Go error means the harness failed or ctx ended.
+func (w *Workspace) Exec(ctx context.Context, command string, timeout time.Duration, outputCap int) (ExecResult, error) {
+	started := time.Now()
+	o, err := w.execute(ctx, command, timeout, outputCap)
+	if err != nil {
+		return ExecResult{}, err
+	}
+	return ExecResult{Output: o.output, ExitCode: o.exitCode, Signal: o.signal, TimedOut: o.timedOut,
+		Incomplete: o.incomplete, Duration: time.Since(started)}, nil
+}
