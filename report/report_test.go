@@ -196,7 +196,7 @@ func TestTruncate(t *testing.T) {
 
 func TestResultText(t *testing.T) {
 	complete := Report{Status: StatusComplete, Summary: "done", Evidence: []string{"tests pass"}, NextSteps: []string{}}
-	text, err := ResultText(OutcomeComplete, 3, complete, 16384)
+	text, err := ResultText(Outcome{Status: OutcomeComplete, Rounds: 3, Report: &complete}, 16384)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,19 +209,50 @@ func TestResultText(t *testing.T) {
 	}
 
 	blocked := Report{Status: StatusBlocked, Summary: "s", Evidence: []string{}, NextSteps: []string{}, Blocker: "no key"}
-	text, _ = ResultText(OutcomeBlocked, 1, blocked, 16384)
+	text, _ = ResultText(Outcome{Status: OutcomeBlocked, Rounds: 1, Report: &blocked}, 16384)
 	if !strings.HasPrefix(text, "A worker reported a blocker after 1 round.\n") {
 		t.Fatalf("blocked text = %q", text)
 	}
-	text, _ = ResultText(OutcomeBudgetLimited, 8, validContinue(), 16384)
+	cont := validContinue()
+	text, _ = ResultText(Outcome{Status: OutcomeBudgetLimited, Rounds: 8, Limit: LimitRounds, Report: &cont}, 16384)
 	if !strings.HasPrefix(text, "The 8-round limit was reached with work remaining.\n") {
 		t.Fatalf("budget text = %q", text)
 	}
-	text, _ = ResultText(OutcomeComplete, 3, complete, 30)
+	text, _ = ResultText(Outcome{Status: OutcomeComplete, Rounds: 3, Report: &complete}, 30)
 	if utf8.RuneCountInString(text) != 30 || !strings.HasSuffix(text, TruncationMarker) {
 		t.Fatalf("bounded text = %q", text)
 	}
-	if _, err := ResultText("failed", 1, complete, 100); err == nil {
+	if _, err := ResultText(Outcome{Status: "failed", Rounds: 1, Report: &complete}, 100); err == nil {
 		t.Fatal("unknown outcome accepted")
+	}
+}
+
+func TestHeadlinesNameWhatEndedTheRun(t *testing.T) {
+	v := &Verification{Command: "go test ./...", ExitCode: 0}
+	cases := []struct {
+		o    Outcome
+		want string
+	}{
+		{Outcome{Status: OutcomeComplete, Rounds: 2, Verification: v},
+			"A worker reported completion after 2 rounds; the verify command passed (exit 0): go test ./..."},
+		{Outcome{Status: OutcomeComplete, Rounds: 1, Verification: &Verification{Command: "x", ExitCode: 1}},
+			"A worker reported completion after 1 round."},
+		{Outcome{Status: OutcomeBudgetLimited, Rounds: 3, Limit: LimitTokens}, "The run's token budget was spent after 3 rounds, with work remaining."},
+		{Outcome{Status: OutcomeBudgetLimited, Rounds: 3, Limit: LimitTime}, "The run's time budget ran out after 3 rounds, with work remaining."},
+		{Outcome{Status: OutcomeBudgetLimited, Rounds: 4, Limit: LimitIdle}, "The idle budget was reached after 4 rounds: the last rounds left the workspace unchanged, with work remaining."},
+		{Outcome{Status: OutcomeStopped, Rounds: 0, Reason: "reviewing"}, "The run was stopped by an operator after 0 rounds: reviewing"},
+	}
+	for _, c := range cases {
+		got, err := Headline(c.o)
+		if err != nil || got != c.want {
+			t.Errorf("Headline(%+v) = %q, %v; want %q", c.o, got, err, c.want)
+		}
+	}
+	if _, err := Headline(Outcome{Status: OutcomeBudgetLimited, Limit: "money"}); err == nil || !strings.Contains(err.Error(), "money") {
+		t.Errorf("unknown limit: %v", err)
+	}
+	text, err := ResultText(Outcome{Status: OutcomeStopped}, 1000)
+	if err != nil || !strings.HasSuffix(text, "\n(no round finished, so there is no report)") {
+		t.Errorf("stopped without report = %q, %v", text, err)
 	}
 }

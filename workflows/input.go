@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -11,14 +12,32 @@ import (
 	"github.com/ralph-temporal/ralph/activities"
 )
 
-// inputKeys are the only keys a caller may send.
-var inputKeys = [...]string{"objective", "maxRounds", "workspace"}
+// Input field names: the only keys a caller may send.
+const (
+	fieldObjective     = "objective"
+	fieldMaxRounds     = "maxRounds"
+	fieldWorkspace     = "workspace"
+	fieldVerifyCommand = "verifyCommand"
+	fieldMaxTokens     = "maxTokens"
+	fieldMaxMinutes    = "maxMinutes"
+)
+
+// MaxVerifyCommandChars bounds a run's verify command in code points.
+const MaxVerifyCommandChars = 4096
+
+// inputKeys lists the allowed keys in the order errors name them.
+func inputKeys() []string {
+	return []string{fieldObjective, fieldMaxRounds, fieldWorkspace, fieldVerifyCommand, fieldMaxTokens, fieldMaxMinutes}
+}
 
 // run is a validated input with every default resolved.
 type run struct {
-	objective string
-	maxRounds int
-	workspace string
+	objective     string
+	maxRounds     int
+	workspace     string
+	verifyCommand string // "" when none applies
+	maxTokens     int    // 0: no token budget
+	maxMinutes    int    // 0: no time budget
 }
 
 // InputError names the input field that is wrong and why.
@@ -37,6 +56,8 @@ func inputErr(field, format string, args ...any) error {
 
 // parseInput decodes and validates the caller's raw JSON input against the
 // resolved deployment limits. workflowID supplies the default workspace.
+// Fields are checked in a fixed order, so the same bad input always gets the
+// same message.
 func parseInput(raw []byte, limits activities.Limits, workflowID string) (run, error) {
 	trimmed := bytes.TrimSpace(raw)
 	if len(trimmed) == 0 || string(trimmed) == "null" {
@@ -44,81 +65,122 @@ func parseInput(raw []byte, limits activities.Limits, workflowID string) (run, e
 	}
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(trimmed, &fields); err != nil {
-		return run{}, inputErr("input", "must be a JSON object with objective, maxRounds and workspace: %v", err)
+		return run{}, inputErr("input", "must be a JSON object with the fields %s: %v", strings.Join(inputKeys(), ", "), err)
 	}
+	var unknown []string
 	for key := range fields {
-		if !isInputKey(key) {
-			return run{}, inputErr(key, "is not a known field (allowed: objective, maxRounds, workspace)")
+		if !slices.Contains(inputKeys(), key) {
+			unknown = append(unknown, key)
 		}
 	}
+	if len(unknown) > 0 {
+		slices.Sort(unknown)
+		return run{}, inputErr(unknown[0], "is not a known field (allowed: %s)", strings.Join(inputKeys(), ", "))
+	}
 
-	objective, err := parseObjective(fields["objective"], limits.MaxObjectiveChars)
-	if err != nil {
+	var r run
+	var err error
+	if r.objective, err = parseObjective(fields[fieldObjective], limits.MaxObjectiveChars); err != nil {
 		return run{}, err
 	}
-	maxRounds, err := parseMaxRounds(fields["maxRounds"], limits.MaxRounds)
-	if err != nil {
+	if r.maxRounds, err = parseCount(fieldMaxRounds, fields[fieldMaxRounds], limits.MaxRounds, limits.MaxRounds, "the deployment's ceiling"); err != nil {
 		return run{}, err
 	}
-	workspace, err := parseWorkspace(fields["workspace"], workflowID)
-	if err != nil {
+	if r.workspace, err = parseWorkspace(fields[fieldWorkspace], workflowID); err != nil {
 		return run{}, err
 	}
-	return run{objective: objective, maxRounds: maxRounds, workspace: workspace}, nil
+	if r.verifyCommand, err = parseVerifyCommand(fields[fieldVerifyCommand], limits.VerifyCommand); err != nil {
+		return run{}, err
+	}
+	if r.maxTokens, err = parseBudget(fieldMaxTokens, fields[fieldMaxTokens], limits.MaxRunTokens, "RALPH_MAX_RUN_TOKENS"); err != nil {
+		return run{}, err
+	}
+	if r.maxMinutes, err = parseBudget(fieldMaxMinutes, fields[fieldMaxMinutes], limits.MaxRunMinutes, "RALPH_MAX_RUN_MINUTES"); err != nil {
+		return run{}, err
+	}
+	return r, nil
 }
 
-func isInputKey(key string) bool {
-	for _, k := range inputKeys {
-		if k == key {
-			return true
-		}
-	}
-	return false
+func isNull(raw json.RawMessage) bool {
+	return raw == nil || string(bytes.TrimSpace(raw)) == "null"
 }
 
 func parseObjective(raw json.RawMessage, maxChars int) (string, error) {
-	if raw == nil || string(bytes.TrimSpace(raw)) == "null" {
-		return "", inputErr("objective", "is required")
+	if isNull(raw) {
+		return "", inputErr(fieldObjective, "is required")
 	}
 	var objective string
 	if err := json.Unmarshal(raw, &objective); err != nil {
-		return "", inputErr("objective", "must be a JSON string")
+		return "", inputErr(fieldObjective, "must be a JSON string")
 	}
 	objective = strings.TrimSpace(objective)
 	if objective == "" {
-		return "", inputErr("objective", "must not be empty")
+		return "", inputErr(fieldObjective, "must not be empty")
 	}
 	if n := utf8.RuneCountInString(objective); n > maxChars {
-		return "", inputErr("objective", "is %d characters, over the limit of %d", n, maxChars)
+		return "", inputErr(fieldObjective, "is %d characters, over the limit of %d", n, maxChars)
 	}
 	return objective, nil
 }
 
-func parseMaxRounds(raw json.RawMessage, ceiling int) (int, error) {
-	text := string(bytes.TrimSpace(raw))
-	if raw == nil || text == "null" {
-		return ceiling, nil
+// parseCount reads a JSON integer between 1 and ceiling; null or absent
+// means def. A float ("2.0"), a string or an out-of-range value is refused.
+func parseCount(field string, raw json.RawMessage, ceiling, def int, ceilingName string) (int, error) {
+	if isNull(raw) {
+		return def, nil
 	}
+	text := string(bytes.TrimSpace(raw))
 	if strings.ContainsAny(text, ".eE") || strings.HasPrefix(text, `"`) {
-		return 0, inputErr("maxRounds", "must be a JSON integer, got %s", text)
+		return 0, inputErr(field, "must be a JSON integer, got %s", text)
 	}
 	n, err := strconv.Atoi(text)
 	if err != nil {
-		return 0, inputErr("maxRounds", "must be a JSON integer between 1 and %d, got %s", ceiling, text)
+		return 0, inputErr(field, "must be a JSON integer between 1 and %d, got %s", ceiling, text)
 	}
 	if n < 1 || n > ceiling {
-		return 0, inputErr("maxRounds", "must be between 1 and %d (the deployment's ceiling), got %d", ceiling, n)
+		return 0, inputErr(field, "must be between 1 and %d (%s), got %d", ceiling, ceilingName, n)
 	}
 	return n, nil
 }
 
+// parseBudget reads an optional positive budget bounded by the deployment's
+// ceiling (which is also the default); ceiling 0 means no ceiling and no
+// default.
+func parseBudget(field string, raw json.RawMessage, ceiling int, ceilingSetting string) (int, error) {
+	if ceiling > 0 {
+		return parseCount(field, raw, ceiling, ceiling, "the deployment's ceiling "+ceilingSetting)
+	}
+	return parseCount(field, raw, maxJSONInt, 0, "the largest budget accepted")
+}
+
+// maxJSONInt is the largest integer a JSON number holds exactly.
+const maxJSONInt = 1<<53 - 1
+
+func parseVerifyCommand(raw json.RawMessage, deploymentDefault string) (string, error) {
+	if isNull(raw) {
+		return deploymentDefault, nil
+	}
+	var command string
+	if err := json.Unmarshal(raw, &command); err != nil {
+		return "", inputErr(fieldVerifyCommand, "must be a JSON string")
+	}
+	command = strings.TrimSpace(command)
+	if command == "" {
+		return "", inputErr(fieldVerifyCommand, "must not be empty (leave it out to use the deployment's default)")
+	}
+	if n := utf8.RuneCountInString(command); n > MaxVerifyCommandChars {
+		return "", inputErr(fieldVerifyCommand, "is %d characters, over the limit of %d", n, MaxVerifyCommandChars)
+	}
+	return command, nil
+}
+
 func parseWorkspace(raw json.RawMessage, workflowID string) (string, error) {
-	if raw == nil || string(bytes.TrimSpace(raw)) == "null" {
+	if isNull(raw) {
 		return DefaultWorkspace(workflowID), nil
 	}
 	var workspace string
 	if err := json.Unmarshal(raw, &workspace); err != nil {
-		return "", inputErr("workspace", "must be a JSON string")
+		return "", inputErr(fieldWorkspace, "must be a JSON string")
 	}
 	if err := CheckWorkspace(workspace); err != nil {
 		return "", err
@@ -130,12 +192,13 @@ func parseWorkspace(raw json.RawMessage, workflowID string) (string, error) {
 // as an input error naming the field.
 func CheckWorkspace(workspace string) error {
 	if err := activities.CheckWorkspace(workspace); err != nil {
-		return &InputError{Field: "workspace", Problem: err.Error()}
+		return &InputError{Field: fieldWorkspace, Problem: err.Error()}
 	}
 	return nil
 }
 
-// DefaultWorkspace turns a workflow id into a safe single path segment.
+// DefaultWorkspace turns a workflow id into a safe single path segment; a
+// long id is shortened with a hash suffix rather than refused.
 func DefaultWorkspace(workflowID string) string {
 	var b strings.Builder
 	for _, r := range workflowID {
@@ -150,5 +213,5 @@ func DefaultWorkspace(workflowID string) string {
 	if name == "" {
 		return "run"
 	}
-	return name
+	return activities.ShortenName(name, activities.MaxNameBytes)
 }

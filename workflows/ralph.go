@@ -20,23 +20,32 @@ import (
 // resolveLimitsTimeout bounds the local activity that reads the worker's limits.
 const resolveLimitsTimeout = 10 * time.Second
 
+// Round retry policy: infrastructure failures (a lost worker, a heartbeat
+// timeout, a model that stayed unavailable) are retried with backoff up to
+// roundRetryMaxInterval, so minutes of provider outage or a few rolling
+// deploys during one round do not end a long run.
+const (
+	roundRetryInitialInterval = time.Second
+	roundRetryMaxInterval     = 2 * time.Minute
+)
+
 // Ralph is the workflow registered under WorkflowName. A caller starts it
-// with a raw JSON Input; a continue-as-new passes nil input and a
-// Continuation. The raw input lets the workflow itself name bad fields
+// with a raw JSON Input; the workflow's own continue-as-new passes nil input
+// and a Continuation. The raw input lets the workflow itself name bad fields
 // (unknown keys, a float maxRounds) instead of failing to decode them.
 func Ralph(ctx workflow.Context, input json.RawMessage, cont *Continuation) (*Result, error) {
 	l := &loop{status: Status{Phase: PhaseStarting, Rounds: []RoundSummary{}}}
-	if err := workflow.SetQueryHandler(ctx, StatusQueryName, func() (Status, error) {
-		return l.status, nil
-	}); err != nil {
-		return nil, fmt.Errorf("register the %s query: %w", StatusQueryName, err)
+	if err := l.register(ctx); err != nil {
+		return nil, err
 	}
-
+	var err error
 	if cont != nil {
-		if err := l.resume(cont); err != nil {
-			return nil, err
-		}
-	} else if err := l.begin(ctx, input); err != nil {
+		err = l.resume(ctx, cont)
+	} else {
+		err = l.begin(ctx, input)
+	}
+	if err != nil {
+		l.stop(ctx, OutcomeFailed, 0)
 		return nil, err
 	}
 	return l.run(ctx)
@@ -44,14 +53,20 @@ func Ralph(ctx workflow.Context, input json.RawMessage, cont *Continuation) (*Re
 
 // loop is the state of one workflow run.
 type loop struct {
-	limits    activities.Limits
-	objective string
-	workspace string
-	maxRounds int
-	nextRound int
-	usage     usage.Usage
-	last      *report.Report
-	status    Status
+	limits        activities.Limits
+	objective     string
+	workspace     string
+	verifyCommand string
+	maxRounds     int
+	nextRound     int
+	budget        RunBudget
+	idleRounds    int
+	usage         usage.Usage
+	last          *report.Report
+	checkpoint    *activities.Checkpoint
+	control       control
+	roundRunning  bool
+	status        Status
 }
 
 // begin resolves the deployment limits (recorded in history) and validates a
@@ -68,35 +83,54 @@ func (l *loop) begin(ctx workflow.Context, input json.RawMessage) error {
 	if err := checkLimits(limits); err != nil {
 		return err
 	}
+	l.limits = limits
 	r, err := parseInput(input, limits, workflow.GetInfo(ctx).WorkflowExecution.ID)
 	if err != nil {
 		return temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeInvalidInput, nil)
 	}
-	l.limits = limits
-	l.objective, l.maxRounds, l.workspace = r.objective, r.maxRounds, r.workspace
+	l.objective, l.maxRounds, l.workspace, l.verifyCommand = r.objective, r.maxRounds, r.workspace, r.verifyCommand
+	l.budget = newRunBudget(r.maxTokens, r.maxMinutes, workflow.Now(ctx))
 	l.nextRound = 1
 	l.syncStatus()
 	return nil
 }
 
-// resume restores what a continue-as-new carried.
-func (l *loop) resume(c *Continuation) error {
+// resume restores what a continue-as-new carried. Only the workflow's own
+// continue-as-new may pass a continuation (the server then sets the run it
+// continued from): a caller could otherwise pick its own limits and an
+// unvalidated report.
+func (l *loop) resume(ctx workflow.Context, c *Continuation) error {
+	if workflow.GetInfo(ctx).ContinuedExecutionRunID == "" {
+		return invalidInput("continuation: the second argument is accepted only from the workflow's own continue-as-new; start a run with the JSON input alone")
+	}
 	if err := checkLimits(c.Limits); err != nil {
 		return err
 	}
-	if c.NextRound < 2 || c.NextRound > c.MaxRounds || c.Objective == "" || CheckWorkspace(c.Workspace) != nil {
-		return temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("continuation is inconsistent: next round %d of %d, workspace %q", c.NextRound, c.MaxRounds, c.Workspace),
-			ErrTypeInvalidInput, nil)
+	if c.NextRound < 2 || c.NextRound > c.MaxRounds || c.MaxRounds > c.Limits.MaxRounds || c.Objective == "" || CheckWorkspace(c.Workspace) != nil {
+		return invalidInput(fmt.Sprintf("continuation is inconsistent: next round %d of %d, workspace %q", c.NextRound, c.MaxRounds, c.Workspace))
+	}
+	if c.LastReport == nil {
+		return invalidInput("continuation carries no last report")
+	}
+	if err := report.Validate(*c.LastReport, c.Limits.MaxHandoffChars); err != nil {
+		return invalidInput(fmt.Sprintf("continuation carries an invalid report: %v", err))
 	}
 	l.limits = c.Limits
-	l.objective, l.maxRounds, l.workspace = c.Objective, c.MaxRounds, c.Workspace
+	l.objective, l.maxRounds, l.workspace, l.verifyCommand = c.Objective, c.MaxRounds, c.Workspace, c.VerifyCommand
 	l.nextRound = c.NextRound
+	l.budget = c.Budget
+	l.idleRounds = c.IdleRounds
 	l.usage = c.Usage
 	l.last = c.LastReport
+	l.checkpoint = c.Checkpoint
+	l.control.paused = c.Paused
 	l.status.Round = c.NextRound - 1
 	l.syncStatus()
 	return nil
+}
+
+func invalidInput(msg string) error {
+	return temporal.NewNonRetryableApplicationError(msg, ErrTypeInvalidInput, nil)
 }
 
 func checkLimits(limits activities.Limits) error {
@@ -111,9 +145,7 @@ func checkLimits(limits activities.Limits) error {
 	}
 	for _, c := range checks {
 		if c.value <= 0 {
-			return temporal.NewNonRetryableApplicationError(
-				fmt.Sprintf("deployment limits are invalid: %s must be positive, got %d", c.name, c.value),
-				ErrTypeInvalidInput, nil)
+			return invalidInput(fmt.Sprintf("deployment limits are invalid: %s must be positive, got %d", c.name, c.value))
 		}
 	}
 	return nil
@@ -125,12 +157,25 @@ func (l *loop) syncStatus() {
 	l.status.Usage = l.usage
 	l.status.Objective = l.objective
 	l.status.Workspace = l.workspace
+	l.status.StopRequested = l.control.stopRequested
+	l.status.PauseRequested = l.control.paused
+	l.status.Budget = l.budget.status(l.limits.MaxIdleRounds)
 }
 
 // run executes rounds until an outcome, a failure or a continue-as-new.
 func (l *loop) run(ctx workflow.Context) (*Result, error) {
+	l.upsertVisibility(ctx)
 	roundsThisRun := 0
 	for round := l.nextRound; round <= l.maxRounds; round++ {
+		if err := l.waitWhilePaused(ctx); err != nil {
+			return nil, l.cancelled(ctx, round-1, err)
+		}
+		if l.control.stopRequested {
+			return l.finishStopped(ctx, round-1), nil
+		}
+		if limit := l.budget.exhausted(l.usage, workflow.Now(ctx)); limit != "" {
+			return l.finishBudget(ctx, limit, round-1), nil
+		}
 		if roundsThisRun >= l.limits.RoundsPerRun || (roundsThisRun > 0 && workflow.GetInfo(ctx).GetContinueAsNewSuggested()) {
 			return nil, l.continueAsNew(ctx, round)
 		}
@@ -139,48 +184,94 @@ func (l *loop) run(ctx workflow.Context) (*Result, error) {
 		if err != nil {
 			return nil, err
 		}
-		l.usage = l.usage.Add(out.Usage)
-		l.status.Rounds = append(l.status.Rounds, RoundSummary{
-			Round: round, Status: out.Report.Status, Summary: out.Report.Summary, SessionID: out.SessionID,
-		})
-		accepted := out.Report
-		l.last = &accepted
-		l.syncStatus()
+		l.record(ctx, round, out)
 
-		switch accepted.Status {
+		switch l.last.Status {
 		case report.StatusComplete:
-			return l.finish(ctx, report.OutcomeComplete, round), nil
+			return l.finishComplete(ctx, round, out.Verification), nil
 		case report.StatusBlocked:
 			return l.finish(ctx, report.OutcomeBlocked, round), nil
 		}
+		if l.control.stopRequested {
+			return l.finishStopped(ctx, round), nil
+		}
+		if l.limits.MaxIdleRounds > 0 && l.idleRounds >= l.limits.MaxIdleRounds {
+			return l.finishBudget(ctx, LimitIdle, round), nil
+		}
 	}
-	return l.finish(ctx, report.OutcomeBudgetLimited, l.maxRounds), nil
+	return l.finishBudget(ctx, LimitRounds, l.maxRounds), nil
+}
+
+// record keeps a finished round's outcome: usage, report, checkpoint and the
+// idle counter.
+func (l *loop) record(ctx workflow.Context, round int, out activities.RoundOutput) {
+	l.usage = l.usage.Add(out.Usage)
+	accepted := out.Report
+	l.last = &accepted
+	if out.Checkpoint != nil {
+		l.checkpoint = out.Checkpoint
+	}
+	if accepted.Status == report.StatusContinue && !out.WorkspaceChanged {
+		l.idleRounds++
+	} else {
+		l.idleRounds = 0
+	}
+	summary := RoundSummary{Round: round, Status: accepted.Status, Summary: accepted.Summary, SessionID: out.SessionID,
+		Verified: out.Verification.Passed()}
+	if out.Checkpoint != nil {
+		summary.Commit = out.Checkpoint.Commit
+	}
+	l.status.Rounds = append(l.status.Rounds, summary)
+	l.syncStatus()
+	if out.Checkpoint != nil {
+		workflow.SetCurrentDetails(ctx, fmt.Sprintf("Round %d of %d ended %s at commit %s", round, l.maxRounds, accepted.Status, shortCommit(out.Checkpoint.Commit)))
+	}
+}
+
+func shortCommit(c string) string {
+	if len(c) > 12 {
+		return c[:12]
+	}
+	return c
 }
 
 // runRound runs one round as one activity and re-validates its report.
 func (l *loop) runRound(ctx workflow.Context, round int) (activities.RoundOutput, error) {
 	l.status.Round = round
 	l.status.Phase = PhaseRunning
+	l.roundRunning = true
+	defer func() { l.roundRunning = false }()
 	label := fmt.Sprintf("Round %d of %d", round, l.maxRounds)
 	workflow.SetCurrentDetails(ctx, label)
+	l.upsertVisibility(ctx)
 
 	actx := workflow.WithActivityOptions(ctx, l.roundOptions(label))
 	in := activities.RoundInput{
 		Objective: l.objective, Round: round, MaxRounds: l.maxRounds, Workspace: l.workspace,
-		Previous: l.last, MaxHandoffChars: l.limits.MaxHandoffChars,
+		Previous: l.last, MaxHandoffChars: l.limits.MaxHandoffChars, VerifyCommand: l.verifyCommand,
+		TokenBudget: l.budget.tokensLeft(l.usage), RunDeadline: l.budget.Deadline,
 	}
 	var out activities.RoundOutput
-	if err := workflow.ExecuteActivity(actx, activities.RunRoundName, in).Get(ctx, &out); err != nil {
-		if temporal.IsCanceledError(err) || errors.Is(ctx.Err(), workflow.ErrCanceled) {
-			l.stop(ctx, OutcomeCancelled, round)
-			return out, err
+	err := workflow.ExecuteActivity(actx, activities.RunRoundName, in).Get(ctx, &out)
+	if ctx.Err() != nil {
+		// A cancel wins over whatever the stopping round returned.
+		return out, l.cancelled(ctx, round, err)
+	}
+	if err != nil {
+		if temporal.IsCanceledError(err) {
+			return out, l.cancelled(ctx, round, err)
 		}
+		spent := failedUsage(err)
+		l.usage = l.usage.Add(spent)
+		l.syncStatus()
 		l.stop(ctx, OutcomeFailed, round)
 		return out, temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("round %d failed: %v", round, err), ErrTypeRoundFailed, err,
-			RoundFailedDetails{FailedRound: round, LastHandoff: l.last})
+			RoundFailedDetails{FailedRound: round, LastHandoff: l.last, Usage: spent})
 	}
-	if err := report.Validate(out.Report, l.limits.MaxHandoffChars); err != nil {
+	if err := l.checkOutput(out); err != nil {
+		l.usage = l.usage.Add(out.Usage)
+		l.syncStatus()
 		l.stop(ctx, OutcomeFailed, round)
 		return out, temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("round %d returned an invalid report: %v", round, err), ErrTypeInvalidReport, nil,
@@ -189,10 +280,51 @@ func (l *loop) runRound(ctx workflow.Context, round int) (activities.RoundOutput
 	return out, nil
 }
 
+// checkOutput validates a round's report again across the seam, and that a
+// complete report carries a passing run of the verify command that applies.
+func (l *loop) checkOutput(out activities.RoundOutput) error {
+	if err := report.Validate(out.Report, l.limits.MaxHandoffChars); err != nil {
+		return err
+	}
+	if out.Report.Status != report.StatusComplete || l.verifyCommand == "" {
+		return nil
+	}
+	switch v := out.Verification; {
+	case v == nil:
+		return fmt.Errorf("status complete without a verification while the verify command %q applies", l.verifyCommand)
+	case v.Command != l.verifyCommand:
+		return fmt.Errorf("status complete verified by %q, not by the verify command %q", v.Command, l.verifyCommand)
+	case !v.Passed():
+		return fmt.Errorf("status complete although the verify command exited %d", v.ExitCode)
+	}
+	return nil
+}
+
+// failedUsage is what a failed round's attempts spent, from the failure's details.
+func failedUsage(err error) usage.Usage {
+	var appErr *temporal.ApplicationError
+	if !errors.As(err, &appErr) || !appErr.HasDetails() {
+		return usage.Usage{}
+	}
+	var d activities.FailureDetails
+	if appErr.Details(&d) != nil {
+		return usage.Usage{}
+	}
+	return d.Usage
+}
+
+// cancelled closes the run as cancelled, whatever the stopping round reported.
+func (l *loop) cancelled(ctx workflow.Context, round int, err error) error {
+	l.stop(ctx, OutcomeCancelled, round)
+	if err != nil && temporal.IsCanceledError(err) {
+		return err
+	}
+	return workflow.ErrCanceled
+}
+
 // roundOptions: WaitForCancellation so a cancel closes the run only after the
-// round stopped; retries only for infrastructure failures (a lost worker, a
-// heartbeat timeout, a model that stayed unavailable), never for a child that
-// failed in an ordinary way.
+// round stopped; retries only for infrastructure failures, never for a child
+// that failed in an ordinary way.
 func (l *loop) roundOptions(summary string) workflow.ActivityOptions {
 	return workflow.ActivityOptions{
 		StartToCloseTimeout: time.Duration(l.limits.RoundTimeoutSeconds) * time.Second,
@@ -200,9 +332,9 @@ func (l *loop) roundOptions(summary string) workflow.ActivityOptions {
 		WaitForCancellation: true,
 		Summary:             summary,
 		RetryPolicy: &temporal.RetryPolicy{
-			InitialInterval:    time.Second,
+			InitialInterval:    roundRetryInitialInterval,
 			BackoffCoefficient: 2,
-			MaximumInterval:    30 * time.Second,
+			MaximumInterval:    roundRetryMaxInterval,
 			MaximumAttempts:    int32(l.limits.RoundAttempts),
 			NonRetryableErrorTypes: []string{
 				activities.ErrTypeChildFailed, activities.ErrTypeBadRoundInput,
@@ -213,19 +345,43 @@ func (l *loop) roundOptions(summary string) workflow.ActivityOptions {
 
 func (l *loop) finish(ctx workflow.Context, outcome string, rounds int) *Result {
 	l.stop(ctx, outcome, rounds)
-	return &Result{Status: outcome, RoundsStarted: rounds, Report: l.last, Usage: l.usage}
+	return &Result{Status: outcome, RoundsStarted: rounds, Report: l.last, Usage: l.usage, Checkpoint: l.checkpoint}
 }
 
-// stop marks the run finished for the status query and the UI, whatever the outcome.
+func (l *loop) finishComplete(ctx workflow.Context, rounds int, v *report.Verification) *Result {
+	res := l.finish(ctx, report.OutcomeComplete, rounds)
+	if l.verifyCommand != "" {
+		res.Verification = v
+	}
+	return res
+}
+
+func (l *loop) finishBudget(ctx workflow.Context, limit string, rounds int) *Result {
+	res := l.finish(ctx, report.OutcomeBudgetLimited, rounds)
+	res.Limit = limit
+	return res
+}
+
+func (l *loop) finishStopped(ctx workflow.Context, rounds int) *Result {
+	res := l.finish(ctx, report.OutcomeStopped, rounds)
+	res.Reason = l.control.stopReason
+	return res
+}
+
+// stop marks the run finished for the status query, the UI and visibility,
+// whatever the outcome.
 func (l *loop) stop(ctx workflow.Context, outcome string, rounds int) {
 	l.status.Phase = PhaseFinished
 	l.status.Outcome = outcome
+	l.syncStatus()
 	workflow.SetCurrentDetails(ctx, fmt.Sprintf("Finished: %s after %d round(s)", outcome, rounds))
+	l.upsertVisibility(ctx)
 }
 
 func (l *loop) continueAsNew(ctx workflow.Context, nextRound int) error {
 	return workflow.NewContinueAsNewError(ctx, WorkflowName, nil, &Continuation{
 		Objective: l.objective, Workspace: l.workspace, MaxRounds: l.maxRounds, NextRound: nextRound,
-		Limits: l.limits, Usage: l.usage, LastReport: l.last,
+		Limits: l.limits, Usage: l.usage, LastReport: l.last, VerifyCommand: l.verifyCommand,
+		Budget: l.budget, IdleRounds: l.idleRounds, Checkpoint: l.checkpoint, Paused: l.control.paused,
 	})
 }

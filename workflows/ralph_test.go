@@ -52,7 +52,12 @@ type script struct {
 	mu      sync.Mutex
 	reports map[int]report.Report
 	failAt  map[int]error
-	inputs  []activities.RoundInput
+	// idle rounds leave the workspace unchanged; verified and commits are
+	// the rounds' verification records and checkpoint commits.
+	idle     map[int]bool
+	verified map[int]*report.Verification
+	commits  map[int]string
+	inputs   []activities.RoundInput
 }
 
 func (s *script) runRound(ctx context.Context, in activities.RoundInput) (activities.RoundOutput, error) {
@@ -66,11 +71,19 @@ func (s *script) runRound(ctx context.Context, in activities.RoundInput) (activi
 	if !ok {
 		r = continueReport(in.Round)
 	}
-	return activities.RoundOutput{
-		Report:    r,
-		Usage:     usage.Usage{ModelCalls: 2, ToolCalls: 3, PromptTokens: 100, CompletionTokens: 10},
-		SessionID: fmt.Sprintf("session-%d", in.Round),
-	}, nil
+	out := activities.RoundOutput{
+		Report:           r,
+		Usage:            usage.Usage{ModelCalls: 2, ToolCalls: 3, PromptTokens: 100, CompletionTokens: 10},
+		SessionID:        fmt.Sprintf("session-%d", in.Round),
+		WorkspaceChanged: !s.idle[in.Round],
+	}
+	if v, ok := s.verified[in.Round]; ok {
+		out.Verification = v
+	}
+	if c, ok := s.commits[in.Round]; ok {
+		out.Checkpoint = &activities.Checkpoint{Commit: c, Parent: "p"}
+	}
+	return out, nil
 }
 
 type workflowSuite struct {
@@ -429,6 +442,7 @@ func TestContinueAsNewCarriesRoundUsageAndReport(t *testing.T) {
 	// The next run resumes from the continuation alone.
 	s2 := &script{reports: map[int]report.Report{5: completeReport(5)}}
 	env2 := newEnv(t, activities.Limits{}, s2) // a resumed run must not resolve limits again
+	env2.SetContinuedExecutionRunID("run-1")
 	env2.ExecuteWorkflow(WorkflowName, nil, &cont)
 	// The query of the resumed run answers from carried state: round count,
 	// usage of every earlier run and the last accepted report.
@@ -450,6 +464,7 @@ func TestContinueAsNewCarriesRoundUsageAndReport(t *testing.T) {
 	}
 
 	env3 := newEnv(t, activities.Limits{}, s2)
+	env3.SetContinuedExecutionRunID("run-2")
 	env3.ExecuteWorkflow(WorkflowName, nil, &cont2)
 	var res Result
 	if err := env3.GetWorkflowError(); err != nil {

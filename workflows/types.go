@@ -47,10 +47,10 @@ func SearchAttributes() []SearchAttribute {
 
 // Budget limits of a finished budget-limited run (Result.Limit).
 const (
-	LimitRounds = "rounds"
-	LimitTokens = "tokens"
-	LimitTime   = "time"
-	LimitIdle   = "idle"
+	LimitRounds = report.LimitRounds
+	LimitTokens = report.LimitTokens
+	LimitTime   = report.LimitTime
+	LimitIdle   = report.LimitIdle
 )
 
 // Error types of the workflow's own failures (ApplicationError.Type()).
@@ -109,6 +109,8 @@ type Result struct {
 type RoundFailedDetails struct {
 	FailedRound int            `json:"failedRound"`
 	LastHandoff *report.Report `json:"lastHandoff"`
+	// Usage is what the failed round's attempts spent (also counted in the run's usage).
+	Usage usage.Usage `json:"usage"`
 }
 
 // InvalidReportDetails are the details of an InvalidReport error: the round
@@ -125,6 +127,18 @@ type RoundSummary struct {
 	Status    string `json:"status"`
 	Summary   string `json:"summary"`
 	SessionID string `json:"sessionId"`
+	// Verified: the round's complete report passed the verify command.
+	Verified bool `json:"verified,omitempty"`
+	// Commit is the round's git checkpoint (git checkpoints on).
+	Commit string `json:"commit,omitempty"`
+}
+
+// BudgetStatus shows the budgets that apply (null where none does).
+type BudgetStatus struct {
+	MaxTokens  *int `json:"maxTokens"`
+	MaxMinutes *int `json:"maxMinutes"`
+	// IdleRounds is the idle budget: consecutive rounds without a workspace change.
+	IdleRounds *int `json:"idleRounds"`
 }
 
 // Status answers the status query.
@@ -140,6 +154,12 @@ type Status struct {
 	Usage     usage.Usage    `json:"usage"`
 	Objective string         `json:"objective"`
 	Workspace string         `json:"workspace"`
+	// StopRequested: a stop update was accepted; the run ends after the running round.
+	StopRequested bool `json:"stopRequested"`
+	// PauseRequested: a pause update was accepted and no resume since; the phase
+	// is paused once no round runs.
+	PauseRequested bool         `json:"pauseRequested"`
+	Budget         BudgetStatus `json:"budget"`
 }
 
 // Continuation is what crosses a continue-as-new: exactly the objective, the
@@ -153,4 +173,10 @@ type Continuation struct {
 	Limits     activities.Limits `json:"limits"`
 	Usage      usage.Usage       `json:"usage"`
 	LastReport *report.Report    `json:"lastReport"`
+	// What the later features carry (absent in older histories: zero values).
+	VerifyCommand string                 `json:"verifyCommand,omitempty"`
+	Budget        RunBudget              `json:"budget"`
+	IdleRounds    int                    `json:"idleRounds,omitempty"`
+	Checkpoint    *activities.Checkpoint `json:"checkpoint,omitempty"`
+	Paused        bool                   `json:"paused,omitempty"`
 }

@@ -322,11 +322,8 @@ func (s *session) printResult(res workflows.Result) int {
 			return ExitFailed
 		}
 	} else {
-		var rep report.Report
-		if res.Report != nil {
-			rep = *res.Report
-		}
-		text, err := report.ResultText(res.Status, res.RoundsStarted, rep, s.cmd.cfg.MaxResultChars)
+		text, err := report.ResultText(report.Outcome{Status: res.Status, Rounds: res.RoundsStarted, Limit: res.Limit,
+			Verification: res.Verification, Report: res.Report, Reason: res.Reason}, s.cmd.cfg.MaxResultChars)
 		if err != nil {
 			s.errorf("render the result: %v", err)
 			return ExitFailed

@@ -1,0 +1,127 @@
+package workflows
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"go.temporal.io/sdk/workflow"
+)
+
+// MaxStopReasonChars bounds the reason of a stop update in code points.
+const MaxStopReasonChars = 1024
+
+// StopRequest is the stop update's argument.
+type StopRequest struct {
+	Reason string `json:"reason,omitempty"`
+}
+
+// control is what operators asked for through updates.
+type control struct {
+	stopRequested bool
+	stopReason    string
+	paused        bool // a pause was accepted and no resume since
+}
+
+// register installs the status query and the operator updates. Updates (not
+// signals) so that the caller learns at once whether it was accepted; each
+// validator refuses, with the reason, an update that does not apply.
+func (l *loop) register(ctx workflow.Context) error {
+	if err := workflow.SetQueryHandler(ctx, StatusQueryName, func() (Status, error) {
+		return l.status, nil
+	}); err != nil {
+		return fmt.Errorf("register the %s query: %w", StatusQueryName, err)
+	}
+	updates := []struct {
+		name      string
+		handler   any
+		validator any
+	}{
+		{UpdateStop, l.onStop, l.validateStop},
+		{UpdatePause, l.onPause, l.validatePause},
+		{UpdateResume, l.onResume, l.validateResume},
+	}
+	for _, u := range updates {
+		if err := workflow.SetUpdateHandlerWithOptions(ctx, u.name, u.handler,
+			workflow.UpdateHandlerOptions{Validator: u.validator}); err != nil {
+			return fmt.Errorf("register the %s update: %w", u.name, err)
+		}
+	}
+	return nil
+}
+
+func (l *loop) validateStop(req StopRequest) error {
+	switch {
+	case l.status.Phase == PhaseFinished:
+		return errors.New("the run has already finished")
+	case l.control.stopRequested:
+		return errors.New("a stop is already pending: the run ends after the running round")
+	case utf8.RuneCountInString(req.Reason) > MaxStopReasonChars:
+		return fmt.Errorf("reason is %d characters, over the limit of %d", utf8.RuneCountInString(req.Reason), MaxStopReasonChars)
+	}
+	return nil
+}
+
+func (l *loop) onStop(_ workflow.Context, req StopRequest) (Status, error) {
+	l.control.stopRequested = true
+	l.control.stopReason = strings.TrimSpace(req.Reason)
+	l.syncStatus()
+	return l.status, nil
+}
+
+func (l *loop) validatePause() error {
+	switch {
+	case l.status.Phase == PhaseFinished:
+		return errors.New("the run has already finished")
+	case l.control.paused && l.roundRunning:
+		return errors.New("the run is already pausing: it pauses when the running round ends")
+	case l.control.paused:
+		return errors.New("the run is already paused")
+	}
+	return nil
+}
+
+func (l *loop) onPause(workflow.Context) (Status, error) {
+	l.control.paused = true
+	if !l.roundRunning && l.status.Phase != PhaseStarting {
+		l.status.Phase = PhasePaused
+	}
+	l.syncStatus()
+	return l.status, nil
+}
+
+func (l *loop) validateResume() error {
+	switch {
+	case l.status.Phase == PhaseFinished:
+		return errors.New("the run has already finished")
+	case !l.control.paused:
+		return errors.New("the run is not paused")
+	}
+	return nil
+}
+
+func (l *loop) onResume(workflow.Context) (Status, error) {
+	l.control.paused = false
+	if l.status.Phase == PhasePaused {
+		l.status.Phase = PhaseRunning
+	}
+	l.syncStatus()
+	return l.status, nil
+}
+
+// waitWhilePaused holds the loop between rounds while a pause applies: a
+// durable wait of any length that ends on resume, stop or cancel.
+func (l *loop) waitWhilePaused(ctx workflow.Context) error {
+	if !l.control.paused {
+		return nil
+	}
+	l.status.Phase = PhasePaused
+	workflow.SetCurrentDetails(ctx, fmt.Sprintf("Paused before round %d of %d", l.status.Round+1, l.maxRounds))
+	l.upsertVisibility(ctx)
+	err := workflow.Await(ctx, func() bool { return !l.control.paused || l.control.stopRequested })
+	if err == nil && !l.control.stopRequested {
+		l.status.Phase = PhaseRunning
+	}
+	return err
+}
