@@ -295,7 +295,7 @@ func (l *loop) checkOutput(out activities.RoundOutput) error {
 	case v.Command != l.verifyCommand:
 		return fmt.Errorf("status complete verified by %q, not by the verify command %q", v.Command, l.verifyCommand)
 	case !v.Passed():
-		return fmt.Errorf("status complete although the verify command exited %d", v.ExitCode)
+		return fmt.Errorf("status complete although the verify command %q exited %d", l.verifyCommand, v.ExitCode)
 	}
 	return nil
 }

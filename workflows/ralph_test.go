@@ -250,6 +250,16 @@ func TestInputErrors(t *testing.T) {
 		{"workspace empty", `{"objective":"x","workspace":""}`, "workspace"},
 		{"workspace is the root", `{"objective":"x","workspace":"."}`, "workspace"},
 		{"workspace not a string", `{"objective":"x","workspace":7}`, "workspace"},
+		{"workspace element too long", `{"objective":"x","workspace":"a/` + strings.Repeat("n", 256) + `"}`, "workspace"},
+		{"workspace too long", `{"objective":"x","workspace":"` + strings.Repeat("abcdefgh/", 114) + `x"}`, "workspace"},
+		{"verifyCommand blank", `{"objective":"x","verifyCommand":"  "}`, "verifyCommand"},
+		{"verifyCommand not a string", `{"objective":"x","verifyCommand":["go","test"]}`, "verifyCommand"},
+		{"verifyCommand over the cap", `{"objective":"x","verifyCommand":"` + strings.Repeat("é", 4097) + `"}`, "verifyCommand"},
+		{"maxTokens float", `{"objective":"x","maxTokens":1.5}`, "maxTokens"},
+		{"maxTokens zero", `{"objective":"x","maxTokens":0}`, "maxTokens"},
+		{"maxTokens string", `{"objective":"x","maxTokens":"100"}`, "maxTokens"},
+		{"maxMinutes negative", `{"objective":"x","maxMinutes":-5}`, "maxMinutes"},
+		{"maxMinutes float", `{"objective":"x","maxMinutes":2.5}`, "maxMinutes"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -289,7 +299,12 @@ func TestObjectiveIsTrimmedAndCountedInCodePoints(t *testing.T) {
 }
 
 func TestDefaultWorkspaceIsPathSafe(t *testing.T) {
-	tests := map[string]string{"fix-tests": "fix-tests", "a/b c": "a-b-c", "../x": "-x", "...": "run", "ü": "-"}
+	long := strings.Repeat("x", 300)
+	tests := map[string]string{"fix-tests": "fix-tests", "a/b c": "a-b-c", "../x": "-x", "...": "run", "ü": "-",
+		long: DefaultWorkspace(long)}
+	if got := DefaultWorkspace(long); len(got) > activities.MaxNameBytes || got == DefaultWorkspace(long+"y") {
+		t.Errorf("a long workflow id gives %q (%d bytes): want a shortened, distinct name", got, len(got))
+	}
 	for id, want := range tests {
 		if got := DefaultWorkspace(id); got != want {
 			t.Errorf("DefaultWorkspace(%q) = %q, want %q", id, got, want)
