@@ -330,3 +330,25 @@ func TestClientOptions(t *testing.T) {
 		t.Error("TEMPORAL_API_KEY should set credentials and TLS")
 	}
 }
+
+func TestWorkerLogsTheModelURLWithoutCredentials(t *testing.T) {
+	for _, raw := range []string{
+		"https://alice:pa55word@gateway.example/v1",
+		"https://proxy.example/openai/v1?api-key=k3y-in-query&x=1",
+	} {
+		w, err := LoadWorker(nil, MapEnv{"OPENAI_BASE_URL": raw}, io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var logs bytes.Buffer
+		slog.New(slog.NewTextHandler(&logs, nil)).Info("start", w.LogAttrs()...)
+		for _, secret := range []string{"alice", "pa55word", "k3y-in-query", "api-key"} {
+			if strings.Contains(logs.String(), secret) {
+				t.Errorf("log line for %s leaks %q: %s", raw, secret, logs.String())
+			}
+		}
+		if !strings.Contains(logs.String(), ".example/") {
+			t.Errorf("log line lost the host: %s", logs.String())
+		}
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/ralph-temporal/ralph/activities"
+	"github.com/ralph-temporal/ralph/agent"
 	"github.com/ralph-temporal/ralph/internal/gitws"
 	"github.com/ralph-temporal/ralph/internal/sandbox"
 	"github.com/ralph-temporal/ralph/workflows"
@@ -470,7 +471,7 @@ func (w Worker) LogAttrs() []any {
 		slog.String("workspaceRoot", a.WorkspaceRoot),
 		slog.String("sessionDir", a.SessionDir),
 		slog.String("model", a.Agent.Model),
-		slog.String("baseURL", a.Agent.BaseURL),
+		slog.String("baseURL", agent.SafeURL(a.Agent.BaseURL)),
 		slog.Bool("apiKeySet", a.Agent.APIKey != ""),
 		slog.Bool("demo", w.Demo),
 		slog.Any("limits", a.Limits),

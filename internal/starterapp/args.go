@@ -19,6 +19,9 @@ const (
 	cmdStatus = "status"
 	cmdCancel = "cancel"
 	cmdResult = "result"
+	cmdStop   = "stop"
+	cmdPause  = "pause"
+	cmdResume = "resume"
 )
 
 // command is one parsed invocation.
@@ -26,7 +29,12 @@ type command struct {
 	name       string
 	objective  string
 	maxRounds  int // 0: not set, the worker's ceiling applies
+	maxTokens  int // 0: not set
+	maxMinutes int // 0: not set
+	verify     string
 	workspace  string
+	// reason is the stop update's reason.
+	reason     string
 	workflowID string
 	// allowNoWorker starts even when nobody polls the task queue.
 	allowNoWorker bool
@@ -56,6 +64,9 @@ Commands:
   status   print the run's status query (JSON)
   cancel   cancel a run and wait until it has closed (--no-wait to return at once)
   result   wait for a run to close and print its result text
+  stop     end a run gracefully after its running round (--reason); exit 0 when accepted
+  pause    hold a run before its next round (the running round finishes)
+  resume   let a paused run go on
 
 Start a run with --objective (or --objective-file) and --workspace; the
 workflow id defaults to ralph-<workspace>. Address an existing run with
@@ -65,8 +76,10 @@ Connection: the standard TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE,
 TEMPORAL_API_KEY, TEMPORAL_TLS_* variables (or --address, --namespace).
 Settings: RALPH_TASK_QUEUE (default ralph), RALPH_MAX_RESULT_CHARS (default 16384).
 
-Exit codes: 0 complete, 3 blocked, 4 budget-limited, 1 failed (or any other
-error), 130 cancelled, 2 bad usage.
+Exit codes: 0 complete, 3 blocked, 4 budget-limited, 5 stopped, 1 failed (or
+any other error), 130 cancelled, 2 bad usage. stop, pause and resume exit 0
+when the run accepted the update and 1 when it refused it (the reason is
+printed).
 
 Run 'starter <command> --help' for the flags of a command.
 `
@@ -75,16 +88,16 @@ Run 'starter <command> --help' for the flags of a command.
 func parseArgs(args []string, env config.Env, stdin io.Reader, stderr io.Writer) (command, error) {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, topUsage)
-		return command{}, usagef("a command is required (run, start, status, cancel or result)")
+		return command{}, usagef("a command is required (run, start, status, cancel, result, stop, pause or resume)")
 	}
 	name := args[0]
 	switch name {
 	case "-h", "--help", "-help", "help":
 		fmt.Fprint(stderr, topUsage)
 		return command{}, flag.ErrHelp
-	case cmdRun, cmdStart, cmdStatus, cmdCancel, cmdResult:
+	case cmdRun, cmdStart, cmdStatus, cmdCancel, cmdResult, cmdStop, cmdPause, cmdResume:
 	default:
-		return command{}, usagef("unknown command %q (want run, start, status, cancel or result; see starter --help)", name)
+		return command{}, usagef("unknown command %q (want run, start, status, cancel, result, stop, pause or resume; see starter --help)", name)
 	}
 	cmd := command{name: name}
 	starting := name == cmdRun || name == cmdStart
@@ -94,8 +107,11 @@ func parseArgs(args []string, env config.Env, stdin io.Reader, stderr io.Writer)
 	shared := config.NewStarterFlags(fs)
 	fs.StringVar(&cmd.workflowID, "workflow-id", "", "workflow id (default ralph-<workspace>)")
 	fs.StringVar(&cmd.workspace, "workspace", "", "workspace, relative to the worker's workspace root")
-	var objectiveFile, maxRounds string
+	var objectiveFile, maxRounds, maxTokens, maxMinutes string
 	if starting {
+		fs.StringVar(&cmd.verify, "verify", "", "command that must pass (exit 0) before a complete report is accepted (default: the worker's RALPH_VERIFY_COMMAND)")
+		fs.StringVar(&maxTokens, "max-tokens", "", "token budget of the run, prompt + completion (default: the worker's RALPH_MAX_RUN_TOKENS)")
+		fs.StringVar(&maxMinutes, "max-minutes", "", "wall-clock budget of the run in minutes (default: the worker's RALPH_MAX_RUN_MINUTES)")
 		fs.StringVar(&cmd.objective, "objective", "", "the immutable objective of the run (required, or --objective-file)")
 		fs.StringVar(&objectiveFile, "objective-file", "", "read the objective from this file ('-' for stdin)")
 		fs.StringVar(&maxRounds, "max-rounds", "", "lower round cap for this run (default: the worker's ceiling)")
@@ -103,6 +119,9 @@ func parseArgs(args []string, env config.Env, stdin io.Reader, stderr io.Writer)
 	}
 	if name == cmdRun || name == cmdResult {
 		fs.BoolVar(&cmd.jsonOut, "json", false, "print the workflow result as JSON instead of the result text")
+	}
+	if name == cmdStop {
+		fs.StringVar(&cmd.reason, "reason", "", "why the run is stopped (kept in the result)")
 	}
 	if name == cmdCancel {
 		fs.BoolVar(&cmd.noWait, "no-wait", false, "return once the cancel is requested instead of waiting for the run to close")
@@ -173,14 +192,30 @@ func parseArgs(args []string, env config.Env, stdin io.Reader, stderr io.Writer)
 	if strings.TrimSpace(cmd.objective) == "" {
 		return command{}, usagef("--objective is required and must not be blank")
 	}
-	if maxRounds != "" {
-		n, err := config.ParsePositiveInt("--max-rounds", maxRounds)
+	for _, f := range []struct {
+		name  string
+		value string
+		dst   *int
+	}{{"--max-rounds", maxRounds, &cmd.maxRounds}, {"--max-tokens", maxTokens, &cmd.maxTokens}, {"--max-minutes", maxMinutes, &cmd.maxMinutes}} {
+		if f.value == "" {
+			continue
+		}
+		n, err := config.ParsePositiveInt(f.name, f.value)
 		if err != nil {
 			return command{}, &usageError{msg: err.Error()}
 		}
-		cmd.maxRounds = n
+		*f.dst = n
+	}
+	if set := flagSet(fs, "verify"); set && strings.TrimSpace(cmd.verify) == "" {
+		return command{}, usagef("--verify must not be blank (leave it out to use the worker's default)")
 	}
 	return cmd, nil
+}
+
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }
 
 // DefaultWorkflowID is the starter's workflow id for a workspace, so a second
@@ -204,9 +239,15 @@ func readObjective(path string, stdin io.Reader) (string, error) {
 // input is the workflow input for a start: maxRounds only when set.
 func (c command) input() workflows.Input {
 	in := workflows.Input{Objective: c.objective, Workspace: c.workspace}
-	if c.maxRounds > 0 {
-		n := c.maxRounds
-		in.MaxRounds = &n
+	in.VerifyCommand = strings.TrimSpace(c.verify)
+	for _, f := range []struct {
+		value int
+		dst   **int
+	}{{c.maxRounds, &in.MaxRounds}, {c.maxTokens, &in.MaxTokens}, {c.maxMinutes, &in.MaxMinutes}} {
+		if f.value > 0 {
+			n := f.value
+			*f.dst = &n
+		}
 	}
 	return in
 }

@@ -17,14 +17,17 @@ const waitingNotice = 5 * time.Second
 // progressPrinter turns successive status query answers into one line per
 // event: a round started, a round finished with its status and summary.
 type progressPrinter struct {
-	out       io.Writer
-	started   time.Time
-	taskQueue string
-	now       func() time.Time
+	out        io.Writer
+	started    time.Time
+	taskQueue  string
+	workflowID string
+	now        func() time.Time
 
 	announced int // highest round announced as running
 	finished  int // highest round whose outcome was printed
 	waiting   bool
+	paused    bool // the last answer said paused
+	stopSeen  bool // a stop request was printed
 }
 
 func (p *progressPrinter) clock() time.Time {
@@ -78,6 +81,18 @@ func (p *progressPrinter) update(st workflows.Status, err error) {
 		p.printf("round %d/%d %s: %s", r.Round, st.MaxRounds, r.Status, oneLine(r.Summary))
 		p.finished = r.Round
 		p.announced = max(p.announced, r.Round)
+	}
+	if st.StopRequested && !p.stopSeen {
+		p.stopSeen = true
+		p.printf("stop requested: the run ends after its running round")
+	}
+	switch {
+	case st.Phase == workflows.PhasePaused && !p.paused:
+		p.paused = true
+		p.printf("paused before round %d/%d (resume with: starter resume %s)", st.Round+1, st.MaxRounds, p.workflowID)
+	case st.Phase != workflows.PhasePaused && p.paused:
+		p.paused = false
+		p.printf("resumed")
 	}
 	if st.Phase == workflows.PhaseRunning && st.Round > p.announced {
 		p.printf("round %d/%d running…", st.Round, st.MaxRounds)

@@ -34,6 +34,7 @@ const (
 	ExitUsage         = 2
 	ExitBlocked       = 3
 	ExitBudgetLimited = 4
+	ExitStopped       = 5
 	ExitCancelled     = 130
 )
 
@@ -96,6 +97,12 @@ func (a *App) Main(args []string) int {
 		return s.status(ctx)
 	case cmdCancel:
 		return s.cancel(ctx)
+	case cmdStop:
+		return s.control(ctx, workflows.UpdateStop, workflows.StopRequest{Reason: s.cmd.reason})
+	case cmdPause:
+		return s.control(ctx, workflows.UpdatePause)
+	case cmdResume:
+		return s.control(ctx, workflows.UpdateResume)
 	default:
 		return s.result(ctx)
 	}
@@ -211,7 +218,7 @@ func (s *session) follow(ctx context.Context, id, runID string, progress, cancel
 	var p *progressPrinter
 	var tick <-chan time.Time
 	if progress {
-		p = &progressPrinter{out: s.Stderr, started: time.Now(), taskQueue: s.cmd.cfg.TaskQueue}
+		p = &progressPrinter{out: s.Stderr, started: time.Now(), taskQueue: s.cmd.cfg.TaskQueue, workflowID: id}
 		t := time.NewTicker(s.PollInterval)
 		defer t.Stop()
 		tick = t.C
@@ -357,6 +364,8 @@ func ExitCode(status string) (int, bool) {
 		return ExitBlocked, true
 	case report.OutcomeBudgetLimited:
 		return ExitBudgetLimited, true
+	case report.OutcomeStopped:
+		return ExitStopped, true
 	}
 	return ExitFailed, false
 }

@@ -261,3 +261,61 @@ func TestStaticSummary(t *testing.T) {
 		t.Errorf("length %d", len([]rune(got)))
 	}
 }
+
+func TestProgressShowsPauseAndStop(t *testing.T) {
+	var out bytes.Buffer
+	now := time.Unix(0, 0)
+	p := &progressPrinter{out: &out, started: now, taskQueue: "ralph", workflowID: "ralph-w", now: func() time.Time { return now }}
+	done := &report.Report{Status: "continue", Summary: "first", Evidence: []string{}, NextSteps: []string{"more"}}
+	round1 := []workflows.RoundSummary{{Round: 1, Status: "continue", Summary: "first"}}
+	p.update(workflows.Status{Round: 1, MaxRounds: 4, Phase: "running", PauseRequested: true}, nil)
+	p.update(workflows.Status{Round: 1, MaxRounds: 4, Phase: "paused", PauseRequested: true, LastReport: done, Rounds: round1}, nil)
+	p.update(workflows.Status{Round: 1, MaxRounds: 4, Phase: "paused", PauseRequested: true, LastReport: done, Rounds: round1}, nil)
+	p.update(workflows.Status{Round: 2, MaxRounds: 4, Phase: "running", LastReport: done, Rounds: round1}, nil)
+	p.update(workflows.Status{Round: 2, MaxRounds: 4, Phase: "running", StopRequested: true, LastReport: done, Rounds: round1}, nil)
+	want := `[00:00] round 1/4 running…
+[00:00] round 1/4 continue: first
+[00:00] paused before round 2/4 (resume with: starter resume ralph-w)
+[00:00] resumed
+[00:00] round 2/4 running…
+[00:00] stop requested: the run ends after its running round
+`
+	if out.String() != want {
+		t.Errorf("progress:\n%s\nwant:\n%s", out.String(), want)
+	}
+}
+
+func TestParseControlAndBudgetFlags(t *testing.T) {
+	cmd, err := parseArgs([]string{"run", "--objective", "x", "--workspace", "w", "--verify", " go test ./... ",
+		"--max-tokens", "5000", "--max-minutes", "30"}, config.MapEnv{}, nil, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := cmd.input()
+	if in.VerifyCommand != "go test ./..." || in.MaxTokens == nil || *in.MaxTokens != 5000 || in.MaxMinutes == nil || *in.MaxMinutes != 30 || in.MaxRounds != nil {
+		t.Fatalf("input = %+v", in)
+	}
+	cmd, err = parseArgs([]string{"stop", "--reason", "review", "ralph-w"}, config.MapEnv{}, nil, io.Discard)
+	if err != nil || cmd.name != cmdStop || cmd.reason != "review" || cmd.workflowID != "ralph-w" {
+		t.Fatalf("stop = %+v, %v", cmd, err)
+	}
+	for _, verb := range []string{"pause", "resume"} {
+		if cmd, err := parseArgs([]string{verb, "--workspace", "w"}, config.MapEnv{}, nil, io.Discard); err != nil || cmd.workflowID != "ralph-w" {
+			t.Fatalf("%s = %+v, %v", verb, cmd, err)
+		}
+	}
+	for _, bad := range [][]string{
+		{"run", "--objective", "x", "--workspace", "w", "--verify", "  "},
+		{"run", "--objective", "x", "--workspace", "w", "--max-tokens", "0"},
+		{"run", "--objective", "x", "--workspace", "w", "--max-minutes", "1.5"},
+		{"pause"},
+		{"stop", "--objective", "x", "ralph-w"},
+	} {
+		if _, err := parseArgs(bad, config.MapEnv{}, nil, io.Discard); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+	if code, ok := ExitCode("stopped"); !ok || code != 5 {
+		t.Errorf("stopped exits %d", code)
+	}
+}

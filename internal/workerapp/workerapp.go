@@ -99,6 +99,13 @@ func (e *UsageError) Unwrap() error { return e.Err }
 // cfg.StopTimeout to finish before their contexts are cancelled.
 func Run(ctx context.Context, cfg config.Worker, env config.Env, logger *slog.Logger) error {
 	if cfg.Demo {
+		if cfg.Activities.Agent.Model != "" {
+			return &UsageError{Err: fmt.Errorf("%s=1 and %s=%q are both set: demo mode would silently replace that model with the scripted one; unset %s for a demo, or %s for a real run",
+				config.EnvDemo, config.EnvModel, cfg.Activities.Agent.Model, config.EnvModel, config.EnvDemo)}
+		}
+		if cfg.Activities.Agent.APIKey != "" {
+			logger.Warn("demo mode: " + config.EnvAPIKey + " is set and ignored; rounds talk to the scripted model")
+		}
 		srv, err := fakeopenai.Listen("127.0.0.1:0", fakeopenai.DemoScript())
 		if err != nil {
 			return fmt.Errorf("demo mode: start the scripted model server: %w", err)
@@ -136,6 +143,11 @@ func Run(ctx context.Context, cfg config.Worker, env config.Env, logger *slog.Lo
 		return err
 	}
 	defer c.Close()
+	if cfg.Activities.Limits.SearchAttributes {
+		if err := EnsureSearchAttributes(ctx, c, opts.Namespace, logger); err != nil {
+			return &UsageError{Err: err}
+		}
+	}
 
 	w := worker.New(c, cfg.TaskQueue, Options(cfg))
 	Register(w, acts)

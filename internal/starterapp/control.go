@@ -1,0 +1,58 @@
+package starterapp
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/ralph-temporal/ralph/workflows"
+)
+
+// controlTimeout bounds one operator update: the workflow answers at once,
+// so only an absent worker makes it wait.
+const controlTimeout = 30 * time.Second
+
+// control sends an operator update (stop, pause, resume) and prints the
+// status the run answers with. A refusal says why and exits ExitFailed.
+func (s *session) control(ctx context.Context, name string, args ...any) int {
+	id := s.cmd.workflowID
+	uctx, cancel := context.WithTimeout(ctx, controlTimeout)
+	defer cancel()
+	h, err := s.c.UpdateWorkflow(uctx, client.UpdateWorkflowOptions{
+		WorkflowID: id, UpdateName: name, Args: args, WaitForStage: client.WorkflowUpdateStageCompleted,
+	})
+	var st workflows.Status
+	if err == nil {
+		err = h.Get(uctx, &st)
+	}
+	if err != nil {
+		var app *temporal.ApplicationError
+		switch {
+		case isNotFound(err):
+			s.errorf("no open workflow with id %q in namespace %s", id, s.namespace)
+		case errors.As(err, &app):
+			s.errorf("workflow %s refused %s: %s", id, name, app.Message())
+		case errors.Is(uctx.Err(), context.DeadlineExceeded):
+			s.errorf("%s on workflow %s got no answer within %s%s", name, id, controlTimeout, s.describeHint(ctx, id))
+		default:
+			s.errorf("%s on workflow %s: %v", name, id, err)
+		}
+		return ExitFailed
+	}
+	switch name {
+	case workflows.UpdateStop:
+		s.infof("stop accepted: workflow %s ends after its running round", id)
+	case workflows.UpdatePause:
+		s.infof("pause accepted: workflow %s starts no new round until resume", id)
+	case workflows.UpdateResume:
+		s.infof("resume accepted: workflow %s goes on", id)
+	}
+	if err := writeJSON(s.Stdout, st); err != nil {
+		s.errorf("encode the status: %v", err)
+		return ExitFailed
+	}
+	return ExitComplete
+}

@@ -1,0 +1,128 @@
+package workerapp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/operatorservice/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+
+	"github.com/ralph-temporal/ralph/workflows"
+)
+
+// searchAttributesVisible bounds how long the worker waits for attributes it
+// created to show up (SQL visibility applies them asynchronously).
+const searchAttributesVisible = 30 * time.Second
+
+// SearchAttributesError says which Ralph search attributes a namespace lacks
+// and the command that creates them.
+type SearchAttributesError struct {
+	Namespace string
+	Missing   []workflows.SearchAttribute
+	Wrong     []string // present with another type
+	Cause     error
+}
+
+func (e *SearchAttributesError) Error() string {
+	var b strings.Builder
+	if len(e.Wrong) > 0 {
+		fmt.Fprintf(&b, "namespace %s has search attributes of the wrong type: %s; ", e.Namespace, strings.Join(e.Wrong, ", "))
+	}
+	if len(e.Missing) > 0 {
+		names := make([]string, len(e.Missing))
+		for i, sa := range e.Missing {
+			names[i] = sa.Name
+		}
+		fmt.Fprintf(&b, "namespace %s lacks the search attributes %s and the worker may not create them (%v); create them with:\n  %s\n",
+			e.Namespace, strings.Join(names, ", "), e.Cause, CreateSearchAttributesCommand(e.Namespace, e.Missing))
+	}
+	b.WriteString("or start the worker with RALPH_SEARCH_ATTRIBUTES=false to run without them")
+	return b.String()
+}
+
+// CreateSearchAttributesCommand is the temporal CLI command that registers attrs.
+func CreateSearchAttributesCommand(namespace string, attrs []workflows.SearchAttribute) string {
+	cmd := "temporal operator search-attribute create --namespace " + namespace
+	for _, sa := range attrs {
+		cmd += " --name " + sa.Name + " --type " + sa.Type
+	}
+	return cmd
+}
+
+func indexedType(name string) enumspb.IndexedValueType {
+	switch name {
+	case "Int":
+		return enumspb.INDEXED_VALUE_TYPE_INT
+	default:
+		return enumspb.INDEXED_VALUE_TYPE_KEYWORD
+	}
+}
+
+// EnsureSearchAttributes checks that namespace has every Ralph search
+// attribute with its type, creates the missing ones where the credentials
+// allow it, and otherwise fails with a *SearchAttributesError naming them
+// and the command that creates them.
+func EnsureSearchAttributes(ctx context.Context, c client.Client, namespace string, logger *slog.Logger) error {
+	missing, wrong, err := missingSearchAttributes(ctx, c, namespace)
+	if err != nil {
+		return fmt.Errorf("list the search attributes of namespace %s: %w", namespace, err)
+	}
+	if len(wrong) > 0 {
+		return &SearchAttributesError{Namespace: namespace, Wrong: wrong}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	add := &operatorservice.AddSearchAttributesRequest{Namespace: namespace, SearchAttributes: map[string]enumspb.IndexedValueType{}}
+	for _, sa := range missing {
+		add.SearchAttributes[sa.Name] = indexedType(sa.Type)
+	}
+	if _, err := c.OperatorService().AddSearchAttributes(ctx, add); err != nil {
+		var exists *serviceerror.AlreadyExists
+		if !errors.As(err, &exists) {
+			return &SearchAttributesError{Namespace: namespace, Missing: missing, Cause: err}
+		}
+	}
+	logger.Info("created the Ralph search attributes", "namespace", namespace, "count", len(missing))
+	deadline := time.Now().Add(searchAttributesVisible)
+	for {
+		still, _, err := missingSearchAttributes(ctx, c, namespace)
+		if err == nil && len(still) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return &SearchAttributesError{Namespace: namespace, Missing: still,
+				Cause: fmt.Errorf("created, but still not visible after %s", searchAttributesVisible)}
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+func missingSearchAttributes(ctx context.Context, c client.Client, namespace string) ([]workflows.SearchAttribute, []string, error) {
+	resp, err := c.OperatorService().ListSearchAttributes(ctx, &operatorservice.ListSearchAttributesRequest{Namespace: namespace})
+	if err != nil {
+		return nil, nil, err
+	}
+	var missing []workflows.SearchAttribute
+	var wrong []string
+	for _, sa := range workflows.SearchAttributes() {
+		got, ok := resp.GetCustomAttributes()[sa.Name]
+		switch {
+		case !ok:
+			missing = append(missing, sa)
+		case got != indexedType(sa.Type):
+			wrong = append(wrong, fmt.Sprintf("%s is %s, want %s", sa.Name, got, sa.Type))
+		}
+	}
+	return missing, wrong, nil
+}
