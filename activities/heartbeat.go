@@ -8,6 +8,7 @@ import (
 	"go.temporal.io/sdk/activity"
 
 	"github.com/ralph-temporal/ralph/agent"
+	"github.com/ralph-temporal/ralph/usage"
 )
 
 // heartbeat records HeartbeatDetails every interval for the whole round,
@@ -63,6 +64,11 @@ func (h *heartbeat) Observe(e agent.Event) {
 		h.details.Step = e.Step
 	case agent.EventToolCall:
 		h.details.Step, h.details.LastTool = e.Step, e.Tool
+		h.details.Usage.ToolCalls++
+	case agent.EventModelResponse:
+		if e.Usage != nil {
+			h.details.Usage = h.details.Usage.Add(usage.Usage{ModelCalls: 1, PromptTokens: e.Usage.PromptTokens, CompletionTokens: e.Usage.CompletionTokens})
+		}
 	}
 }
 

@@ -55,7 +55,8 @@ func (a *Activities) RunRound(ctx context.Context, in RoundInput) (RoundOutput, 
 	if err != nil {
 		return RoundOutput{}, err
 	}
-	hb := startHeartbeat(ctx, HeartbeatDetails{Round: in.Round, Attempt: int(info.Attempt), SessionID: sessionID}, a.cfg.HeartbeatInterval)
+	spentBefore := earlierAttemptsUsage(ctx)
+	hb := startHeartbeat(ctx, HeartbeatDetails{Round: in.Round, Attempt: int(info.Attempt), SessionID: sessionID, Usage: spentBefore}, a.cfg.HeartbeatInterval)
 	defer hb.stop()
 
 	dir, err := a.prepareWorkspace(in.Workspace)
@@ -91,10 +92,24 @@ func (a *Activities) RunRound(ctx context.Context, in RoundInput) (RoundOutput, 
 	}
 	logger.Info("Round ended", "round", in.Round, "sessionId", sessionID, "outcome", agent.Outcome(err),
 		"modelCalls", res.Usage.ModelCalls, "toolCalls", res.Usage.ToolCalls)
+	spent := spentBefore.Add(res.Usage)
 	if err != nil {
-		return RoundOutput{}, a.roundError(ctx, err, in.Round, FailureDetails{SessionID: sessionID, Usage: res.Usage})
+		return RoundOutput{}, a.roundError(ctx, err, in.Round, FailureDetails{SessionID: sessionID, Usage: spent})
 	}
-	return RoundOutput{Report: res.Report, Usage: res.Usage, SessionID: sessionID}, nil
+	return RoundOutput{Report: res.Report, Usage: spent, SessionID: sessionID}, nil
+}
+
+// earlierAttemptsUsage is what the lost attempts of this round spent, as
+// their last heartbeat recorded it (nothing at attempt 1).
+func earlierAttemptsUsage(ctx context.Context) usage.Usage {
+	if !activity.HasHeartbeatDetails(ctx) {
+		return usage.Usage{}
+	}
+	var prev HeartbeatDetails
+	if err := activity.GetHeartbeatDetails(ctx, &prev); err != nil {
+		return usage.Usage{}
+	}
+	return prev.Usage
 }
 
 func checkRoundInput(in RoundInput) error {

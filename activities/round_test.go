@@ -26,6 +26,7 @@ import (
 	"github.com/ralph-temporal/ralph/internal/fakeopenai"
 	"github.com/ralph-temporal/ralph/internal/proc"
 	"github.com/ralph-temporal/ralph/report"
+	"github.com/ralph-temporal/ralph/usage"
 )
 
 const testKey = "sk-activity-test-5c2e9a41b7d3"
@@ -356,4 +357,19 @@ func (o *heartbeatOutbound) RecordHeartbeat(ctx context.Context, details ...any)
 		}
 	}
 	o.Next.RecordHeartbeat(ctx, details...)
+}
+
+// A retried attempt counts what the lost attempts spent, as their last
+// heartbeat recorded it, so the run's usage includes every attempt.
+func TestRetriedAttemptCountsEarlierAttemptsUsage(t *testing.T) {
+	f := newFixture(t, fakeopenai.Script{Queue: []fakeopenai.Response{fakeopenai.Tools(fakeopenai.SubmitReport(validComplete))}}, context.Background(), nil)
+	lost := usage.Usage{ModelCalls: 4, ToolCalls: 6, PromptTokens: 5000, CompletionTokens: 300}
+	f.env.SetHeartbeatDetails(activities.HeartbeatDetails{Round: 2, Attempt: 1, Usage: lost})
+	out, err := f.run(roundInput("retried"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Usage.ModelCalls != lost.ModelCalls+1 || out.Usage.PromptTokens <= lost.PromptTokens || out.Usage.ToolCalls != lost.ToolCalls+1 {
+		t.Fatalf("usage = %+v, want the lost attempt's %+v plus this attempt's", out.Usage, lost)
+	}
 }

@@ -131,4 +131,8 @@ type HeartbeatDetails struct {
 	LastTool  string `json:"lastTool"`
 	// ContextTokens is the size of the session's last model request.
 	ContextTokens int `json:"contextTokens"`
+	// Usage is what this round's attempts have spent so far, earlier
+	// attempts included: a retried attempt reads it back from the last
+	// heartbeat, so the run counts every attempt that reported usage.
+	Usage usage.Usage `json:"usage"`
 }
