@@ -14,7 +14,8 @@ import (
 // from its own goroutine, so that a long model call, a long command or a
 // Retry-After wait never falls silent (silence past the heartbeat timeout
 // makes Temporal retry the round; heartbeats also deliver cancellation).
-// It follows the session's events to report the step and the last tool.
+// It follows the session's events to report the step, the last tool and
+// the size of the last model request (contextTokens).
 type heartbeat struct {
 	mu      sync.Mutex
 	details HeartbeatDetails
@@ -60,7 +61,12 @@ func (h *heartbeat) Observe(e agent.Event) {
 	defer h.mu.Unlock()
 	switch e.Kind {
 	case agent.EventModelRequest:
-		h.details.Step = e.Step
+		h.details.Step, h.details.ContextTokens = e.Step, e.ContextTokens
+	case agent.EventModelResponse:
+		// The provider's count of the same request beats the estimate.
+		if e.ContextTokens > 0 {
+			h.details.ContextTokens = e.ContextTokens
+		}
 	case agent.EventToolCall:
 		h.details.Step, h.details.LastTool = e.Step, e.Tool
 	}
