@@ -34,6 +34,16 @@ func classify(err error, status int) modelFailure {
 	var apiErr *openai.APIError
 	var reqErr *openai.RequestError
 	switch {
+	case errors.As(err, &reqErr):
+		// First: a body whose "error" is not an OpenAI error object (Ollama
+		// sends {"error": "text"}) arrives as a RequestError wrapping an
+		// empty APIError; the body is what the provider said.
+		f := modelFailure{status: reqErr.HTTPStatusCode, text: string(reqErr.Body)}
+		if f.text == "" && reqErr.Err != nil {
+			f.text = reqErr.Err.Error()
+		}
+		f.transient = transientStatus(f.status)
+		return f
 	case errors.As(err, &apiErr):
 		code, _ := apiErr.Code.(string)
 		f := modelFailure{status: apiErr.HTTPStatusCode, text: apiErr.Message, code: code, typ: apiErr.Type}
@@ -43,13 +53,6 @@ func classify(err error, status int) modelFailure {
 		if code == "insufficient_quota" || apiErr.Type == "insufficient_quota" {
 			// A 429 that waiting will not fix.
 			return f
-		}
-		f.transient = transientStatus(f.status)
-		return f
-	case errors.As(err, &reqErr):
-		f := modelFailure{status: reqErr.HTTPStatusCode, text: string(reqErr.Body)}
-		if f.text == "" && reqErr.Err != nil {
-			f.text = reqErr.Err.Error()
 		}
 		f.transient = transientStatus(f.status)
 		return f
