@@ -73,10 +73,14 @@ func (s *session) initialMessages() ([]openai.ChatCompletionMessage, error) {
 	}, nil
 }
 
-// humanDuration is d rounded to whole seconds, as a model reads it best.
+// humanDuration is d rounded to whole seconds (milliseconds under a
+// second), as a model reads it best.
 func humanDuration(d time.Duration) string {
-	if d <= 0 {
+	switch {
+	case d <= 0:
 		return "0s"
+	case d < time.Second:
+		return d.Round(time.Millisecond).String()
 	}
 	return d.Round(time.Second).String()
 }
