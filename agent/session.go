@@ -296,9 +296,13 @@ func (s *session) callModel(ctx context.Context, step int, offered []openai.Tool
 	started := time.Now()
 	sentLen := len(s.messages)
 	resp, err := s.model.complete(ctx, step, openai.ChatCompletionRequest{
-		Model:     s.cfg.Model,
-		Messages:  slices.Clip(s.messages),
-		Tools:     offered,
+		Model:    s.cfg.Model,
+		Messages: slices.Clip(s.messages),
+		Tools:    offered,
+		// max_tokens, not max_completion_tokens: vLLM, Ollama, DeepSeek and
+		// llama.cpp all read max_tokens, several ignore or refuse the newer
+		// name, and OpenAI still accepts it for its non-reasoning models.
+		// Zero is left out of the request (no limit).
 		MaxTokens: s.cfg.MaxOutputTokens,
 	})
 	if err != nil {

@@ -32,6 +32,15 @@ type verifyExhaustedData struct {
 }
 
 // verifyComplete runs the verify command for a valid complete report. It
+// runs during a forced hand-off too: a bound reached never turns an unchecked
+// claim into an accepted one. A refusal there costs the hand-off one more
+// model call (the model must then send continue or blocked); when the bound
+// was the last model call none is left and the round ends as a child
+// failure, so the hand-off notice tells the model to claim complete only
+// when it knows the check passes. The check started before the time bound
+// ends by it; one started after it gets at most half the time left.
+//
+// It
 // returns the passing record, or the tool result refusing the completion
 // (not a repair: the session goes on). A Go error means ctx ended or the
 // harness failed.
