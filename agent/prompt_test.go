@@ -124,3 +124,30 @@ func TestSubmitReportSchemaMatchesTheReport(t *testing.T) {
 		}
 	}
 }
+
+func TestSessionBoundsAreValidated(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		setup func(h *harness)
+		want  string
+	}{
+		{"context tokens", func(h *harness) { h.cfg.ContextTokens = 0 }, "context tokens must be at least 1"},
+		{"verify attempts", func(h *harness) { h.cfg.VerifyAttempts = 0 }, "verify attempts must be at least 1"},
+		{"verify timeout", func(h *harness) { h.cfg.VerifyTimeout = 0 }, "verify timeout must be positive"},
+		{"output limit", func(h *harness) { h.cfg.MaxOutputTokens = -1 }, "max output tokens must be at least 0"},
+		{"token budget", func(h *harness) { h.req.TokenBudget = -5 }, "token budget is negative (-5)"},
+		{"verify command", func(h *harness) { h.req.VerifyCommand = "  " }, "verify command is only whitespace"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, fakeopenai.Script{Queue: []fakeopenai.Response{submit(validContinue)}})
+			tc.setup(h)
+			_, err := h.run()
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error = %v, want it to say %q", err, tc.want)
+			}
+			if n := len(h.requests()); n != 0 {
+				t.Errorf("%d model requests with a bad setting", n)
+			}
+		})
+	}
+}
