@@ -35,14 +35,14 @@ func submitReportDefinition(maxHandoffChars int) (openai.Tool, error) {
 	if err != nil {
 		return openai.Tool{}, fmt.Errorf("encode the submit_report schema: %w", err)
 	}
+	description, err := render(textSubmitReport, systemData{MaxHandoffChars: maxHandoffChars})
+	if err != nil {
+		return openai.Tool{}, err
+	}
 	return openai.Tool{
 		Type: openai.ToolTypeFunction,
 		Function: &openai.FunctionDefinition{
-			Name: SubmitReportTool,
-			Description: fmt.Sprintf("End this round with the handoff report for the next fresh worker, after verifying your work. "+
-				"The report is validated (rules in the system message; compact JSON at most %d characters); "+
-				"an invalid report is returned with the rule it broke and you may fix it and call again.", maxHandoffChars),
-			Parameters: json.RawMessage(params),
+			Name: SubmitReportTool, Description: description, Parameters: json.RawMessage(params),
 		},
 	}, nil
 }

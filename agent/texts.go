@@ -28,6 +28,7 @@ const (
 	textCutoff          = "cutoff.tmpl"
 	textVerifyRefused   = "verify_refused.tmpl"
 	textVerifyExhausted = "verify_exhausted.tmpl"
+	textSubmitReport    = "submit_report.tmpl"
 )
 
 // render fills one text. The templates are fixed, so an error here is a
