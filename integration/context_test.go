@@ -8,7 +8,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/ralph-temporal/ralph/agent"
 	"github.com/ralph-temporal/ralph/internal/fakeopenai"
@@ -142,11 +141,7 @@ func TestRealStackRoundTimeoutHandsOff(t *testing.T) {
 		return tool("run_command", map[string]any{"command": fmt.Sprintf("sleep 4; echo %d", tn.Step())})
 	}), "RALPH_ROUND_TIMEOUT_SECONDS=30")
 	e.startWorker()
-	started := time.Now()
 	round1 := e.wantTwoRoundsAfterHandoff("ctx-timeout", "ctx-timeout")
-	if d := time.Since(started); d > 60*time.Second {
-		t.Errorf("the run took %s", d)
-	}
 	if notice := lastUserText(round1[len(round1)-1]); !strings.Contains(notice, "the time of this round is nearly spent") {
 		t.Errorf("hand-off notice = %q", notice)
 	}
