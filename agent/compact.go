@@ -3,8 +3,6 @@ package agent
 import (
 	"slices"
 	"unicode/utf8"
-
-	openai "github.com/sashabaranov/go-openai"
 )
 
 // MaxCompactedCallChars bounds the tool-call list of a compacted request
@@ -29,6 +27,13 @@ type compactedData struct {
 // bound. It is the one exception to "the conversation is only appended to",
 // taken when the conversation no longer fits; it happens at most once.
 func (s *session) compact(bound string) error {
+	// The notice's remaining amounts describe the new, short conversation.
+	s.messages = slices.Clip(s.messages[:2])
+	s.reportedPrompt, s.reportedLen, s.sent = 0, 0, 0
+	s.compacted, s.reportOnly = true, true
+	if s.forced == "" {
+		s.forced = bound
+	}
 	notice, err := s.handoffNotice(bound)
 	if err != nil {
 		return err
@@ -38,13 +43,7 @@ func (s *session) compact(bound string) error {
 	if err != nil {
 		return err
 	}
-	s.messages = []openai.ChatCompletionMessage{s.messages[0], s.messages[1],
-		{Role: openai.ChatMessageRoleUser, Content: text}}
-	s.compacted, s.reportOnly = true, true
-	if s.forced == "" {
-		s.forced = bound
-	}
-	s.reportedPrompt, s.reportedLen, s.sent = 0, 0, 0
+	s.appendUser(text)
 	return nil
 }
 

@@ -24,6 +24,7 @@ type verifyRefusedData struct {
 	Timeout      string
 	Output       string
 	AttemptsLeft int
+	ReportOnly   bool
 }
 
 type verifyExhaustedData struct {
@@ -67,7 +68,7 @@ func (s *session) verifyComplete(ctx context.Context, step int) (*report.Verific
 	s.verifyFailures++
 	text, err := render(textVerifyRefused, verifyRefusedData{
 		Command: v.Command, ExitCode: v.ExitCode, TimedOut: res.TimedOut, Timeout: humanDuration(timeout),
-		Output: orNoOutput(v.Output), AttemptsLeft: s.cfg.VerifyAttempts - s.verifyFailures,
+		Output: orNoOutput(v.Output), AttemptsLeft: s.cfg.VerifyAttempts - s.verifyFailures, ReportOnly: s.reportOnly,
 	})
 	return nil, text, err
 }

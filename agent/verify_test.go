@@ -186,3 +186,55 @@ func TestCancelDuringVerifyKillsIt(t *testing.T) {
 	}
 	waitGone(t, pid)
 }
+
+func TestCompleteDuringForcedHandoffIsStillVerified(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		passes bool
+	}{{"check fails: continue follows", false}, {"check passes: complete accepted", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			completes := 0
+			h := newHarness(t, fakeopenai.Script{Rule: func(r fakeopenai.Request) fakeopenai.Response {
+				switch {
+				case len(r.Chat.Tools) > 1:
+					return call("run_command", map[string]any{"command": "echo same"})
+				case completes == 0:
+					completes++
+					return submit(validComplete)
+				default:
+					return submit(validContinue)
+				}
+			}})
+			h.req.VerifyCommand = "test -f ok.txt"
+			if tc.passes {
+				if err := os.WriteFile(filepath.Join(h.req.Workspace, "ok.txt"), nil, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			res, err := h.run()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if hs := h.events.ofKind(agent.EventHandoff); len(hs) != 1 || hs[0].Bound != agent.BoundLoop {
+				t.Fatalf("handoff events = %+v", hs)
+			}
+			if _, results := verifyEvents(h); len(results) != 1 {
+				t.Fatalf("the verify command ran %d times during the hand-off, want 1", len(results))
+			}
+			if tc.passes {
+				if res.Report.Status != "complete" || res.Verification == nil {
+					t.Errorf("result = %+v", res)
+				}
+				return
+			}
+			if res.Report.Status != "continue" || res.Verification != nil {
+				t.Errorf("result = %+v, want the continue that followed the refusal", res)
+			}
+			reqs := h.requests()
+			refusal := lastMessage(reqs[len(reqs)-1]).Content
+			if !strings.Contains(refusal, "Only submit_report is available now: hand off with continue") {
+				t.Errorf("refusal during the hand-off = %q", refusal)
+			}
+		})
+	}
+}
