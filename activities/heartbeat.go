@@ -15,7 +15,8 @@ import (
 // from its own goroutine, so that a long model call, a long command or a
 // Retry-After wait never falls silent (silence past the heartbeat timeout
 // makes Temporal retry the round; heartbeats also deliver cancellation).
-// It follows the session's events to report the step and the last tool.
+// It follows the session's events to report the step, the last tool and
+// the size of the last model request (contextTokens).
 type heartbeat struct {
 	mu      sync.Mutex
 	details HeartbeatDetails
@@ -61,13 +62,21 @@ func (h *heartbeat) Observe(e agent.Event) {
 	defer h.mu.Unlock()
 	switch e.Kind {
 	case agent.EventModelRequest:
-		h.details.Step = e.Step
+		h.details.Step, h.details.ContextTokens = e.Step, e.ContextTokens
+	case agent.EventModelResponse:
+		// The provider's count of the same request beats the estimate.
+		if e.ContextTokens > 0 {
+			h.details.ContextTokens = e.ContextTokens
+		}
+		call := usage.Usage{ModelCalls: 1}
+		if e.Usage != nil {
+			call.PromptTokens, call.CompletionTokens = e.Usage.PromptTokens, e.Usage.CompletionTokens
+		}
+		h.details.Usage = h.details.Usage.Add(call)
 	case agent.EventToolCall:
 		h.details.Step, h.details.LastTool = e.Step, e.Tool
-		h.details.Usage.ToolCalls++
-	case agent.EventModelResponse:
-		if e.Usage != nil {
-			h.details.Usage = h.details.Usage.Add(usage.Usage{ModelCalls: 1, PromptTokens: e.Usage.PromptTokens, CompletionTokens: e.Usage.CompletionTokens})
+		if e.Tool != agent.VerifyTool { // the round's own step, not the model's
+			h.details.Usage.ToolCalls++
 		}
 	}
 }

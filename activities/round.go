@@ -85,7 +85,7 @@ func (a *Activities) RunRound(ctx context.Context, in RoundInput) (RoundOutput, 
 	res, err := agent.RunSession(ctx, a.cfg.Agent, agent.Request{
 		SessionID: sessionID, Objective: in.Objective, Round: in.Round, MaxRounds: in.MaxRounds,
 		Previous: in.Previous, Workspace: dir, MaxHandoffChars: in.MaxHandoffChars,
-		Deadline: roundDeadline(info),
+		Deadline: roundDeadline(info), VerifyCommand: in.VerifyCommand, TokenBudget: in.TokenBudget, RunDeadline: in.RunDeadline,
 	}, agent.Observers(transcript, hb))
 	if terr := transcript.Err(); terr != nil {
 		logger.Warn("Transcript incomplete", "transcript", path, "error", terr)
@@ -96,7 +96,7 @@ func (a *Activities) RunRound(ctx context.Context, in RoundInput) (RoundOutput, 
 	if err != nil {
 		return RoundOutput{}, a.roundError(ctx, err, in.Round, FailureDetails{SessionID: sessionID, Usage: spent})
 	}
-	return RoundOutput{Report: res.Report, Usage: spent, SessionID: sessionID}, nil
+	return RoundOutput{Report: res.Report, Usage: spent, SessionID: sessionID, Verification: res.Verification}, nil
 }
 
 // earlierAttemptsUsage is what the lost attempts of this round spent, as

@@ -21,6 +21,8 @@ type modelFailure struct {
 	transient bool
 	status    int // HTTP status, 0 when no response arrived
 	text      string
+	code      string // the error object's code, when it is a string
+	typ       string // the error object's type
 }
 
 // classify decides whether a failed model call is worth retrying: 408, 409,
@@ -32,21 +34,25 @@ func classify(err error, status int) modelFailure {
 	var apiErr *openai.APIError
 	var reqErr *openai.RequestError
 	switch {
-	case errors.As(err, &apiErr):
-		f := modelFailure{status: apiErr.HTTPStatusCode, text: apiErr.Message}
-		if f.status == 0 {
-			f.status = status
-		}
-		if code, _ := apiErr.Code.(string); code == "insufficient_quota" || apiErr.Type == "insufficient_quota" {
-			// A 429 that waiting will not fix.
-			return f
-		}
-		f.transient = transientStatus(f.status)
-		return f
 	case errors.As(err, &reqErr):
+		// First: a body whose "error" is not an OpenAI error object (Ollama
+		// sends {"error": "text"}) arrives as a RequestError wrapping an
+		// empty APIError; the body is what the provider said.
 		f := modelFailure{status: reqErr.HTTPStatusCode, text: string(reqErr.Body)}
 		if f.text == "" && reqErr.Err != nil {
 			f.text = reqErr.Err.Error()
+		}
+		f.transient = transientStatus(f.status)
+		return f
+	case errors.As(err, &apiErr):
+		code, _ := apiErr.Code.(string)
+		f := modelFailure{status: apiErr.HTTPStatusCode, text: apiErr.Message, code: code, typ: apiErr.Type}
+		if f.status == 0 {
+			f.status = status
+		}
+		if code == "insufficient_quota" || apiErr.Type == "insufficient_quota" {
+			// A 429 that waiting will not fix.
+			return f
 		}
 		f.transient = transientStatus(f.status)
 		return f

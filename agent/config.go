@@ -96,6 +96,7 @@ func (c Config) Validate() error {
 	}{
 		{"call timeout", c.CallTimeout}, {"max Retry-After", c.MaxRetryAfter},
 		{"retry base delay", c.RetryBaseDelay}, {"retry max delay", c.RetryMaxDelay},
+		{"verify timeout", c.VerifyTimeout},
 	}
 	for _, d := range durations {
 		if d.value <= 0 {
@@ -109,6 +110,8 @@ func (c Config) Validate() error {
 	}{
 		{"max model calls", c.MaxModelCalls, 1}, {"max repairs", c.MaxRepairs, 0},
 		{"max reminders", c.MaxReminders, 0}, {"transient retries", c.TransientRetries, 0},
+		{"context tokens", c.ContextTokens, 1}, {"max output tokens", c.MaxOutputTokens, 0},
+		{"verify attempts", c.VerifyAttempts, 1},
 	}
 	for _, n := range counts {
 		if n.value < n.minValue {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -19,22 +20,32 @@ import (
 const (
 	// RepeatWarnAfter: this identical call in a row is not run; the model is
 	// told it is looping.
-	RepeatWarnAfter = 5
-	// RepeatFailAfter: this identical call in a row ends the round as a
-	// child failure.
-	RepeatFailAfter = 8
+	RepeatWarnAfter = 4
+	// RepeatHandoffAfter: this identical call in a row is not run either,
+	// and the hand-off is forced (BoundLoop).
+	RepeatHandoffAfter = 6
 )
 
 // runTools runs one answer's tool calls in order, answering each with a
 // tool message. A valid report ends the session at once: later calls of the
-// same answer are not run and no further model call is made.
+// same answer are not run and no further model call is made. Tools run
+// under the time bound (a command still running when it passes is
+// stopped, so the hand-off keeps its time); the verify command runs under
+// ctx.
 func (s *session) runTools(ctx context.Context, step int, calls []openai.ToolCall) (report.Report, bool, error) {
+	toolCtx := ctx
+	if !s.handoffAt.IsZero() {
+		var cancel context.CancelFunc
+		toolCtx, cancel = context.WithDeadlineCause(ctx, s.handoffAt, errHandoffTime)
+		defer cancel()
+	}
 	for _, call := range calls {
 		s.usage.ToolCalls++
 		name, args := call.Function.Name, call.Function.Arguments
+		s.callLog = append(s.callLog, name+" "+canonicalJSON(args))
 		s.emit(Event{Kind: EventToolCall, Step: step, Tool: name, ToolCallID: call.ID, Arguments: args})
 		started := time.Now()
-		res, rep, err := s.dispatch(ctx, name, args)
+		res, rep, err := s.dispatch(ctx, toolCtx, step, name, args)
 		if err != nil && res.Output == "" {
 			return report.Report{}, false, err
 		}
@@ -55,15 +66,18 @@ func (s *session) runTools(ctx context.Context, step int, calls []openai.ToolCal
 // dispatch runs one call. A tool's own failure is a Result for the model; an
 // error ends the session (with a Result still shown to the model when the
 // error is a child failure the model caused).
-func (s *session) dispatch(ctx context.Context, name, args string) (tools.Result, *report.Report, error) {
+func (s *session) dispatch(ctx, toolCtx context.Context, step int, name, args string) (tools.Result, *report.Report, error) {
 	if name == SubmitReportTool {
 		s.repeat.reset()
-		return s.submit(args)
+		return s.submit(ctx, step, args)
 	}
 	switch n := s.repeat.observe(name, args); {
-	case n >= RepeatFailAfter:
-		return failed("you called %s with identical arguments %d times in a row; the round ends here", name, n), nil,
-			childFailure("the model looped: it called %s with identical arguments %d times in a row", name, n)
+	case n >= RepeatHandoffAfter:
+		if s.forced == "" {
+			s.pendingBound = BoundLoop
+		}
+		return failed("you called %s with identical arguments %d times in a row, so it was not run again; "+
+			"you are looping, and this round now ends with your handoff report.", name, n), nil, nil
 	case n >= RepeatWarnAfter:
 		return failed("you called %s with identical arguments %d times in a row with nothing in between, so it was not run again: "+
 			"the result would not change. You are looping; take a different step, or call submit_report.", name, n), nil, nil
@@ -81,10 +95,13 @@ func (s *session) dispatch(ctx context.Context, name, args string) (tools.Result
 	if err := checkJSON(args); err != nil {
 		return failed("the arguments of %s are not valid JSON (%v); send one JSON object matching the tool's parameters", name, err), nil, nil
 	}
-	res, err := t.Run(ctx, json.RawMessage(args))
+	res, err := t.Run(toolCtx, json.RawMessage(args))
 	if err != nil {
 		if ctx.Err() != nil {
 			return tools.Result{}, nil, ctx.Err()
+		}
+		if errors.Is(context.Cause(toolCtx), errHandoffTime) {
+			return failed("%s was stopped: the time for work in this round is spent; what is left is kept for your handoff report", name), nil, nil
 		}
 		return tools.Result{}, nil, fmt.Errorf("tool %s failed in the harness: %w", name, err)
 	}
@@ -92,21 +109,35 @@ func (s *session) dispatch(ctx context.Context, name, args string) (tools.Result
 }
 
 // submit checks a report. Each rejection names the exact rule broken and
-// spends one repair; past the bound the round ends as a child failure.
-func (s *session) submit(args string) (tools.Result, *report.Report, error) {
+// spends one repair; past the bound the round ends as a child failure. A
+// valid complete report is accepted only when the verify command (if one
+// applies) passes; a failed check is a refusal, not a repair.
+func (s *session) submit(ctx context.Context, step int, args string) (tools.Result, *report.Report, error) {
 	r, err := checkReport(args, s.req.handoffCap())
-	if err == nil {
-		return tools.Result{Output: "Report accepted. The round is over."}, &r, nil
+	if err != nil {
+		s.repairs++
+		s.lastRejection = err.Error()
+		if s.repairs > s.cfg.MaxRepairs {
+			return failed("report rejected: %v. No repairs are left; the round ends here.", err), nil,
+				childFailure("the report was still invalid after %d repair(s): %v", s.cfg.MaxRepairs, err)
+		}
+		left := s.cfg.MaxRepairs - s.repairs + 1
+		return failed("report rejected: %v. Fix exactly this and call submit_report again (%d attempt(s) left). "+
+			"Reports are never cut or repaired for you.", err, left), nil, nil
 	}
-	s.repairs++
-	s.lastRejection = err.Error()
-	if s.repairs > s.cfg.MaxRepairs {
-		return failed("report rejected: %v. No repairs are left; the round ends here.", err), nil,
-			childFailure("the report was still invalid after %d repair(s): %v", s.cfg.MaxRepairs, err)
+	if r.Status == report.StatusComplete && s.req.VerifyCommand != "" {
+		v, refusal, err := s.verifyComplete(ctx, step)
+		if err != nil {
+			return tools.Result{}, nil, err
+		}
+		if v == nil {
+			s.lastRejection = "the verify command did not pass"
+			return tools.Result{Output: refusal, Failed: true}, nil, nil
+		}
+		s.verification = v
+		return tools.Result{Output: "Report accepted: the verify command passed (exit 0). The round is over."}, &r, nil
 	}
-	left := s.cfg.MaxRepairs - s.repairs + 1
-	return failed("report rejected: %v. Fix exactly this and call submit_report again (%d attempt(s) left). "+
-		"Reports are never cut or repaired for you.", err, left), nil, nil
+	return tools.Result{Output: "Report accepted. The round is over."}, &r, nil
 }
 
 func failed(format string, args ...any) tools.Result {

@@ -19,9 +19,11 @@ const minSecretLen = 4
 const redactedMarker = "[REDACTED]"
 
 // ChildFailure is an ordinary end of a round without a valid report: the
-// provider refused the request (400, 401, 403, 404, 422, context overflow),
-// or a bound was spent (model calls, repairs, reminders, per-call or round
-// timeout). Retrying the round cannot help, so it is not retried.
+// provider refused the request (400, 401, 403, 404, 422, a second
+// context-length refusal), or the session still gave no valid report after
+// its forced hand-off (repairs or reminders spent, the last model call used,
+// the round deadline passed). Retrying the round cannot help, so it is not
+// retried.
 type ChildFailure struct {
 	Reason string
 }

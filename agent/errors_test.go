@@ -85,7 +85,7 @@ func TestOrdinaryModelErrorsAreNotRetried(t *testing.T) {
 		want string
 	}{
 		{"401", fakeopenai.Status(http.StatusUnauthorized, "Incorrect API key provided: "+testKey), "HTTP 401"},
-		{"400 context overflow", fakeopenai.Status(http.StatusBadRequest, "This model's maximum context length is 8192 tokens"), "maximum context length"},
+		{"400 other", fakeopenai.Status(http.StatusBadRequest, "Invalid value for 'temperature'"), "HTTP 400"},
 		{"403", fakeopenai.Status(http.StatusForbidden, "forbidden"), "HTTP 403"},
 		{"404 html", fakeopenai.HTMLPage(http.StatusNotFound), "HTTP 404"},
 		{"422", fakeopenai.Status(http.StatusUnprocessableEntity, "bad tool schema"), "HTTP 422"},
@@ -137,8 +137,11 @@ func TestPerCallTimeoutIsRetriedThenModelUnavailable(t *testing.T) {
 }
 
 func TestRoundDeadlineIsChildFailure(t *testing.T) {
+	// The hand-off call itself hangs past the round deadline: nothing is
+	// left to hand off with.
 	h := newHarness(t, fakeopenai.Script{Queue: []fakeopenai.Response{
 		call("run_command", map[string]any{"command": "sleep 30"}),
+		fakeopenai.Hang(),
 	}})
 	h.req.Deadline = time.Now().Add(300 * time.Millisecond)
 	_, err := h.run()

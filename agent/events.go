@@ -20,7 +20,10 @@ const (
 	EventModelError    EventKind = "model_error"
 	EventToolCall      EventKind = "tool_call"
 	EventToolResult    EventKind = "tool_result"
-	EventSessionEnd    EventKind = "session_end"
+	// EventHandoff: a bound was reached and only submit_report is offered
+	// from now on (Bound names it).
+	EventHandoff    EventKind = "handoff"
+	EventSessionEnd EventKind = "session_end"
 )
 
 // Outcomes recorded in a session_end event.
@@ -55,6 +58,13 @@ type Event struct {
 	Messages        []openai.ChatCompletionMessage `json:"messages,omitempty"`
 	Tools           []string                       `json:"tools,omitempty"`
 	ToolDefinitions []openai.Tool                  `json:"toolDefinitions,omitempty"`
+	// ContextTokens is the request's size in tokens as the session knows it
+	// (reported prompt tokens plus an estimate of what was appended); on
+	// model_response it is the prompt tokens the provider reported.
+	ContextTokens int `json:"contextTokens,omitempty"`
+	// Compacted marks the compacted hand-off request: Messages then holds
+	// the whole (replaced) conversation.
+	Compacted bool `json:"compacted,omitempty"`
 
 	// model_response / model_error
 	Attempt      int                           `json:"attempt,omitempty"`
@@ -70,7 +80,12 @@ type Event struct {
 	Arguments  string `json:"arguments,omitempty"`
 	Output     string `json:"output,omitempty"`
 	Failed     bool   `json:"failed,omitempty"`
-	DurationMs int64  `json:"durationMs,omitempty"`
+	// ExitCode of the verify command (-1: timed out), on its tool_result.
+	ExitCode   *int  `json:"exitCode,omitempty"`
+	DurationMs int64 `json:"durationMs,omitempty"`
+
+	// handoff
+	Bound string `json:"bound,omitempty"`
 
 	// session_end (Usage also on model_response: that call's tokens)
 	Outcome string         `json:"outcome,omitempty"`

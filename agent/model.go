@@ -41,9 +41,10 @@ func newModelClient(cfg Config, emit func(Event)) *modelClient {
 }
 
 // complete returns the first choice of a successful call. Errors: ctx's own
-// error when ctx ended; *ChildFailure for an ordinary refusal or a call
-// *ModelUnavailableError once transient retries (including per-call
-// timeouts) are spent.
+// error when ctx ended; *contextLengthError when the provider said the
+// request is too long for the context; *ChildFailure for another ordinary
+// refusal; *ModelUnavailableError once transient retries (including
+// per-call timeouts) are spent.
 func (m *modelClient) complete(ctx context.Context, step int, req openai.ChatCompletionRequest) (openai.ChatCompletionResponse, error) {
 	for attempt := 1; ; attempt++ {
 		resp, err := m.once(ctx, req)
@@ -56,6 +57,7 @@ func (m *modelClient) complete(ctx context.Context, step int, req openai.ChatCom
 		var (
 			text      string
 			transient bool
+			tooLong   bool
 			header    http.Header
 			ev        Event
 		)
@@ -69,11 +71,14 @@ func (m *modelClient) complete(ctx context.Context, step int, req openai.ChatCom
 			var status int
 			status, header = m.capture.last()
 			f := classify(err, status)
-			text, transient = f.describe(m.cfg.APIKey), f.transient
+			text, transient, tooLong = f.describe(m.cfg.APIKey), f.transient, isContextLength(f)
 			ev = Event{Kind: EventModelError, Step: step, Attempt: attempt, HTTPStatus: f.status, Transient: f.transient, Error: text}
 		}
 		if !transient {
 			m.emit(ev)
+			if tooLong {
+				return openai.ChatCompletionResponse{}, &contextLengthError{step: step, text: text}
+			}
 			return openai.ChatCompletionResponse{}, childFailure("model call %d failed: %s", step, text)
 		}
 		if attempt > m.cfg.TransientRetries {
@@ -87,6 +92,18 @@ func (m *modelClient) complete(ctx context.Context, step int, req openai.ChatCom
 			return openai.ChatCompletionResponse{}, ctx.Err()
 		}
 	}
+}
+
+// contextLengthError is a provider's refusal of a request as too long for
+// the model's context; the session answers the first one with a compacted
+// request.
+type contextLengthError struct {
+	step int
+	text string
+}
+
+func (e *contextLengthError) Error() string {
+	return fmt.Sprintf("model call %d was refused as too long for the model's context: %s", e.step, e.text)
 }
 
 // once is one transport attempt under the per-call timeout.

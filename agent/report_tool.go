@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	openai "github.com/sashabaranov/go-openai"
+	"github.com/sashabaranov/go-openai/jsonschema"
 
 	"github.com/ralph-temporal/ralph/report"
 )
@@ -14,30 +15,36 @@ import (
 // forced tool choice.
 const SubmitReportTool = "submit_report"
 
-const submitReportParameters = `{
-  "type": "object",
-  "properties": {
-    "status": {"type": "string", "enum": ["continue", "complete", "blocked"], "description": "continue: work remains; complete: the objective is done; blocked: you cannot proceed."},
-    "summary": {"type": "string", "description": "What the workspace now holds and what this round did. Non-empty, trimmed."},
-    "evidence": {"type": "array", "items": {"type": "string"}, "description": "Concrete, checkable facts (commands run and their results, files). [] when none; at least one for complete."},
-    "nextSteps": {"type": "array", "items": {"type": "string"}, "description": "What the next worker should do. At least one for continue; [] for complete."},
-    "blocker": {"type": "string", "description": "What blocks the work; non-empty exactly when status is blocked, otherwise \"\"."}
-  },
-  "required": ["status", "summary", "evidence", "nextSteps", "blocker"],
-  "additionalProperties": false
-}`
+// reportParams is submit_report's parameter schema as a tagged struct; the
+// schema sent to the model is generated from it, and report.Decode (strict:
+// the same five keys, nothing else) decodes the arguments.
+type reportParams struct {
+	Status    string   `json:"status" enum:"continue,complete,blocked" description:"continue: work remains; complete: the objective is done; blocked: you cannot proceed."`
+	Summary   string   `json:"summary" description:"What the workspace now holds and what this round did. Non-empty, trimmed."`
+	Evidence  []string `json:"evidence" description:"Concrete, checkable facts (commands run and their results, files). [] when none; at least one for complete."`
+	NextSteps []string `json:"nextSteps" description:"What the next worker should do. At least one for continue; [] for complete."`
+	Blocker   string   `json:"blocker" description:"What blocks the work; non-empty exactly when status is blocked, otherwise \"\"."`
+}
 
-func submitReportDefinition(maxHandoffChars int) openai.Tool {
+func submitReportDefinition(maxHandoffChars int) (openai.Tool, error) {
+	schema, err := jsonschema.GenerateSchemaForType(reportParams{})
+	if err != nil {
+		return openai.Tool{}, fmt.Errorf("generate the submit_report schema: %w", err)
+	}
+	params, err := json.Marshal(schema)
+	if err != nil {
+		return openai.Tool{}, fmt.Errorf("encode the submit_report schema: %w", err)
+	}
+	description, err := render(textSubmitReport, systemData{MaxHandoffChars: maxHandoffChars})
+	if err != nil {
+		return openai.Tool{}, err
+	}
 	return openai.Tool{
 		Type: openai.ToolTypeFunction,
 		Function: &openai.FunctionDefinition{
-			Name: SubmitReportTool,
-			Description: fmt.Sprintf("End this round with the handoff report for the next fresh worker, after verifying your work. "+
-				"The report is validated (rules in the system message; compact JSON at most %d characters); "+
-				"an invalid report is returned with the rule it broke and you may fix it and call again.", maxHandoffChars),
-			Parameters: json.RawMessage(submitReportParameters),
+			Name: SubmitReportTool, Description: description, Parameters: json.RawMessage(params),
 		},
-	}
+	}, nil
 }
 
 // checkReport decodes and validates submit_report's arguments, returning the

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/ralph-temporal/ralph/report"
@@ -21,8 +22,10 @@ type Request struct {
 	Workspace string
 	// MaxHandoffChars caps the report's compact JSON; 0 means the default.
 	MaxHandoffChars int
-	// Deadline, when set, ends the session as an ordinary child failure
-	// (the round timeout), distinct from a cancel of ctx.
+	// Deadline, when set, is the round's own deadline: the session forces
+	// its hand-off when most of the time to it is spent, and a session still
+	// running at it ends as an ordinary child failure (distinct from a
+	// cancel of ctx).
 	Deadline time.Time
 	// VerifyCommand, when set, runs in the workspace after a valid complete
 	// report; only a passing run ends the session with that report.
@@ -45,6 +48,10 @@ func (r Request) validate() error {
 		return fmt.Errorf("session request: workspace directory is empty")
 	case r.MaxHandoffChars < 0:
 		return fmt.Errorf("session request: max handoff chars is negative (%d)", r.MaxHandoffChars)
+	case r.TokenBudget < 0:
+		return fmt.Errorf("session request: token budget is negative (%d)", r.TokenBudget)
+	case r.VerifyCommand != "" && strings.TrimSpace(r.VerifyCommand) == "":
+		return fmt.Errorf("session request: verify command is only whitespace")
 	}
 	return nil
 }

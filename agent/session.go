@@ -50,7 +50,10 @@ func RunSession(ctx context.Context, cfg Config, req Request, obs Observer) (Res
 	}
 	defer ws.Close()
 
-	s := newSession(cfg, req, ws.Tools(), obs)
+	s, err := newSession(cfg, req, ws, obs)
+	if err != nil {
+		return Result{}, fmt.Errorf("session %s: %w", req.SessionID, err)
+	}
 	sctx := ctx
 	if !req.Deadline.IsZero() {
 		var cancel context.CancelFunc
@@ -70,7 +73,11 @@ func RunSession(ctx context.Context, cfg Config, req Request, obs Observer) (Res
 		end.Error = Redact(err.Error(), cfg.APIKey)
 	}
 	s.emit(end)
-	return Result{Report: rep, Usage: s.usage}, err
+	res := Result{Report: rep, Usage: s.usage}
+	if err == nil {
+		res.Verification = s.verification
+	}
+	return res, err
 }
 
 // settle gives a failed session its final error kind: the caller's ctx
@@ -107,10 +114,12 @@ func Outcome(err error) string {
 
 // session is the state of one conversation.
 type session struct {
-	cfg   Config
-	req   Request
-	obs   Observer
-	model *modelClient
+	cfg    Config
+	req    Request
+	obs    Observer
+	model  *modelClient
+	ws     *tools.Workspace
+	limits tools.Limits
 
 	tools     map[string]tools.Tool
 	toolNames []string // every offered tool, for "unknown tool" answers
@@ -121,18 +130,34 @@ type session struct {
 	sent     int  // messages already shown in an earlier model_request event
 	defsSent bool // tool definitions already in the transcript
 
-	usage         usage.Usage
-	repairs       int
-	reminders     int
-	reportOnly    bool // only submit_report is offered from now on
-	lastRejection string
-	repeat        repeatGuard
+	// reportedPrompt is the prompt tokens the provider reported for the last
+	// call, which sent the first reportedLen messages (0: none reported).
+	reportedPrompt, reportedLen int
+	callLog                     []string // "name arguments" of every tool call, for compaction
+
+	started      time.Time
+	handoffAt    time.Time // when the time bound is reached (zero: none)
+	handoffBound string    // which time bound handoffAt is
+
+	usage          usage.Usage
+	calls          int // completed model calls
+	repairs        int
+	textStreak     int  // consecutive answers without a tool call
+	reportOnly     bool // only submit_report is offered from now on
+	forced         string
+	pendingBound   string // a bound found while running tools, forced before the next call
+	compacted      bool
+	contextErrors  int
+	verifyFailures int
+	verification   *report.Verification
+	lastRejection  string
+	repeat         repeatGuard
 }
 
-func newSession(cfg Config, req Request, list []tools.Tool, obs Observer) *session {
-	s := &session{cfg: cfg, req: req, obs: obs, tools: map[string]tools.Tool{}}
+func newSession(cfg Config, req Request, ws *tools.Workspace, obs Observer) (*session, error) {
+	s := &session{cfg: cfg, req: req, obs: obs, ws: ws, limits: ws.Limits(), tools: map[string]tools.Tool{}, started: time.Now()}
 	s.model = newModelClient(cfg, s.emit)
-	for _, t := range list {
+	for _, t := range ws.Tools() {
 		s.tools[t.Name()] = t
 		s.toolNames = append(s.toolNames, t.Name())
 		s.allDefs = append(s.allDefs, openai.Tool{
@@ -140,10 +165,15 @@ func newSession(cfg Config, req Request, list []tools.Tool, obs Observer) *sessi
 			Function: &openai.FunctionDefinition{Name: t.Name(), Description: t.Description(), Parameters: t.Parameters()},
 		})
 	}
-	s.reportDef = submitReportDefinition(req.handoffCap())
+	def, err := submitReportDefinition(req.handoffCap())
+	if err != nil {
+		return nil, err
+	}
+	s.reportDef = def
 	s.allDefs = append(s.allDefs, s.reportDef)
 	s.toolNames = append(s.toolNames, SubmitReportTool)
-	return s
+	s.handoffAt, s.handoffBound = s.timeBound()
+	return s, nil
 }
 
 func (s *session) emit(e Event) {
@@ -153,18 +183,33 @@ func (s *session) emit(e Event) {
 }
 
 func (s *session) run(ctx context.Context) (report.Report, error) {
-	msgs, err := initialMessages(s.req)
+	msgs, err := s.initialMessages()
 	if err != nil {
 		return report.Report{}, err
 	}
 	s.messages = msgs
-	for step := 1; step <= s.cfg.MaxModelCalls; step++ {
-		if step == s.cfg.MaxModelCalls && !s.reportOnly {
-			s.restrictToReport(lastCallNotice)
-		}
-		msg, err := s.callModel(ctx, step)
+	for s.calls < s.cfg.MaxModelCalls {
+		step := s.calls + 1
+		offered, size, err := s.prepare(step)
 		if err != nil {
 			return report.Report{}, err
+		}
+		msg, finish, err := s.callModel(ctx, step, offered, size)
+		var tooLong *contextLengthError
+		if errors.As(err, &tooLong) {
+			if err := s.contextRefused(step, tooLong); err != nil {
+				return report.Report{}, err
+			}
+			continue
+		}
+		if err != nil {
+			return report.Report{}, err
+		}
+		if finish == openai.FinishReasonLength {
+			if err := s.cutOff(step, msg); err != nil {
+				return report.Report{}, err
+			}
+			continue
 		}
 		if len(msg.ToolCalls) == 0 {
 			if err := s.answeredWithText(); err != nil {
@@ -172,6 +217,7 @@ func (s *session) run(ctx context.Context) (report.Report, error) {
 			}
 			continue
 		}
+		s.textStreak = 0
 		rep, done, err := s.runTools(ctx, step, msg.ToolCalls)
 		if err != nil || done {
 			return rep, err
@@ -183,14 +229,64 @@ func (s *session) run(ctx context.Context) (report.Report, error) {
 	return report.Report{}, childFailure("no valid report within the bound of %d model calls", s.cfg.MaxModelCalls)
 }
 
-// callModel sends the whole conversation so far (only ever extended, never
-// rewritten) and appends the model's answer to it.
-func (s *session) callModel(ctx context.Context, step int) (openai.ChatCompletionMessage, error) {
-	offered := s.allDefs
-	if s.reportOnly {
-		offered = []openai.Tool{s.reportDef}
+// prepare decides what the next request offers: it forces the hand-off
+// when a bound is reached, and compacts the conversation when even the
+// hand-off request would not fit the context (or the run's token budget).
+// No request above the context window is ever sent: when the compacted
+// request does not fit either, the round ends as a child failure.
+func (s *session) prepare(step int) ([]openai.Tool, int, error) {
+	if s.forced == "" {
+		if bound := s.dueBound(step); bound != "" {
+			if err := s.forceHandoff(step, bound); err != nil {
+				return nil, 0, err
+			}
+		}
 	}
-	ev := Event{Kind: EventModelRequest, Step: step, Messages: slices.Clone(s.messages[s.sent:]), Tools: toolNames(offered)}
+	offered := s.offered()
+	size := s.nextRequestTokens(offered)
+	overBudget := s.forced == BoundTokenBudget && size > s.budgetLeft()
+	if size > s.cfg.ContextTokens || (overBudget && !s.compacted) {
+		if s.compacted {
+			return nil, 0, childFailure("the compacted hand-off request would need about %d tokens, more than the model's context of %d", size, s.cfg.ContextTokens)
+		}
+		if err := s.compact(s.forced); err != nil {
+			return nil, 0, err
+		}
+		offered = s.offered()
+		size = s.nextRequestTokens(offered)
+		if size > s.cfg.ContextTokens {
+			return nil, 0, childFailure("the compacted hand-off request would need about %d tokens, more than the model's context of %d", size, s.cfg.ContextTokens)
+		}
+	}
+	return offered, size, nil
+}
+
+func (s *session) offered() []openai.Tool {
+	if s.reportOnly {
+		return []openai.Tool{s.reportDef}
+	}
+	return s.allDefs
+}
+
+// contextRefused answers the provider's first context-length refusal with
+// the compacted hand-off request; a second one (or one of the compacted
+// request itself) ends the round.
+func (s *session) contextRefused(step int, e *contextLengthError) error {
+	s.contextErrors++
+	if s.contextErrors > 1 || s.compacted {
+		return childFailure("%v (again, after the compacted hand-off request)", e)
+	}
+	if s.forced == "" {
+		s.emit(Event{Kind: EventHandoff, Step: step, Bound: BoundContextError})
+	}
+	return s.compact(BoundContextError)
+}
+
+// callModel sends the whole conversation so far (only ever extended, except
+// by the one compaction) and appends the model's answer to it.
+func (s *session) callModel(ctx context.Context, step int, offered []openai.Tool, size int) (openai.ChatCompletionMessage, openai.FinishReason, error) {
+	ev := Event{Kind: EventModelRequest, Step: step, Messages: slices.Clone(s.messages[s.sent:]), Tools: toolNames(offered),
+		ContextTokens: size, Compacted: s.compacted && s.sent == 0}
 	if !s.defsSent {
 		ev.ToolDefinitions, s.defsSent = s.allDefs, true
 	}
@@ -198,22 +294,39 @@ func (s *session) callModel(ctx context.Context, step int) (openai.ChatCompletio
 	s.sent = len(s.messages)
 
 	started := time.Now()
+	sentLen := len(s.messages)
 	resp, err := s.model.complete(ctx, step, openai.ChatCompletionRequest{
 		Model:    s.cfg.Model,
 		Messages: slices.Clip(s.messages),
 		Tools:    offered,
+		// max_tokens, not max_completion_tokens: vLLM, Ollama, DeepSeek and
+		// llama.cpp all read max_tokens, several ignore or refuse the newer
+		// name, and OpenAI still accepts it for its non-reasoning models.
+		// Zero is left out of the request (no limit).
+		MaxTokens: s.cfg.MaxOutputTokens,
 	})
 	if err != nil {
-		return openai.ChatCompletionMessage{}, err
+		return openai.ChatCompletionMessage{}, "", err
 	}
+	s.calls++
 	call := usage.Usage{ModelCalls: 1, PromptTokens: resp.Usage.PromptTokens, CompletionTokens: resp.Usage.CompletionTokens}
 	s.usage = s.usage.Add(call)
-	msg := assistantTurn(resp.Choices[0].Message, step)
-	s.messages = append(s.messages, msg)
+	if resp.Usage.PromptTokens > 0 {
+		s.reportedPrompt, s.reportedLen = resp.Usage.PromptTokens, sentLen
+	} else {
+		s.reportedPrompt, s.reportedLen = 0, 0
+	}
+	choice := resp.Choices[0]
+	msg := assistantTurn(choice.Message, step)
+	echoed := msg
+	if !s.cfg.EchoReasoning {
+		echoed.ReasoningContent = ""
+	}
+	s.messages = append(s.messages, echoed)
 	s.sent = len(s.messages) // the answer is in the model_response event
-	s.emit(Event{Kind: EventModelResponse, Step: step, Message: &msg, FinishReason: string(resp.Choices[0].FinishReason),
-		Usage: &call, DurationMs: durationMs(time.Since(started))})
-	return msg, nil
+	s.emit(Event{Kind: EventModelResponse, Step: step, Message: &msg, FinishReason: string(choice.FinishReason),
+		Usage: &call, ContextTokens: resp.Usage.PromptTokens, DurationMs: durationMs(time.Since(started))})
+	return echoed, choice.FinishReason, nil
 }
 
 // assistantTurn is the answer as it is echoed back on later requests: its
@@ -242,27 +355,46 @@ func assistantTurn(m openai.ChatCompletionMessage, step int) openai.ChatCompleti
 	return out
 }
 
-// answeredWithText handles an answer without tool calls: a reminder while
-// reminders last (the last one restricts the offer to submit_report), and a
-// child failure once only submit_report was offered.
-func (s *session) answeredWithText() error {
-	if s.reportOnly {
-		return childFailure("the model answered with text instead of calling submit_report when only submit_report was offered (after %d reminder(s))", s.reminders)
+// cutOff answers an answer cut by the output-token limit: none of its tool
+// calls is run (their arguments may be cut), each is answered as not run,
+// and the model is told to retry shorter.
+func (s *session) cutOff(step int, msg openai.ChatCompletionMessage) error {
+	notice, err := render(textCutoff, struct{ MaxOutputTokens int }{s.cfg.MaxOutputTokens})
+	if err != nil {
+		return err
 	}
-	if s.reminders < s.cfg.MaxReminders {
-		s.reminders++
-		if s.reminders < s.cfg.MaxReminders {
-			s.appendUser(reminderNotice)
-			return nil
-		}
+	for _, c := range msg.ToolCalls {
+		content := toolContent(failed("not run: the answer that made this call was cut off by the output-token limit"))
+		s.messages = append(s.messages, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleTool, ToolCallID: c.ID, Content: content})
+		s.emit(Event{Kind: EventToolResult, Step: step, Tool: c.Function.Name, ToolCallID: c.ID, Output: content, Failed: true})
 	}
-	s.restrictToReport(finalReminderNotice)
+	s.appendUser(notice)
 	return nil
 }
 
-func (s *session) restrictToReport(notice string) {
-	s.reportOnly = true
-	s.appendUser(notice)
+// answeredWithText handles an answer without tool calls. Only consecutive
+// text answers count: a reminder while they are within MaxReminders (the
+// last one offers only submit_report), a child failure past them.
+func (s *session) answeredWithText() error {
+	s.textStreak++
+	if s.textStreak > s.cfg.MaxReminders {
+		return childFailure("the model answered with text %d times in a row, the last time when only submit_report was offered", s.textStreak)
+	}
+	if s.textStreak == s.cfg.MaxReminders {
+		text, err := render(textFinalReminder, nil)
+		if err != nil {
+			return err
+		}
+		s.reportOnly = true
+		s.appendUser(text)
+		return nil
+	}
+	text, err := render(textReminder, struct{ ReportOnly bool }{s.reportOnly})
+	if err != nil {
+		return err
+	}
+	s.appendUser(text)
+	return nil
 }
 
 func (s *session) appendUser(text string) {

@@ -1,6 +1,7 @@
 package agent_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -228,11 +229,11 @@ func TestMaxModelCallsBound(t *testing.T) {
 		if len(r.Chat.Tools) == 1 {
 			return fakeopenai.Text("not yet")
 		}
-		return call("run_command", map[string]any{"command": "echo step"})
+		return call("run_command", map[string]any{"command": fmt.Sprintf("echo step %d", r.Index)})
 	}})
 	h.cfg.MaxModelCalls = 3
 	res, err := h.run()
-	wantChildFailure(t, err, "only submit_report was offered")
+	wantChildFailure(t, err, "bound of 3 model calls")
 	reqs := h.requests()
 	if len(reqs) != 3 || res.Usage.ModelCalls != 3 {
 		t.Fatalf("%d requests, usage %+v; want 3", len(reqs), res.Usage)
@@ -258,22 +259,40 @@ func TestMaxModelCallsBoundWithInvalidReports(t *testing.T) {
 	}
 }
 
-func TestRepeatedIdenticalCallsAreCaught(t *testing.T) {
-	h := newHarness(t, fakeopenai.Script{Rule: func(fakeopenai.Request) fakeopenai.Response {
+func TestRepeatedIdenticalCallsForceTheHandoff(t *testing.T) {
+	h := newHarness(t, fakeopenai.Script{Rule: func(r fakeopenai.Request) fakeopenai.Response {
+		if len(r.Chat.Tools) == 1 {
+			return submit(validContinue)
+		}
 		return call("run_command", map[string]any{"command": "echo run >> count.txt"})
 	}})
-	_, err := h.run()
-	wantChildFailure(t, err, "looped")
-	reqs := h.requests()
-	if len(reqs) != agent.RepeatFailAfter {
-		t.Fatalf("%d requests, want %d", len(reqs), agent.RepeatFailAfter)
+	res, err := h.run()
+	if err != nil {
+		t.Fatalf("RunSession: %v, want a hand-off", err)
 	}
-	tm := toolMessages(reqs[len(reqs)-1])
+	if res.Report.Status != "continue" {
+		t.Errorf("report = %+v", res.Report)
+	}
+	reqs := h.requests()
+	if len(reqs) != agent.RepeatHandoffAfter+1 {
+		t.Fatalf("%d requests, want %d (the repeats, then the hand-off)", len(reqs), agent.RepeatHandoffAfter+1)
+	}
+	last := reqs[len(reqs)-1]
+	tm := toolMessages(last)
 	if warn := tm[agent.RepeatWarnAfter-1].Content; !strings.Contains(warn, "looping") {
 		t.Errorf("tool message %d = %q, want a loop warning", agent.RepeatWarnAfter, warn)
+	}
+	if got := offeredTools(last); !slices.Equal(got, []string{"submit_report"}) {
+		t.Errorf("hand-off request offers %v", got)
+	}
+	if m := lastMessage(last); m.Role != openai.ChatMessageRoleUser || !strings.Contains(m.Content, "identical arguments 6 times") {
+		t.Errorf("hand-off notice = %+v", m)
 	}
 	data, _ := os.ReadFile(filepath.Join(h.req.Workspace, "count.txt"))
 	if got := strings.Count(string(data), "run"); got != agent.RepeatWarnAfter-1 {
 		t.Errorf("command ran %d times, want %d (repeats past the warning are not run)", got, agent.RepeatWarnAfter-1)
+	}
+	if hs := h.events.ofKind(agent.EventHandoff); len(hs) != 1 || hs[0].Bound != agent.BoundLoop {
+		t.Errorf("handoff events = %+v", hs)
 	}
 }

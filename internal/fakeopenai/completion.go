@@ -14,13 +14,13 @@ const bytesPerToken = 4
 // go-openai's structs so that the JSON is exactly what providers send
 // (content is null beside tool calls, logprobs is present).
 type completion struct {
-	ID                string       `json:"id"`
-	Object            string       `json:"object"`
-	Created           int64        `json:"created"`
-	Model             string       `json:"model"`
-	Choices           []choice     `json:"choices"`
-	Usage             openai.Usage `json:"usage"`
-	SystemFingerprint string       `json:"system_fingerprint"`
+	ID                string        `json:"id"`
+	Object            string        `json:"object"`
+	Created           int64         `json:"created"`
+	Model             string        `json:"model"`
+	Choices           []choice      `json:"choices"`
+	Usage             *openai.Usage `json:"usage,omitempty"`
+	SystemFingerprint string        `json:"system_fingerprint"`
 }
 
 type choice struct {
@@ -74,7 +74,7 @@ func completionFor(req Request, resp Response) completion {
 		}
 	}
 	use := openai.Usage{
-		PromptTokens:     len(req.Raw)/bytesPerToken + 1,
+		PromptTokens:     req.PromptTokens(),
 		CompletionTokens: outBytes/bytesPerToken + 1,
 	}
 	if resp.Usage != nil {
@@ -91,7 +91,14 @@ func completionFor(req Request, resp Response) completion {
 		Created:           time.Now().Unix(),
 		Model:             model,
 		Choices:           []choice{{Message: msg, FinishReason: finish}},
-		Usage:             use,
+		Usage:             usagePtr(use, resp.NoUsage),
 		SystemFingerprint: "fp_fakeopenai",
 	}
+}
+
+func usagePtr(u openai.Usage, omit bool) *openai.Usage {
+	if omit {
+		return nil
+	}
+	return &u
 }

@@ -28,9 +28,17 @@ type Request struct {
 // every further request. With neither left the server answers 400 "script
 // exhausted", which a client treats as an ordinary failure, so a test that
 // asks more than it scripted fails fast with a clear message.
+//
+// ContextLimit, when positive, makes the server behave like a provider with
+// that context window: a request whose PromptTokens exceed it is answered
+// with a 400 context-length refusal in ContextStyle (OpenAI's by default)
+// instead of the script's answer. Such a request still takes its Index, so
+// pair it with a Rule rather than a Queue.
 type Script struct {
-	Queue []Response
-	Rule  func(req Request) Response
+	Queue        []Response
+	Rule         func(req Request) Response
+	ContextLimit int
+	ContextStyle ContextStyle
 }
 
 // Response is one scripted answer: a completion, or a Fault instead of one.
@@ -42,7 +50,9 @@ type Response struct {
 	FinishReason openai.FinishReason
 	// Usage defaults to an estimate of about four bytes per token.
 	Usage *openai.Usage
-	Fault Fault
+	// NoUsage leaves usage out of the completion, as some servers do.
+	NoUsage bool
+	Fault   Fault
 	// Delay postpones the answer (fault or not); a client that gives up first
 	// ends the wait.
 	Delay time.Duration

@@ -121,6 +121,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "fakeopenai: "+err.Error())
 		return
 	}
+	if refusal, over := s.script.overContext(req); over {
+		s.serve(w, r, req, refusal)
+		return
+	}
 	resp, ok := s.choose(req)
 	if !ok {
 		writeError(w, http.StatusBadRequest, fmt.Sprintf("fakeopenai: script exhausted at request %d", req.Index))

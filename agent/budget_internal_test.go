@@ -1,0 +1,124 @@
+package agent
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	openai "github.com/sashabaranov/go-openai"
+)
+
+func TestEstimateTokensCountsCodePointsRoundedUp(t *testing.T) {
+	for _, tc := range []struct {
+		text string
+		want int
+	}{
+		{"", 0}, {"a", 1}, {"abcd", 1}, {"abcde", 2}, {"éééé", 1}, {"ééééé", 2}, {strings.Repeat("x", 20000), 5000},
+	} {
+		if got := EstimateTokens(tc.text); got != tc.want {
+			t.Errorf("EstimateTokens(%d code points) = %d, want %d", utf8.RuneCountInString(tc.text), got, tc.want)
+		}
+	}
+}
+
+func TestNextRequestTokens(t *testing.T) {
+	msgs := []openai.ChatCompletionMessage{
+		{Role: openai.ChatMessageRoleSystem, Content: "abcd"},   // 1 + 4
+		{Role: openai.ChatMessageRoleUser, Content: "abcdefgh"}, // 2 + 4
+		{Role: openai.ChatMessageRoleAssistant, ToolCalls: []openai.ToolCall{{ID: "c1", Function: openai.FunctionCall{Name: "read_file", Arguments: `{"path":"a"}`}}}}, // 4 + 1 + 3 + 3
+		{Role: openai.ChatMessageRoleTool, ToolCallID: "c1", Content: strings.Repeat("y", 401)},                                                                        // 4 + 101
+	}
+	t.Run("no usage reported: the whole conversation and the tools", func(t *testing.T) {
+		s := &session{messages: msgs}
+		if got, want := s.nextRequestTokens(nil), 5+6+11+105+1; got != want { // nil tools marshal as "null": 1 token
+			t.Errorf("estimate = %d, want %d", got, want)
+		}
+	})
+	t.Run("usage reported: prompt tokens plus what was appended since", func(t *testing.T) {
+		s := &session{messages: msgs, reportedPrompt: 1000, reportedLen: 2}
+		if got, want := s.nextRequestTokens(nil), 1000+11+105; got != want {
+			t.Errorf("estimate = %d, want %d", got, want)
+		}
+	})
+}
+
+func TestHandoffPoint(t *testing.T) {
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		span, want time.Duration
+	}{
+		{time.Hour, 54 * time.Minute},       // 90 %
+		{10 * time.Minute, 9 * time.Minute}, // 90 %: 60 s left, more than the reserve
+		{100 * time.Second, 85 * time.Second},
+		{27 * time.Second, 13500 * time.Millisecond}, // half the span: the reserve is capped
+		{0, 0},
+	} {
+		if got := handoffPoint(start, start.Add(tc.span)).Sub(start); got != tc.want {
+			t.Errorf("span %s: hand-off after %s, want %s", tc.span, got, tc.want)
+		}
+	}
+}
+
+func TestCompactCallList(t *testing.T) {
+	t.Run("everything fits", func(t *testing.T) {
+		got, omitted := compactCallList([]string{"a {}", "b {}"}, 100)
+		if strings.Join(got, "|") != "a {}|b {}" || omitted != 0 {
+			t.Errorf("got %q, %d omitted", got, omitted)
+		}
+	})
+	t.Run("the newest are kept, oldest first, within the bound", func(t *testing.T) {
+		var log []string
+		for i := range 300 {
+			log = append(log, "run_command "+strings.Repeat(string(rune('a'+i%26)), 40))
+		}
+		got, omitted := compactCallList(log, MaxCompactedCallChars)
+		total := 0
+		for _, e := range got {
+			total += utf8.RuneCountInString(e)
+		}
+		if total > MaxCompactedCallChars {
+			t.Errorf("%d code points listed, over %d", total, MaxCompactedCallChars)
+		}
+		if got[len(got)-1] != log[len(log)-1] {
+			t.Errorf("the newest call is not last: %q", got[len(got)-1])
+		}
+		if omitted+len(got) != len(log) || omitted == 0 {
+			t.Errorf("%d listed + %d omitted != %d", len(got), omitted, len(log))
+		}
+	})
+	t.Run("a huge newest call is cut to fit", func(t *testing.T) {
+		got, omitted := compactCallList([]string{"old {}", "write_file " + strings.Repeat("é", 9000)}, MaxCompactedCallChars)
+		if len(got) != 1 || omitted != 1 || utf8.RuneCountInString(got[0]) != MaxCompactedCallChars || !strings.HasSuffix(got[0], compactedCutMarker) {
+			t.Errorf("got %d entries (%d code points), %d omitted", len(got), utf8.RuneCountInString(strings.Join(got, "")), omitted)
+		}
+	})
+}
+
+func TestIsContextLength(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		f    modelFailure
+		want bool
+	}{
+		{"OpenAI code", modelFailure{status: 400, code: "context_length_exceeded", text: "whatever"}, true},
+		{"OpenAI text", modelFailure{status: 400, text: "This model's maximum context length is 8192 tokens. However, your messages resulted in 8245 tokens."}, true},
+		{"OpenAI configured limit", modelFailure{status: 400, text: "Input tokens exceed the configured limit of 272000 tokens. Your messages resulted in 300000 tokens."}, true},
+		{"DeepSeek", modelFailure{status: 400, code: "invalid_request_error", text: "This model's maximum context length is 65536 tokens. However, you requested 66343 tokens (62247 in the messages, 4096 in the completion)."}, true},
+		{"vLLM max_tokens", modelFailure{status: 400, text: "'max_tokens' or 'max_completion_tokens' is too large: 8000. This model's maximum context length is 4096 tokens and your request has 2778 input tokens (8000 > 4096 - 2778)."}, true},
+		{"vLLM decoder prompt", modelFailure{status: 400, text: "The decoder prompt (length 5000) is longer than the maximum model length of 4096."}, true},
+		{"Ollama", modelFailure{status: 400, text: `{"error":"the input length exceeds the context length"}`}, true},
+		{"llama.cpp type", modelFailure{status: 400, typ: "exceed_context_size_error", text: "request (4476 tokens) exceeds the available context size (4096 tokens)"}, true},
+		{"llama.cpp old text", modelFailure{status: 400, text: "the request exceeds the available context size, try increasing it"}, true},
+		{"generic prompt too long", modelFailure{status: 400, text: "prompt is too long: 205000 tokens > 200000 maximum"}, true},
+		{"generic too many tokens", modelFailure{status: 400, text: "Too many tokens in the request"}, true},
+		{"other 400", modelFailure{status: 400, text: "Invalid value for 'temperature': must be at most 2"}, false},
+		{"429 per-minute token limit", modelFailure{status: http.StatusTooManyRequests, text: "Rate limit reached: too many tokens per min"}, false},
+		{"500 Ollama", modelFailure{status: 500, text: "the input length exceeds the context length"}, false},
+	} {
+		if got := isContextLength(tc.f); got != tc.want {
+			t.Errorf("%s: isContextLength = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

@@ -1,0 +1,97 @@
+package agent
+
+import (
+	"context"
+	"time"
+
+	"github.com/ralph-temporal/ralph/report"
+)
+
+// VerifyTool names the verify command's run in events (tool_call and
+// tool_result with Tool "verify"), so heartbeats show lastTool "verify" and
+// metrics can count passes and failures.
+const VerifyTool = "verify"
+
+// verifyOutputCap is the head+tail cap handed to the command runner: its
+// marker of what was cut comes on top, and the record must stay within
+// report.MaxVerificationOutput.
+const verifyOutputCap = report.MaxVerificationOutput - 100
+
+type verifyRefusedData struct {
+	Command      string
+	ExitCode     int
+	TimedOut     bool
+	Timeout      string
+	Output       string
+	AttemptsLeft int
+	ReportOnly   bool
+}
+
+type verifyExhaustedData struct {
+	Attempts int
+	Command  string
+}
+
+// verifyComplete runs the verify command for a valid complete report. It
+// runs during a forced hand-off too: a bound reached never turns an unchecked
+// claim into an accepted one. A refusal there costs the hand-off one more
+// model call (the model must then send continue or blocked); when the bound
+// was the last model call none is left and the round ends as a child
+// failure, so the hand-off notice tells the model to claim complete only
+// when it knows the check passes. The check started before the time bound
+// ends by it; one started after it gets at most half the time left.
+//
+// It
+// returns the passing record, or the tool result refusing the completion
+// (not a repair: the session goes on). A Go error means ctx ended or the
+// harness failed.
+func (s *session) verifyComplete(ctx context.Context, step int) (*report.Verification, string, error) {
+	if s.verifyFailures >= s.cfg.VerifyAttempts {
+		text, err := render(textVerifyExhausted, verifyExhaustedData{Attempts: s.verifyFailures, Command: s.req.VerifyCommand})
+		return nil, text, err
+	}
+	timeout := s.verifyTimeout()
+	s.emit(Event{Kind: EventToolCall, Step: step, Tool: VerifyTool, Arguments: s.req.VerifyCommand})
+	res, err := s.ws.Exec(ctx, s.req.VerifyCommand, timeout, verifyOutputCap)
+	if err != nil {
+		return nil, "", err
+	}
+	v := report.Verification{Command: s.req.VerifyCommand, ExitCode: res.ExitCode, DurationMs: durationMs(res.Duration), Output: res.Output}
+	if res.TimedOut {
+		v.ExitCode = -1
+	}
+	s.emit(Event{Kind: EventToolResult, Step: step, Tool: VerifyTool, Output: v.Output, Failed: !v.Passed(),
+		ExitCode: &v.ExitCode, DurationMs: v.DurationMs})
+	if v.Passed() {
+		return &v, "", nil
+	}
+	s.verifyFailures++
+	text, err := render(textVerifyRefused, verifyRefusedData{
+		Command: v.Command, ExitCode: v.ExitCode, TimedOut: res.TimedOut, Timeout: humanDuration(timeout),
+		Output: orNoOutput(v.Output), AttemptsLeft: s.cfg.VerifyAttempts - s.verifyFailures, ReportOnly: s.reportOnly,
+	})
+	return nil, text, err
+}
+
+// verifyTimeout is Config.VerifyTimeout, shortened so that a check started
+// before the time bound ends by it (a timed-out check is a refusal, and the
+// hand-off still gets its time), and one started after it leaves half the
+// round's rest for the report that follows a refusal.
+func (s *session) verifyTimeout() time.Duration {
+	timeout := s.cfg.VerifyTimeout
+	now := time.Now()
+	if !s.handoffAt.IsZero() && now.Before(s.handoffAt) {
+		return min(timeout, s.handoffAt.Sub(now))
+	}
+	if !s.req.Deadline.IsZero() {
+		return max(min(timeout, s.req.Deadline.Sub(now)/2), time.Millisecond)
+	}
+	return timeout
+}
+
+func orNoOutput(s string) string {
+	if s == "" {
+		return "(no output)"
+	}
+	return s
+}
