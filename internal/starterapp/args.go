@@ -137,7 +137,17 @@ func parseArgs(args []string, env config.Env, stdin io.Reader, stderr io.Writer)
 		return command{}, &usageError{msg: err.Error()}
 	}
 
-	rest := fs.Args()
+	// Flags may also follow the workflow id ("stop ralph-w --reason x").
+	var rest []string
+	for args := fs.Args(); len(args) > 0; args = fs.Args() {
+		rest = append(rest, args[0])
+		if err := fs.Parse(args[1:]); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return command{}, err
+			}
+			return command{}, &usageError{msg: err.Error()}
+		}
+	}
 	switch {
 	case starting && len(rest) > 0:
 		return command{}, usagef("unexpected argument %q (give the objective with --objective)", rest[0])

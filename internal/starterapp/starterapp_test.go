@@ -319,3 +319,13 @@ func TestParseControlAndBudgetFlags(t *testing.T) {
 		t.Errorf("stopped exits %d", code)
 	}
 }
+
+func TestFlagsMayFollowTheWorkflowID(t *testing.T) {
+	cmd, err := parseArgs([]string{"stop", "ralph-w", "--reason", "review done"}, config.MapEnv{}, nil, io.Discard)
+	if err != nil || cmd.workflowID != "ralph-w" || cmd.reason != "review done" {
+		t.Fatalf("stop = %+v, %v", cmd, err)
+	}
+	if _, err := parseArgs([]string{"status", "a", "b"}, config.MapEnv{}, nil, io.Discard); err == nil {
+		t.Fatal("two workflow ids accepted")
+	}
+}
