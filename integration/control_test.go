@@ -108,7 +108,7 @@ func TestRealStackPauseListResumeStop(t *testing.T) {
 	}
 	e.listByQuery("RalphOutcome = 'stopped' AND RalphPhase = 'finished'", id, 30*time.Second)
 	out, code = runBinary(t, "starter", starterEnv, "resume", id)
-	if code != 1 || !strings.Contains(out, "refused resume") {
+	if code != 1 || !strings.Contains(out, "has already closed (completed): nothing to resume") {
 		t.Fatalf("resume after the end: exit %d\n%s", code, out)
 	}
 }

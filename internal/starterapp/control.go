@@ -3,6 +3,8 @@ package starterapp
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"time"
 
 	"go.temporal.io/sdk/client"
@@ -32,7 +34,7 @@ func (s *session) control(ctx context.Context, name string, args ...any) int {
 		var app *temporal.ApplicationError
 		switch {
 		case isNotFound(err):
-			s.errorf("no open workflow with id %q in namespace %s", id, s.namespace)
+			s.errorf("%s: nothing to %s", s.closedOrMissing(ctx, id), name)
 		case errors.As(err, &app):
 			s.errorf("workflow %s refused %s: %s", id, name, app.Message())
 		case errors.Is(uctx.Err(), context.DeadlineExceeded):
@@ -55,4 +57,17 @@ func (s *session) control(ctx context.Context, name string, args ...any) int {
 		return ExitFailed
 	}
 	return ExitComplete
+}
+
+// closedOrMissing says why a run cannot take an update: it closed (and how)
+// or it does not exist.
+func (s *session) closedOrMissing(ctx context.Context, id string) string {
+	dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	d, err := s.c.DescribeWorkflowExecution(dctx, id, "")
+	if err != nil {
+		return fmt.Sprintf("no workflow with id %q in namespace %s", id, s.namespace)
+	}
+	status := strings.ToLower(strings.TrimPrefix(d.GetWorkflowExecutionInfo().GetStatus().String(), "WORKFLOW_EXECUTION_STATUS_"))
+	return fmt.Sprintf("workflow %s has already closed (%s)", id, status)
 }
