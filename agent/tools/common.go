@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"strings"
 	"unicode/utf8"
@@ -114,6 +115,16 @@ func errReason(err error) string {
 	case strings.Contains(err.Error(), "not a directory"):
 		return "a path component is not a directory"
 	default:
+		// The path in a PathError is the workspace's absolute one, which
+		// the model never gave and does not need.
+		var pathErr *fs.PathError
+		if errors.As(err, &pathErr) {
+			return pathErr.Err.Error()
+		}
+		var linkErr *os.LinkError
+		if errors.As(err, &linkErr) {
+			return linkErr.Err.Error()
+		}
 		return err.Error()
 	}
 }

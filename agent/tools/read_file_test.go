@@ -160,3 +160,28 @@ func TestReadFileEscapesRefused(t *testing.T) {
 		t.Fatalf("inside symlink: %q", out)
 	}
 }
+
+func TestReadFileCutsLongLines(t *testing.T) {
+	w, dir := newTestWorkspace(t, DefaultLimits())
+	exact := strings.Repeat("x", ReadMaxLineRunes)
+	content := exact + "\n" +
+		strings.Repeat("y", ReadMaxLineRunes+1) + "\n" +
+		strings.Repeat("世", ReadMaxLineRunes+500) + "\n" +
+		strings.Repeat("z", 100*1024) + "\n" +
+		"end\n"
+	writeTestFile(t, filepath.Join(dir, "wide.txt"), content)
+	out := mustOK(t, call(t, w, "read_file", map[string]any{"path": "wide.txt"}))
+	want := "     1\t" + exact + "\n" +
+		"     2\t" + strings.Repeat("y", ReadMaxLineRunes) + lineCutMarker() + "\n" +
+		"     3\t" + strings.Repeat("世", ReadMaxLineRunes) + lineCutMarker() + "\n" +
+		"     4\t" + strings.Repeat("z", ReadMaxLineRunes) + lineCutMarker() + "\n" +
+		"     5\tend\n"
+	if out != want {
+		t.Fatalf("got %d bytes:\n%.300s...\nwant %d bytes", len(out), out, len(want))
+	}
+	// Paging past a cut line keeps the numbering of the file.
+	out = mustOK(t, call(t, w, "read_file", map[string]any{"path": "wide.txt", "offset": 4, "limit": 1}))
+	if !strings.HasPrefix(out, "     4\tzzz") || !strings.HasSuffix(out, lineCutMarker()+"\n[showed lines 4-4; more lines remain: continue with offset 5]\n") {
+		t.Fatalf("paged cut line: %q", out[len(out)-120:])
+	}
+}
