@@ -13,7 +13,7 @@ import (
 // rules (nested files, negation, anchoring, directory-only patterns,
 // .git/info/exclude) beside a git-ignored node_modules/ of 3,000 files.
 // Every file holds "needle", so searches see the same rules.
-func ignoreFixture(t *testing.T) (*Workspace, string) {
+func ignoreFixture(t testing.TB) (*Workspace, string) {
 	t.Helper()
 	w, dir := newTestWorkspace(t, DefaultLimits())
 	files := map[string]string{
