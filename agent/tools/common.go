@@ -129,12 +129,6 @@ func errReason(err error) string {
 	}
 }
 
-// skipDir reports directories that walks never descend into. .git is large,
-// binary and not the model's to browse file by file.
-func skipDir(name string) bool {
-	return name == ".git"
-}
-
 // looksBinary reports whether prefix (the first bytes of a file) indicates
 // binary content. atEOF tells whether prefix is the whole file; if not, an
 // incomplete UTF-8 sequence at its end is not held against it.

@@ -62,7 +62,7 @@ var errInGitDir = errors.New(GitDirName + " is left out of listings and searches
 // directory) was named on purpose: it is then walked with its own ignore
 // files only, as if it were a workspace of its own.
 func (w *Workspace) rulesAt(start string) (ignoreRules, error) {
-	if start != "." && slices.Contains(strings.Split(start, "/"), GitDirName) {
+	if inGitDir(start) {
 		return ignoreRules{}, errInGitDir
 	}
 	rules := ignoreRules{patterns: w.readIgnoreFile(GitInfoExclude, ".")}.enter(w, ".")
@@ -78,6 +78,11 @@ func (w *Workspace) rulesAt(start string) (ignoreRules, error) {
 		rules = rules.enter(w, dir)
 	}
 	return rules, nil
+}
+
+// inGitDir reports whether rel (relative to the root) is .git or lies in one.
+func inGitDir(rel string) bool {
+	return slices.Contains(strings.Split(rel, "/"), GitDirName)
 }
 
 // readIgnoreFile parses the patterns of the ignore file at rel, which

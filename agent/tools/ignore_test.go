@@ -17,7 +17,7 @@ func ignoreFixture(t testing.TB) (*Workspace, string) {
 	t.Helper()
 	w, dir := newTestWorkspace(t, DefaultLimits())
 	files := map[string]string{
-		".gitignore":                   "# dependencies\nnode_modules/\n*.log\n!important.log\n/build\nlogs/\ndocs/**/tmp\n",
+		".gitignore":                   "# dependencies\nnode_modules/\n*.log\n!important.log\n/build\nlogs/\ndocs/**/tmp\n**/generated/\nthird_party/**\n",
 		".git/info/exclude":            "private-notes.txt\n",
 		"src/.gitignore":               "*.gen.go\n!keep.gen.go\n",
 		"src/deep/.gitignore":          "/local-only.txt\r\n",
@@ -144,4 +144,5 @@ func TestSearchFilesHonoursGitignoreLikeGit(t *testing.T) {
 		t.Fatalf("explicit ignored file: %q", out)
 	}
 	mustFail(t, call(t, w, "search_files", map[string]any{"pattern": "needle", "path": ".git"}), "run_command with git")
+	mustFail(t, call(t, w, "search_files", map[string]any{"pattern": "needle", "path": ".git/info/exclude"}), "run_command with git")
 }

@@ -96,6 +96,9 @@ func (t searchFilesTool) Run(ctx context.Context, args json.RawMessage) (Result,
 		err = s.walk(ctx, start, rules)
 	} else {
 		// A file named on purpose is searched whatever the ignore files say.
+		if inGitDir(start) {
+			return failf("search_files: %v", errInGitDir), nil
+		}
 		err = s.file(start)
 	}
 	switch {
