@@ -3,9 +3,7 @@ package tools
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"math"
 	"strings"
 	"time"
 )
@@ -73,23 +71,6 @@ func (t runCommandTool) Run(ctx context.Context, args json.RawMessage) (Result, 
 		b.WriteString("\n[output may be incomplete: a process that left the command's process group kept the output open]\n")
 	}
 	return Result{Output: b.String(), Failed: o.timedOut}, nil
-}
-
-// commandTimeout is the timeout of one command: the default when none is
-// asked for, else the one asked for up to MaxCommandTimeout, with a note
-// for the model when it was capped.
-func (l Limits) commandTimeout(requested *float64) (time.Duration, string, error) {
-	if requested == nil {
-		return l.CommandTimeout, "", nil
-	}
-	s := *requested
-	if s <= 0 || math.IsNaN(s) {
-		return 0, "", errors.New("timeout_seconds must be positive")
-	}
-	if maxT := l.MaxCommandTimeout; s > maxT.Seconds() {
-		return maxT, fmt.Sprintf("[timeout_seconds capped to %s]\n", seconds(maxT)), nil
-	}
-	return time.Duration(s * float64(time.Second)), "", nil
 }
 
 // seconds formats a duration as seconds the way the model is asked for them.
