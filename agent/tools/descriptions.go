@@ -24,6 +24,7 @@ type descriptionData struct {
 	ReadMaxLineRunes         int
 	LineCutMarker            string
 	ListMaxEntries           int
+	ListMaxIgnoredNames      int
 	SearchMaxMatches         int
 	SearchMaxContext         int
 	SearchMaxLineRunes       int
@@ -41,6 +42,7 @@ func newDescriptionData(l Limits) descriptionData {
 		ReadMaxLineRunes:         ReadMaxLineRunes,
 		LineCutMarker:            lineCutMarker(),
 		ListMaxEntries:           ListMaxEntries,
+		ListMaxIgnoredNames:      ListMaxIgnoredNames,
 		SearchMaxMatches:         SearchMaxMatches,
 		SearchMaxContext:         SearchMaxContext,
 		SearchMaxLineRunes:       SearchMaxLineRunes,

@@ -15,6 +15,11 @@ import (
 // dependencies, build output) cannot flood the model's context.
 const ListMaxEntries = 1000
 
+// ListMaxIgnoredNames is how many of the ignored entries a listing names,
+// so the model knows they exist (and can name one as path) without a
+// flood of them.
+const ListMaxIgnoredNames = 10
+
 type listFilesParams struct {
 	Path string `json:"path,omitempty" description:"Directory to list, relative to the workspace root. Default: the workspace root."`
 }
@@ -27,8 +32,8 @@ type listFilesTool struct {
 // listing is what one walk collected.
 type listing struct {
 	entries   []string
-	truncated bool // stopped at ListMaxEntries
-	ignored   int  // entries left out by .gitignore at the levels walked
+	truncated bool     // stopped at ListMaxEntries
+	ignored   []string // entries left out by .gitignore at the levels walked
 }
 
 func (t listFilesTool) Run(ctx context.Context, args json.RawMessage) (Result, error) {
@@ -67,8 +72,8 @@ func (t listFilesTool) Run(ctx context.Context, args json.RawMessage) (Result, e
 	}
 	if len(l.entries) == 0 {
 		msg := fmt.Sprintf("%s is an empty directory", p.Path)
-		if l.ignored > 0 {
-			msg = fmt.Sprintf("%s holds only entries ignored by .gitignore (%d left out); name one as path to list it", p.Path, l.ignored)
+		if len(l.ignored) > 0 {
+			msg = fmt.Sprintf("%s holds only entries ignored by .gitignore: %s; name one as path to list it", p.Path, ignoredNames(l.ignored))
 		}
 		return Result{Output: msg}, nil
 	}
@@ -89,8 +94,8 @@ func (t listFilesTool) Run(ctx context.Context, args json.RawMessage) (Result, e
 	if l.truncated {
 		fmt.Fprintf(&b, "[listing stopped at %d entries; deeper entries are omitted, list a subdirectory to see more]\n", ListMaxEntries)
 	}
-	if l.ignored > 0 {
-		fmt.Fprintf(&b, "[%d entries ignored by .gitignore were left out; name an ignored directory as path to list it]\n", l.ignored)
+	if len(l.ignored) > 0 {
+		fmt.Fprintf(&b, "[%d entries ignored by .gitignore were left out: %s; name one as path to list it]\n", len(l.ignored), ignoredNames(l.ignored))
 	}
 	return Result{Output: b.String()}, nil
 }
@@ -132,7 +137,10 @@ func (t listFilesTool) collect(ctx context.Context, start string, startRules ign
 			isDir := de.IsDir()
 			if rules.ignored(rel, isDir) {
 				if de.Name() != GitDirName {
-					l.ignored++
+					if isDir {
+						rel += "/"
+					}
+					l.ignored = append(l.ignored, rel)
 				}
 				continue
 			}
@@ -156,4 +164,13 @@ func (t listFilesTool) collect(ctx context.Context, start string, startRules ign
 		}
 	}
 	return l, nil
+}
+
+// ignoredNames names the first ignored entries in tree order.
+func ignoredNames(names []string) string {
+	names = slices.Sorted(slices.Values(names))
+	if len(names) <= ListMaxIgnoredNames {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(names[:ListMaxIgnoredNames], ", "), len(names)-ListMaxIgnoredNames)
 }
