@@ -80,8 +80,8 @@ func TestRealStackToolsSeeSourcesPastIgnoredTree(t *testing.T) {
 	}
 
 	listing := reqs[1].LastToolOutput()
-	if !strings.Contains(listing, "src/main.go\n") || strings.Contains(listing, "node_modules/") ||
-		!strings.Contains(listing, "entries ignored by .gitignore were left out") {
+	if !strings.Contains(listing, "src/main.go\n") || strings.Contains(listing, "node_modules/pkg") ||
+		!strings.HasSuffix(listing, "[1 entry ignored by .gitignore was left out: node_modules/; name one as path to list it]\n") {
 		t.Fatalf("listing the model saw:\n%s", listing)
 	}
 	found := reqs[2].LastToolOutput()

@@ -95,7 +95,11 @@ func (t listFilesTool) Run(ctx context.Context, args json.RawMessage) (Result, e
 		fmt.Fprintf(&b, "[listing stopped at %d entries; deeper entries are omitted, list a subdirectory to see more]\n", ListMaxEntries)
 	}
 	if len(l.ignored) > 0 {
-		fmt.Fprintf(&b, "[%d entries ignored by .gitignore were left out: %s; name one as path to list it]\n", len(l.ignored), ignoredNames(l.ignored))
+		what := fmt.Sprintf("%d entries ignored by .gitignore were", len(l.ignored))
+		if len(l.ignored) == 1 {
+			what = "1 entry ignored by .gitignore was"
+		}
+		fmt.Fprintf(&b, "[%s left out: %s; name one as path to list it]\n", what, ignoredNames(l.ignored))
 	}
 	return Result{Output: b.String()}, nil
 }
