@@ -81,15 +81,16 @@ func TestRunTimeBudgetForcesHandoff(t *testing.T) {
 }
 
 func TestTokenBudgetForcesHandoff(t *testing.T) {
-	// Each call costs 1010 tokens; the answer reserve is the output limit.
+	// Each call costs 3010 tokens (about the size of the first request with
+	// every tool's definition); the answer reserve is the output limit.
 	h := newHarness(t, untilReportOnly(func(r fakeopenai.Request) fakeopenai.Response {
-		return withUsage(call("run_command", map[string]any{"command": fmt.Sprintf("echo %d", r.Index)}), 1000)
+		return withUsage(call("run_command", map[string]any{"command": fmt.Sprintf("echo %d", r.Index)}), 3000)
 	}))
-	h.req.TokenBudget = 3000
+	h.req.TokenBudget = 9000
 	h.cfg.MaxOutputTokens = 100
 	res, err := h.run()
-	last := wantHandoff(t, h, res, err, agent.BoundTokenBudget, "the next request would pass what is left of the run's token budget", "run token budget: 980 tokens")
-	// After two calls 980 tokens are left, fewer than the full hand-off
+	last := wantHandoff(t, h, res, err, agent.BoundTokenBudget, "the next request would pass what is left of the run's token budget", "run token budget: 2980 tokens")
+	// After two calls 2980 tokens are left, fewer than the full hand-off
 	// request: the compacted one is sent instead.
 	if !isCompacted(last) {
 		t.Errorf("the hand-off request over the remaining budget is not the compacted one: %+v", last.Chat.Messages)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"strings"
 	"unicode/utf8"
@@ -114,14 +115,18 @@ func errReason(err error) string {
 	case strings.Contains(err.Error(), "not a directory"):
 		return "a path component is not a directory"
 	default:
+		// The path in a PathError is the workspace's absolute one, which
+		// the model never gave and does not need.
+		var pathErr *fs.PathError
+		if errors.As(err, &pathErr) {
+			return pathErr.Err.Error()
+		}
+		var linkErr *os.LinkError
+		if errors.As(err, &linkErr) {
+			return linkErr.Err.Error()
+		}
 		return err.Error()
 	}
-}
-
-// skipDir reports directories that walks never descend into. .git is large,
-// binary and not the model's to browse file by file.
-func skipDir(name string) bool {
-	return name == ".git"
 }
 
 // looksBinary reports whether prefix (the first bytes of a file) indicates

@@ -13,42 +13,23 @@ import (
 const EditMaxFileBytes = 16 << 20
 
 type editFileParams struct {
-	Path       string  `json:"path"`
-	OldString  *string `json:"old_string"` // pointers: distinguish "" from absent
-	NewString  *string `json:"new_string"`
-	ReplaceAll bool    `json:"replace_all"`
+	Path       string  `json:"path" description:"File path relative to the workspace root."`
+	OldString  *string `json:"old_string" description:"Exact text to replace, without read_file's line-number prefixes."` // pointers: distinguish "" from absent
+	NewString  *string `json:"new_string" description:"Replacement text; empty deletes old_string."`
+	ReplaceAll bool    `json:"replace_all,omitempty" description:"Replace every occurrence instead of requiring exactly one. Default false."`
 }
 
-type editFileTool struct{ w *Workspace }
-
-func (editFileTool) Name() string { return "edit_file" }
-
-func (editFileTool) Description() string {
-	return "Replace text in an existing workspace file. old_string must match the file exactly (including whitespace, " +
-		"without read_file's line-number prefixes) and occur exactly once, unless replace_all is true, which replaces every occurrence. " +
-		"Include enough surrounding context in old_string to make it unique."
-}
-
-func (editFileTool) Parameters() json.RawMessage {
-	return json.RawMessage(`{
-  "type": "object",
-  "properties": {
-    "path": {"type": "string", "description": "File path relative to the workspace root."},
-    "old_string": {"type": "string", "description": "Exact text to replace."},
-    "new_string": {"type": "string", "description": "Replacement text."},
-    "replace_all": {"type": "boolean", "description": "Replace every occurrence instead of requiring exactly one. Default false."}
-  },
-  "required": ["path", "old_string", "new_string"],
-  "additionalProperties": false
-}`)
+type editFileTool struct {
+	spec[editFileParams]
+	w *Workspace
 }
 
 func (t editFileTool) Run(ctx context.Context, args json.RawMessage) (Result, error) {
 	if err := ctx.Err(); err != nil {
 		return Result{}, err
 	}
-	var p editFileParams
-	if err := decodeArgs(t.Name(), args, &p); err != nil {
+	p, err := t.decode(args)
+	if err != nil {
 		return failf("%v", err), nil
 	}
 	switch {
@@ -65,20 +46,20 @@ func (t editFileTool) Run(ctx context.Context, args json.RawMessage) (Result, er
 	if err != nil {
 		return failf("edit_file: %v", err), nil
 	}
-	info, err := t.w.root.Stat(rel)
-	if err != nil {
+	if _, err := t.w.root.Stat(rel); err != nil {
 		return failf("edit_file: %s", describePathError(p.Path, err)), nil
 	}
-	if info.IsDir() {
-		return failf("edit_file: %s is a directory", p.Path), nil
+	target, err := t.w.resolveWriteTarget(rel)
+	if err != nil {
+		return failf("edit_file: cannot edit %s: %v", p.Path, err), nil
 	}
-	if !info.Mode().IsRegular() {
-		return failf("edit_file: %s is not a regular file", p.Path), nil // a FIFO would block
+	if target.info == nil { // removed since the Stat above
+		return failf("edit_file: %s: no such file or directory", p.Path), nil
 	}
-	if info.Size() > EditMaxFileBytes {
-		return failf("edit_file: %s is %d bytes, more than the %d-byte edit limit; use run_command to change it", p.Path, info.Size(), EditMaxFileBytes), nil
+	if size := target.info.Size(); size > EditMaxFileBytes {
+		return failf("edit_file: %s is %d bytes, more than the %d-byte edit limit; use run_command to change it", p.Path, size, EditMaxFileBytes), nil
 	}
-	data, err := t.w.root.ReadFile(rel)
+	data, err := t.w.root.ReadFile(target.rel)
 	if err != nil {
 		return failf("edit_file: %s", describePathError(p.Path, err)), nil
 	}
@@ -100,9 +81,8 @@ func (t editFileTool) Run(ctx context.Context, args json.RawMessage) (Result, er
 		// Only possible if new_string itself was invalid; keep files text.
 		return failf("edit_file: new_string is not valid UTF-8"), nil
 	}
-	// WriteFile truncates in place, so the file keeps its mode and inode.
-	if err := t.w.root.WriteFile(rel, []byte(updated), NewFilePerm); err != nil {
-		return failf("edit_file: %s", describePathError(p.Path, err)), nil
+	if err := t.w.replaceFile(target, []byte(updated)); err != nil {
+		return failf("edit_file: cannot write %s: %v", p.Path, err), nil
 	}
 	return Result{Output: fmt.Sprintf("edited %s: replaced %d occurrence(s), first at line %d", rel, n, firstLine)}, nil
 }

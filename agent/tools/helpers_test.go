@@ -10,7 +10,7 @@ import (
 )
 
 // newTestWorkspace opens a workspace on a fresh temporary directory.
-func newTestWorkspace(t *testing.T, limits Limits) (*Workspace, string) {
+func newTestWorkspace(t testing.TB, limits Limits) (*Workspace, string) {
 	t.Helper()
 	dir := t.TempDir()
 	w, err := OpenWorkspace(dir, limits)
@@ -77,7 +77,7 @@ func mustFail(t *testing.T, res Result, wantSubstr string) {
 	}
 }
 
-func writeTestFile(t *testing.T, path, content string) {
+func writeTestFile(t testing.TB, path, content string) {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		t.Fatal(err)

@@ -15,37 +15,33 @@ import (
 // dependencies, build output) cannot flood the model's context.
 const ListMaxEntries = 1000
 
+// ListMaxIgnoredNames is how many of the ignored entries a listing names,
+// so the model knows they exist (and can name one as path) without a
+// flood of them.
+const ListMaxIgnoredNames = 10
+
 type listFilesParams struct {
-	Path string `json:"path"`
+	Path string `json:"path,omitempty" description:"Directory to list, relative to the workspace root. Default: the workspace root."`
 }
 
-type listFilesTool struct{ w *Workspace }
-
-func (listFilesTool) Name() string { return "list_files" }
-
-func (t listFilesTool) Description() string {
-	return fmt.Sprintf("List a workspace directory recursively (default: the workspace root). "+
-		"Paths are relative to the workspace root; directories end with '/', symlinks are shown as 'link -> target' and not followed. "+
-		".git is listed but not entered. At most %d entries are returned, shallow levels first; list a subdirectory to see more.", ListMaxEntries)
+type listFilesTool struct {
+	spec[listFilesParams]
+	w *Workspace
 }
 
-func (listFilesTool) Parameters() json.RawMessage {
-	return json.RawMessage(`{
-  "type": "object",
-  "properties": {
-    "path": {"type": "string", "description": "Directory to list, relative to the workspace root. Default \".\"."}
-  },
-  "required": [],
-  "additionalProperties": false
-}`)
+// listing is what one walk collected.
+type listing struct {
+	entries   []string
+	truncated bool     // stopped at ListMaxEntries
+	ignored   []string // entries left out by .gitignore at the levels walked
 }
 
 func (t listFilesTool) Run(ctx context.Context, args json.RawMessage) (Result, error) {
 	if err := ctx.Err(); err != nil {
 		return Result{}, err
 	}
-	var p listFilesParams
-	if err := decodeArgs(t.Name(), args, &p); err != nil {
+	p, err := t.decode(args)
+	if err != nil {
 		return failf("%v", err), nil
 	}
 	if p.Path == "" {
@@ -55,87 +51,130 @@ func (t listFilesTool) Run(ctx context.Context, args json.RawMessage) (Result, e
 	if err != nil {
 		return failf("list_files: %v", err), nil
 	}
-	fsys := t.w.root.FS()
-	info, err := fs.Stat(fsys, start)
+	info, err := fs.Stat(t.w.root.FS(), start)
 	if err != nil {
 		return failf("list_files: %s", describePathError(p.Path, err)), nil
 	}
 	if !info.IsDir() {
 		return failf("list_files: %s is a file, not a directory; use read_file", p.Path), nil
 	}
+	rules, err := t.w.rulesAt(start)
+	if err != nil {
+		return failf("list_files: %v", err), nil
+	}
 
-	entries, truncated, err := t.collect(ctx, start)
+	l, err := t.collect(ctx, start, rules)
 	if err != nil {
 		if ctx.Err() != nil {
 			return Result{}, err
 		}
 		return failf("list_files: %s", describePathError(p.Path, err)), nil
 	}
-	if len(entries) == 0 {
-		return Result{Output: fmt.Sprintf("%s is an empty directory", p.Path)}, nil
+	if len(l.entries) == 0 {
+		msg := fmt.Sprintf("%s is an empty directory", p.Path)
+		if len(l.ignored) > 0 {
+			msg = fmt.Sprintf("%s holds only entries ignored by .gitignore: %s; name one as path to list it", p.Path, ignoredNames(l.ignored))
+		}
+		return Result{Output: msg}, nil
 	}
 	// Breadth-first collection keeps the shallow levels when truncating;
 	// sorting afterwards restores a readable tree order.
-	slices.Sort(entries)
+	slices.Sort(l.entries)
 	var b strings.Builder
 	runes := 0
-	for i, e := range entries {
+	for i, e := range l.entries {
 		if runes+utf8.RuneCountInString(e)+1 > t.w.limits.OutputCap {
-			fmt.Fprintf(&b, "[listing cut at the %d-character output cap after %d of %d entries; list a subdirectory to see more]\n", t.w.limits.OutputCap, i, len(entries))
+			fmt.Fprintf(&b, "[listing cut at the %d-character output cap after %d of %d entries; list a subdirectory to see more]\n", t.w.limits.OutputCap, i, len(l.entries))
 			return Result{Output: b.String()}, nil
 		}
 		b.WriteString(e)
 		b.WriteByte('\n')
 		runes += utf8.RuneCountInString(e) + 1
 	}
-	if truncated {
+	if l.truncated {
 		fmt.Fprintf(&b, "[listing stopped at %d entries; deeper entries are omitted, list a subdirectory to see more]\n", ListMaxEntries)
+	}
+	if len(l.ignored) > 0 {
+		what := fmt.Sprintf("%d entries ignored by .gitignore were", len(l.ignored))
+		if len(l.ignored) == 1 {
+			what = "1 entry ignored by .gitignore was"
+		}
+		fmt.Fprintf(&b, "[%s left out: %s; name one as path to list it]\n", what, ignoredNames(l.ignored))
 	}
 	return Result{Output: b.String()}, nil
 }
 
 // collect walks the tree under start breadth-first without following
-// symlinks, returning at most ListMaxEntries display lines. An error is
-// either ctx's or the failure to read start itself.
-func (t listFilesTool) collect(ctx context.Context, start string) (entries []string, truncated bool, err error) {
-	fsys := t.w.root.FS()
-	queue := []string{start}
+// symlinks, leaving out .git and ignored entries, and returns at most
+// ListMaxEntries display lines. An error is either ctx's or the failure to
+// read start itself.
+func (t listFilesTool) collect(ctx context.Context, start string, startRules ignoreRules) (listing, error) {
+	// A queued directory carries its parent's rules; its own .gitignore is
+	// read only when it is reached, so a cut listing reads no more of them.
+	type dir struct {
+		rel    string
+		parent ignoreRules
+	}
+	var l listing
+	queue := []dir{{rel: start}}
 	for len(queue) > 0 {
 		if err := ctx.Err(); err != nil {
-			return nil, false, err
+			return listing{}, err
 		}
-		dir := queue[0]
+		d := queue[0]
 		queue = queue[1:]
-		des, rerr := fs.ReadDir(fsys, dir)
-		if rerr != nil {
-			if dir == start {
-				return nil, false, rerr
+		rules := startRules
+		if d.rel != start {
+			rules = d.parent.enter(t.w, d.rel)
+		}
+		des, err := fs.ReadDir(t.w.root.FS(), d.rel)
+		if err != nil {
+			if d.rel == start {
+				return listing{}, err
 			}
 			// An unreadable subdirectory is noted, not fatal for the listing.
-			entries = append(entries, fmt.Sprintf("%s/* (unreadable: %s)", dir, errReason(rerr)))
+			l.entries = append(l.entries, fmt.Sprintf("%s/* (unreadable: %s)", d.rel, errReason(err)))
 			continue
 		}
 		for _, de := range des {
-			if len(entries) >= ListMaxEntries {
-				return entries, true, nil
+			rel := path.Join(d.rel, de.Name())
+			isDir := de.IsDir()
+			if rules.ignored(rel, isDir) {
+				if de.Name() != GitDirName {
+					if isDir {
+						rel += "/"
+					}
+					l.ignored = append(l.ignored, rel)
+				}
+				continue
 			}
-			rel := path.Join(dir, de.Name())
+			if len(l.entries) >= ListMaxEntries {
+				l.truncated = true
+				return l, nil
+			}
 			switch {
 			case de.Type()&fs.ModeSymlink != 0:
 				target, lerr := t.w.root.Readlink(rel)
 				if lerr != nil {
 					target = "?"
 				}
-				entries = append(entries, rel+" -> "+target)
-			case de.IsDir():
-				entries = append(entries, rel+"/")
-				if !skipDir(de.Name()) {
-					queue = append(queue, rel)
-				}
+				l.entries = append(l.entries, rel+" -> "+target)
+			case isDir:
+				l.entries = append(l.entries, rel+"/")
+				queue = append(queue, dir{rel: rel, parent: rules})
 			default:
-				entries = append(entries, rel)
+				l.entries = append(l.entries, rel)
 			}
 		}
 	}
-	return entries, false, nil
+	return l, nil
+}
+
+// ignoredNames names the first ignored entries in tree order.
+func ignoredNames(names []string) string {
+	names = slices.Sorted(slices.Values(names))
+	if len(names) <= ListMaxIgnoredNames {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(names[:ListMaxIgnoredNames], ", "), len(names)-ListMaxIgnoredNames)
 }

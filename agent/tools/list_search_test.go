@@ -13,7 +13,8 @@ func TestListFiles(t *testing.T) {
 		writeTestFile(t, filepath.Join(dir, p), "x\n")
 	}
 	out := mustOK(t, call(t, w, "list_files", `{}`))
-	want := ".git/\nREADME.md\ncmd/\ncmd/main.go\npkg/\npkg/a/\npkg/a/a.go\npkg/a/a_test.go\n"
+	// .git is left out entirely, not even listed as a directory.
+	want := "README.md\ncmd/\ncmd/main.go\npkg/\npkg/a/\npkg/a/a.go\npkg/a/a_test.go\n"
 	if out != want {
 		t.Fatalf("got\n%s\nwant\n%s", out, want)
 	}
@@ -21,11 +22,9 @@ func TestListFiles(t *testing.T) {
 	if out != "pkg/a/\npkg/a/a.go\npkg/a/a_test.go\n" {
 		t.Fatalf("subdirectory listing:\n%s", out)
 	}
-	// Listing .git explicitly is allowed; only the recursion skips it.
-	out = mustOK(t, call(t, w, "list_files", map[string]any{"path": ".git"}))
-	if !strings.Contains(out, ".git/HEAD\n") {
-		t.Fatalf(".git listing:\n%s", out)
-	}
+	// Naming .git does not list it either: git commands are for that.
+	mustFail(t, call(t, w, "list_files", map[string]any{"path": ".git"}), "run_command with git")
+	mustFail(t, call(t, w, "list_files", map[string]any{"path": ".git/objects"}), "left out")
 	mustFail(t, call(t, w, "list_files", map[string]any{"path": "README.md"}), "not a directory")
 	mustFail(t, call(t, w, "list_files", map[string]any{"path": "nope"}), "no such file")
 }

@@ -11,42 +11,32 @@ import (
 	"unicode/utf8"
 )
 
+// ReadMaxLineRunes is the most code points of one line read_file shows;
+// the rest of a longer line (minified code, data) is cut with a marker.
+const ReadMaxLineRunes = 2000
+
+// lineCutMarker ends a line that read_file cut.
+func lineCutMarker() string {
+	return fmt.Sprintf(" [... line cut at %d characters]", ReadMaxLineRunes)
+}
+
 type readFileParams struct {
-	Path   string `json:"path"`
-	Offset int    `json:"offset"`
-	Limit  int    `json:"limit"`
+	Path   string `json:"path" description:"File path relative to the workspace root."`
+	Offset int    `json:"offset,omitempty" description:"Number of the first line to show, 1-based. Default 1."`
+	Limit  int    `json:"limit,omitempty" description:"How many lines to show at most. Default: the limit in the tool description."`
 }
 
-type readFileTool struct{ w *Workspace }
-
-func (readFileTool) Name() string { return "read_file" }
-
-func (t readFileTool) Description() string {
-	return fmt.Sprintf("Read a text file from the workspace. Each line is prefixed with its line number and a tab "+
-		"(the prefix is not part of the file). offset is the 1-based first line (default 1), limit the number of lines (default %d). "+
-		"At most %d bytes are returned per call; when more lines remain the output says which offset to continue from. Binary files are refused.",
-		t.w.limits.ReadLineLimit, t.w.limits.ReadByteLimit)
-}
-
-func (readFileTool) Parameters() json.RawMessage {
-	return json.RawMessage(`{
-  "type": "object",
-  "properties": {
-    "path": {"type": "string", "description": "File path relative to the workspace root."},
-    "offset": {"type": "integer", "minimum": 1, "description": "1-based line to start from. Default 1."},
-    "limit": {"type": "integer", "minimum": 1, "description": "Maximum number of lines to return."}
-  },
-  "required": ["path"],
-  "additionalProperties": false
-}`)
+type readFileTool struct {
+	spec[readFileParams]
+	w *Workspace
 }
 
 func (t readFileTool) Run(ctx context.Context, args json.RawMessage) (Result, error) {
 	if err := ctx.Err(); err != nil {
 		return Result{}, err
 	}
-	var p readFileParams
-	if err := decodeArgs(t.Name(), args, &p); err != nil {
+	p, err := t.decode(args)
+	if err != nil {
 		return failf("%v", err), nil
 	}
 	rel, err := resolvePath(p.Path)
@@ -105,7 +95,7 @@ func (t readFileTool) render(ctx context.Context, br *bufio.Reader, name string,
 		}
 		keep := 0 // lines before offset are read and dropped
 		if lineNo+1 >= offset {
-			keep = byteCap
+			keep = ReadMaxLineRunes * utf8.UTFMax
 		}
 		line, cut, err := readLine(br, keep)
 		if errors.Is(err, io.EOF) {
@@ -128,7 +118,11 @@ func (t readFileTool) render(ctx context.Context, br *bufio.Reader, name string,
 		if !utf8.Valid(line) {
 			return failf("read_file: %s contains invalid UTF-8 at line %d; it looks like a binary file and cannot be shown as text", name, lineNo), nil
 		}
-		entry := fmt.Sprintf("%6d\t%s\n", lineNo, line)
+		text := string(line)
+		if cut || utf8.RuneCount(line) > ReadMaxLineRunes {
+			text = firstRunes(text, ReadMaxLineRunes) + lineCutMarker()
+		}
+		entry := fmt.Sprintf("%6d\t%s\n", lineNo, text)
 		if out.Len()+len(entry) > byteCap {
 			if shown > 0 {
 				stopNote = fmt.Sprintf("[stopped at the %d-byte read cap after lines %d-%d; more lines remain: continue with offset %d]", byteCap, offset, lineNo-1, lineNo)

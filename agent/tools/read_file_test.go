@@ -116,10 +116,11 @@ func TestReadFileByteCap(t *testing.T) {
 		t.Fatal("paged reads do not reassemble the file")
 	}
 
-	// One line longer than the cap is shown cut, not refused.
-	writeTestFile(t, filepath.Join(dir, "oneline.txt"), strings.Repeat("y", 300*1024)+"\nnext\n")
-	out := mustOK(t, call(t, w, "read_file", map[string]any{"path": "oneline.txt"}))
-	if len(out) > DefaultReadByteLimit+200 || !strings.Contains(out, "longer than the") || !strings.Contains(out, "continue with offset 2") {
+	// A line longer than a small byte cap is shown cut, not refused.
+	small, sdir := newTestWorkspace(t, Limits{ReadByteLimit: 1000})
+	writeTestFile(t, filepath.Join(sdir, "oneline.txt"), strings.Repeat("y", 1500)+"\nnext\n")
+	out := mustOK(t, call(t, small, "read_file", map[string]any{"path": "oneline.txt"}))
+	if len(out) > 1000+200 || !strings.Contains(out, "longer than the 1000-byte read cap") || !strings.Contains(out, "continue with offset 2") {
 		t.Fatalf("long line: %d bytes, tail %q", len(out), out[len(out)-150:])
 	}
 }
@@ -134,10 +135,11 @@ func TestReadFileRefusesBinary(t *testing.T) {
 	mustFail(t, call(t, w, "read_file", map[string]any{"path": "latin1.txt"}), "binary")
 	mustFail(t, call(t, w, "read_file", map[string]any{"path": "late.txt"}), "binary")
 	// A multi-byte character straddling the 8 KiB sniff boundary is text.
-	straddle := strings.Repeat("a", BinarySniffBytes-1) + "世\n"
+	lines := strings.Repeat(strings.Repeat("a", 99)+"\n", BinarySniffBytes/100)
+	straddle := lines + strings.Repeat("b", BinarySniffBytes-1-len(lines)) + "世\n"
 	writeTestFile(t, filepath.Join(dir, "straddle.txt"), straddle)
 	out := mustOK(t, call(t, w, "read_file", map[string]any{"path": "straddle.txt"}))
-	if !strings.Contains(out, "a世\n") {
+	if !strings.HasSuffix(out, "b世\n") {
 		t.Fatalf("straddling character lost: %q", out[len(out)-20:])
 	}
 }
@@ -156,5 +158,30 @@ func TestReadFileEscapesRefused(t *testing.T) {
 	// A symlink that stays inside is followed.
 	if out := mustOK(t, call(t, f.w, "read_file", map[string]any{"path": "inlink"})); !strings.Contains(out, "inside") {
 		t.Fatalf("inside symlink: %q", out)
+	}
+}
+
+func TestReadFileCutsLongLines(t *testing.T) {
+	w, dir := newTestWorkspace(t, DefaultLimits())
+	exact := strings.Repeat("x", ReadMaxLineRunes)
+	content := exact + "\n" +
+		strings.Repeat("y", ReadMaxLineRunes+1) + "\n" +
+		strings.Repeat("世", ReadMaxLineRunes+500) + "\n" +
+		strings.Repeat("z", 100*1024) + "\n" +
+		"end\n"
+	writeTestFile(t, filepath.Join(dir, "wide.txt"), content)
+	out := mustOK(t, call(t, w, "read_file", map[string]any{"path": "wide.txt"}))
+	want := "     1\t" + exact + "\n" +
+		"     2\t" + strings.Repeat("y", ReadMaxLineRunes) + lineCutMarker() + "\n" +
+		"     3\t" + strings.Repeat("世", ReadMaxLineRunes) + lineCutMarker() + "\n" +
+		"     4\t" + strings.Repeat("z", ReadMaxLineRunes) + lineCutMarker() + "\n" +
+		"     5\tend\n"
+	if out != want {
+		t.Fatalf("got %d bytes:\n%.300s...\nwant %d bytes", len(out), out, len(want))
+	}
+	// Paging past a cut line keeps the numbering of the file.
+	out = mustOK(t, call(t, w, "read_file", map[string]any{"path": "wide.txt", "offset": 4, "limit": 1}))
+	if !strings.HasPrefix(out, "     4\tzzz") || !strings.HasSuffix(out, lineCutMarker()+"\n[showed lines 4-4; more lines remain: continue with offset 5]\n") {
+		t.Fatalf("paged cut line: %q", out[len(out)-120:])
 	}
 }

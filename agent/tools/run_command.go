@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"math"
 	"strings"
 	"time"
 )
@@ -15,34 +14,13 @@ import (
 const OutputDrainTimeout = 2 * time.Second
 
 type runCommandParams struct {
-	Command        string   `json:"command"`
-	TimeoutSeconds *float64 `json:"timeout_seconds"` // pointer: absent means the default
+	Command        string   `json:"command" description:"Shell command, run with bash -c in the workspace directory."`
+	TimeoutSeconds *float64 `json:"timeout_seconds,omitempty" description:"Timeout in seconds; the default and the maximum are in the tool description."` // pointer: absent means the default
 }
 
-type runCommandTool struct{ w *Workspace }
-
-func (runCommandTool) Name() string { return "run_command" }
-
-func (t runCommandTool) Description() string {
-	l := t.w.limits
-	return fmt.Sprintf("Run a shell command with `bash -c` in the workspace directory, with empty stdin. "+
-		"Returns the exit code and the combined stdout and stderr; output longer than %d characters keeps its beginning and end and cuts the middle. "+
-		"The command is killed, together with every process it started, when it exceeds its timeout (default %s, at most %s). "+
-		"Background processes do not survive the call: everything the command started is killed when it returns. "+
-		"A non-zero exit code is reported, not treated as a tool failure.",
-		l.OutputCap, seconds(l.CommandTimeout), seconds(l.MaxCommandTimeout))
-}
-
-func (runCommandTool) Parameters() json.RawMessage {
-	return json.RawMessage(`{
-  "type": "object",
-  "properties": {
-    "command": {"type": "string", "description": "Shell command, run with bash -c in the workspace directory."},
-    "timeout_seconds": {"type": "number", "exclusiveMinimum": 0, "description": "Timeout in seconds; defaults and maximum are given in the tool description."}
-  },
-  "required": ["command"],
-  "additionalProperties": false
-}`)
+type runCommandTool struct {
+	spec[runCommandParams]
+	w *Workspace
 }
 
 // execOutcome is what running one command produced.
@@ -58,28 +36,16 @@ func (t runCommandTool) Run(ctx context.Context, args json.RawMessage) (Result, 
 	if err := ctx.Err(); err != nil {
 		return Result{}, err
 	}
-	var p runCommandParams
-	if err := decodeArgs(t.Name(), args, &p); err != nil {
+	p, err := t.decode(args)
+	if err != nil {
 		return failf("%v", err), nil
 	}
 	if strings.TrimSpace(p.Command) == "" {
 		return failf("invalid arguments for run_command: missing required argument \"command\""), nil
 	}
-	timeout := t.w.limits.CommandTimeout
-	var note string
-	if p.TimeoutSeconds != nil {
-		s := *p.TimeoutSeconds
-		if s <= 0 || math.IsNaN(s) {
-			return failf("run_command: timeout_seconds must be positive"), nil
-		}
-		if maxT := t.w.limits.MaxCommandTimeout; s >= maxT.Seconds() {
-			if s > maxT.Seconds() {
-				note = fmt.Sprintf("[timeout_seconds capped to %s]\n", seconds(maxT))
-			}
-			timeout = maxT
-		} else {
-			timeout = time.Duration(s * float64(time.Second))
-		}
+	timeout, note, err := t.w.limits.commandTimeout(p.TimeoutSeconds)
+	if err != nil {
+		return failf("run_command: %v", err), nil
 	}
 
 	o, err := t.w.execute(ctx, p.Command, timeout, t.w.limits.OutputCap)

@@ -216,3 +216,34 @@ func TestRunCommandDiesWithWorker(t *testing.T) {
 	_ = worker.Wait()
 	assertGone(t, bg, sh)
 }
+
+// TestCommandTimeoutReachesTheMaximum checks that a model may ask for the
+// whole maximum (half an hour by default) and that only more is capped.
+func TestCommandTimeoutReachesTheMaximum(t *testing.T) {
+	w, _ := newTestWorkspace(t, DefaultLimits())
+	l := w.Limits()
+	ask := func(s float64) *float64 { return &s }
+	for _, c := range []struct {
+		asked *float64
+		want  time.Duration
+		note  bool
+	}{
+		{nil, DefaultCommandTimeout, false},
+		{ask(1800), 1800 * time.Second, false},
+		{ask(1799.5), 1799500 * time.Millisecond, false},
+		{ask(1801), 1800 * time.Second, true},
+	} {
+		got, note, err := l.commandTimeout(c.asked)
+		if err != nil || got != c.want || (note != "") != c.note {
+			t.Errorf("commandTimeout(%v) = %v, %q, %v; want %v (note %v)", c.asked, got, note, err, c.want, c.note)
+		}
+	}
+	if _, _, err := l.commandTimeout(ask(0)); err == nil {
+		t.Error("timeout 0 accepted")
+	}
+	// Through the tool: asking for the maximum is not capped.
+	out := mustOK(t, call(t, w, "run_command", map[string]any{"command": "echo ok", "timeout_seconds": 1800}))
+	if out != "exit code: 0\nok\n" {
+		t.Fatalf("output %q", out)
+	}
+}

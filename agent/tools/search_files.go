@@ -8,17 +8,19 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"path"
 	"path/filepath"
 	"regexp"
 	"strings"
-	"unicode/utf8"
 )
 
 // Search bounds: enough matches to act on, few enough to fit the context.
 const (
-	// SearchMaxMatches is the most matching lines reported per call.
+	// SearchMaxMatches is the most matching lines shown per call.
 	SearchMaxMatches = 200
-	// SearchMaxLineRunes is how much of a matching line is shown.
+	// SearchMaxContext is the most context lines asked for on each side.
+	SearchMaxContext = 10
+	// SearchMaxLineRunes is how much of a shown line is shown.
 	SearchMaxLineRunes = 300
 	// SearchMaxLineBytes is how much of each line is searched; the rest of
 	// a longer line (minified code, data) is ignored.
@@ -30,62 +32,42 @@ const (
 )
 
 type searchFilesParams struct {
-	Pattern string `json:"pattern"`
-	Path    string `json:"path"`
-	Glob    string `json:"glob"`
+	Pattern    string `json:"pattern" description:"Regular expression (Go RE2 syntax) matched against each line."`
+	Path       string `json:"path,omitempty" description:"Directory or file to search, relative to the workspace root. Default: the workspace root."`
+	Glob       string `json:"glob,omitempty" description:"Only search files whose base name matches this shell pattern, e.g. \"*.go\"."`
+	IgnoreCase bool   `json:"ignore_case,omitempty" description:"Match regardless of letter case. Default false."`
+	Context    int    `json:"context,omitempty" description:"Lines to show before and after each match. Default 0."`
 }
 
-type searchFilesTool struct{ w *Workspace }
-
-func (searchFilesTool) Name() string { return "search_files" }
-
-func (searchFilesTool) Description() string {
-	return fmt.Sprintf("Search text files under a workspace directory (default: the root) for a Go (RE2) regular expression, line by line. "+
-		"glob optionally filters files by base name (e.g. \"*.go\"). Binary files, symlinks and .git are skipped. "+
-		"Output lines are 'path:line: text'; at most %d matches are returned.", SearchMaxMatches)
+type searchFilesTool struct {
+	spec[searchFilesParams]
+	w *Workspace
 }
 
-func (searchFilesTool) Parameters() json.RawMessage {
-	return json.RawMessage(`{
-  "type": "object",
-  "properties": {
-    "pattern": {"type": "string", "description": "Go RE2 regular expression, matched against each line."},
-    "path": {"type": "string", "description": "Directory or file to search, relative to the workspace root. Default \".\"."},
-    "glob": {"type": "string", "description": "Only search files whose base name matches this pattern, e.g. \"*.go\"."}
-  },
-  "required": ["pattern"],
-  "additionalProperties": false
-}`)
-}
-
-// searchState accumulates one search's results and its bounds.
-type searchState struct {
-	out       strings.Builder
-	outRunes  int
-	matches   int
-	files     int
-	skipped   int // binary, too large or unreadable files
-	stopNote  string
-	outputCap int
-}
-
-// errSearchDone ends the walk early once a bound is reached.
+// errSearchDone ends the walk early once the file bound is reached.
 var errSearchDone = errors.New("search bound reached")
 
 func (t searchFilesTool) Run(ctx context.Context, args json.RawMessage) (Result, error) {
 	if err := ctx.Err(); err != nil {
 		return Result{}, err
 	}
-	var p searchFilesParams
-	if err := decodeArgs(t.Name(), args, &p); err != nil {
+	p, err := t.decode(args)
+	if err != nil {
 		return failf("%v", err), nil
 	}
 	if p.Pattern == "" {
 		return failf("invalid arguments for search_files: missing required argument \"pattern\""), nil
 	}
-	re, err := regexp.Compile(p.Pattern)
+	expr := p.Pattern
+	if p.IgnoreCase {
+		expr = "(?i)" + expr
+	}
+	re, err := regexp.Compile(expr)
 	if err != nil {
 		return failf("search_files: invalid regular expression: %v", err), nil
+	}
+	if p.Context < 0 || p.Context > SearchMaxContext {
+		return failf("search_files: context must be between 0 and %d lines, got %d", SearchMaxContext, p.Context), nil
 	}
 	if strings.Contains(p.Glob, "/") {
 		return failf("search_files: glob %q is matched against base names only and must not contain '/'; use path to choose a directory", p.Glob), nil
@@ -100,79 +82,104 @@ func (t searchFilesTool) Run(ctx context.Context, args json.RawMessage) (Result,
 	if err != nil {
 		return failf("search_files: %v", err), nil
 	}
-	fsys := t.w.root.FS()
-	if _, err := fs.Stat(fsys, start); err != nil {
+	info, err := fs.Stat(t.w.root.FS(), start)
+	if err != nil {
 		return failf("search_files: %s", describePathError(p.Path, err)), nil
 	}
 
-	st := &searchState{outputCap: t.w.limits.OutputCap}
-	walkErr := fs.WalkDir(fsys, start, func(name string, d fs.DirEntry, err error) error {
-		if cerr := ctx.Err(); cerr != nil {
-			return cerr
+	s := &searcher{w: t.w, re: re, glob: p.Glob, out: newSearchOutput(t.w.limits.OutputCap, p.Context)}
+	if info.IsDir() {
+		rules, rerr := t.w.rulesAt(start)
+		if rerr != nil {
+			return failf("search_files: %v", rerr), nil
 		}
-		if err != nil {
-			if name == start {
-				return err
-			}
-			st.skipped++ // unreadable entry: keep searching the rest
-			return nil
+		err = s.walk(ctx, start, rules)
+	} else {
+		// A file named on purpose is searched whatever the ignore files say.
+		if inGitDir(start) {
+			return failf("search_files: %v", errInGitDir), nil
 		}
-		if d.IsDir() {
-			if name != start && skipDir(d.Name()) {
-				return fs.SkipDir
-			}
-			return nil
-		}
-		// WalkDir reports symlinks as such and never follows them; regular
-		// files only, so devices and FIFOs cannot block the search.
-		if !d.Type().IsRegular() {
-			return nil
-		}
-		if p.Glob != "" {
-			if ok, _ := filepath.Match(p.Glob, d.Name()); !ok {
-				return nil
-			}
-		}
-		if st.files == SearchMaxFiles {
-			st.stopNote = fmt.Sprintf("[stopped after reading %d files; narrow path or glob]", SearchMaxFiles)
-			return errSearchDone
-		}
-		st.files++
-		return searchFile(fsys, name, re, st)
-	})
+		err = s.file(start)
+	}
 	switch {
-	case walkErr == nil, errors.Is(walkErr, errSearchDone):
+	case err == nil, errors.Is(err, errSearchDone):
 	case ctx.Err() != nil:
 		return Result{}, ctx.Err()
 	default:
-		return failf("search_files: %s", describePathError(p.Path, walkErr)), nil
+		return failf("search_files: %s", describePathError(p.Path, err)), nil
 	}
-
-	if st.matches == 0 {
-		msg := fmt.Sprintf("no matches (searched %d files; skipped %d binary, large or unreadable ones)", st.files, st.skipped)
-		if st.stopNote != "" {
-			msg += "\n" + st.stopNote
-		}
-		return Result{Output: msg}, nil
-	}
-	if st.stopNote != "" {
-		st.out.WriteString(st.stopNote)
-		st.out.WriteByte('\n')
-	}
-	return Result{Output: st.out.String()}, nil
+	return Result{Output: s.render()}, nil
 }
 
-// searchFile appends the matches of re in one file to st. Problems with the
-// file itself are counted as skipped, not reported as failures.
-func searchFile(fsys fs.FS, name string, re *regexp.Regexp, st *searchState) error {
-	f, err := fsys.Open(name)
+// searcher is one search's walk: which files it reads and what it found.
+type searcher struct {
+	w        *Workspace
+	re       *regexp.Regexp
+	glob     string
+	out      *searchOutput
+	files    int // files read
+	skipped  int // binary, too large or unreadable files
+	ignored  int // entries left out by .gitignore
+	stopNote string
+}
+
+// walk searches dir depth-first in name order, so results come in path
+// order. Entries the rules ignore are not entered; symlinks are not
+// followed and only regular files are read, so a FIFO cannot block it.
+func (s *searcher) walk(ctx context.Context, dir string, rules ignoreRules) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	des, err := fs.ReadDir(s.w.root.FS(), dir)
 	if err != nil {
-		st.skipped++
+		return err
+	}
+	for _, de := range des {
+		rel := path.Join(dir, de.Name())
+		if rules.ignored(rel, de.IsDir()) {
+			if de.Name() != GitDirName {
+				s.ignored++
+			}
+			continue
+		}
+		switch {
+		case de.IsDir():
+			if err := s.walk(ctx, rel, rules.enter(s.w, rel)); err != nil {
+				if errors.Is(err, errSearchDone) || ctx.Err() != nil {
+					return err
+				}
+				s.skipped++ // an unreadable subdirectory: search the rest
+			}
+		case de.Type().IsRegular():
+			if s.glob != "" {
+				if ok, _ := filepath.Match(s.glob, de.Name()); !ok {
+					continue
+				}
+			}
+			if s.files == SearchMaxFiles {
+				s.stopNote = fmt.Sprintf("[stopped after reading %d files; narrow path or glob]", SearchMaxFiles)
+				return errSearchDone
+			}
+			if err := s.file(rel); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// file searches one file. Problems with the file itself are counted as
+// skipped, not reported as failures.
+func (s *searcher) file(name string) error {
+	s.files++
+	f, err := s.w.root.Open(name)
+	if err != nil {
+		s.skipped++
 		return nil
 	}
 	defer f.Close()
-	if info, err := f.Stat(); err != nil || info.Size() > SearchMaxFileBytes {
-		st.skipped++
+	if info, err := f.Stat(); err != nil || !info.Mode().IsRegular() || info.Size() > SearchMaxFileBytes {
+		s.skipped++
 		return nil
 	}
 	br := bufio.NewReaderSize(f, 64*1024)
@@ -181,34 +188,55 @@ func searchFile(fsys fs.FS, name string, re *regexp.Regexp, st *searchState) err
 		return nil // empty: nothing to match
 	}
 	if looksBinary(prefix, perr != nil) {
-		st.skipped++
+		s.skipped++
 		return nil
 	}
+	s.out.startFile(name)
 	for lineNo := 1; ; lineNo++ {
 		line, _, err := readLine(br, SearchMaxLineBytes)
 		if errors.Is(err, io.EOF) {
 			return nil
 		}
 		if err != nil {
-			st.skipped++
+			s.skipped++
 			return nil
 		}
-		if !re.Match(line) {
-			continue
-		}
-		text := truncateRunes(strings.ToValidUTF8(string(line), "\uFFFD"), SearchMaxLineRunes)
-		entry := fmt.Sprintf("%s:%d: %s\n", name, lineNo, text)
-		n := utf8.RuneCountInString(entry)
-		if st.outRunes+n > st.outputCap {
-			st.stopNote = fmt.Sprintf("[stopped at the %d-character output cap after %d matches; narrow the pattern, path or glob]", st.outputCap, st.matches)
-			return errSearchDone
-		}
-		st.out.WriteString(entry)
-		st.outRunes += n
-		st.matches++
-		if st.matches == SearchMaxMatches {
-			st.stopNote = fmt.Sprintf("[reached the limit of %d matches; there may be more: narrow the pattern, path or glob]", SearchMaxMatches)
-			return errSearchDone
-		}
+		s.out.line(lineNo, line, s.re.Match(line))
 	}
+}
+
+// render is the model's view of the search: the shown lines, then what
+// was left out.
+func (s *searcher) render() string {
+	o := s.out
+	if o.total == 0 {
+		msg := fmt.Sprintf("no matches (searched %d files; skipped %d binary, large or unreadable ones", s.files, s.skipped)
+		if s.ignored > 0 {
+			msg += fmt.Sprintf("; %d entries ignored by .gitignore were not searched", s.ignored)
+		}
+		msg += ")"
+		if s.stopNote != "" {
+			msg += "\n" + s.stopNote
+		}
+		return msg + "\n"
+	}
+	var b strings.Builder
+	b.WriteString(o.text.String())
+	if hidden := o.total - o.shown; hidden > 0 {
+		why := fmt.Sprintf("the limit of %d matches", SearchMaxMatches)
+		if o.capped {
+			why = fmt.Sprintf("the %d-character output cap", o.outputCap)
+		}
+		atLeast := ""
+		if s.stopNote != "" {
+			atLeast = "at least "
+		}
+		fmt.Fprintf(&b, "[%s%d more matches not shown (showed %d of %s%d, stopped at %s); narrow the pattern, path or glob]\n",
+			atLeast, hidden, o.shown, atLeast, o.total, why)
+	}
+	if s.stopNote != "" {
+		b.WriteString(s.stopNote)
+		b.WriteByte('\n')
+	}
+	return b.String()
 }

@@ -1,6 +1,8 @@
 // Package tools implements the workspace tools a coding agent uses during one
 // round: list_files, read_file, write_file, edit_file, search_files and
-// run_command (SPEC section 5).
+// run_command. Each tool's description is a template beside its code, and
+// its parameter schema is generated from the struct its arguments decode
+// into.
 //
 // File tools are confined to the workspace through an *os.Root, so "..",
 // absolute paths and symlinks leading out of the workspace are refused by the
@@ -18,9 +20,11 @@ package tools
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 )
 
@@ -38,7 +42,8 @@ type Result struct {
 type Tool interface {
 	Name() string
 	Description() string
-	// Parameters is a JSON Schema object describing the arguments.
+	// Parameters is a JSON Schema object describing the arguments, derived
+	// from the struct they are decoded into.
 	Parameters() json.RawMessage
 	// Run executes the tool. A non-nil error means the harness broke or ctx
 	// was cancelled; everything else is reported through Result.
@@ -60,7 +65,8 @@ type Limits struct {
 	ReadByteLimit int
 }
 
-// Default limits, from SPEC section 5.
+// Default limits: a command gets two minutes unless it asks for up to half
+// an hour (a full test suite or dependency install on a real repository).
 const (
 	DefaultCommandTimeout    = 120 * time.Second
 	DefaultMaxCommandTimeout = 1800 * time.Second
@@ -69,7 +75,7 @@ const (
 	DefaultReadByteLimit     = 256 * 1024
 )
 
-// DefaultLimits returns the limits SPEC section 5 prescribes.
+// DefaultLimits returns the default limits.
 func DefaultLimits() Limits {
 	return Limits{
 		CommandTimeout:    DefaultCommandTimeout,
@@ -114,6 +120,7 @@ type Workspace struct {
 	dir    string // absolute path, used as the working directory of commands
 	root   *os.Root
 	limits Limits
+	tools  []Tool // built once: descriptions filled with the limits, schemas generated
 }
 
 // OpenWorkspace opens dir as a confined workspace. Zero fields of limits take
@@ -131,7 +138,45 @@ func OpenWorkspace(dir string, limits Limits) (*Workspace, error) {
 	if err != nil {
 		return nil, fmt.Errorf("opening workspace %q: %w", dir, err)
 	}
-	return &Workspace{dir: abs, root: root, limits: lim}, nil
+	w := &Workspace{dir: abs, root: root, limits: lim}
+	if w.tools, err = w.buildTools(); err != nil {
+		root.Close()
+		return nil, fmt.Errorf("opening workspace %q: %w", dir, err)
+	}
+	return w, nil
+}
+
+// buildTools prepares the six tools in their documented order.
+func (w *Workspace) buildTools() ([]Tool, error) {
+	data := newDescriptionData(w.limits)
+	var errs []error
+	add := func(err error) { errs = append(errs, err) }
+	var (
+		list   listFilesTool
+		read   readFileTool
+		write  writeFileTool
+		edit   editFileTool
+		search searchFilesTool
+		run    runCommandTool
+		err    error
+	)
+	list.spec, err = newSpec[listFilesParams]("list_files", data)
+	add(err)
+	read.spec, err = newSpec[readFileParams]("read_file", data)
+	add(err)
+	write.spec, err = newSpec[writeFileParams]("write_file", data)
+	add(err)
+	edit.spec, err = newSpec[editFileParams]("edit_file", data)
+	add(err)
+	search.spec, err = newSpec[searchFilesParams]("search_files", data)
+	add(err)
+	run.spec, err = newSpec[runCommandParams]("run_command", data)
+	add(err)
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("building the tools: %w", err)
+	}
+	list.w, read.w, write.w, edit.w, search.w, run.w = w, w, w, w, w, w
+	return []Tool{list, read, write, edit, search, run}, nil
 }
 
 // Close releases the workspace root.
@@ -148,14 +193,8 @@ func (w *Workspace) Dir() string { return w.dir }
 // Limits returns the effective limits (defaults filled in).
 func (w *Workspace) Limits() Limits { return w.limits }
 
-// Tools returns the six workspace tools in the order of SPEC section 5.
+// Tools returns the six workspace tools: list_files, read_file,
+// write_file, edit_file, search_files, run_command.
 func (w *Workspace) Tools() []Tool {
-	return []Tool{
-		listFilesTool{w},
-		readFileTool{w},
-		writeFileTool{w},
-		editFileTool{w},
-		searchFilesTool{w},
-		runCommandTool{w},
-	}
+	return slices.Clone(w.tools)
 }

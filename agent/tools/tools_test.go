@@ -46,69 +46,98 @@ func TestDefaultLimits(t *testing.T) {
 	}
 }
 
-// paramStructs maps each tool to its argument struct, so the schema the model
-// sees is checked against what the decoder accepts.
-var paramStructs = map[string]any{
-	"list_files":   listFilesParams{},
-	"read_file":    readFileParams{},
-	"write_file":   writeFileParams{},
-	"edit_file":    editFileParams{},
-	"search_files": searchFilesParams{},
-	"run_command":  runCommandParams{},
+// argumentNames are the contract: each tool's argument names, required
+// ones marked with a trailing "!".
+var argumentNames = map[string][]string{
+	"list_files":   {"path"},
+	"read_file":    {"limit", "offset", "path!"},
+	"write_file":   {"content!", "path!"},
+	"edit_file":    {"new_string!", "old_string!", "path!", "replace_all"},
+	"search_files": {"context", "glob", "ignore_case", "path", "pattern!"},
+	"run_command":  {"command!", "timeout_seconds"},
 }
 
-func TestParametersMatchArgumentStructs(t *testing.T) {
+// TestSchemasAreTheArgumentStructs checks each schema against the struct the
+// tool decodes into (same fields, required exactly where the json tag has
+// no omitempty, types from the Go types) and against the contract's names.
+func TestSchemasAreTheArgumentStructs(t *testing.T) {
 	w, _ := newTestWorkspace(t, DefaultLimits())
-	wantProps := map[string][]string{
-		"list_files":   {"path"},
-		"read_file":    {"limit", "offset", "path"},
-		"write_file":   {"content", "path"},
-		"edit_file":    {"new_string", "old_string", "path", "replace_all"},
-		"search_files": {"glob", "path", "pattern"},
-		"run_command":  {"command", "timeout_seconds"},
-	}
-	wantRequired := map[string][]string{
-		"list_files":   {},
-		"read_file":    {"path"},
-		"write_file":   {"content", "path"},
-		"edit_file":    {"new_string", "old_string", "path"},
-		"search_files": {"pattern"},
-		"run_command":  {"command"},
-	}
+	jsonType := map[reflect.Kind]string{reflect.String: "string", reflect.Int: "integer", reflect.Bool: "boolean", reflect.Float64: "number"}
 	for _, tl := range w.Tools() {
 		var schema struct {
-			Type                 string                     `json:"type"`
-			Properties           map[string]json.RawMessage `json:"properties"`
-			Required             []string                   `json:"required"`
-			AdditionalProperties *bool                      `json:"additionalProperties"`
+			Type       string `json:"type"`
+			Properties map[string]struct {
+				Type        string `json:"type"`
+				Description string `json:"description"`
+			} `json:"properties"`
+			Required             []string `json:"required"`
+			AdditionalProperties *bool    `json:"additionalProperties"`
 		}
-		if err := json.Unmarshal(tl.Parameters(), &schema); err != nil {
-			t.Fatalf("%s: schema is not valid JSON: %v", tl.Name(), err)
+		dec := json.NewDecoder(strings.NewReader(string(tl.Parameters())))
+		dec.DisallowUnknownFields() // nothing but what is checked here
+		if err := dec.Decode(&schema); err != nil {
+			t.Fatalf("%s: schema %s: %v", tl.Name(), tl.Parameters(), err)
 		}
 		if schema.Type != "object" || schema.AdditionalProperties == nil || *schema.AdditionalProperties {
 			t.Errorf("%s: schema must be an object with additionalProperties false: %s", tl.Name(), tl.Parameters())
 		}
-		var props []string
-		for k := range schema.Properties {
-			props = append(props, k)
-		}
-		slices.Sort(props)
-		if !slices.Equal(props, wantProps[tl.Name()]) {
-			t.Errorf("%s: schema properties %v, want %v", tl.Name(), props, wantProps[tl.Name()])
-		}
-		req := slices.Clone(schema.Required)
-		slices.Sort(req)
-		if !slices.Equal(req, wantRequired[tl.Name()]) {
-			t.Errorf("%s: required %v, want %v", tl.Name(), req, wantRequired[tl.Name()])
-		}
-		var tags []string
-		typ := reflect.TypeOf(paramStructs[tl.Name()])
+		typ := tl.(interface{ paramsType() reflect.Type }).paramsType()
+		var fields []string
 		for i := range typ.NumField() {
-			tags = append(tags, strings.Split(typ.Field(i).Tag.Get("json"), ",")[0])
+			f := typ.Field(i)
+			name, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
+			prop, ok := schema.Properties[name]
+			if !ok {
+				t.Errorf("%s: field %s (%q) is not in the schema", tl.Name(), f.Name, name)
+				continue
+			}
+			ft := f.Type
+			if ft.Kind() == reflect.Pointer {
+				ft = ft.Elem()
+			}
+			if prop.Type != jsonType[ft.Kind()] || prop.Description == "" {
+				t.Errorf("%s: %s has type %q and description %q; want type %q and a description", tl.Name(), name, prop.Type, prop.Description, jsonType[ft.Kind()])
+			}
+			required := slices.Contains(schema.Required, name)
+			if required == (opts == "omitempty") {
+				t.Errorf("%s: %s required=%v, but its json tag is %q", tl.Name(), name, required, f.Tag.Get("json"))
+			}
+			if required {
+				name += "!"
+			}
+			fields = append(fields, name)
 		}
-		slices.Sort(tags)
-		if !slices.Equal(tags, props) {
-			t.Errorf("%s: argument struct fields %v differ from schema properties %v", tl.Name(), tags, props)
+		if len(schema.Properties) != typ.NumField() {
+			t.Errorf("%s: schema has %d properties, the struct %d fields", tl.Name(), len(schema.Properties), typ.NumField())
+		}
+		slices.Sort(fields)
+		if !slices.Equal(fields, argumentNames[tl.Name()]) {
+			t.Errorf("%s: arguments %v, want %v", tl.Name(), fields, argumentNames[tl.Name()])
+		}
+	}
+}
+
+// TestDescriptionsStateTheLimits checks that the templates are filled with
+// the workspace's own limits, not with defaults.
+func TestDescriptionsStateTheLimits(t *testing.T) {
+	w, _ := newTestWorkspace(t, Limits{CommandTimeout: 45 * time.Second, MaxCommandTimeout: 900 * time.Second, OutputCap: 12345, ReadLineLimit: 321, ReadByteLimit: 64 * 1024})
+	want := map[string][]string{
+		"list_files":   {".gitignore", ".git", "1000 entries", "12345 characters"},
+		"read_file":    {"default 321", "64 KiB", "2000 characters", lineCutMarker(), "offset"},
+		"write_file":   {"atomically", "hard link"},
+		"edit_file":    {"exactly once", "replace_all", "line-number prefix"},
+		"search_files": {"RE2", "0 to 10", "200 matches", "12345 characters", ".gitignore", `"path-line- text"`},
+		"run_command":  {"45 seconds", "up to 900 seconds", "12345 characters", "exit code"},
+	}
+	for _, tl := range w.Tools() {
+		d := tl.Description()
+		if strings.Contains(d, "{{") || strings.Contains(d, "<no value>") {
+			t.Errorf("%s: unfilled template: %s", tl.Name(), d)
+		}
+		for _, s := range want[tl.Name()] {
+			if !strings.Contains(d, s) {
+				t.Errorf("%s: description lacks %q:\n%s", tl.Name(), s, d)
+			}
 		}
 	}
 }

@@ -18,37 +18,21 @@ const (
 )
 
 type writeFileParams struct {
-	Path    string  `json:"path"`
-	Content *string `json:"content"` // pointer: "" is valid content, absence is not
+	Path    string  `json:"path" description:"File path relative to the workspace root."`
+	Content *string `json:"content" description:"The complete new content of the file."` // pointer: "" is valid content, absence is not
 }
 
-type writeFileTool struct{ w *Workspace }
-
-func (writeFileTool) Name() string { return "write_file" }
-
-func (writeFileTool) Description() string {
-	return "Write a file in the workspace, replacing it entirely if it exists. Missing parent directories are created. " +
-		"Prefer edit_file for changing part of an existing file."
-}
-
-func (writeFileTool) Parameters() json.RawMessage {
-	return json.RawMessage(`{
-  "type": "object",
-  "properties": {
-    "path": {"type": "string", "description": "File path relative to the workspace root."},
-    "content": {"type": "string", "description": "The complete new content of the file."}
-  },
-  "required": ["path", "content"],
-  "additionalProperties": false
-}`)
+type writeFileTool struct {
+	spec[writeFileParams]
+	w *Workspace
 }
 
 func (t writeFileTool) Run(ctx context.Context, args json.RawMessage) (Result, error) {
 	if err := ctx.Err(); err != nil {
 		return Result{}, err
 	}
-	var p writeFileParams
-	if err := decodeArgs(t.Name(), args, &p); err != nil {
+	p, err := t.decode(args)
+	if err != nil {
 		return failf("%v", err), nil
 	}
 	if p.Content == nil {
@@ -61,16 +45,6 @@ func (t writeFileTool) Run(ctx context.Context, args json.RawMessage) (Result, e
 	if rel == "." {
 		return failf("write_file: %s is the workspace root, not a file", p.Path), nil
 	}
-	existed := true
-	info, err := t.w.root.Stat(rel)
-	switch {
-	case err == nil && info.IsDir():
-		return failf("write_file: %s is a directory", p.Path), nil
-	case err == nil && !info.Mode().IsRegular():
-		return failf("write_file: %s is not a regular file", p.Path), nil // a FIFO would block
-	case errors.Is(err, fs.ErrNotExist):
-		existed = false
-	}
 	if dir := path.Dir(rel); dir != "." {
 		if err := t.w.root.MkdirAll(dir, NewDirPerm); err != nil {
 			if errors.Is(err, fs.ErrExist) {
@@ -79,11 +53,15 @@ func (t writeFileTool) Run(ctx context.Context, args json.RawMessage) (Result, e
 			return failf("write_file: creating parent directories: %s", describePathError(dir, err)), nil
 		}
 	}
-	if err := t.w.root.WriteFile(rel, []byte(*p.Content), NewFilePerm); err != nil {
-		return failf("write_file: %s", describePathError(p.Path, err)), nil
+	target, err := t.w.resolveWriteTarget(rel)
+	if err != nil {
+		return failf("write_file: cannot write %s: %v", p.Path, err), nil
+	}
+	if err := t.w.replaceFile(target, []byte(*p.Content)); err != nil {
+		return failf("write_file: cannot write %s: %v", p.Path, err), nil
 	}
 	verb := "created"
-	if existed {
+	if target.info != nil {
 		verb = "overwrote"
 	}
 	lines := strings.Count(*p.Content, "\n")

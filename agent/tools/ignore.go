@@ -1,0 +1,113 @@
+package tools
+
+import (
+	"errors"
+	"io/fs"
+	"path"
+	"slices"
+	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
+)
+
+// Names that decide what listings and searches leave out.
+const (
+	// GitDirName is never listed or searched: it is large, binary and the
+	// business of git commands, not of file-by-file browsing.
+	GitDirName = ".git"
+	// GitignoreName files, in any directory, ignore paths below it.
+	GitignoreName = ".gitignore"
+	// GitInfoExclude holds the repository's own untracked ignore patterns.
+	GitInfoExclude = ".git/info/exclude"
+	// GitignoreMaxBytes bounds one ignore file; larger ones are not read.
+	GitignoreMaxBytes = 1 << 20
+)
+
+// ignoreRules are the gitignore patterns that apply inside one directory:
+// its own .gitignore's and those of every directory above it, in
+// increasing priority, which is the order the matcher expects.
+type ignoreRules struct {
+	patterns []gitignore.Pattern
+}
+
+// ignored reports whether the entry at rel (slash-separated, relative to
+// the workspace root) is left out. A directory that is left out is not
+// entered, so nothing below it is re-included, as in git.
+func (r ignoreRules) ignored(rel string, isDir bool) bool {
+	if path.Base(rel) == GitDirName {
+		return true
+	}
+	if len(r.patterns) == 0 {
+		return false
+	}
+	return gitignore.NewMatcher(r.patterns).Match(strings.Split(rel, "/"), isDir)
+}
+
+// enter returns the rules inside dir (relative to the root), which are
+// these plus dir's own .gitignore.
+func (r ignoreRules) enter(w *Workspace, dir string) ignoreRules {
+	own := w.readIgnoreFile(path.Join(dir, GitignoreName), dir)
+	if len(own) == 0 {
+		return r
+	}
+	// Clip so that sibling directories never share an appended tail.
+	return ignoreRules{patterns: append(slices.Clip(r.patterns), own...)}
+}
+
+// errInGitDir refuses to list or search inside .git.
+var errInGitDir = errors.New(GitDirName + " is left out of listings and searches; use run_command with git commands to inspect the repository")
+
+// rulesAt returns the rules that apply inside start, a directory relative
+// to the root. A start that is itself ignored (or lies in an ignored
+// directory) was named on purpose: it is then walked with its own ignore
+// files only, as if it were a workspace of its own.
+func (w *Workspace) rulesAt(start string) (ignoreRules, error) {
+	if inGitDir(start) {
+		return ignoreRules{}, errInGitDir
+	}
+	rules := ignoreRules{patterns: w.readIgnoreFile(GitInfoExclude, ".")}.enter(w, ".")
+	if start == "." {
+		return rules, nil
+	}
+	dir := "."
+	for _, name := range strings.Split(start, "/") {
+		dir = path.Join(dir, name)
+		if rules.ignored(dir, true) {
+			return ignoreRules{}.enter(w, start), nil
+		}
+		rules = rules.enter(w, dir)
+	}
+	return rules, nil
+}
+
+// inGitDir reports whether rel (relative to the root) is .git or lies in one.
+func inGitDir(rel string) bool {
+	return slices.Contains(strings.Split(rel, "/"), GitDirName)
+}
+
+// readIgnoreFile parses the patterns of the ignore file at rel, which
+// apply below domain. A missing, oversized, unreadable or non-regular file
+// (a symlink included, which git does not follow either) has none.
+func (w *Workspace) readIgnoreFile(rel, domain string) []gitignore.Pattern {
+	info, err := w.root.Lstat(rel)
+	if err != nil || !info.Mode().IsRegular() || info.Size() > GitignoreMaxBytes {
+		return nil
+	}
+	data, err := fs.ReadFile(w.root.FS(), rel)
+	if err != nil {
+		return nil
+	}
+	var dom []string
+	if domain != "." {
+		dom = strings.Split(domain, "/")
+	}
+	var ps []gitignore.Pattern
+	for _, line := range strings.Split(string(data), "\n") {
+		line = strings.TrimSuffix(line, "\r")
+		if strings.HasPrefix(line, "#") || strings.TrimSpace(line) == "" {
+			continue
+		}
+		ps = append(ps, gitignore.ParsePattern(line, dom))
+	}
+	return ps
+}
