@@ -3,8 +3,8 @@ package integration
 import (
 	"errors"
 	"os"
-	"strconv"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
