@@ -16,4 +16,4 @@ bench:
 	bash scripts/bench.sh
 
 histories:
-	go run ./internal/tools/recordhistories -out workflows/testdata/histories
+	go run ./cmd/recordhistories -out workflows/testdata/histories

@@ -27,7 +27,7 @@ import (
 
 	"github.com/ralph-temporal/ralph/internal/devserver"
 	"github.com/ralph-temporal/ralph/internal/fakeopenai"
-	"github.com/ralph-temporal/ralph/internal/workerapp"
+	"github.com/ralph-temporal/ralph/internal/testsupport"
 	"github.com/ralph-temporal/ralph/workflows"
 )
 
@@ -192,7 +192,7 @@ func (e *env) startWorker(extraEnv ...string) *process {
 	go func() { _ = cmd.Wait(); close(p.done) }()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	readyErr := workerapp.WaitPolling(ctx, e.client, e.queue, cmd.Process.Pid, p.done)
+	readyErr := testsupport.WaitPolling(ctx, e.client, e.queue, cmd.Process.Pid, p.done)
 	// Cleanup is registered before a readiness failure ends the test, so the
 	// process is stopped and its log shown either way.
 	e.t.Cleanup(func() {

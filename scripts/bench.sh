@@ -10,7 +10,7 @@
 #                                                  in the overhead benchmark
 #   scripts/bench.sh -only overhead,cancel         a subset; `-h` lists every flag
 #
-# It builds the worker and bench/cmd/ralphbench, starts its own Temporal dev
+# It builds the worker and cmd/ralphbench, starts its own Temporal dev
 # server (the temporal CLI, installed by scripts/install-temporal-cli.sh when
 # absent: nothing else is installed), runs the real worker binary against the
 # scripted OpenAI-compatible server, prints the result tables (Markdown) and
@@ -37,6 +37,6 @@ fi
 
 bin_dir=$(mktemp -d "${TMPDIR:-/tmp}/ralphbench-bin.XXXXXX")
 trap 'rm -rf "$bin_dir"' EXIT
-go build -o "$bin_dir/ralphbench" ./bench/cmd/ralphbench
+go build -o "$bin_dir/ralphbench" ./cmd/ralphbench
 go build -o "$bin_dir/worker" ./worker
 "$bin_dir/ralphbench" -repo . -worker-bin "$bin_dir/worker" "${args[@]}" "$@"

@@ -4,7 +4,7 @@
 // paths (complete, blocked, budget-limited, round-failed, cancelled,
 // continue-as-new, invalid input) and writes each run's history as JSON.
 //
-//	go run ./internal/tools/recordhistories -out workflows/testdata/histories
+//	go run ./cmd/recordhistories -out workflows/testdata/histories
 package main
 
 import (

@@ -2,9 +2,9 @@
 // prints the result tables (Markdown), also written to -md. See
 // BENCHMARKS.md and scripts/bench.sh.
 //
-//	go run ./bench/cmd/ralphbench                      # everything, dev server
-//	go run ./bench/cmd/ralphbench -only overhead,cancel
-//	scripts/cluster.sh -- go run ./bench/cmd/ralphbench -cluster "$TEMPORAL_ADDRESS"
+//	go run ./cmd/ralphbench                      # everything, dev server
+//	go run ./cmd/ralphbench -only overhead,cancel
+//	scripts/cluster.sh -- go run ./cmd/ralphbench -cluster "$TEMPORAL_ADDRESS"
 package main
 
 import (

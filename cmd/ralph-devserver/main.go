@@ -1,7 +1,7 @@
 // Command ralph-devserver runs a local Temporal dev server with Ralph's
 // dynamic config until SIGINT/SIGTERM, for scripts:
 //
-//	go run ./internal/devserver/cmd/ralph-devserver --port 7233 --ui-port 8233 --db-filename .ralph/temporal.db
+//	go run ./cmd/ralph-devserver --port 7233 --ui-port 8233 --db-filename .ralph/temporal.db
 //
 // It prints TEMPORAL_ADDRESS=host:port on stdout once the server is healthy.
 package main
