@@ -27,6 +27,7 @@ import (
 
 	"github.com/ralph-temporal/ralph/internal/devserver"
 	"github.com/ralph-temporal/ralph/internal/fakeopenai"
+	"github.com/ralph-temporal/ralph/internal/testserver"
 	"github.com/ralph-temporal/ralph/internal/testsupport"
 	"github.com/ralph-temporal/ralph/workflows"
 )
@@ -39,7 +40,7 @@ type stack struct {
 	address   string
 	namespace string
 	binDir    string
-	server    testsupport.Server // the dev server or the PostgreSQL-backed cluster
+	server    testserver.Server // the dev server or the PostgreSQL-backed cluster
 	cluster   bool
 }
 
@@ -78,8 +79,8 @@ func runMain(m *testing.M) (int, error) {
 	// A cold build of the Temporal CLI or server takes minutes.
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
-	suite.cluster = os.Getenv(testsupport.EnvCluster) == "1"
-	srv, err := testsupport.StartServer(ctx, suite.cluster, stateDir, nil)
+	suite.cluster = os.Getenv(testserver.EnvCluster) == "1"
+	srv, err := testserver.StartServer(ctx, suite.cluster, stateDir, nil)
 	if err != nil {
 		return 0, err
 	}

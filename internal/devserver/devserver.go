@@ -259,6 +259,14 @@ func (s *Server) Env() []string {
 	return []string{"TEMPORAL_ADDRESS=" + s.Address, "TEMPORAL_NAMESPACE=" + s.Namespace}
 }
 
+// PID is the server's current process id (0 when not running).
+func (s *Server) PID() int {
+	if p := s.process(); p != nil && !p.Exited() {
+		return p.Pid()
+	}
+	return 0
+}
+
 // Output is the tail of the server's stdout and stderr.
 func (s *Server) Output() string {
 	if p := s.process(); p != nil {

@@ -1,4 +1,6 @@
-package testsupport
+// Package testserver starts the Temporal server a suite runs against: the dev
+// server, or the PostgreSQL-backed cluster when asked for.
+package testserver
 
 import (
 	"context"
