@@ -328,12 +328,12 @@ func Chain(ctx context.Context, t Target, id, firstRunID string) ([]RunHistory, 
 			}
 			rh.Events = append(rh.Events, ev)
 		}
-		desc, err := t.Client.DescribeWorkflowExecution(ctx, id, runID)
+		desc, err := t.Client.DescribeWorkflow(ctx, id, runID)
 		if err != nil {
 			return nil, err
 		}
-		rh.Length = desc.GetWorkflowExecutionInfo().GetHistoryLength()
-		rh.SizeBytes = desc.GetWorkflowExecutionInfo().GetHistorySizeBytes()
+		rh.Length = desc.RawResponse.GetWorkflowExecutionInfo().GetHistoryLength()
+		rh.SizeBytes = desc.RawResponse.GetWorkflowExecutionInfo().GetHistorySizeBytes()
 		out = append(out, rh)
 		runID = ""
 		if n := len(rh.Events); n > 0 {

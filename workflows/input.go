@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -46,7 +48,9 @@ func parseInput(raw []byte, limits activities.Limits, workflowID string) (run, e
 	if err := json.Unmarshal(trimmed, &fields); err != nil {
 		return run{}, inputErr("input", "must be a JSON object with objective, maxRounds and workspace: %v", err)
 	}
-	for key := range fields {
+	// Sorted, so two unknown fields always get the same message on replay.
+	//workflowcheck:ignore
+	for _, key := range slices.Sorted(maps.Keys(fields)) {
 		if !isInputKey(key) {
 			return run{}, inputErr(key, "is not a known field (allowed: objective, maxRounds, workspace)")
 		}

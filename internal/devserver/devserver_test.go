@@ -66,11 +66,11 @@ func TestStartRestartStop(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	d, err := c.DescribeWorkflowExecution(ctx, "devserver-smoke", run.GetRunID())
+	d, err := c.DescribeWorkflow(ctx, "devserver-smoke", run.GetRunID())
 	if err != nil {
 		t.Fatalf("workflow lost across restart: %v", err)
 	}
-	if got := d.GetWorkflowExecutionInfo().GetStatus(); got != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+	if got := d.RawResponse.GetWorkflowExecutionInfo().GetStatus(); got != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
 		t.Errorf("status after restart = %s", got)
 	}
 
