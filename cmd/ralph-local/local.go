@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -351,13 +352,17 @@ func rel(base, path string) string {
 	return path
 }
 
-// prefixed writes each log record (one Write per record) with a prefix.
+// prefixed writes each log record (one Write per record) with a prefix,
+// leaving out a cancelled round's error: the starter already says so.
 type prefixed struct {
 	w      io.Writer
 	prefix string
 }
 
 func (p prefixed) Write(b []byte) (int, error) {
+	if bytes.Contains(b, []byte(`Error="context canceled"`)) {
+		return len(b), nil
+	}
 	if _, err := io.WriteString(p.w, p.prefix); err != nil {
 		return 0, err
 	}
