@@ -96,6 +96,9 @@ func TestInterruptCancelsTheRunAndLeavesNothing(t *testing.T) {
 	if *serverPID == 0 || proc.Alive(*serverPID) {
 		t.Errorf("dev server pid %d still running after the cancelled run", *serverPID)
 	}
+	if strings.Contains(out.String(), "context canceled") {
+		t.Errorf("the cancelled round was relayed as a worker error:\n%s", out)
+	}
 	if strings.Contains(out.String(), "sk-local-test") {
 		t.Error("the API key was printed")
 	}
