@@ -85,6 +85,16 @@ func runMain(m *testing.M) (int, error) {
 		return 0, err
 	}
 	defer srv.Stop()
+	// Both setups register Ralph's search attributes; the worker relies on it.
+	c, err := srv.Dial(ctx, client.Options{})
+	if err != nil {
+		return 0, fmt.Errorf("dial the %s: %w", srv.Kind, err)
+	}
+	err = testsupport.SearchAttributesRegistered(ctx, c, srv.Namespace)
+	c.Close()
+	if err != nil {
+		return 0, fmt.Errorf("the %s: %w", srv.Kind, err)
+	}
 	suite.server, suite.address, suite.namespace = srv, srv.Address, srv.Namespace
 	fmt.Printf("integration suite against the %s at %s\n", srv.Kind, suite.address)
 	return m.Run(), nil
