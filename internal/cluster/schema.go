@@ -8,10 +8,12 @@ import (
 	"strconv"
 )
 
-// databases are the two Temporal databases and the schema each gets; the
-// schemas are embedded in temporal-sql-tool.
-func databases() []struct{ name, schema string } {
-	return []struct{ name, schema string }{
+// database is one Temporal database and the schema it gets; the schemas
+// are embedded in temporal-sql-tool.
+type database struct{ name, schema string }
+
+func databases() []database {
+	return []database{
 		{"temporal", "postgresql/v12/temporal"},
 		{"temporal_visibility", "postgresql/v12/visibility"},
 	}
