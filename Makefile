@@ -1,7 +1,8 @@
 # The two commands of the README:
 #   make demo   runs a Ralph loop locally (dev server + worker + starter)
-#   make test   runs every test (unit, dev-server integration, PostgreSQL cluster)
-.PHONY: demo test unit bench histories
+#   make test   runs every test (static checks, unit, replay, dev-server and
+#               PostgreSQL-cluster integration); it installs what is missing
+.PHONY: demo test unit bench histories devserver cluster
 
 demo:
 	bash scripts/local-run.sh
@@ -16,4 +17,12 @@ bench:
 	bash scripts/bench.sh
 
 histories:
-	go run ./internal/tools/recordhistories -out workflows/testdata/histories
+	go run ./cmd/recordhistories -out workflows/testdata/histories
+
+# A Temporal server to point a worker at: the dev server, or the
+# PostgreSQL-backed cluster (prints export lines; Ctrl-C tears it down).
+devserver:
+	go run ./cmd/ralph-devserver --port 7233 --ui-port 8233 --db-filename .ralph/temporal.db
+
+cluster:
+	go run ./cmd/ralph-cluster

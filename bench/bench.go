@@ -6,7 +6,7 @@
 // the scripted OpenAI-compatible server, so the model costs nothing.
 //
 // These are benchmarks, not timed tests: they report numbers and never fail
-// on a slow machine. The program is bench/cmd/ralphbench; scripts/bench.sh
+// on a slow machine. The program is cmd/ralphbench; scripts/bench.sh
 // runs it. Nothing here runs under `go test` except the tiny stats test.
 package bench
 

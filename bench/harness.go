@@ -23,6 +23,7 @@ import (
 	"github.com/ralph-temporal/ralph/activities"
 	"github.com/ralph-temporal/ralph/internal/config"
 	"github.com/ralph-temporal/ralph/internal/fakeopenai"
+	"github.com/ralph-temporal/ralph/internal/testsupport"
 	"github.com/ralph-temporal/ralph/internal/workerapp"
 	"github.com/ralph-temporal/ralph/workflows"
 )
@@ -157,7 +158,7 @@ func (h *Harness) StartWorkerProc(ctx context.Context, t Target, queue, baseURL 
 	p := &WorkerProc{Queue: queue, Root: env["RALPH_WORKSPACE_ROOT"], Pid: cmd.Process.Pid, cmd: cmd, done: make(chan struct{})}
 	go func() { _ = cmd.Wait(); close(p.done) }()
 	readyCtx, cancelReady := context.WithTimeout(ctx, workerReadyTimeout)
-	err = workerapp.WaitPolling(readyCtx, t.Client, queue, p.Pid, p.done)
+	err = testsupport.WaitPolling(readyCtx, t.Client, queue, p.Pid, p.done)
 	cancelReady()
 	if err != nil {
 		p.Kill()
@@ -327,12 +328,12 @@ func Chain(ctx context.Context, t Target, id, firstRunID string) ([]RunHistory, 
 			}
 			rh.Events = append(rh.Events, ev)
 		}
-		desc, err := t.Client.DescribeWorkflowExecution(ctx, id, runID)
+		desc, err := t.Client.DescribeWorkflow(ctx, id, runID)
 		if err != nil {
 			return nil, err
 		}
-		rh.Length = desc.GetWorkflowExecutionInfo().GetHistoryLength()
-		rh.SizeBytes = desc.GetWorkflowExecutionInfo().GetHistorySizeBytes()
+		rh.Length = desc.RawResponse.GetWorkflowExecutionInfo().GetHistoryLength()
+		rh.SizeBytes = desc.RawResponse.GetWorkflowExecutionInfo().GetHistorySizeBytes()
 		out = append(out, rh)
 		runID = ""
 		if n := len(rh.Events); n > 0 {

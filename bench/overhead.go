@@ -260,7 +260,7 @@ func (h *Harness) Overhead(ctx context.Context, cfg OverheadConfig) (Section, er
 		"\"bare + 1 heartbeat\" is the bare loop whose no-op activity records one heartbeat before it returns: "+
 			"the first heartbeat is a synchronous RecordActivityTaskHeartbeat call that the server persists. It is why Ralph's rounds send their first heartbeat only after one heartbeat interval.")
 	if h.Cluster == nil {
-		sec.Notes = append(sec.Notes, "The PostgreSQL-backed server was not measured in this run: run `scripts/cluster.sh -- scripts/bench.sh` to add it beside the dev server.")
+		sec.Notes = append(sec.Notes, "The PostgreSQL-backed server was not measured in this run: run `scripts/bench.sh -with-cluster` to add it beside the dev server.")
 	}
 	return sec, nil
 }

@@ -97,7 +97,7 @@ func TestComposeDependencyOrder(t *testing.T) {
 	}
 }
 
-// The server runs the same config files that scripts/cluster.sh tests.
+// The server runs the same config files that internal/cluster tests.
 func TestComposeMountsTheTestedServerConfig(t *testing.T) {
 	c := loadCompose(t)
 	for _, svc := range c.Services {

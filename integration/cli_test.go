@@ -108,11 +108,11 @@ func waitClosed(t *testing.T, e *env, id string, want enumspb.WorkflowExecutionS
 	t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
-		desc, err := e.client.DescribeWorkflowExecution(context.Background(), id, "")
+		desc, err := e.client.DescribeWorkflow(context.Background(), id, "")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := desc.GetWorkflowExecutionInfo().GetStatus(); got != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+		if got := desc.RawResponse.GetWorkflowExecutionInfo().GetStatus(); got != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
 			if got != want {
 				t.Fatalf("%s closed as %v, want %v", id, got, want)
 			}
@@ -190,11 +190,11 @@ func TestRealStackStarterInterruptCancelsTheRun(t *testing.T) {
 		t.Fatalf("starter exit code %d, want 130:\n%s", code, out.String())
 	}
 	// The starter returned only after the run closed as cancelled.
-	desc, err := e.client.DescribeWorkflowExecution(context.Background(), "ralph-interrupt", "")
+	desc, err := e.client.DescribeWorkflow(context.Background(), "ralph-interrupt", "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := desc.GetWorkflowExecutionInfo().GetStatus(); got != enumspb.WORKFLOW_EXECUTION_STATUS_CANCELED {
+	if got := desc.RawResponse.GetWorkflowExecutionInfo().GetStatus(); got != enumspb.WORKFLOW_EXECUTION_STATUS_CANCELED {
 		t.Fatalf("workflow status after SIGINT = %v, want canceled", got)
 	}
 	for _, pid := range pids {

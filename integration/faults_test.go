@@ -89,11 +89,11 @@ func TestRealStackCancelReachesQuiescence(t *testing.T) {
 			t.Errorf("process %d of the round outlived the closed workflow", pid)
 		}
 	}
-	desc, err := e.client.DescribeWorkflowExecution(context.Background(), id, "")
+	desc, err := e.client.DescribeWorkflow(context.Background(), id, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := desc.GetWorkflowExecutionInfo().GetStatus(); got != enumspb.WORKFLOW_EXECUTION_STATUS_CANCELED {
+	if got := desc.RawResponse.GetWorkflowExecutionInfo().GetStatus(); got != enumspb.WORKFLOW_EXECUTION_STATUS_CANCELED {
 		t.Fatalf("workflow status = %v", got)
 	}
 	// The round's cancellation is recorded before the workflow closed.

@@ -27,7 +27,8 @@ import (
 
 	"github.com/ralph-temporal/ralph/internal/devserver"
 	"github.com/ralph-temporal/ralph/internal/fakeopenai"
-	"github.com/ralph-temporal/ralph/internal/workerapp"
+	"github.com/ralph-temporal/ralph/internal/testserver"
+	"github.com/ralph-temporal/ralph/internal/testsupport"
 	"github.com/ralph-temporal/ralph/workflows"
 )
 
@@ -39,7 +40,7 @@ type stack struct {
 	address   string
 	namespace string
 	binDir    string
-	dev       *devserver.Server // nil against an external cluster
+	server    testserver.Server // the dev server or the PostgreSQL-backed cluster
 	cluster   bool
 }
 
@@ -70,38 +71,33 @@ func runMain(m *testing.M) (int, error) {
 	}
 	suite.binDir = binDir
 
-	if os.Getenv("RALPH_TEST_CLUSTER") == "1" {
-		suite.cluster = true
-		suite.address = os.Getenv("TEMPORAL_ADDRESS")
-		suite.namespace = envOr("TEMPORAL_NAMESPACE", "default")
-		if suite.address == "" {
-			return 0, errors.New("RALPH_TEST_CLUSTER=1 needs TEMPORAL_ADDRESS (run through scripts/cluster.sh)")
-		}
-		fmt.Printf("integration suite against the PostgreSQL-backed Temporal cluster at %s\n", suite.address)
-		return m.Run(), nil
-	}
-	dbDir, err := os.MkdirTemp("", "ralph-it-db-")
+	stateDir, err := os.MkdirTemp("", "ralph-it-state-")
 	if err != nil {
 		return 0, err
 	}
-	defer os.RemoveAll(dbDir)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer os.RemoveAll(stateDir)
+	// A cold build of the Temporal CLI or server takes minutes.
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
-	dev, err := devserver.Start(ctx, devserver.Options{Install: true, DBFile: filepath.Join(dbDir, "temporal.db")})
+	suite.cluster = os.Getenv(testserver.EnvCluster) == "1"
+	srv, err := testserver.StartServer(ctx, suite.cluster, stateDir, nil)
 	if err != nil {
-		return 0, fmt.Errorf("start the dev server: %w", err)
+		return 0, err
 	}
-	defer dev.Stop()
-	suite.dev, suite.address, suite.namespace = dev, dev.Address, dev.Namespace
-	fmt.Printf("integration suite against the Temporal dev server at %s\n", suite.address)
+	defer srv.Stop()
+	// Both setups register Ralph's search attributes; the worker relies on it.
+	c, err := srv.Dial(ctx, client.Options{})
+	if err != nil {
+		return 0, fmt.Errorf("dial the %s: %w", srv.Kind, err)
+	}
+	err = testsupport.SearchAttributesRegistered(ctx, c, srv.Namespace)
+	c.Close()
+	if err != nil {
+		return 0, fmt.Errorf("the %s: %w", srv.Kind, err)
+	}
+	suite.server, suite.address, suite.namespace = srv, srv.Address, srv.Namespace
+	fmt.Printf("integration suite against the %s at %s\n", srv.Kind, suite.address)
 	return m.Run(), nil
-}
-
-func envOr(key, def string) string {
-	if v := os.Getenv(key); v != "" {
-		return v
-	}
-	return def
 }
 
 func dial(t testing.TB) client.Client {
@@ -192,7 +188,7 @@ func (e *env) startWorker(extraEnv ...string) *process {
 	go func() { _ = cmd.Wait(); close(p.done) }()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	readyErr := workerapp.WaitPolling(ctx, e.client, e.queue, cmd.Process.Pid, p.done)
+	readyErr := testsupport.WaitPolling(ctx, e.client, e.queue, cmd.Process.Pid, p.done)
 	// Cleanup is registered before a readiness failure ends the test, so the
 	// process is stopped and its log shown either way.
 	e.t.Cleanup(func() {
@@ -411,40 +407,18 @@ func temporalCLI(t *testing.T, args ...string) (string, error) {
 	return string(out), err
 }
 
-// restartServer stops the suite's server with sig and starts it again on the
-// same address and storage: the dev server (file-backed) or, in the cluster
-// suite, the full server through scripts/cluster.sh.
+// restartServer stops the suite's server with sig (SIGKILL: as a crash
+// would) and starts it again on the same address and storage.
 func restartServer(t *testing.T, sig syscall.Signal) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if suite.dev != nil {
-		if sig == syscall.SIGKILL {
-			if err := suite.dev.Kill(); err != nil {
-				t.Fatalf("kill the dev server: %v", err)
-			}
-		}
-		if err := suite.dev.Restart(ctx); err != nil {
-			t.Fatalf("restart the dev server: %v", err)
-		}
-		return
-	}
-	restartCluster(ctx, t, sig)
-}
-
-// restartCluster uses the commands scripts/cluster.sh exports: SIGTERM goes
-// through its restart command, SIGKILL kills the server outright first.
-func restartCluster(ctx context.Context, t *testing.T, sig syscall.Signal) {
-	t.Helper()
-	script := os.Getenv("RALPH_CLUSTER_RESTART_CMD")
 	if sig == syscall.SIGKILL {
-		script = os.Getenv("RALPH_CLUSTER_KILL_CMD") + " && " + os.Getenv("RALPH_CLUSTER_START_CMD")
+		if err := suite.server.Kill(); err != nil {
+			t.Fatalf("kill the server: %v", err)
+		}
 	}
-	if strings.TrimSpace(script) == "" || strings.HasPrefix(script, " &&") {
-		t.Fatal("the cluster suite needs RALPH_CLUSTER_RESTART_CMD, _KILL_CMD and _START_CMD from scripts/cluster.sh")
-	}
-	out, err := exec.CommandContext(ctx, "sh", "-c", script).CombinedOutput()
-	if err != nil {
-		t.Fatalf("restart the cluster server with %v: %v\n%s", sig, err, out)
+	if err := suite.server.Restart(ctx); err != nil {
+		t.Fatalf("restart the server after %v: %v", sig, err)
 	}
 }

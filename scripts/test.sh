@@ -1,31 +1,30 @@
 #!/usr/bin/env bash
-# Runs every test of the project on a fresh machine that has Go:
-#   1. installs what the tests need when absent (Temporal CLI for the dev
-#      server; PostgreSQL and the Temporal server for the cluster suite);
-#   2. go vet, then go test -race over every package: unit tests, replay of
-#      recorded histories and the real-stack suite against the dev server;
-#   3. the real-stack suite again against a PostgreSQL-backed Temporal cluster.
+# `make test`: every test, on a fresh machine that has Go (as root, apt-get
+# installs what is missing): static checks, go test -race ./... (unit,
+# replay, the real-stack suite on the dev server), then the real-stack suite
+# again on the PostgreSQL-backed cluster (internal/cluster).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-export PATH="$(go env GOPATH)/bin:$PATH"
+need=()
+command -v git >/dev/null || need+=(git)
+command -v bwrap >/dev/null || need+=(bubblewrap)
+[[ -x /usr/lib/postgresql/15/bin/initdb ]] || need+=(postgresql-15)
+if ((${#need[@]})); then
+  echo "== apt-get install ${need[*]}"
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}"
+fi
 
-bash scripts/install-temporal-cli.sh
+echo "== Temporal CLI and server build (cached after the first time)"
+go run ./cmd/ralph-devserver -install-only
+go run ./cmd/ralph-cluster -build-only
 
-echo "== go vet"
+echo "== go vet, staticcheck, workflowcheck"
 go vet ./...
+go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
+go run go.temporal.io/sdk/contrib/tools/workflowcheck@v0.6.0 -config scripts/workflowcheck.yaml ./workflows/...
 
-echo "== go test (unit, replay, dev-server integration)"
+echo "== go test -race (unit, replay, dev-server integration)"
 go test -race -count=1 -timeout 40m ./...
 
-echo "== go test (integration against PostgreSQL-backed Temporal cluster)"
-# The verbose log is kept whole; on success only the test lines are shown.
-log=$(mktemp)
-trap 'rm -f "$log"' EXIT
-if bash scripts/cluster.sh -- env RALPH_TEST_CLUSTER=1 \
-    go test -count=1 -v -timeout 30m -run 'TestRealStack' ./integration/ >"$log" 2>&1; then
-  grep -E '^(integration suite|=== RUN|--- |    [a-z_]+\.go:|ok |PASS$)' "$log"
-else
-  status=$?
-  tail -n 400 "$log"
-  exit "$status"
-fi
+echo "== go test (integration against the PostgreSQL-backed Temporal cluster)"
+RALPH_TEST_CLUSTER=1 go test -count=1 -v -timeout 30m -run 'TestRealStack' ./integration/

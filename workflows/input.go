@@ -68,6 +68,8 @@ func parseInput(raw []byte, limits activities.Limits, workflowID string) (run, e
 		return run{}, inputErr("input", "must be a JSON object with the fields %s: %v", strings.Join(inputKeys(), ", "), err)
 	}
 	var unknown []string
+	// Collected and sorted below, so the message never depends on map order.
+	//workflowcheck:ignore
 	for key := range fields {
 		if !slices.Contains(inputKeys(), key) {
 			unknown = append(unknown, key)

@@ -9,7 +9,7 @@ import (
 )
 
 // historiesDir holds histories recorded from real dev-server runs
-// (regenerate with `go run ./internal/tools/recordhistories`, see README).
+// (regenerate with `go run ./cmd/recordhistories`, see README).
 const historiesDir = "testdata/histories"
 
 // TestReplayRecordedHistories replays every checked-in history against the

@@ -1,8 +1,8 @@
 // Package devserver runs a local Temporal development server (`temporal
 // server start-dev`, the temporal CLI) for integration tests, benchmarks and
-// the local-run script: it finds or installs the CLI, starts the server on
-// free 127.0.0.1 ports with Ralph's dynamic config, waits until it is healthy
-// and stops the whole process group.
+// the local demo (cmd/ralph-local): it finds or installs the CLI, starts the
+// server on free 127.0.0.1 ports with Ralph's dynamic config and search
+// attributes, waits until it is healthy and stops the whole process group.
 package devserver
 
 import (
@@ -23,6 +23,9 @@ import (
 
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
+
+	"github.com/ralph-temporal/ralph/internal/serverproc"
+	"github.com/ralph-temporal/ralph/workflows"
 )
 
 // CLIModule and CLIVersion are what InstallCLI installs from the Go module
@@ -96,10 +99,7 @@ type Server struct {
 	args []string
 
 	mu   sync.Mutex
-	cmd  *exec.Cmd
-	done chan struct{} // closed when cmd has exited
-	werr error         // cmd.Wait's result
-	tail *tailBuffer
+	proc *serverproc.Process
 }
 
 // Start finds the CLI, starts the dev server and waits until it is healthy
@@ -156,6 +156,11 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	for _, kv := range dc {
 		s.args = append(s.args, "--dynamic-config-value", kv)
 	}
+	// Registered at start so the worker's check finds them and
+	// `temporal workflow list --query "RalphPhase='paused'"` works at once.
+	for _, sa := range workflows.SearchAttributes() {
+		s.args = append(s.args, "--search-attribute", sa.Name+"="+sa.Type)
+	}
 	s.args = append(s.args, opts.ExtraArgs...)
 	if err := s.start(ctx); err != nil {
 		return nil, err
@@ -172,45 +177,35 @@ func (s *Server) Bin() string { return s.bin }
 func (s *Server) start(ctx context.Context) error {
 	cmd := exec.Command(s.bin, s.args...)
 	cmd.Env = childEnv()
-	tail := &tailBuffer{max: 64 << 10}
-	var out io.Writer = tail
-	if s.opts.Output != nil {
-		out = io.MultiWriter(tail, s.opts.Output)
+	proc, err := serverproc.Start("temporal dev server", cmd, s.opts.Output)
+	if err != nil {
+		return err
 	}
-	cmd.Stdout, cmd.Stderr = out, out
-	cmd.SysProcAttr = sysProcAttr()
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("start %s server start-dev: %w", s.bin, err)
-	}
-	done := make(chan struct{})
 	s.mu.Lock()
-	s.cmd, s.done, s.tail, s.werr = cmd, done, tail, nil
+	s.proc = proc
 	s.mu.Unlock()
-	go func() {
-		err := cmd.Wait()
-		s.mu.Lock()
-		s.werr = err
-		s.mu.Unlock()
-		close(done)
-	}()
-	if err := s.waitHealthy(ctx, done); err != nil {
+	if err := s.waitHealthy(ctx, proc); err != nil {
 		_ = s.Stop()
 		return err
 	}
 	return nil
 }
 
+func (s *Server) process() *serverproc.Process {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.proc
+}
+
 // waitHealthy dials until the frontend answers a health check and the
 // default namespace is described, or the process exits, or time runs out.
-func (s *Server) waitHealthy(ctx context.Context, exited <-chan struct{}) error {
+func (s *Server) waitHealthy(ctx context.Context, proc *serverproc.Process) error {
 	ctx, cancel := context.WithTimeout(ctx, s.opts.StartTimeout)
 	defer cancel()
 	var last error
 	for {
-		select {
-		case <-exited:
-			return fmt.Errorf("temporal dev server exited before it became healthy (%v); its output ends with:\n%s", s.exitErr(), s.Output())
-		default:
+		if proc.Exited() {
+			return fmt.Errorf("temporal dev server exited before it became healthy (%v); its output ends with:\n%s", proc.ExitErr(), proc.Output())
 		}
 		last = s.check(ctx)
 		if last == nil {
@@ -218,8 +213,8 @@ func (s *Server) waitHealthy(ctx context.Context, exited <-chan struct{}) error 
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("temporal dev server at %s not healthy after %s: %v; its output ends with:\n%s", s.Address, s.opts.StartTimeout, last, s.Output())
-		case <-exited:
+			return fmt.Errorf("temporal dev server at %s not healthy after %s: %v; its output ends with:\n%s", s.Address, s.opts.StartTimeout, last, proc.Output())
+		case <-proc.Done():
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
@@ -228,7 +223,7 @@ func (s *Server) waitHealthy(ctx context.Context, exited <-chan struct{}) error 
 func (s *Server) check(ctx context.Context) error {
 	cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
-	c, err := s.dial(cctx)
+	c, err := s.Dial(cctx, client.Options{})
 	if err != nil {
 		return err
 	}
@@ -241,16 +236,7 @@ func (s *Server) check(ctx context.Context) error {
 }
 
 // QuietLogger is an SDK logger that drops everything.
-type QuietLogger struct{}
-
-func (QuietLogger) Debug(string, ...any) {}
-func (QuietLogger) Info(string, ...any)  {}
-func (QuietLogger) Warn(string, ...any)  {}
-func (QuietLogger) Error(string, ...any) {}
-
-func (s *Server) dial(ctx context.Context) (client.Client, error) {
-	return client.DialContext(ctx, client.Options{HostPort: s.Address, Namespace: s.Namespace, Logger: QuietLogger{}})
-}
+type QuietLogger = serverproc.QuietLogger
 
 // Dial returns a client for the server's default namespace; opts.HostPort
 // and opts.Namespace are filled in when empty, and the SDK's logs are
@@ -273,63 +259,37 @@ func (s *Server) Env() []string {
 	return []string{"TEMPORAL_ADDRESS=" + s.Address, "TEMPORAL_NAMESPACE=" + s.Namespace}
 }
 
-// Output is the tail of the server's stdout and stderr.
-func (s *Server) Output() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.tail == nil {
-		return ""
+// PID is the server's current process id (0 when not running).
+func (s *Server) PID() int {
+	if p := s.process(); p != nil && !p.Exited() {
+		return p.Pid()
 	}
-	return s.tail.String()
+	return 0
 }
 
-func (s *Server) exitErr() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.werr
+// Output is the tail of the server's stdout and stderr.
+func (s *Server) Output() string {
+	if p := s.process(); p != nil {
+		return p.Output()
+	}
+	return ""
 }
 
 // Stop ends the server and every process it started: SIGTERM to its process
 // group, then SIGKILL after 10 s. It is safe to call more than once.
 func (s *Server) Stop() error {
-	if s.signalAndWait(syscall.SIGTERM, 10*time.Second) {
-		return nil
+	if p := s.process(); p != nil {
+		return p.Stop(syscall.SIGTERM, 10*time.Second)
 	}
-	if s.signalAndWait(syscall.SIGKILL, 5*time.Second) {
-		return nil
-	}
-	return fmt.Errorf("temporal dev server at %s did not exit after SIGKILL", s.Address)
+	return nil
 }
 
 // Kill ends the server at once (SIGKILL to its process group), as a crash would.
 func (s *Server) Kill() error {
-	if s.signalAndWait(syscall.SIGKILL, 10*time.Second) {
-		return nil
+	if p := s.process(); p != nil {
+		return p.Kill()
 	}
-	return fmt.Errorf("temporal dev server at %s did not exit after SIGKILL", s.Address)
-}
-
-// signalAndWait sends sig to the server's process group unless it has
-// already exited, and reports whether it is gone within wait.
-func (s *Server) signalAndWait(sig syscall.Signal, wait time.Duration) bool {
-	s.mu.Lock()
-	cmd, done := s.cmd, s.done
-	s.mu.Unlock()
-	if cmd == nil || cmd.Process == nil {
-		return true
-	}
-	select {
-	case <-done:
-		return true
-	default:
-	}
-	_ = signalGroup(cmd.Process.Pid, sig)
-	select {
-	case <-done:
-		return true
-	case <-time.After(wait):
-		return false
-	}
+	return nil
 }
 
 // Restart stops the server and starts it again on the same address with the
@@ -338,11 +298,7 @@ func (s *Server) Restart(ctx context.Context) error {
 	if err := s.Stop(); err != nil {
 		return err
 	}
-	// The port was just released; give the OS a moment if it is still busy.
-	deadline := time.Now().Add(10 * time.Second)
-	for !portFree(s.Address) && time.Now().Before(deadline) {
-		time.Sleep(100 * time.Millisecond)
-	}
+	serverproc.WaitPortFree(s.Address, 10*time.Second)
 	return s.start(ctx)
 }
 
@@ -420,23 +376,7 @@ func isExecutable(path string) bool {
 }
 
 // FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
-func FreePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("find a free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-func portFree(addr string) bool {
-	l, err := net.Listen("tcp", addr)
-	if err != nil {
-		return false
-	}
-	l.Close()
-	return true
-}
+func FreePort() (int, error) { return serverproc.FreePort() }
 
 // childEnv is the server's environment without the TEMPORAL_* client
 // variables, which the CLI would otherwise read as its own settings.
@@ -449,27 +389,4 @@ func childEnv() []string {
 		env = append(env, kv)
 	}
 	return env
-}
-
-// tailBuffer keeps the last max bytes written to it.
-type tailBuffer struct {
-	mu  sync.Mutex
-	buf []byte
-	max int
-}
-
-func (t *tailBuffer) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.buf = append(t.buf, p...)
-	if len(t.buf) > t.max {
-		t.buf = append([]byte(nil), t.buf[len(t.buf)-t.max:]...)
-	}
-	return len(p), nil
-}
-
-func (t *tailBuffer) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return string(t.buf)
 }

@@ -9,6 +9,9 @@ import (
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
+
+	"github.com/ralph-temporal/ralph/internal/serverproc"
+	"github.com/ralph-temporal/ralph/internal/testsupport"
 )
 
 func TestArgsCarryDynamicConfig(t *testing.T) {
@@ -45,6 +48,9 @@ func TestStartRestartStop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := testsupport.SearchAttributesRegistered(ctx, c, s.Namespace); err != nil {
+		t.Fatal(err)
+	}
 	// A workflow started before the restart must still be there after it.
 	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "devserver-smoke", TaskQueue: "nobody"}, "Nothing")
 	if err != nil {
@@ -60,11 +66,11 @@ func TestStartRestartStop(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	d, err := c.DescribeWorkflowExecution(ctx, "devserver-smoke", run.GetRunID())
+	d, err := c.DescribeWorkflow(ctx, "devserver-smoke", run.GetRunID())
 	if err != nil {
 		t.Fatalf("workflow lost across restart: %v", err)
 	}
-	if got := d.GetWorkflowExecutionInfo().GetStatus(); got != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+	if got := d.RawResponse.GetWorkflowExecutionInfo().GetStatus(); got != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
 		t.Errorf("status after restart = %s", got)
 	}
 
@@ -74,7 +80,7 @@ func TestStartRestartStop(t *testing.T) {
 	if err := s.Stop(); err != nil {
 		t.Fatalf("second Stop: %v", err)
 	}
-	if !portFree(s.Address) {
+	if !serverproc.PortFree(s.Address) {
 		t.Errorf("port %s still taken after Stop", s.Address)
 	}
 }

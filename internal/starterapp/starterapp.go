@@ -431,23 +431,23 @@ func writeHandoff(b *strings.Builder, r *report.Report) {
 func (s *session) poll(ctx context.Context, id string, runID *string, p *progressPrinter) {
 	if *runID == "" {
 		dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		if latest, err := s.c.DescribeWorkflowExecution(dctx, id, ""); err == nil {
-			*runID = latest.GetWorkflowExecutionInfo().GetExecution().GetRunId()
+		if latest, err := s.c.DescribeWorkflow(dctx, id, ""); err == nil {
+			*runID = latest.RawResponse.GetWorkflowExecutionInfo().GetExecution().GetRunId()
 		}
 		cancel()
 	}
 	if *runID != "" {
 		dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		d, err := s.c.DescribeWorkflowExecution(dctx, id, *runID)
+		d, err := s.c.DescribeWorkflow(dctx, id, *runID)
 		cancel()
-		if err == nil && d.GetWorkflowExecutionInfo().GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_CONTINUED_AS_NEW {
+		if err == nil && d.RawResponse.GetWorkflowExecutionInfo().GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_CONTINUED_AS_NEW {
 			if st, err := s.queryStatus(ctx, id, *runID); err == nil {
 				p.update(st, nil)
 			}
 			*runID = ""
 			dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			if latest, err := s.c.DescribeWorkflowExecution(dctx, id, ""); err == nil {
-				*runID = latest.GetWorkflowExecutionInfo().GetExecution().GetRunId()
+			if latest, err := s.c.DescribeWorkflow(dctx, id, ""); err == nil {
+				*runID = latest.RawResponse.GetWorkflowExecutionInfo().GetExecution().GetRunId()
 			}
 			cancel()
 		}
@@ -497,11 +497,11 @@ func (s *session) status(ctx context.Context) int {
 func (s *session) describeHint(ctx context.Context, id string) string {
 	dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	d, err := s.c.DescribeWorkflowExecution(dctx, id, "")
+	d, err := s.c.DescribeWorkflow(dctx, id, "")
 	if err != nil {
 		return ""
 	}
-	info := d.GetWorkflowExecutionInfo()
+	info := d.RawResponse.GetWorkflowExecutionInfo()
 	tq := info.GetTaskQueue()
 	hint := fmt.Sprintf(" (the run is %s on task queue %s", strings.ToLower(strings.TrimPrefix(info.GetStatus().String(), "WORKFLOW_EXECUTION_STATUS_")), tq)
 	if n, err := s.pollers(ctx, tq); err == nil && n == 0 {
@@ -515,7 +515,7 @@ func (s *session) describeHint(ctx context.Context, id string) string {
 func (s *session) cancel(ctx context.Context) int {
 	id := s.cmd.workflowID
 	dctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-	d, err := s.c.DescribeWorkflowExecution(dctx, id, "")
+	d, err := s.c.DescribeWorkflow(dctx, id, "")
 	cancel()
 	switch {
 	case isNotFound(err):
@@ -524,9 +524,9 @@ func (s *session) cancel(ctx context.Context) int {
 	case err != nil:
 		s.errorf("describe workflow %s: %v", id, err)
 		return ExitFailed
-	case d.GetWorkflowExecutionInfo().GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING:
+	case d.RawResponse.GetWorkflowExecutionInfo().GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING:
 		s.errorf("workflow %s is not running (it closed as %s): nothing to cancel", id,
-			strings.ToLower(d.GetWorkflowExecutionInfo().GetStatus().String()))
+			strings.ToLower(d.RawResponse.GetWorkflowExecutionInfo().GetStatus().String()))
 		return ExitFailed
 	}
 	cctx, cancel := context.WithTimeout(ctx, 15*time.Second)

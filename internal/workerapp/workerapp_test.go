@@ -17,6 +17,7 @@ import (
 	"github.com/ralph-temporal/ralph/activities"
 	"github.com/ralph-temporal/ralph/internal/config"
 	"github.com/ralph-temporal/ralph/internal/devserver"
+	"github.com/ralph-temporal/ralph/internal/testsupport"
 	"github.com/ralph-temporal/ralph/workflows"
 )
 
@@ -122,12 +123,12 @@ func TestDemoWorkerRunsARalphLoop(t *testing.T) {
 	defer c.Close()
 	// WaitPolling finds this very process among the pollers, and refuses a
 	// pid that is not polling once its process is gone.
-	if err := WaitPolling(ctx, c, "demo-q", os.Getpid(), nil); err != nil {
+	if err := testsupport.WaitPolling(ctx, c, "demo-q", os.Getpid(), nil); err != nil {
 		t.Fatalf("WaitPolling(own pid): %v", err)
 	}
 	gone := make(chan struct{})
 	close(gone)
-	if err := WaitPolling(ctx, c, "demo-q", os.Getpid()+100000, gone); err == nil || !strings.Contains(err.Error(), "exited before polling") {
+	if err := testsupport.WaitPolling(ctx, c, "demo-q", os.Getpid()+100000, gone); err == nil || !strings.Contains(err.Error(), "exited before polling") {
 		t.Fatalf("WaitPolling(other pid, exited) = %v", err)
 	}
 	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "demo-run", TaskQueue: "demo-q"}, workflows.WorkflowName,

@@ -2,9 +2,9 @@
 // prints the result tables (Markdown), also written to -md. See
 // BENCHMARKS.md and scripts/bench.sh.
 //
-//	go run ./bench/cmd/ralphbench                      # everything, dev server
-//	go run ./bench/cmd/ralphbench -only overhead,cancel
-//	scripts/cluster.sh -- go run ./bench/cmd/ralphbench -cluster "$TEMPORAL_ADDRESS"
+//	go run ./cmd/ralphbench                      # everything, dev server
+//	go run ./cmd/ralphbench -only overhead,cancel
+//	go run ./cmd/ralphbench -with-cluster                # also the PostgreSQL-backed server
 package main
 
 import (
@@ -27,6 +27,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/ralph-temporal/ralph/bench"
+	"github.com/ralph-temporal/ralph/internal/cluster"
 	"github.com/ralph-temporal/ralph/internal/devserver"
 )
 
@@ -39,7 +40,8 @@ func main() {
 func run() int {
 	var (
 		only         = flag.String("only", strings.Join(allSections, ","), "comma-separated benchmarks to run: "+strings.Join(allSections, ","))
-		clusterAddr  = flag.String("cluster", "", "address of a PostgreSQL-backed Temporal server (scripts/cluster.sh exports TEMPORAL_ADDRESS) to measure the overhead on beside the dev server")
+		clusterAddr  = flag.String("cluster", "", "address of a running PostgreSQL-backed Temporal server to measure the overhead on beside the dev server")
+		withCluster  = flag.Bool("with-cluster", false, "start a PostgreSQL-backed Temporal cluster (internal/cluster) and measure the overhead on it beside the dev server")
 		clusterNS    = flag.String("cluster-namespace", "default", "namespace on -cluster")
 		repo         = flag.String("repo", ".", "module root (to build ./worker)")
 		workerBin    = flag.String("worker-bin", "", "use this worker binary instead of building ./worker")
@@ -146,6 +148,20 @@ func run() int {
 		Progress:  progress,
 		Tag:       strconv.FormatInt(time.Now().Unix()%1_000_000, 36),
 	}
+	if *withCluster {
+		if *clusterAddr != "" {
+			fmt.Fprintln(os.Stderr, "ralphbench: -cluster and -with-cluster exclude each other")
+			return 2
+		}
+		fmt.Fprintln(progress, "ralphbench: starting the PostgreSQL-backed cluster")
+		cl, err := cluster.Start(ctx, cluster.Options{})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "ralphbench:", err)
+			return 1
+		}
+		defer cl.Stop()
+		*clusterAddr, *clusterNS = cl.Address, cl.Namespace
+	}
 	if *clusterAddr != "" {
 		c, err := client.DialContext(ctx, client.Options{HostPort: *clusterAddr, Namespace: *clusterNS, Logger: devserver.QuietLogger{}})
 		if err != nil {
@@ -179,7 +195,7 @@ func run() int {
 	}
 	overheadCmd := cmdFor("overhead", fmt.Sprintf("-overhead-rounds %d -overhead-reps %d", *rounds, *reps))
 	if h.Cluster != nil {
-		overheadCmd = "scripts/cluster.sh -- " + overheadCmd
+		overheadCmd += " -with-cluster"
 	}
 	steps := []step{
 		{"overhead", overheadCmd, func() (bench.Section, error) {

@@ -4,7 +4,7 @@
 // paths (complete, blocked, budget-limited, round-failed, cancelled,
 // continue-as-new, invalid input) and writes each run's history as JSON.
 //
-//	go run ./internal/tools/recordhistories -out workflows/testdata/histories
+//	go run ./cmd/recordhistories -out workflows/testdata/histories
 package main
 
 import (
@@ -174,11 +174,11 @@ func runScenario(ctx context.Context, c client.Client, root string, sc scenario,
 	// The first run of the chain, then every run continue-as-new started.
 	runIDs := []string{firstRunID}
 	if sc.name == "continue-as-new" {
-		desc, err := c.DescribeWorkflowExecution(ctx, id, "")
+		desc, err := c.DescribeWorkflow(ctx, id, "")
 		if err != nil {
 			return err
 		}
-		if last := desc.GetWorkflowExecutionInfo().GetExecution().GetRunId(); last != firstRunID {
+		if last := desc.RawResponse.GetWorkflowExecutionInfo().GetExecution().GetRunId(); last != firstRunID {
 			runIDs = append(runIDs, last)
 		} else {
 			return errors.New("the run did not continue as new")

@@ -1,6 +1,6 @@
 //go:build unix && !linux
 
-package devserver
+package serverproc
 
 import "syscall"
 
@@ -8,8 +8,4 @@ import "syscall"
 // everything it started.
 func sysProcAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Setpgid: true}
-}
-
-func signalGroup(pid int, sig syscall.Signal) error {
-	return syscall.Kill(-pid, sig)
 }

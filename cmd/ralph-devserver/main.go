@@ -1,9 +1,11 @@
 // Command ralph-devserver runs a local Temporal dev server with Ralph's
 // dynamic config until SIGINT/SIGTERM, for scripts:
 //
-//	go run ./internal/devserver/cmd/ralph-devserver --port 7233 --ui-port 8233 --db-filename .ralph/temporal.db
+//	go run ./cmd/ralph-devserver --port 7233 --ui-port 8233 --db-filename .ralph/temporal.db
 //
 // It prints TEMPORAL_ADDRESS=host:port on stdout once the server is healthy.
+// With -install-only it only installs the temporal CLI when it is missing
+// and prints its path.
 package main
 
 import (
@@ -25,8 +27,22 @@ func main() {
 	flag.StringVar(&opts.DBFile, "db-filename", "", "SQLite file that keeps state across restarts (default: in memory)")
 	flag.StringVar(&opts.LogLevel, "log-level", "warn", "server log level")
 	flag.BoolVar(&opts.Install, "install", true, "go install the temporal CLI "+devserver.CLIVersion+" when it is not found")
+	installOnly := flag.Bool("install-only", false, "only install the temporal CLI when it is missing, print its path and exit")
 	flag.Parse()
 	opts.Output = os.Stderr
+	if *installOnly {
+		bin, err := devserver.FindCLI()
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "ralph-devserver: installing the temporal CLI %s (the first build takes minutes)\n", devserver.CLIVersion)
+			bin, err = devserver.InstallCLI(context.Background(), os.Stderr)
+		}
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "ralph-devserver: %v\n", err)
+			os.Exit(1)
+		}
+		fmt.Println(bin)
+		return
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -1,4 +1,7 @@
-package workerapp
+// Package testsupport holds helpers for the integration suite, the
+// benchmarks and the local demo harness; the worker and starter binaries
+// never import it.
+package testsupport
 
 import (
 	"context"

@@ -1,0 +1,120 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ralph-temporal/ralph/internal/fakeopenai"
+	"github.com/ralph-temporal/ralph/internal/proc"
+	"github.com/ralph-temporal/ralph/internal/serverproc"
+)
+
+// syncBuffer is written by the starter and the worker's error log at once.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// newLocal is a ralph-local run in a temp dir on free ports; extra are
+// environment entries.
+func newLocal(t *testing.T, signals chan os.Signal, extra ...string) (*local, *syncBuffer, *int) {
+	t.Helper()
+	ports := make([]string, 2)
+	for i := range ports {
+		p, err := serverproc.FreePort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ports[i] = strconv.Itoa(p)
+	}
+	environ := append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"),
+		EnvTemporalPort + "=" + ports[0], EnvUIPort + "=" + ports[1],
+		// A TEMPORAL_ADDRESS of the caller's is never used.
+		"TEMPORAL_ADDRESS=192.0.2.1:7233"}, extra...)
+	out := &syncBuffer{}
+	serverPID := new(int)
+	return &local{dir: t.TempDir(), environ: environ, stdout: out, stderr: out, signals: signals,
+		serverUp: func(pid int) { *serverPID = pid }}, out, serverPID
+}
+
+func TestDemoRunCompletesAndStopsTheServer(t *testing.T) {
+	l, out, serverPID := newLocal(t, make(chan os.Signal))
+	if rc := l.main(nil); rc != 0 {
+		t.Fatalf("exit %d, output:\n%s", rc, out)
+	}
+	if _, err := os.Stat(filepath.Join(l.dir, ".ralph", "workspaces", "demo", "greet.sh")); err != nil {
+		t.Fatalf("the demo's work is missing: %v\n%s", err, out)
+	}
+	for _, want := range []string{"model mode: demo, because OPENAI_API_KEY and RALPH_MODEL are not set", "greet.sh", "the run completed"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if *serverPID == 0 || proc.Alive(*serverPID) {
+		t.Errorf("dev server pid %d: still running after the run (or never started)", *serverPID)
+	}
+}
+
+// TestInterruptCancelsTheRunAndLeavesNothing: a Ctrl-C while a round waits
+// on the model cancels the run (exit 130), and the dev server is gone.
+func TestInterruptCancelsTheRunAndLeavesNothing(t *testing.T) {
+	model := fakeopenai.NewServer(fakeopenai.Script{Queue: []fakeopenai.Response{fakeopenai.Hang()}})
+	defer model.Close()
+	signals := make(chan os.Signal, 1)
+	l, out, serverPID := newLocal(t, signals, "OPENAI_API_KEY=sk-local-test", "RALPH_MODEL=scripted",
+		"OPENAI_BASE_URL="+model.BaseURL(), "RALPH_WORKSPACE=interrupt")
+	go func() {
+		for model.RequestCount() == 0 {
+			time.Sleep(50 * time.Millisecond)
+		}
+		signals <- os.Interrupt
+	}()
+	if rc := l.main([]string{"wait", "for", "the", "model"}); rc != exitCancelled {
+		t.Fatalf("exit %d, want %d; output:\n%s", rc, exitCancelled, out)
+	}
+	if !strings.Contains(out.String(), "model mode: real") {
+		t.Errorf("output lacks the real model mode:\n%s", out)
+	}
+	if *serverPID == 0 || proc.Alive(*serverPID) {
+		t.Errorf("dev server pid %d still running after the cancelled run", *serverPID)
+	}
+	if strings.Contains(out.String(), "context canceled") {
+		t.Errorf("the cancelled round was relayed as a worker error:\n%s", out)
+	}
+	if strings.Contains(out.String(), "sk-local-test") {
+		t.Error("the API key was printed")
+	}
+}
+
+func TestBadSettingsAreNamed(t *testing.T) {
+	for env, want := range map[string]string{
+		EnvTemporalPort + "=0":    EnvTemporalPort,
+		EnvUIPort + "=x":          EnvUIPort,
+		EnvServerTimeout + "=-1":  EnvServerTimeout,
+		EnvTemporalPort + "=8233": "are both 8233",
+		EnvWorkerTimeout + "=1.5": EnvWorkerTimeout,
+	} {
+		_, err := parseSettings(nil, envMap([]string{env}))
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: err = %v, want it to name %s", env, err, want)
+		}
+	}
+}

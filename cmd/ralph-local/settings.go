@@ -1,0 +1,113 @@
+package main
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Settings of the local run (environment), with their defaults.
+const (
+	EnvObjective     = "OBJECTIVE"
+	EnvWorkspace     = "RALPH_WORKSPACE"
+	EnvTemporalPort  = "RALPH_TEMPORAL_PORT"
+	EnvUIPort        = "RALPH_UI_PORT"
+	EnvServerTimeout = "RALPH_SERVER_TIMEOUT_SECONDS"
+	EnvWorkerTimeout = "RALPH_WORKER_TIMEOUT_SECONDS"
+	EnvDemo          = "RALPH_DEMO"
+
+	defaultWorkspace     = "demo"
+	defaultTemporalPort  = 7233
+	defaultUIPort        = 8233
+	defaultServerTimeout = 120 * time.Second
+	defaultWorkerTimeout = 90 * time.Second
+	// stateDir holds the dev server's database, the logs, the workspaces
+	// and the transcripts, under the directory the command runs in.
+	stateDir = ".ralph"
+	// listLimit bounds the workspace files listed at the end.
+	listLimit = 50
+)
+
+const defaultObjective = "Write greet.sh, a bash script that prints 'Hello, <name>!' for the name given as its first argument (default: world), and greet_test.sh, a bash test of it; finish when 'bash greet_test.sh' passes."
+
+// settings are one local run's choices.
+type settings struct {
+	objective     string
+	workspace     string
+	port, uiPort  int
+	serverTimeout time.Duration
+	workerTimeout time.Duration
+	demo          bool
+	demoReason    string
+}
+
+func parseSettings(args []string, env map[string]string) (settings, error) {
+	s := settings{objective: strings.Join(args, " "), workspace: env[EnvWorkspace]}
+	if strings.TrimSpace(s.objective) == "" {
+		s.objective = env[EnvObjective]
+	}
+	if strings.TrimSpace(s.objective) == "" {
+		s.objective = defaultObjective
+	}
+	if s.workspace == "" {
+		s.workspace = defaultWorkspace
+	}
+	var err error
+	if s.port, err = intSetting(env, EnvTemporalPort, defaultTemporalPort, 65535); err != nil {
+		return s, err
+	}
+	if s.uiPort, err = intSetting(env, EnvUIPort, defaultUIPort, 65535); err != nil {
+		return s, err
+	}
+	if s.port == s.uiPort {
+		return s, fmt.Errorf("%s and %s are both %d", EnvTemporalPort, EnvUIPort, s.port)
+	}
+	if s.serverTimeout, err = secondsSetting(env, EnvServerTimeout, defaultServerTimeout); err != nil {
+		return s, err
+	}
+	if s.workerTimeout, err = secondsSetting(env, EnvWorkerTimeout, defaultWorkerTimeout); err != nil {
+		return s, err
+	}
+	s.demo, s.demoReason = demoMode(env)
+	return s, nil
+}
+
+// demoMode: the scripted model unless a real one is configured, and why.
+func demoMode(env map[string]string) (bool, string) {
+	switch strings.ToLower(env[EnvDemo]) {
+	case "1", "true", "yes":
+		return true, EnvDemo + "=" + env[EnvDemo] + " is set"
+	}
+	var missing []string
+	for _, k := range []string{"OPENAI_API_KEY", "RALPH_MODEL"} {
+		if env[k] == "" {
+			missing = append(missing, k)
+		}
+	}
+	switch len(missing) {
+	case 0:
+		return false, ""
+	case 1:
+		return true, missing[0] + " is not set"
+	default:
+		return true, "OPENAI_API_KEY and RALPH_MODEL are not set"
+	}
+}
+
+func intSetting(env map[string]string, key string, def, max int) (int, error) {
+	v, ok := env[key]
+	if !ok || v == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > max {
+		return 0, fmt.Errorf("%s=%q: must be an integer from 1 to %d", key, v, max)
+	}
+	return n, nil
+}
+
+func secondsSetting(env map[string]string, key string, def time.Duration) (time.Duration, error) {
+	n, err := intSetting(env, key, int(def/time.Second), 1<<31-1)
+	return time.Duration(n) * time.Second, err
+}
