@@ -303,7 +303,8 @@ func (s *session) callModel(ctx context.Context, step int, offered []openai.Tool
 		// llama.cpp all read max_tokens, several ignore or refuse the newer
 		// name, and OpenAI still accepts it for its non-reasoning models.
 		// Zero is left out of the request (no limit).
-		MaxTokens: s.cfg.MaxOutputTokens,
+		MaxTokens: s.cfg.MaxOutputTokens, //lint:ignore SA1019 the field every OpenAI-compatible server reads
+
 	})
 	if err != nil {
 		return openai.ChatCompletionMessage{}, "", err

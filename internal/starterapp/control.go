@@ -64,10 +64,10 @@ func (s *session) control(ctx context.Context, name string, args ...any) int {
 func (s *session) closedOrMissing(ctx context.Context, id string) string {
 	dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	d, err := s.c.DescribeWorkflowExecution(dctx, id, "")
+	d, err := s.c.DescribeWorkflow(dctx, id, "")
 	if err != nil {
 		return fmt.Sprintf("no workflow with id %q in namespace %s", id, s.namespace)
 	}
-	status := strings.ToLower(strings.TrimPrefix(d.GetWorkflowExecutionInfo().GetStatus().String(), "WORKFLOW_EXECUTION_STATUS_"))
+	status := strings.ToLower(strings.TrimPrefix(d.RawResponse.GetWorkflowExecutionInfo().GetStatus().String(), "WORKFLOW_EXECUTION_STATUS_"))
 	return fmt.Sprintf("workflow %s has already closed (%s)", id, status)
 }
