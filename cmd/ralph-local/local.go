@@ -304,7 +304,9 @@ func exitMeaning(rc int) string {
 	case starterapp.ExitBlocked:
 		return "the run is blocked (exit 3); the result above names the blocker"
 	case starterapp.ExitBudgetLimited:
-		return "the run hit its budget (exit 4); RALPH_MAX_ROUNDS raises the round cap"
+		return "the run hit a budget (exit 4); the result above names which one"
+	case starterapp.ExitStopped:
+		return "the run was stopped by an operator (exit 5)"
 	case exitCancelled:
 		return "the run was cancelled (exit 130)"
 	default:
