@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -35,8 +36,9 @@ const taskQueue = "record-histories"
 
 func main() {
 	out := flag.String("out", "workflows/testdata/histories", "directory to write <scenario>.json histories into")
+	only := flag.String("only", "", "comma-separated scenarios to record (default: all); keeps older histories of the others")
 	flag.Parse()
-	if err := record(*out); err != nil {
+	if err := record(*out, *only); err != nil {
 		fmt.Fprintln(os.Stderr, "recordhistories:", err)
 		os.Exit(1)
 	}
@@ -47,6 +49,14 @@ type scenario struct {
 	name   string
 	input  string
 	cancel bool
+	// updates are sent in order once the first round has started its command.
+	updates []update
+}
+
+// update is one operator update a scenario sends.
+type update struct {
+	name string
+	args []any
 }
 
 // scenarios are the recorded paths, one history file (or two, across a
@@ -60,6 +70,12 @@ func scenarios() []scenario {
 		{name: "cancelled", input: `{"objective":"scenario cancel: sleep"}`, cancel: true},
 		{name: "continue-as-new", input: `{"objective":"scenario long: four rounds","maxRounds":5}`},
 		{name: "invalid-input", input: `{"objective":"x","maxRounds":2.5}`},
+		{name: "verified", input: `{"objective":"scenario complete: write hello.txt","verifyCommand":"test -f hello.txt"}`},
+		{name: "stopped", input: `{"objective":"scenario steer: wait for release"}`,
+			updates: []update{{name: workflows.UpdateStop, args: []any{workflows.StopRequest{Reason: "recorded stop"}}}}},
+		{name: "paused-resumed", input: `{"objective":"scenario steer: wait for release","maxRounds":2}`,
+			updates: []update{{name: workflows.UpdatePause}, {name: workflows.UpdateResume}}},
+		{name: "budget-tokens", input: `{"objective":"scenario budget: never done","maxTokens":4000}`},
 	}
 }
 
@@ -86,6 +102,8 @@ func play(req fakeopenai.Request) fakeopenai.Response {
 			return fakeopenai.Tools(fakeopenai.CallJSON("run_command", map[string]any{"command": "echo started > started.txt; sleep 120"}))
 		}
 		return fakeopenai.Tools(fakeopenai.SubmitReport(done))
+	case strings.Contains(prompt, "scenario steer") && step == 0:
+		return fakeopenai.Tools(fakeopenai.CallJSON("run_command", map[string]any{"command": fmt.Sprintf("echo %d > started.txt; while [ ! -e release-%d ]; do sleep 0.1; done", round, round)}))
 	case strings.Contains(prompt, "scenario long") && round == 4:
 		return fakeopenai.Tools(fakeopenai.SubmitReport(done))
 	default:
@@ -93,7 +111,7 @@ func play(req fakeopenai.Request) fakeopenai.Response {
 	}
 }
 
-func record(out string) error {
+func record(out, only string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	tmp, err := os.MkdirTemp("", "ralph-record-")
@@ -139,6 +157,9 @@ func record(out string) error {
 		return err
 	}
 	for _, sc := range scenarios() {
+		if only != "" && !slices.Contains(strings.Split(only, ","), sc.name) {
+			continue
+		}
 		if err := runScenario(ctx, c, cfg.WorkspaceRoot, sc, out); err != nil {
 			return fmt.Errorf("scenario %s: %w", sc.name, err)
 		}
@@ -151,6 +172,11 @@ func runScenario(ctx context.Context, c client.Client, root string, sc scenario,
 	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: taskQueue}, workflows.WorkflowName, json.RawMessage(sc.input))
 	if err != nil {
 		return err
+	}
+	if len(sc.updates) > 0 {
+		if err := steer(ctx, c, filepath.Join(root, workflows.DefaultWorkspace(id)), id, sc.updates); err != nil {
+			return err
+		}
 	}
 	if sc.cancel {
 		started := filepath.Join(root, workflows.DefaultWorkspace(id), "started.txt")
@@ -194,6 +220,55 @@ func runScenario(ctx context.Context, c client.Client, root string, sc scenario,
 		}
 	}
 	return nil
+}
+
+// steer waits until round 1 runs its command, sends the updates while it
+// runs, then releases every round's command.
+func steer(ctx context.Context, c client.Client, ws, id string, updates []update) error {
+	started := filepath.Join(ws, "started.txt")
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
+		if _, err := os.Stat(started); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			return errors.New("the round never started its command")
+		}
+	}
+	for _, u := range updates {
+		h, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: id, UpdateName: u.name, Args: u.args,
+			WaitForStage: client.WorkflowUpdateStageCompleted})
+		if err == nil {
+			err = h.Get(ctx, nil)
+		}
+		if err != nil {
+			return fmt.Errorf("update %s: %w", u.name, err)
+		}
+		if u.name == workflows.UpdatePause {
+			if err := os.WriteFile(filepath.Join(ws, "release-1"), nil, 0o644); err != nil {
+				return err
+			}
+			if err := waitPhase(ctx, c, id, workflows.PhasePaused); err != nil {
+				return err
+			}
+		}
+	}
+	for r := 1; r <= 8; r++ {
+		if err := os.WriteFile(filepath.Join(ws, fmt.Sprintf("release-%d", r)), nil, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func waitPhase(ctx context.Context, c client.Client, id, phase string) error {
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		v, err := c.QueryWorkflow(ctx, id, "", workflows.StatusQueryName)
+		var st workflows.Status
+		if err == nil && v.Get(&st) == nil && st.Phase == phase {
+			return nil
+		}
+	}
+	return fmt.Errorf("run %s never reached phase %s", id, phase)
 }
 
 func outcome(err error) string {
