@@ -164,7 +164,8 @@ func TestDevServerUsesTheDeployedDynamicConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	var file map[string][]struct {
-		Value any `yaml:"value"`
+		Value       any               `yaml:"value"`
+		Constraints map[string]string `yaml:"constraints"`
 	}
 	if err := yaml.Unmarshal(data, &file); err != nil {
 		t.Fatalf("parse dynamicconfig.yaml: %v", err)
@@ -172,7 +173,13 @@ func TestDevServerUsesTheDeployedDynamicConfig(t *testing.T) {
 	want := map[string]string{}
 	for key, entries := range file {
 		if len(entries) != 1 {
-			t.Fatalf("%s has %d entries, want one unconstrained value", key, len(entries))
+			t.Fatalf("%s has %d entries, want one value", key, len(entries))
+		}
+		// Keys Temporal can scope are scoped to Ralph's namespace, so a shared
+		// cluster's other namespaces keep their settings.
+		scoped := strings.HasPrefix(key, "matching.") || strings.HasPrefix(key, "system.")
+		if ns := entries[0].Constraints["namespace"]; scoped && ns != "default" || !scoped && len(entries[0].Constraints) > 0 {
+			t.Errorf("%s has constraints %v: per-queue and per-namespace keys are scoped to namespace default, cluster-wide ones have none", key, entries[0].Constraints)
 		}
 		value, err := json.Marshal(entries[0].Value)
 		if err != nil {
