@@ -10,3 +10,11 @@ import "syscall"
 func commandSysProcAttr(pgid int) *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Setpgid: true, Pgid: pgid}
 }
+
+// nsInit exists only on Linux, the one platform with bubblewrap.
+type nsInit struct{}
+
+func openNSInit(pid, bwrapPid int) *nsInit { return nil }
+
+func (n *nsInit) kill()  {}
+func (n *nsInit) close() {}
