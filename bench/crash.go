@@ -124,15 +124,18 @@ func (h *Harness) crashSeries(ctx context.Context, hb, samples int) (resumed, fi
 		if err != nil {
 			return resumed, finished, alive, sticky, err
 		}
-		owner := parentPID(pids[0])
+		// The shell's owner is the worker among its ancestors (a sandbox's
+		// bwrap processes stand between them).
 		victim := -1
-		for j, w := range workers {
-			if w.Pid == owner {
-				victim = j
+		for owner := parentPID(pids[0]); owner > 1 && victim < 0; owner = parentPID(owner) {
+			for j, w := range workers {
+				if w.Pid == owner {
+					victim = j
+				}
 			}
 		}
 		if victim < 0 {
-			return resumed, finished, alive, sticky, fmt.Errorf("the round's shell (pid %d) has parent %d, not one of the workers", pids[0], owner)
+			return resumed, finished, alive, sticky, fmt.Errorf("the round's shell (pid %d) descends from none of the workers", pids[0])
 		}
 		killed := time.Now()
 		workers[victim].Kill()

@@ -145,8 +145,7 @@ func (w *Workspace) execute(ctx context.Context, command string, timeout time.Du
 		waitErr = stop()
 	}
 	if ns != nil {
-		infoR.Close() // bwrap is gone; a report that never came ends the watch
-		ns.close()
+		ns.end(infoR)
 	}
 	// Whatever the command left running in the background goes too: nothing
 	// a call starts may outlive it (or race a later round). This also

@@ -4,6 +4,7 @@ package tools
 
 import (
 	"os"
+	"time"
 
 	"github.com/ralph-temporal/ralph/internal/sandbox"
 )
@@ -45,10 +46,20 @@ func (w *nsWatch) ready() *nsInit {
 	}
 }
 
-// close waits for the watch to end and releases its handle.
-func (w *nsWatch) close() {
+// end runs once bwrap has exited: bwrap does not wait for its namespace to
+// empty, so the namespace's first process is killed and its exit awaited
+// (by then the kernel has killed and reaped everything else in it). r, the
+// info pipe, is closed so that a report that never came ends the watch.
+func (w *nsWatch) end(r *os.File) {
+	select {
+	case <-w.done:
+	case <-time.After(OutputDrainTimeout):
+	}
+	r.Close()
 	<-w.done
 	if w.init != nil {
+		w.init.kill()
+		w.init.awaitExit(OutputDrainTimeout)
 		w.init.close()
 	}
 }

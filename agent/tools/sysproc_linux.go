@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -41,6 +42,24 @@ func openNSInit(pid, bwrapPid int) *nsInit {
 func (n *nsInit) kill() { _ = unix.PidfdSendSignal(n.fd, unix.SIGKILL, nil, 0) }
 
 func (n *nsInit) close() { _ = unix.Close(n.fd) }
+
+// awaitExit waits up to d for the process to exit: a pidfd turns readable
+// then. The namespace's first process exits only after the kernel has
+// killed and reaped every other process in it.
+func (n *nsInit) awaitExit(d time.Duration) {
+	deadline := time.Now().Add(d)
+	for {
+		left := time.Until(deadline)
+		if left <= 0 {
+			return
+		}
+		fds := []unix.PollFd{{Fd: int32(n.fd), Events: unix.POLLIN}}
+		_, err := unix.Poll(fds, int(left.Milliseconds())+1)
+		if err != unix.EINTR {
+			return
+		}
+	}
+}
 
 // parentPID reads the parent of pid from /proc (0 when it is gone).
 func parentPID(pid int) int {

@@ -2,7 +2,10 @@
 
 package tools
 
-import "syscall"
+import (
+	"syscall"
+	"time"
+)
 
 // commandSysProcAttr puts the command into the lifeline's process group
 // pgid. There is no Pdeathsig outside Linux; the lifeline alone ties the
@@ -16,5 +19,6 @@ type nsInit struct{}
 
 func openNSInit(pid, bwrapPid int) *nsInit { return nil }
 
-func (n *nsInit) kill()  {}
-func (n *nsInit) close() {}
+func (n *nsInit) kill()                   {}
+func (n *nsInit) close()                  {}
+func (n *nsInit) awaitExit(time.Duration) {}
