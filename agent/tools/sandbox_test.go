@@ -27,14 +27,19 @@ type sandboxFixture struct {
 
 const siblingSecret = "SIBLING-WORKSPACE-SECRET-4c1e"
 
-func newSandboxFixture(t *testing.T, mode string, cfg sandbox.Config) sandboxFixture {
+func newSandboxFixture(t testing.TB, mode string, cfg sandbox.Config) sandboxFixture {
 	t.Helper()
 	f := sandboxFixture{root: t.TempDir(), session: t.TempDir()}
 	f.dir, f.sibling = filepath.Join(f.root, "ws"), filepath.Join(f.root, "other")
-	writeTestFile(t, filepath.Join(f.sibling, "secret.txt"), siblingSecret)
-	writeTestFile(t, filepath.Join(f.session, "transcript.jsonl"), siblingSecret)
-	if err := os.MkdirAll(f.dir, 0o755); err != nil {
-		t.Fatal(err)
+	for _, d := range []string{f.dir, f.sibling} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, p := range []string{filepath.Join(f.sibling, "secret.txt"), filepath.Join(f.session, "transcript.jsonl")} {
+		if err := os.WriteFile(p, []byte(siblingSecret), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	cfg.Mode = mode
 	sb, err := sandbox.New(context.Background(), cfg, sandbox.Paths{
