@@ -28,6 +28,9 @@ cd "$ROOT"
 say() { printf 'local-run: %s\n' "$*" >&2; }
 die() { printf 'local-run: error: %s\n' "$*" >&2; exit 1; }
 
+command -v bwrap >/dev/null 2>&1 ||
+  say "bubblewrap (bwrap) is not installed: the worker will run commands unsandboxed (RALPH_SANDBOX=auto); install it with: apt-get install bubblewrap"
+
 # show_tail LOG: the end of a log, indented, for error messages.
 show_tail() {
   if [[ -s $1 ]]; then
