@@ -3,6 +3,7 @@ package sandbox
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -189,5 +190,50 @@ func TestBwrapModeProbes(t *testing.T) {
 	}
 	if sb.Mode() != ModeBwrap || sb.Fallback() != "" {
 		t.Fatalf("mode %s, fallback %q", sb.Mode(), sb.Fallback())
+	}
+}
+
+// A worker whose home holds the workspace root and the session directory
+// (the default .ralph/ under a home): the home is hidden, the workspace and
+// the private home are mounted back inside it, and only they are reachable.
+func TestBwrapNestedHiddenPaths(t *testing.T) {
+	base := t.TempDir()
+	root, session := filepath.Join(base, ".ralph", "workspaces"), filepath.Join(base, ".ralph", "sessions")
+	for _, d := range []string{root + "/ws", root + "/other", session} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range []string{filepath.Join(base, ".netrc"), filepath.Join(root, "other", "secret")} {
+		if err := os.WriteFile(f, []byte("nested-canary"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sb, err := New(context.Background(), Config{Mode: ModeBwrap, Network: true}, Paths{
+		WorkspaceRoot: root, SessionDir: session, HomesDir: filepath.Join(session, "homes"), Environ: []string{"HOME=" + base},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(root, "ws")
+	home, err := sb.Home(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	script := "cat " + base + "/.netrc " + root + "/other/secret 2>&1; ls -A " + base + " " + root + "; echo ok > here; echo h > $HOME/h; touch " + base + "/escape 2>&1 || echo refused"
+	name, args := sb.Command(dir, home, -1, []string{"bash", "-c", script})
+	cmd := exec.Command(name, args...)
+	cmd.Env = sb.Env(os.Environ(), home)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if strings.Contains(string(out), "nested-canary") || strings.Contains(string(out), "\nother\n") || !strings.Contains(string(out), "refused") {
+		t.Fatalf("hidden paths reachable:\n%s", out)
+	}
+	for _, p := range []string{filepath.Join(dir, "here"), filepath.Join(home, "h")} {
+		if _, err := os.Stat(p); err != nil {
+			t.Errorf("write to the workspace or private home lost: %v", err)
+		}
 	}
 }
