@@ -52,7 +52,7 @@ func (s *Sandbox) probe(ctx context.Context) error {
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			msg = "timed out after " + ProbeTimeout.String()
 		}
-		return fmt.Errorf("%s %s: %v: %s", s.bwrap, "probe", err, msg)
+		return fmt.Errorf("%s probe: %v: %s", s.bwrap, err, msg)
 	}
 	if _, err := os.Stat(filepath.Join(ws, "probe")); err != nil {
 		return fmt.Errorf("%s probe: the workspace is not writable inside the sandbox", s.bwrap)
