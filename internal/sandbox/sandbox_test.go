@@ -237,3 +237,23 @@ func TestBwrapNestedHiddenPaths(t *testing.T) {
 		}
 	}
 }
+
+// A bubblewrap that is installed but cannot work (user namespaces refused,
+// a container's seccomp profile) is named by its own message.
+func TestBrokenBubblewrapIsNamed(t *testing.T) {
+	f := newFixture(t)
+	bin := t.TempDir()
+	fake := "#!/bin/sh\necho 'bwrap: setting up uid map: Permission denied' >&2\nexit 1\n"
+	if err := os.WriteFile(filepath.Join(bin, BwrapProgram), []byte(fake), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin+string(filepath.ListSeparator)+os.Getenv("PATH"))
+	_, err := New(context.Background(), Config{Mode: ModeBwrap}, f.paths)
+	if err == nil || !strings.Contains(err.Error(), "setting up uid map: Permission denied") {
+		t.Fatalf("bwrap mode with a broken bubblewrap: %v", err)
+	}
+	sb, err := New(context.Background(), Config{Mode: ModeAuto}, f.paths)
+	if err != nil || sb.Mode() != ModeOff || !strings.Contains(sb.Fallback(), "uid map") {
+		t.Fatalf("auto with a broken bubblewrap: %v, mode %s, fallback %q", err, sb.Mode(), sb.Fallback())
+	}
+}
