@@ -128,17 +128,31 @@ func TestSandboxConfinesCommands(t *testing.T) {
 	}
 }
 
+// interfacesCommand lists the network interfaces of the caller's network
+// namespace (/proc/net/dev follows the namespace; /sys, bound from the
+// host, does not).
+const interfacesCommand = "tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' ' | sort | tr '\\n' ' '"
+
 func TestSandboxCommandEnvNamesAndNetwork(t *testing.T) {
 	t.Setenv("RALPH_TEST_PASSED", "passed-value")
 	t.Setenv("DATABASE_URL", "postgres://u:hunter2@db/x")
 	f := newSandboxFixture(t, sandbox.ModeBwrap, sandbox.Config{Network: false, CommandEnv: []string{"RALPH_TEST_PASSED"}})
-	out := mustOK(t, call(t, f.w, "run_command", map[string]any{"command": "env; ls /sys/class/net"}))
+	out := mustOK(t, call(t, f.w, "run_command", map[string]any{"command": "env"}))
 	if !strings.Contains(out, "RALPH_TEST_PASSED=passed-value\n") || strings.Contains(out, "hunter2") {
 		t.Errorf("RALPH_COMMAND_ENV not applied: %s", out)
 	}
 	// Without the network only the loopback device is left.
-	if !strings.HasSuffix(out, "\nlo\n") {
-		t.Errorf("network not unshared: %s", out)
+	if out := mustOK(t, call(t, f.w, "run_command", map[string]any{"command": interfacesCommand})); out != "exit code: 0\nlo " {
+		t.Errorf("network not unshared: %q", out)
+	}
+	// With it (the default) the command sees the worker's interfaces.
+	host, err := exec.Command("bash", "-c", interfacesCommand).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	open := newSandboxFixture(t, sandbox.ModeBwrap, sandbox.Config{Network: true})
+	if out := mustOK(t, call(t, open.w, "run_command", map[string]any{"command": interfacesCommand})); out != "exit code: 0\n"+string(host) {
+		t.Errorf("network kept: got %q, the worker has %q", out, host)
 	}
 }
 
