@@ -28,6 +28,12 @@ cd "$ROOT"
 say() { printf 'local-run: %s\n' "$*" >&2; }
 die() { printf 'local-run: error: %s\n' "$*" >&2; exit 1; }
 
+# The command sandbox: installed when this is root on Debian/Ubuntu, else named.
+if ! command -v bwrap >/dev/null 2>&1 && ((EUID == 0)) && command -v apt-get >/dev/null 2>&1; then
+  say "installing bubblewrap (the command sandbox)"
+  { apt-get install -y -qq bubblewrap || { apt-get update -qq && apt-get install -y -qq bubblewrap; }; } >/dev/null 2>&1 ||
+    say "apt-get install bubblewrap failed"
+fi
 command -v bwrap >/dev/null 2>&1 ||
   say "bubblewrap (bwrap) is not installed: the worker will run commands unsandboxed (RALPH_SANDBOX=auto); install it with: apt-get install bubblewrap"
 
