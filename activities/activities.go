@@ -9,6 +9,8 @@ import (
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/worker"
+
+	"github.com/ralph-temporal/ralph/internal/sandbox"
 )
 
 // Directory permissions: workspaces are shared with the commands the agent
@@ -18,12 +20,17 @@ const (
 	sessionDirPerm   = 0o700
 	// locksDirName is the directory under SessionDir that holds lock files.
 	locksDirName = "locks"
+	// homesDirName is the directory under SessionDir that holds the private
+	// HOME of each workspace: outside every workspace, and hidden from
+	// commands like the rest of the session directory.
+	homesDirName = "homes"
 )
 
 // Activities are the Temporal activities of a Ralph worker. One value serves
 // every round the worker runs; it holds only its configuration.
 type Activities struct {
 	cfg Config
+	sb  *sandbox.Sandbox
 }
 
 // New checks cfg and creates the workspace root and the session directory
@@ -48,8 +55,21 @@ func New(cfg Config) (*Activities, error) {
 	if err := os.MkdirAll(filepath.Join(cfg.SessionDir, locksDirName), sessionDirPerm); err != nil {
 		return nil, fmt.Errorf("activities config: create the locks directory: %w", err)
 	}
-	return &Activities{cfg: cfg}, nil
+	// The probe of auto and bwrap modes runs here, once per worker.
+	sb, err := sandbox.New(context.Background(), cfg.Sandbox, sandbox.Paths{
+		WorkspaceRoot: cfg.WorkspaceRoot, SessionDir: cfg.SessionDir,
+		HomesDir: filepath.Join(cfg.SessionDir, homesDirName), Environ: os.Environ(),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("activities config: %w", err)
+	}
+	cfg.Agent.Sandbox = sb
+	return &Activities{cfg: cfg, sb: sb}, nil
 }
+
+// Sandbox is how this worker runs commands (Mode, and Fallback when auto
+// mode found no working bubblewrap).
+func (a *Activities) Sandbox() *sandbox.Sandbox { return a.sb }
 
 func checkConfig(cfg Config) error {
 	positive := []struct {

@@ -250,9 +250,18 @@ func TestRunRoundCancelStopsCommand(t *testing.T) {
 		fakeopenai.Tools(fakeopenai.CallJSON("run_command", map[string]any{"command": "sleep 300 & echo $! > sleep.pid; wait"})),
 	}}, ctx, nil)
 	pidFile := filepath.Join(f.cfg.WorkspaceRoot, "repo", "sleep.pid")
+	// The pid the command printed may be a sandbox's own numbering: find
+	// the process from outside while it runs.
+	hostPID := make(chan int, 1)
 	go func() {
+		defer close(hostPID)
 		for ctx.Err() == nil {
 			if data, err := os.ReadFile(pidFile); err == nil && strings.HasSuffix(string(data), "\n") {
+				if pid, err := strconv.Atoi(strings.TrimSpace(string(data))); err == nil {
+					if host, err := proc.HostPID(pid, filepath.Dir(pidFile)); err == nil {
+						hostPID <- host
+					}
+				}
 				cancel()
 				return
 			}
@@ -267,10 +276,9 @@ func TestRunRoundCancelStopsCommand(t *testing.T) {
 	if d := time.Since(started); d > 30*time.Second {
 		t.Errorf("cancel took %s", d)
 	}
-	data, _ := os.ReadFile(pidFile)
-	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
-	if err != nil {
-		t.Fatalf("pid file %q", data)
+	pid, ok := <-hostPID
+	if !ok {
+		t.Fatalf("the sleep's process was not found while it ran")
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for proc.Alive(pid) {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/ralph-temporal/ralph/agent/tools"
+	"github.com/ralph-temporal/ralph/internal/sandbox"
 )
 
 // Defaults of one session's bounds (SPEC section 5).
@@ -65,6 +66,9 @@ type Config struct {
 	VerifyAttempts int
 	// ToolLimits bound the workspace tools; zero fields take their defaults.
 	ToolLimits tools.Limits
+	// Sandbox runs the session's commands (run_command and the verify
+	// command); nil runs them directly with the allowlisted environment.
+	Sandbox *sandbox.Sandbox
 	// HTTPClient, when set, carries the model requests (tests, proxies).
 	HTTPClient *http.Client
 }

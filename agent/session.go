@@ -44,7 +44,7 @@ func RunSession(ctx context.Context, cfg Config, req Request, obs Observer) (Res
 	if obs == nil {
 		obs = ObserverFunc(func(Event) {})
 	}
-	ws, err := tools.OpenWorkspace(req.Workspace, cfg.ToolLimits)
+	ws, err := tools.OpenWorkspace(req.Workspace, cfg.ToolLimits, tools.WithSandbox(cfg.Sandbox))
 	if err != nil {
 		return Result{}, fmt.Errorf("session %s: %w", req.SessionID, err)
 	}

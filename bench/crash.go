@@ -64,7 +64,7 @@ func (h *Harness) Crash(ctx context.Context, cfg CrashConfig) (Section, error) {
 	sec := Section{
 		Title: "4. Worker-crash recovery",
 		Intro: fmt.Sprintf("Two worker processes (the real binary) poll one task queue on the dev server. Each sample starts a run whose "+
-			"round runs `sleep 300`, finds the worker that runs the command (the parent of its shell), kills it with SIGKILL, and "+
+			"round runs `sleep 300`, finds the worker that runs the command (the worker among its shell's ancestors; a sandbox's bwrap processes stand between them), kills it with SIGKILL, and "+
 			"measures until the retried round's fresh session makes its first model call on the other worker (resumed) and until "+
 			"the workflow is closed with the round completed (finished). A replacement worker is started after each sample, so two "+
 			"workers always poll. %d samples per heartbeat-timeout setting (5 s is the default).", cfg.Samples),
@@ -124,15 +124,18 @@ func (h *Harness) crashSeries(ctx context.Context, hb, samples int) (resumed, fi
 		if err != nil {
 			return resumed, finished, alive, sticky, err
 		}
-		owner := parentPID(pids[0])
+		// The shell's owner is the worker among its ancestors (a sandbox's
+		// bwrap processes stand between them).
 		victim := -1
-		for j, w := range workers {
-			if w.Pid == owner {
-				victim = j
+		for owner := parentPID(pids[0]); owner > 1 && victim < 0; owner = parentPID(owner) {
+			for j, w := range workers {
+				if w.Pid == owner {
+					victim = j
+				}
 			}
 		}
 		if victim < 0 {
-			return resumed, finished, alive, sticky, fmt.Errorf("the round's shell (pid %d) has parent %d, not one of the workers", pids[0], owner)
+			return resumed, finished, alive, sticky, fmt.Errorf("the round's shell (pid %d) descends from none of the workers", pids[0])
 		}
 		killed := time.Now()
 		workers[victim].Kill()

@@ -23,6 +23,7 @@ import (
 	"github.com/ralph-temporal/ralph/activities"
 	"github.com/ralph-temporal/ralph/internal/config"
 	"github.com/ralph-temporal/ralph/internal/fakeopenai"
+	"github.com/ralph-temporal/ralph/internal/proc"
 	"github.com/ralph-temporal/ralph/internal/testsupport"
 	"github.com/ralph-temporal/ralph/internal/workerapp"
 	"github.com/ralph-temporal/ralph/workflows"
@@ -498,6 +499,16 @@ func waitForPIDs(ctx context.Context, path string, n int, within time.Duration) 
 	deadline := time.Now().Add(within)
 	for time.Now().Before(deadline) {
 		if pids := readPIDs(path); len(pids) >= n {
+			// A sandboxed command prints its PID namespace's numbering.
+			dir, err := filepath.EvalSymlinks(filepath.Dir(path))
+			if err != nil {
+				return nil, err
+			}
+			for i, pid := range pids {
+				if pids[i], err = proc.HostPID(pid, dir); err != nil {
+					return nil, err
+				}
+			}
 			return pids, nil
 		}
 		select {

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -35,6 +36,8 @@ type composeService struct {
 	Ports           []string       `yaml:"ports"`
 	Restart         string         `yaml:"restart"`
 	StopGracePeriod string         `yaml:"stop_grace_period"`
+	Init            bool           `yaml:"init"`
+	SecurityOpt     []string       `yaml:"security_opt"`
 }
 
 func loadCompose(t *testing.T) composeFile {
@@ -200,5 +203,58 @@ func TestDevServerUsesTheDeployedDynamicConfig(t *testing.T) {
 	}
 	if want["history.transferProcessorMaxPollRPS"] != "1000" || want["matching.numTaskqueueReadPartitions"] != "1" {
 		t.Fatalf("latency settings missing: %v", want)
+	}
+}
+
+// The worker reaps what its commands leave (init) and can run bubblewrap
+// inside the container: without these security options the sandbox probe
+// fails, and the worker refuses to start in its default bwrap mode.
+func TestComposeWorkerCanSandbox(t *testing.T) {
+	c := loadCompose(t)
+	w := c.Services["ralph-worker"]
+	if !w.Init {
+		t.Error("ralph-worker lacks init: true")
+	}
+	for _, opt := range []string{"seccomp=unconfined", "apparmor=unconfined", "systempaths=unconfined"} {
+		if !slices.Contains(w.SecurityOpt, opt) {
+			t.Errorf("ralph-worker security_opt lacks %s: %v", opt, w.SecurityOpt)
+		}
+	}
+	if w.Environment["RALPH_SANDBOX"] != "${RALPH_SANDBOX:-bwrap}" {
+		t.Errorf("RALPH_SANDBOX = %q, want bwrap unless the deployment says otherwise", w.Environment["RALPH_SANDBOX"])
+	}
+	for name, svc := range c.Services {
+		if name != "ralph-worker" && (svc.Init || len(svc.SecurityOpt) > 0) {
+			t.Errorf("%s loosened too: only the worker needs the sandbox options", name)
+		}
+	}
+}
+
+// The image can do the job a round asks of it: the toolchains the README
+// advertises, bubblewrap, and a non-root user for unprivileged bubblewrap.
+func TestDockerfileCarriesTheRoundToolchain(t *testing.T) {
+	data, err := os.ReadFile("Dockerfile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	df := string(data)
+	stages := strings.Split(df, "\nFROM ")
+	runtime := stages[len(stages)-1]
+	// The runtime stage starts from the Go image, which carries Go itself.
+	if !strings.HasPrefix(runtime, "${GO_IMAGE}") || !strings.Contains(df, "ARG GO_IMAGE=golang:1.26-") {
+		t.Errorf("the runtime stage does not start from the Go image:\n%s", runtime)
+	}
+	install := regexp.MustCompile(`apt-get install -y --no-install-recommends((?:[^\n]*\\\n)*[^\n]*)`).FindStringSubmatch(runtime)
+	if install == nil {
+		t.Fatal("the runtime stage installs no packages")
+	}
+	pkgs := strings.Fields(strings.NewReplacer("\\", " ", "&&", " ").Replace(install[1]))
+	for _, p := range []string{"bubblewrap", "python3", "nodejs", "npm", "git", "make", "gcc", "bash"} {
+		if !slices.Contains(pkgs, p) {
+			t.Errorf("the runtime stage does not install %s (installs %v)", p, pkgs)
+		}
+	}
+	if !regexp.MustCompile(`(?m)^USER ralph$`).MatchString(runtime) || !strings.Contains(runtime, "RALPH_SANDBOX=bwrap") {
+		t.Errorf("the worker must run as the non-root ralph user with RALPH_SANDBOX=bwrap")
 	}
 }

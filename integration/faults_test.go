@@ -29,6 +29,14 @@ func waitForPIDs(t *testing.T, path string, n int) []int {
 	for time.Now().Before(deadline) {
 		if _, err := os.Stat(path); err == nil {
 			if pids := readPIDs(t, path); len(pids) >= n {
+				// A sandboxed command prints its PID namespace's numbering.
+				for i, pid := range pids {
+					host, err := proc.HostPID(pid, filepath.Dir(path))
+					if err != nil {
+						t.Fatal(err)
+					}
+					pids[i] = host
+				}
 				return pids
 			}
 		}

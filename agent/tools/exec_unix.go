@@ -12,6 +12,8 @@ import (
 	"runtime"
 	"syscall"
 	"time"
+
+	"github.com/ralph-temporal/ralph/internal/sandbox"
 )
 
 // lifelineScript guards a command's process group from inside it. Its
@@ -52,9 +54,27 @@ func (w *Workspace) execute(ctx context.Context, command string, timeout time.Du
 	defer stopLifeline(lifeline, lifelineW)
 	defer killGroup(pgid) // runs first: nothing of the group outlives the call
 
-	cmd := exec.Command("bash", "-c", command)
+	// Under bubblewrap, fd 3 of bwrap reports the sandbox's first process:
+	// killing it ends the PID namespace and so every process of the
+	// command, detached or not, before the call returns.
+	var infoR, infoW *os.File
+	infoFD := -1
+	if w.sb.Mode() == sandbox.ModeBwrap {
+		if infoR, infoW, err = os.Pipe(); err != nil {
+			pw.Close()
+			<-copied
+			return execOutcome{}, fmt.Errorf("run_command: creating the sandbox info pipe: %w", err)
+		}
+		defer infoR.Close()
+		infoFD = 3
+	}
+	name, args := w.sb.Command(w.dir, w.home, infoFD, []string{"bash", "-c", command})
+	cmd := exec.Command(name, args...)
 	cmd.Dir = w.dir
-	cmd.Env = commandEnv(os.Environ())
+	cmd.Env = w.sb.Env(os.Environ(), w.home)
+	if infoW != nil {
+		cmd.ExtraFiles = []*os.File{infoW}
+	}
 	// An *os.File is handed to the child as is: no copying goroutine inside
 	// exec, so Wait returns as soon as bash exits, even if a grandchild still
 	// holds the pipe. stdout and stderr share it to keep their interleaving.
@@ -79,10 +99,36 @@ func (w *Workspace) execute(ctx context.Context, command string, timeout time.Du
 	}()
 	if err := <-started; err != nil {
 		pw.Close()
+		if infoW != nil {
+			infoW.Close()
+		}
 		<-copied
-		return execOutcome{}, fmt.Errorf("run_command: starting bash: %w", err)
+		return execOutcome{}, fmt.Errorf("run_command: starting %s: %w", name, err)
 	}
 	pw.Close() // the child has its copy; EOF comes once every holder is gone
+	var ns *nsWatch
+	if infoW != nil {
+		infoW.Close()
+		ns = watchNSInit(infoR, cmd.Process.Pid)
+	}
+	// stop kills a command that is still running. Under bubblewrap the
+	// namespace's first process goes first and bwrap, which reaps it, is
+	// awaited: once it exits the kernel has killed everything in the
+	// namespace. The group kill then covers bwrap itself, a namespace whose
+	// report never came, and the unsandboxed case.
+	stop := func() error {
+		if init := ns.ready(); init != nil {
+			init.kill()
+			select {
+			case err := <-waited:
+				killGroup(pgid)
+				return err
+			case <-time.After(OutputDrainTimeout):
+			}
+		}
+		killGroup(pgid)
+		return <-waited
+	}
 
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
@@ -93,12 +139,13 @@ func (w *Workspace) execute(ctx context.Context, command string, timeout time.Du
 	case waitErr = <-waited:
 	case <-timer.C:
 		o.timedOut = true
-		killGroup(pgid)
-		waitErr = <-waited
+		waitErr = stop()
 	case <-ctx.Done():
 		cancelled = true
-		killGroup(pgid)
-		waitErr = <-waited
+		waitErr = stop()
+	}
+	if ns != nil {
+		ns.end(infoR)
 	}
 	// Whatever the command left running in the background goes too: nothing
 	// a call starts may outlive it (or race a later round). This also
@@ -119,7 +166,7 @@ func (w *Workspace) execute(ctx context.Context, command string, timeout time.Du
 	}
 	var exitErr *exec.ExitError
 	if waitErr != nil && !errors.As(waitErr, &exitErr) {
-		return execOutcome{}, fmt.Errorf("run_command: waiting for bash: %w", waitErr)
+		return execOutcome{}, fmt.Errorf("run_command: waiting for %s: %w", name, waitErr)
 	}
 	o.exitCode = cmd.ProcessState.ExitCode()
 	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {

@@ -77,29 +77,3 @@ func (t runCommandTool) Run(ctx context.Context, args json.RawMessage) (Result, 
 func seconds(d time.Duration) string {
 	return fmt.Sprintf("%gs", d.Seconds())
 }
-
-// commandEnv is the environment for commands: the worker's, minus variables
-// that look like credentials. The model can print its environment, and what
-// it prints lands in transcripts, which must never contain an API key.
-func commandEnv(environ []string) []string {
-	env := make([]string, 0, len(environ))
-	for _, kv := range environ {
-		name, _, _ := strings.Cut(kv, "=")
-		if !isSecretEnvName(name) {
-			env = append(env, kv)
-		}
-	}
-	return env
-}
-
-// isSecretEnvName reports environment variable names that conventionally
-// hold credentials (OPENAI_API_KEY, DEEPSEEK_API_KEY, GITHUB_TOKEN, ...).
-func isSecretEnvName(name string) bool {
-	u := strings.ToUpper(name)
-	for _, marker := range []string{"API_KEY", "APIKEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "PRIVATE_KEY", "ACCESS_KEY"} {
-		if strings.Contains(u, marker) {
-			return true
-		}
-	}
-	return false
-}

@@ -167,16 +167,23 @@ func TestRunCommandCancelKillsProcessGroup(t *testing.T) {
 	assertGone(t, readPid(t, filepath.Join(dir, "bg.pid")), readPid(t, filepath.Join(dir, "sh.pid")))
 }
 
-func TestRunCommandScrubsSecretsFromEnv(t *testing.T) {
+// The command environment is an allowlist: a credential that does not look
+// like one (DATABASE_URL) is dropped as surely as an API key.
+func TestRunCommandEnvironmentIsAllowlisted(t *testing.T) {
 	w, _ := newTestWorkspace(t, DefaultLimits())
 	t.Setenv("RALPH_TEST_PROVIDER_API_KEY", "sk-must-not-leak")
-	t.Setenv("RALPH_TEST_PLAIN", "visible-value")
+	t.Setenv("DATABASE_URL", "postgres://u:hunter2@db/x")
+	t.Setenv("LC_TIME", "C.UTF-8")
 	out := mustOK(t, call(t, w, "run_command", map[string]any{"command": "env"}))
-	if strings.Contains(out, "sk-must-not-leak") {
-		t.Fatal("API key visible to commands")
+	for _, leaked := range []string{"sk-must-not-leak", "hunter2"} {
+		if strings.Contains(out, leaked) {
+			t.Errorf("%s visible to commands:\n%s", leaked, out)
+		}
 	}
-	if !strings.Contains(out, "RALPH_TEST_PLAIN=visible-value") {
-		t.Fatal("ordinary variable missing from the command environment")
+	for _, want := range []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "LC_TIME=C.UTF-8"} {
+		if !strings.Contains(out, want+"\n") {
+			t.Errorf("%s missing from the command environment:\n%s", want, out)
+		}
 	}
 }
 

@@ -2,7 +2,10 @@
 
 package tools
 
-import "syscall"
+import (
+	"syscall"
+	"time"
+)
 
 // commandSysProcAttr puts the command into the lifeline's process group
 // pgid. There is no Pdeathsig outside Linux; the lifeline alone ties the
@@ -10,3 +13,12 @@ import "syscall"
 func commandSysProcAttr(pgid int) *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Setpgid: true, Pgid: pgid}
 }
+
+// nsInit exists only on Linux, the one platform with bubblewrap.
+type nsInit struct{}
+
+func openNSInit(pid, bwrapPid int) *nsInit { return nil }
+
+func (n *nsInit) kill()                   {}
+func (n *nsInit) close()                  {}
+func (n *nsInit) awaitExit(time.Duration) {}

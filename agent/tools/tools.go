@@ -26,6 +26,8 @@ import (
 	"path/filepath"
 	"slices"
 	"time"
+
+	"github.com/ralph-temporal/ralph/internal/sandbox"
 )
 
 // Result is what the model sees for one tool call.
@@ -120,12 +122,23 @@ type Workspace struct {
 	dir    string // absolute path, used as the working directory of commands
 	root   *os.Root
 	limits Limits
-	tools  []Tool // built once: descriptions filled with the limits, schemas generated
+	tools  []Tool           // built once: descriptions filled with the limits, schemas generated
+	sb     *sandbox.Sandbox // nil: commands run directly, allowlisted env
+	home   string           // the workspace's private HOME ("" keeps the worker's)
+}
+
+// Option adjusts how a workspace runs its commands.
+type Option func(*Workspace)
+
+// WithSandbox runs every command of the workspace (run_command and Exec)
+// under sb; a nil sb runs them directly with the allowlisted environment.
+func WithSandbox(sb *sandbox.Sandbox) Option {
+	return func(w *Workspace) { w.sb = sb }
 }
 
 // OpenWorkspace opens dir as a confined workspace. Zero fields of limits take
 // their defaults.
-func OpenWorkspace(dir string, limits Limits) (*Workspace, error) {
+func OpenWorkspace(dir string, limits Limits, opts ...Option) (*Workspace, error) {
 	lim, err := limits.withDefaults()
 	if err != nil {
 		return nil, fmt.Errorf("opening workspace %q: %w", dir, err)
@@ -139,6 +152,13 @@ func OpenWorkspace(dir string, limits Limits) (*Workspace, error) {
 		return nil, fmt.Errorf("opening workspace %q: %w", dir, err)
 	}
 	w := &Workspace{dir: abs, root: root, limits: lim}
+	for _, o := range opts {
+		o(w)
+	}
+	if w.home, err = w.sb.Home(abs); err != nil {
+		root.Close()
+		return nil, fmt.Errorf("opening workspace %q: %w", dir, err)
+	}
 	if w.tools, err = w.buildTools(); err != nil {
 		root.Close()
 		return nil, fmt.Errorf("opening workspace %q: %w", dir, err)

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"slices"
 	"syscall"
 	"time"
 
@@ -120,16 +121,24 @@ func Run(ctx context.Context, cfg config.Worker, env config.Env, logger *slog.Lo
 	if err := cfg.CheckModel(); err != nil {
 		return &UsageError{Err: err}
 	}
+	if err := makeNonDumpable(); err != nil {
+		return err
+	}
 	if err := os.MkdirAll(cfg.Activities.WorkspaceRoot, 0o755); err != nil {
 		return fmt.Errorf("create the workspace root (RALPH_WORKSPACE_ROOT): %w", err)
 	}
 	if err := os.MkdirAll(cfg.Activities.SessionDir, 0o700); err != nil {
 		return fmt.Errorf("create the session directory (RALPH_SESSION_DIR): %w", err)
 	}
+	if cfg.EncryptionKeyFile != "" {
+		// The payload key is a worker secret like the TLS files.
+		cfg.Activities.Sandbox.Hide = append(slices.Clip(cfg.Activities.Sandbox.Hide), cfg.EncryptionKeyFile)
+	}
 	acts, err := activities.New(cfg.Activities)
 	if err != nil {
 		return &UsageError{Err: fmt.Errorf("activities configuration: %w", err)}
 	}
+	logSandbox(logger, cfg.Activities.Sandbox, acts.Sandbox())
 
 	opts, err := config.ClientOptions(env, cfg.Connection)
 	if err != nil {

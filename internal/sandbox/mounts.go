@@ -1,0 +1,149 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// secretPathVars name worker variables whose values are files only the
+// worker may read; every TEMPORAL_TLS_* variable that names a path counts too.
+const (
+	tlsVarPrefix         = "TEMPORAL_TLS_"
+	temporalConfigVar    = "TEMPORAL_CONFIG_FILE"
+	encryptionKeyFileVar = "RALPH_ENCRYPTION_KEY_FILE"
+)
+
+// resolveMounts lists the existing paths to hide and the paths to share,
+// absolute and symlink-free, so that bwrap mounts over what the names
+// really lead to.
+func resolveMounts(cfg Config, p Paths, root string) (hidden, share []string, err error) {
+	candidates := []string{root, p.SessionDir}
+	if home := envValue(p.Environ, "HOME"); home != "" {
+		candidates = append(candidates, home)
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		candidates = append(candidates, home)
+	}
+	for _, kv := range p.Environ {
+		name, value, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(name, tlsVarPrefix) || name == temporalConfigVar || name == encryptionKeyFileVar {
+			candidates = append(candidates, value)
+		}
+	}
+	candidates = append(candidates, cfg.Hide...)
+	for _, c := range candidates {
+		real, ok := existing(c)
+		// Hiding "/" would hide the system itself (a HOME of "/" is common
+		// for service users); the rest of the policy still applies.
+		if ok && real != "/" && !slices.Contains(hidden, real) {
+			hidden = append(hidden, real)
+		}
+	}
+	for _, c := range cfg.Share {
+		if !filepath.IsAbs(c) {
+			return nil, nil, fmt.Errorf("sandbox: RALPH_SANDBOX_SHARE path %q must be absolute", c)
+		}
+		real, ok := existing(c)
+		if !ok {
+			return nil, nil, fmt.Errorf("sandbox: RALPH_SANDBOX_SHARE path %q does not exist (create it first)", c)
+		}
+		if slices.Contains(hidden, real) {
+			return nil, nil, fmt.Errorf("sandbox: RALPH_SANDBOX_SHARE path %q is a path the sandbox hides", c)
+		}
+		share = append(share, real)
+	}
+	return hidden, share, nil
+}
+
+// existing resolves path when it names something that exists. Values that
+// are not paths (PEM data in TEMPORAL_TLS_*_DATA, "true") simply do not.
+func existing(path string) (string, bool) {
+	if path == "" || strings.ContainsAny(path, "\n\x00") {
+		return "", false
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", false
+	}
+	real, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return "", false
+	}
+	return real, true
+}
+
+func envValue(environ []string, name string) string {
+	for _, kv := range slices.Backward(environ) {
+		if n, v, ok := strings.Cut(kv, "="); ok && n == name {
+			return v
+		}
+	}
+	return ""
+}
+
+// mount is one bwrap mount over dest.
+type mount struct {
+	dest string
+	args []string
+}
+
+// args is the bwrap command line around argv. Mounts are applied outermost
+// first so that a deeper one wins: the workspace is bound back inside the
+// hidden workspace root, the private home inside the hidden session
+// directory, a shared cache inside the hidden worker home.
+func (s *Sandbox) args(dir, home string, infoFD int, argv []string) []string {
+	a := []string{
+		"--die-with-parent", "--new-session", "--cap-drop", "ALL",
+		"--unshare-pid", "--unshare-ipc", "--unshare-uts",
+	}
+	if !s.network {
+		a = append(a, "--unshare-net")
+	}
+	a = append(a, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", sandboxTmp)
+	var ms []mount
+	for _, h := range s.hidden {
+		if isDir(h) {
+			ms = append(ms, mount{h, []string{"--tmpfs", h}})
+		} else {
+			ms = append(ms, mount{h, []string{"--ro-bind", os.DevNull, h}})
+		}
+	}
+	for _, p := range s.share {
+		ms = append(ms, mount{p, []string{"--bind", p, p}})
+	}
+	if home != "" {
+		ms = append(ms, mount{home, []string{"--bind", home, home}})
+	}
+	ms = append(ms, mount{dir, []string{"--bind", dir, dir}})
+	slices.SortStableFunc(ms, func(x, y mount) int { return depth(x.dest) - depth(y.dest) })
+	for _, m := range ms {
+		a = append(a, m.args...)
+	}
+	// A hidden directory is an empty tmpfs; it is made read-only last, once
+	// the mounts inside it exist, so a write there fails instead of
+	// vanishing with the sandbox.
+	for _, h := range s.hidden {
+		if isDir(h) {
+			a = append(a, "--remount-ro", h)
+		}
+	}
+	a = append(a, "--chdir", dir)
+	if infoFD >= 0 {
+		a = append(a, "--info-fd", fmt.Sprint(infoFD))
+	}
+	return append(append(a, "--"), argv...)
+}
+
+func depth(path string) int {
+	return strings.Count(filepath.Clean(path), string(filepath.Separator))
+}
+
+func isDir(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.IsDir() || errors.Is(err, fs.ErrPermission)
+}
