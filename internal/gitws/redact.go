@@ -16,14 +16,26 @@ var urlLike = regexp.MustCompile(`[A-Za-z][A-Za-z0-9+.-]*://[^\s'"]+`)
 // and the query are replaced, so neither a token in the user part nor one in
 // a query parameter is ever written anywhere.
 func RedactURL(raw string) string {
-	u, err := url.Parse(strings.TrimSpace(raw))
-	if err != nil || u.Scheme == "" || u.Host == "" {
-		// scp-like "user@host:path" and plain paths: keep what follows the
-		// last '@' before the first ':' (the user part may be a token).
-		if at := strings.LastIndex(raw, "@"); at >= 0 && !strings.Contains(raw[:at], "/") {
-			return redactedMark + raw[at:]
+	if u, ok := redactParsed(strings.TrimSpace(raw)); ok {
+		return u
+	}
+	if at := strings.LastIndex(raw, "@"); at >= 0 && !strings.Contains(raw[:at], "/") {
+		// scp-like "user@host:path": the user part may be a token.
+		return redactedMark + raw[at:]
+	}
+	return urlLike.ReplaceAllStringFunc(raw, func(s string) string {
+		if u, ok := redactParsed(s); ok {
+			return u
 		}
-		return raw
+		return redactedMark
+	})
+}
+
+// redactParsed redacts a string that parses as a URL with a host.
+func redactParsed(raw string) (string, bool) {
+	u, err := url.Parse(raw)
+	if err != nil || u.Scheme == "" || u.Host == "" {
+		return "", false
 	}
 	if u.User != nil {
 		u.User = url.User(redactedMark)
@@ -32,7 +44,7 @@ func RedactURL(raw string) string {
 		u.RawQuery = redactedMark
 	}
 	u.Fragment = ""
-	return u.String()
+	return u.String(), true
 }
 
 // redactText removes the remote's credentials from any text: the remote as

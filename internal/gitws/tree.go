@@ -16,18 +16,14 @@ import (
 // temporary copy of the index, so unchanged files are not read again.
 // It is the workspace's fingerprint when checkpoints are on.
 func (g *Git) WorkTree(ctx context.Context, dir string) (string, error) {
-	tmp, err := os.CreateTemp("", "ralph-git-index-")
+	tmpDir, err := os.MkdirTemp("", "ralph-git-index-")
 	if err != nil {
 		return "", fmt.Errorf("create a temporary index: %w", err)
 	}
-	path := tmp.Name()
-	defer os.Remove(path)
-	if err := copyIndex(filepath.Join(dir, ".git", "index"), tmp); err != nil {
-		tmp.Close()
+	defer os.RemoveAll(tmpDir)
+	path := filepath.Join(tmpDir, "index")
+	if err := copyIndex(filepath.Join(dir, ".git", "index"), path); err != nil {
 		return "", err
-	}
-	if err := tmp.Close(); err != nil {
-		return "", fmt.Errorf("write the temporary index: %w", err)
 	}
 	opts := cmdOpts{env: []string{"GIT_INDEX_FILE=" + path}}
 	if _, err := g.run(ctx, dir, opts, "add", "-A", "--", "."); err != nil {
@@ -40,18 +36,27 @@ func (g *Git) WorkTree(ctx context.Context, dir string) (string, error) {
 	return strings.TrimSpace(out), nil
 }
 
-// copyIndex copies the repository's index (when it has one) into dst.
-func copyIndex(src string, dst *os.File) error {
-	f, err := os.Open(src)
+// copyIndex copies the repository's index (when it has one) to dst; with
+// none, dst is not created (git refuses an empty index file).
+func copyIndex(src, dst string) error {
+	in, err := os.Open(src)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("open the index: %w", err)
 	}
-	defer f.Close()
-	if _, err := io.Copy(dst, f); err != nil {
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if err != nil {
+		return fmt.Errorf("create a temporary index: %w", err)
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
 		return fmt.Errorf("copy the index: %w", err)
+	}
+	if err := out.Close(); err != nil {
+		return fmt.Errorf("write the temporary index: %w", err)
 	}
 	return nil
 }
