@@ -9,6 +9,8 @@ import (
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/worker"
+
+	"github.com/ralph-temporal/ralph/internal/gitws"
 )
 
 // Directory permissions: workspaces are shared with the commands the agent
@@ -24,6 +26,7 @@ const (
 // every round the worker runs; it holds only its configuration.
 type Activities struct {
 	cfg Config
+	git *gitws.Git // nil when git checkpoints are off
 }
 
 // New checks cfg and creates the workspace root and the session directory
@@ -48,7 +51,13 @@ func New(cfg Config) (*Activities, error) {
 	if err := os.MkdirAll(filepath.Join(cfg.SessionDir, locksDirName), sessionDirPerm); err != nil {
 		return nil, fmt.Errorf("activities config: create the locks directory: %w", err)
 	}
-	return &Activities{cfg: cfg}, nil
+	a := &Activities{cfg: cfg}
+	if cfg.Git.Enabled() {
+		if a.git, err = gitws.New(cfg.Git, filepath.Join(cfg.SessionDir, gitHooksDirName)); err != nil {
+			return nil, fmt.Errorf("activities config: %w", err)
+		}
+	}
+	return a, nil
 }
 
 func checkConfig(cfg Config) error {
@@ -78,6 +87,9 @@ func checkConfig(cfg Config) error {
 			cfg.HeartbeatInterval, cfg.Limits.HeartbeatTimeoutSeconds)
 	}
 	if err := cfg.Agent.Validate(); err != nil {
+		return fmt.Errorf("activities config: %w", err)
+	}
+	if err := cfg.Git.Validate(); err != nil {
 		return fmt.Errorf("activities config: %w", err)
 	}
 	return nil

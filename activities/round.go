@@ -78,6 +78,10 @@ func (a *Activities) RunRound(ctx context.Context, in RoundInput) (RoundOutput, 
 		return RoundOutput{}, err
 	}
 	defer closeTranscript()
+	ws, err := a.beginWorkspace(ctx, dir, in, sessionID)
+	if err != nil {
+		return RoundOutput{}, err
+	}
 	logger.Info("Round started", "round", in.Round, "maxRounds", in.MaxRounds, "attempt", info.Attempt,
 		"sessionId", sessionID, "workspace", in.Workspace, "transcript", path)
 
@@ -94,7 +98,11 @@ func (a *Activities) RunRound(ctx context.Context, in RoundInput) (RoundOutput, 
 	if err != nil {
 		return RoundOutput{}, a.roundError(ctx, err, in.Round, FailureDetails{SessionID: sessionID, Usage: res.Usage})
 	}
-	return RoundOutput{Report: res.Report, Usage: res.Usage, SessionID: sessionID}, nil
+	out := RoundOutput{Report: res.Report, Usage: res.Usage, SessionID: sessionID}
+	if out.Checkpoint, out.WorkspaceChanged, err = ws.finish(ctx, res.Report, FailureDetails{SessionID: sessionID, Usage: res.Usage}); err != nil {
+		return RoundOutput{}, err
+	}
+	return out, nil
 }
 
 func checkRoundInput(in RoundInput) error {
