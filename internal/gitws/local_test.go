@@ -225,3 +225,14 @@ func TestCancelledStepStops(t *testing.T) {
 		t.Fatalf("a cancelled prepare returned %v", err)
 	}
 }
+
+func TestStaleLockLeftByAKilledGitIsRemoved(t *testing.T) {
+	g := newGit(t, ModeLocal, "")
+	dir := workspace(t, "ws")
+	p := prepare(t, g, dir, round(1, 1))
+	write(t, dir, ".git/index.lock", "")
+	write(t, dir, "f.txt", "x\n")
+	if cp := checkpoint(t, g, dir, p, round(1, 1), handoff("continue", "f")); cp.Commit == p.Base {
+		t.Fatal("nothing was committed")
+	}
+}

@@ -49,6 +49,9 @@ func (g *Git) checkRepo(ctx context.Context, dir string) error {
 			return fmt.Errorf("%w: %s exists (it would bring configuration from outside .git/config)", ErrUnsafeRepo, filepath.Join(gitDir, name))
 		}
 	}
+	if err := removeStaleLocks(dir); err != nil {
+		return err
+	}
 	cfgPath := filepath.Join(gitDir, "config")
 	fi, err = os.Lstat(cfgPath)
 	if errors.Is(err, os.ErrNotExist) {
@@ -96,4 +99,20 @@ func deniedKey(key string) string {
 		}
 	}
 	return ""
+}
+
+// staleLocks are lock files a killed git (the model's or ours) can leave in
+// .git; while one stays every later step fails.
+var staleLocks = []string{"index.lock", "HEAD.lock"}
+
+// removeStaleLocks deletes them. The caller holds the workspace lock and no
+// command of the session runs any more, so no live git owns them.
+func removeStaleLocks(dir string) error {
+	for _, name := range staleLocks {
+		path := filepath.Join(dir, ".git", name)
+		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("remove the stale %s: %w", path, err)
+		}
+	}
+	return nil
 }
