@@ -113,12 +113,14 @@ func BenchmarkCheckpointRemote(b *testing.B) {
 		b.Fatal(err)
 	}
 	dir := benchDir(b)
-	benchWorkspace(b, dir)
 	first := Round{WorkflowID: "bench", Workspace: "ws", Round: 1, MaxRounds: 1 << 20, Attempt: 1}
 	p, err := g.Prepare(ctx, dir, first)
 	if err != nil {
 		b.Fatal(err)
 	}
+	// Round 1 writes the whole workspace (a clone's own files that the
+	// branch lacks would be saved away by Prepare) and pushes it.
+	benchWorkspace(b, dir)
 	if _, _, err := g.Checkpoint(ctx, dir, p, first, Handoff{"s", "continue", "initial"}); err != nil {
 		b.Fatal(err)
 	}

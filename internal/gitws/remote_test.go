@@ -195,3 +195,21 @@ func TestRemoteBadWorkspaceName(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+// The worker's own git configuration applies to its steps (here a URL
+// rewrite given the way CI systems pass credentials and settings).
+func TestRemoteUsesTheWorkersGitConfiguration(t *testing.T) {
+	bare := bareRemote(t)
+	alias := "https://git.example.invalid/team/repo.git"
+	t.Setenv("GIT_CONFIG_COUNT", "1")
+	t.Setenv("GIT_CONFIG_KEY_0", "url."+bare+".insteadOf")
+	t.Setenv("GIT_CONFIG_VALUE_0", alias)
+	g := newGit(t, ModeRemote, alias)
+	dir := workspace(t, "ws")
+	p := prepare(t, g, dir, round(1, 1))
+	write(t, dir, "f.txt", "x\n")
+	cp := checkpoint(t, g, dir, p, round(1, 1), handoff("continue", "f"))
+	if sh(t, bare, "rev-parse", "ralph/ws") != cp.Commit {
+		t.Fatal("the push did not go through the worker's URL rewrite")
+	}
+}

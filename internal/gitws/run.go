@@ -137,18 +137,16 @@ func (g *Git) run(parent context.Context, dir string, opts cmdOpts, args ...stri
 }
 
 // gitEnv drops the variables that would point git at another repository,
-// index or work tree than the one a step names.
+// index or work tree than the one a step names. The worker's own git
+// configuration (including GIT_CONFIG_COUNT/KEY/VALUE credentials) stays;
+// the command-line overrides come after it and win.
 func gitEnv(env []string) []string {
 	out := make([]string, 0, len(env))
 	for _, kv := range env {
 		name, _, _ := strings.Cut(kv, "=")
 		switch name {
 		case "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY", "GIT_COMMON_DIR",
-			"GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_NAMESPACE", "GIT_CEILING_DIRECTORIES",
-			"GIT_CONFIG", "GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT":
-			continue
-		}
-		if strings.HasPrefix(name, "GIT_CONFIG_KEY_") || strings.HasPrefix(name, "GIT_CONFIG_VALUE_") {
+			"GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_NAMESPACE", "GIT_CEILING_DIRECTORIES", "GIT_PREFIX":
 			continue
 		}
 		out = append(out, kv)
