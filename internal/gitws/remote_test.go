@@ -3,10 +3,13 @@ package gitws
 import (
 	"context"
 	"errors"
+	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // bareRemote makes a bare repository whose default branch main holds one
@@ -211,5 +214,52 @@ func TestRemoteUsesTheWorkersGitConfiguration(t *testing.T) {
 	cp := checkpoint(t, g, dir, p, round(1, 1), handoff("continue", "f"))
 	if sh(t, bare, "rev-parse", "ralph/ws") != cp.Commit {
 		t.Fatal("the push did not go through the worker's URL rewrite")
+	}
+}
+
+// A remote that accepts the connection and never answers: a cancel kills
+// the waiting git (its connection closes) and the step returns the cancel.
+func TestCancelKillsAHangingGit(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	closed := make(chan struct{})
+	go func() {
+		conn, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		_, _ = io.Copy(io.Discard, conn) // returns when git's end closes
+		close(closed)
+	}()
+	g := newGit(t, ModeRemote, "git://"+ln.Addr().String()+"/repo.git")
+	dir := workspace(t, "ws")
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() {
+		_, err := g.Prepare(ctx, dir, round(1, 1))
+		errc <- err
+	}()
+	select {
+	case err := <-errc:
+		t.Fatalf("prepare returned before the cancel: %v", err)
+	case <-time.After(500 * time.Millisecond):
+	}
+	cancel()
+	select {
+	case err := <-errc:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("prepare = %v, want the cancel", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("prepare did not return after the cancel")
+	}
+	select {
+	case <-closed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the git process still holds its connection after the cancel")
 	}
 }
