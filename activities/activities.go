@@ -10,6 +10,7 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/worker"
 
+	"github.com/ralph-temporal/ralph/internal/gitws"
 	"github.com/ralph-temporal/ralph/internal/sandbox"
 )
 
@@ -31,6 +32,7 @@ const (
 type Activities struct {
 	cfg Config
 	sb  *sandbox.Sandbox
+	git *gitws.Git // nil when git checkpoints are off
 }
 
 // New checks cfg and creates the workspace root and the session directory
@@ -64,7 +66,13 @@ func New(cfg Config) (*Activities, error) {
 		return nil, fmt.Errorf("activities config: %w", err)
 	}
 	cfg.Agent.Sandbox = sb
-	return &Activities{cfg: cfg, sb: sb}, nil
+	a := &Activities{cfg: cfg, sb: sb}
+	if cfg.Git.Enabled() {
+		if a.git, err = gitws.New(cfg.Git, filepath.Join(cfg.SessionDir, gitHooksDirName)); err != nil {
+			return nil, fmt.Errorf("activities config: %w", err)
+		}
+	}
+	return a, nil
 }
 
 // Sandbox is how this worker runs commands (Mode, and Fallback when auto
@@ -98,6 +106,9 @@ func checkConfig(cfg Config) error {
 			cfg.HeartbeatInterval, cfg.Limits.HeartbeatTimeoutSeconds)
 	}
 	if err := cfg.Agent.Validate(); err != nil {
+		return fmt.Errorf("activities config: %w", err)
+	}
+	if err := cfg.Git.Validate(); err != nil {
 		return fmt.Errorf("activities config: %w", err)
 	}
 	return nil

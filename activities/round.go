@@ -79,6 +79,10 @@ func (a *Activities) RunRound(ctx context.Context, in RoundInput) (RoundOutput, 
 		return RoundOutput{}, err
 	}
 	defer closeTranscript()
+	ws, err := a.beginWorkspace(ctx, dir, in, sessionID)
+	if err != nil {
+		return RoundOutput{}, err
+	}
 	logger.Info("Round started", "round", in.Round, "maxRounds", in.MaxRounds, "attempt", info.Attempt,
 		"sessionId", sessionID, "workspace", in.Workspace, "transcript", path)
 
@@ -96,7 +100,11 @@ func (a *Activities) RunRound(ctx context.Context, in RoundInput) (RoundOutput, 
 	if err != nil {
 		return RoundOutput{}, a.roundError(ctx, err, in.Round, FailureDetails{SessionID: sessionID, Usage: spent})
 	}
-	return RoundOutput{Report: res.Report, Usage: spent, SessionID: sessionID, Verification: res.Verification}, nil
+	out := RoundOutput{Report: res.Report, Usage: spent, SessionID: sessionID, Verification: res.Verification}
+	if out.Checkpoint, out.WorkspaceChanged, err = ws.finish(ctx, res.Report, FailureDetails{SessionID: sessionID, Usage: spent}); err != nil {
+		return RoundOutput{}, err
+	}
+	return out, nil
 }
 
 // earlierAttemptsUsage is what the lost attempts of this round spent, as

@@ -38,6 +38,7 @@ type composeService struct {
 	StopGracePeriod string         `yaml:"stop_grace_period"`
 	Init            bool           `yaml:"init"`
 	SecurityOpt     []string       `yaml:"security_opt"`
+	Profiles        []string       `yaml:"profiles"`
 }
 
 func loadCompose(t *testing.T) composeFile {
@@ -256,5 +257,52 @@ func TestDockerfileCarriesTheRoundToolchain(t *testing.T) {
 	}
 	if !regexp.MustCompile(`(?m)^USER ralph$`).MatchString(runtime) || !strings.Contains(runtime, "RALPH_SANDBOX=bwrap") {
 		t.Errorf("the worker must run as the non-root ralph user with RALPH_SANDBOX=bwrap")
+	}
+}
+
+// The git-remote profile: workers that share no storage, only a git server.
+func TestComposeGitRemoteProfile(t *testing.T) {
+	c := loadCompose(t)
+	server, worker := c.Services["git-server"], c.Services["ralph-worker-remote"]
+	for name, svc := range map[string]composeService{"git-server": server, "ralph-worker-remote": worker} {
+		if !reflect.DeepEqual(svc.Profiles, []string{"git-remote"}) {
+			t.Errorf("%s profiles = %v, want [git-remote]", name, svc.Profiles)
+		}
+	}
+	for name, svc := range c.Services {
+		if name != "git-server" && name != "ralph-worker-remote" && len(svc.Profiles) != 0 {
+			t.Errorf("%s is in profiles %v; the default deployment must not change", name, svc.Profiles)
+		}
+	}
+	if worker.Environment["RALPH_GIT"] != "remote" {
+		t.Errorf("ralph-worker-remote RALPH_GIT = %q", worker.Environment["RALPH_GIT"])
+	}
+	remote := worker.Environment["RALPH_GIT_REMOTE"]
+	m := regexp.MustCompile(`^\$\{RALPH_GIT_REMOTE:-git://git-server/([a-z.]+)\}$`).FindStringSubmatch(remote)
+	if m == nil {
+		t.Fatalf("RALPH_GIT_REMOTE = %q, want a default on git-server", remote)
+	}
+	entry := strings.Join(server.Entrypoint, " ")
+	for _, want := range []string{"git init -q --bare /data/git/" + m[1], "--base-path=/data/git", "--enable=receive-pack"} {
+		if !strings.Contains(entry, want) {
+			t.Errorf("git-server entrypoint %q lacks %q", entry, want)
+		}
+	}
+	if len(worker.Volumes) != 0 {
+		t.Errorf("ralph-worker-remote mounts %v; its replicas must share no storage", worker.Volumes)
+	}
+	if worker.DependsOn["git-server"].Condition != "service_healthy" || server.Healthcheck == nil {
+		t.Error("ralph-worker-remote must wait for a healthy git-server")
+	}
+	if len(server.Volumes) != 1 || server.Volumes[0] != "git-data:/data" {
+		t.Errorf("git-server volumes = %v", server.Volumes)
+	}
+	if _, ok := c.Volumes["git-data"]; !ok {
+		t.Error("volume git-data is not declared")
+	}
+	for _, key := range []string{"TEMPORAL_ADDRESS", "RALPH_MODEL", "OPENAI_API_KEY", "RALPH_WORKSPACE_ROOT", "RALPH_SESSION_DIR"} {
+		if worker.Environment[key] != c.Services["ralph-worker"].Environment[key] {
+			t.Errorf("ralph-worker-remote %s = %q differs from ralph-worker's", key, worker.Environment[key])
+		}
 	}
 }

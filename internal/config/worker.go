@@ -483,6 +483,8 @@ func (w Worker) LogAttrs() []any {
 		slog.Int("commandOutputChars", a.Agent.ToolLimits.OutputCap),
 		slog.Duration("heartbeatInterval", a.HeartbeatInterval),
 		slog.Duration("stopTimeout", w.StopTimeout),
+		slog.String("git", a.Git.Mode),
+		slog.String("gitRemote", gitws.RedactURL(a.Git.Remote)),
 	}
 }
 

@@ -1,7 +1,20 @@
 // Package gitws keeps a workspace as a git work tree: one checkpoint commit
 // per round, abandoned attempts saved on their own refs, and (remote mode) a
 // branch on a shared remote as the durable workspace.
+//
+// Every git command here is the worker's own step: the real git binary with
+// the worker's configuration and credentials, outside the model's sandbox,
+// with workspace hooks disabled and a timeout.
 package gitws
+
+import (
+	"errors"
+	"fmt"
+	"net/mail"
+	"os/exec"
+	"strings"
+	"time"
+)
 
 // Modes of RALPH_GIT.
 const (
@@ -10,8 +23,33 @@ const (
 	ModeRemote = "remote"
 )
 
-// DefaultAuthor is the author and committer of checkpoint commits.
-const DefaultAuthor = "Ralph <ralph@localhost>"
+// Defaults and fixed names.
+const (
+	// DefaultAuthor is the author and committer of checkpoint commits.
+	DefaultAuthor = "Ralph <ralph@localhost>"
+	// CommandTimeout bounds one git command (a clone of a large repository
+	// included); the round's own deadline and cancel bound it too.
+	CommandTimeout = 10 * time.Minute
+	// BranchPrefix: remote mode works the branch ralph/<workspace>.
+	BranchPrefix = "ralph/"
+	// AbandonedRefPrefix holds what lost attempts left uncommitted:
+	// refs/ralph/abandoned/<workflow id>/round-<R>-attempt-<A>.
+	AbandonedRefPrefix = "refs/ralph/abandoned/"
+	// UnpushedRefPrefix keeps a checkpoint whose push failed:
+	// refs/ralph/unpushed/<workflow id>/round-<R>-attempt-<A>.
+	UnpushedRefPrefix = "refs/ralph/unpushed/"
+	// upstreamRef is the last fetched head of the remote branch.
+	upstreamRef = "refs/ralph/upstream"
+	// outputCap bounds what is kept of one git command's output.
+	outputCap = 64 << 10
+)
+
+// Setting names, for messages.
+const (
+	SettingMode   = "RALPH_GIT"
+	SettingRemote = "RALPH_GIT_REMOTE"
+	SettingAuthor = "RALPH_GIT_AUTHOR"
+)
 
 // Config is the deployment's git policy.
 type Config struct {
@@ -22,3 +60,50 @@ type Config struct {
 
 // DefaultConfig is git off.
 func DefaultConfig() Config { return Config{Mode: ModeOff, Author: DefaultAuthor} }
+
+// Enabled reports whether checkpoints are on.
+func (c Config) Enabled() bool { return c.Mode == ModeLocal || c.Mode == ModeRemote }
+
+// Validate checks the policy and that git can run, naming the setting at fault.
+func (c Config) Validate() error {
+	switch c.Mode {
+	case ModeOff:
+		return nil
+	case ModeLocal:
+		if c.Remote != "" {
+			return fmt.Errorf("%s is set but %s=%s: a remote is used only with %s=%s", SettingRemote, SettingMode, c.Mode, SettingMode, ModeRemote)
+		}
+	case ModeRemote:
+		if strings.TrimSpace(c.Remote) == "" {
+			return fmt.Errorf("%s=%s needs %s (a URL git can fetch from and push to)", SettingMode, ModeRemote, SettingRemote)
+		}
+		if strings.HasPrefix(strings.TrimSpace(c.Remote), "-") {
+			return fmt.Errorf("%s %q must not start with '-'", SettingRemote, RedactURL(c.Remote))
+		}
+	default:
+		return fmt.Errorf("%s must be %s, %s or %s, got %q", SettingMode, ModeOff, ModeLocal, ModeRemote, c.Mode)
+	}
+	if _, _, err := ParseAuthor(c.Author); err != nil {
+		return fmt.Errorf("%s: %w", SettingAuthor, err)
+	}
+	if _, err := exec.LookPath("git"); err != nil {
+		return fmt.Errorf("%s=%s needs the git binary on PATH: %w", SettingMode, c.Mode, err)
+	}
+	return nil
+}
+
+// ParseAuthor splits "Name <email>" into its parts.
+func ParseAuthor(s string) (name, email string, err error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return "", "", errors.New(`the author is empty, want "Name <email>"`)
+	}
+	addr, perr := mail.ParseAddress(s)
+	if perr != nil || addr.Name == "" || !strings.HasSuffix(s, ">") {
+		return "", "", fmt.Errorf(`author %q does not parse as "Name <email>"`, s)
+	}
+	if strings.ContainsAny(addr.Name+addr.Address, "<>\n\r") {
+		return "", "", fmt.Errorf(`author %q holds '<', '>' or a line break in its name or email`, s)
+	}
+	return addr.Name, addr.Address, nil
+}

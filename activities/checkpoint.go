@@ -1,0 +1,100 @@
+package activities
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/ralph-temporal/ralph/internal/gitws"
+	"github.com/ralph-temporal/ralph/report"
+)
+
+// gitHooksDirName is the empty directory under SessionDir that stands in for
+// every workspace's git hooks during the worker's own git steps.
+const gitHooksDirName = "git-empty-hooks"
+
+// workspaceRound is the workspace side of one round: preparing it (git),
+// the fingerprint taken before the session, and the checkpoint after a
+// valid report. With git off only the fingerprint is taken.
+type workspaceRound struct {
+	git      *gitws.Git // nil when checkpoints are off
+	dir      string
+	round    gitws.Round
+	prepared gitws.Prepared
+	before   string
+	logger   log.Logger
+}
+
+// beginWorkspace prepares dir for the session (git on: init or fetch, and on
+// a retry the lost attempt's leftovers saved and the tree reset) and takes
+// the opening fingerprint. Call it while holding the workspace lock.
+func (a *Activities) beginWorkspace(ctx context.Context, dir string, in RoundInput, sessionID string) (*workspaceRound, error) {
+	info := activity.GetInfo(ctx)
+	w := &workspaceRound{git: a.git, dir: dir, logger: activity.GetLogger(ctx), round: gitws.Round{
+		WorkflowID: info.WorkflowExecution.ID, Workspace: in.Workspace,
+		Round: in.Round, MaxRounds: in.MaxRounds, Attempt: int(info.Attempt),
+	}}
+	var err error
+	if w.git == nil {
+		if w.before, err = gitws.FilesFingerprint(ctx, dir); err != nil {
+			return nil, w.stepError(ctx, err, sessionID, FailureDetails{SessionID: sessionID})
+		}
+		return w, nil
+	}
+	if w.prepared, err = w.git.Prepare(ctx, dir, w.round); err != nil {
+		return nil, w.stepError(ctx, fmt.Errorf("prepare the workspace's git work tree: %w", err), sessionID, FailureDetails{SessionID: sessionID})
+	}
+	if w.prepared.Abandoned != "" {
+		w.logger.Info("Saved what the lost attempt left uncommitted", "round", in.Round,
+			"ref", w.prepared.Abandoned, "commit", w.prepared.AbandonedCommit, "resetTo", w.prepared.Base)
+	}
+	if w.before, err = w.git.WorkTree(ctx, dir); err != nil {
+		return nil, w.stepError(ctx, fmt.Errorf("fingerprint the workspace: %w", err), sessionID, FailureDetails{SessionID: sessionID})
+	}
+	return w, nil
+}
+
+// finish runs after a valid report: with git on it commits (and in remote
+// mode pushes) the round's checkpoint; in every mode it says whether the
+// session changed the workspace.
+func (w *workspaceRound) finish(ctx context.Context, rep report.Report, details FailureDetails) (*Checkpoint, bool, error) {
+	if w.git == nil {
+		after, err := gitws.FilesFingerprint(ctx, w.dir)
+		if err != nil {
+			return nil, false, w.stepError(ctx, err, details.SessionID, details)
+		}
+		return nil, after != w.before, nil
+	}
+	cp, tree, err := w.git.Checkpoint(ctx, w.dir, w.prepared, w.round,
+		gitws.Handoff{SessionID: details.SessionID, Status: rep.Status, Summary: rep.Summary})
+	if err != nil {
+		return nil, false, w.stepError(ctx, fmt.Errorf("checkpoint round %d: %w", w.round.Round, err), details.SessionID, details)
+	}
+	w.logger.Info("Checkpoint", "round", w.round.Round, "commit", cp.Commit, "parent", cp.Parent,
+		"filesChanged", cp.FilesChanged, "insertions", cp.Insertions, "deletions", cp.Deletions)
+	return &Checkpoint{Commit: cp.Commit, Parent: cp.Parent, FilesChanged: cp.FilesChanged,
+		Insertions: cp.Insertions, Deletions: cp.Deletions}, tree != w.before, nil
+}
+
+// stepError maps a failed workspace step: a cancel stays a cancel; a push
+// the remote rejected and a repository set up to run programs are ordinary
+// child failures (a retry cannot help); a workspace that cannot name a
+// branch is bad input; anything else (disk, network) is retryable.
+func (w *workspaceRound) stepError(ctx context.Context, err error, sessionID string, details FailureDetails) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	msg := fmt.Sprintf("round %d: %v", w.round.Round, err)
+	switch {
+	case errors.Is(err, gitws.ErrPushRejected), errors.Is(err, gitws.ErrUnsafeRepo):
+		return temporal.NewNonRetryableApplicationError(msg, ErrTypeChildFailed, nil, details)
+	case errors.Is(err, gitws.ErrBadWorkspaceName):
+		return temporal.NewNonRetryableApplicationError("bad round input: "+msg, ErrTypeBadRoundInput, nil)
+	default:
+		return fmt.Errorf("%s", msg)
+	}
+}

@@ -1,0 +1,90 @@
+package gitws
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// newGit returns a Git for mode with its own empty hooks directory.
+func newGit(t *testing.T, mode, remote string) *Git {
+	t.Helper()
+	cfg := DefaultConfig()
+	cfg.Mode, cfg.Remote = mode, remote
+	g, err := New(cfg, filepath.Join(t.TempDir(), "empty-hooks"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+// sh runs git the way a person would (no Ralph overrides) and returns its
+// trimmed output.
+func sh(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=Person", "GIT_AUTHOR_EMAIL=person@example.com",
+		"GIT_COMMITTER_NAME=Person", "GIT_COMMITTER_EMAIL=person@example.com", "GIT_CEILING_DIRECTORIES="+filepath.Dir(dir))
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %s in %s: %v\n%s", strings.Join(args, " "), dir, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+func write(t *testing.T, dir, rel, content string) {
+	t.Helper()
+	path := filepath.Join(dir, rel)
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func exists(dir, rel string) bool {
+	_, err := os.Lstat(filepath.Join(dir, rel))
+	return err == nil
+}
+
+// workspace makes <tmp>/root/<name> and returns it.
+func workspace(t *testing.T, name string) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "root", name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func round(n, attempt int) Round {
+	return Round{WorkflowID: "wf-1", Workspace: "ws", Round: n, MaxRounds: 5, Attempt: attempt}
+}
+
+func handoff(status, summary string) Handoff {
+	return Handoff{SessionID: "sess-" + status, Status: status, Summary: summary}
+}
+
+// prepare and checkpoint fail the test on error.
+func prepare(t *testing.T, g *Git, dir string, r Round) Prepared {
+	t.Helper()
+	p, err := g.Prepare(context.Background(), dir, r)
+	if err != nil {
+		t.Fatalf("prepare round %d attempt %d: %v", r.Round, r.Attempt, err)
+	}
+	return p
+}
+
+func checkpoint(t *testing.T, g *Git, dir string, p Prepared, r Round, h Handoff) Checkpoint {
+	t.Helper()
+	cp, _, err := g.Checkpoint(context.Background(), dir, p, r, h)
+	if err != nil {
+		t.Fatalf("checkpoint round %d: %v", r.Round, err)
+	}
+	return cp
+}

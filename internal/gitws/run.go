@@ -1,0 +1,165 @@
+package gitws
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Git runs the worker's own git steps. One value serves every round; it holds
+// only the policy and the path of an empty hooks directory.
+type Git struct {
+	cfg         Config
+	hooksDir    string
+	authorName  string
+	authorEmail string
+}
+
+// New returns a Git for cfg (already validated). hooksDir is created empty:
+// it stands in for every workspace's hooks, so no hook planted in a
+// workspace runs with the worker's credentials.
+func New(cfg Config, hooksDir string) (*Git, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	name, email, err := ParseAuthor(cfg.Author)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", SettingAuthor, err)
+	}
+	if err := os.MkdirAll(hooksDir, 0o700); err != nil {
+		return nil, fmt.Errorf("create the empty git hooks directory: %w", err)
+	}
+	entries, err := os.ReadDir(hooksDir)
+	if err != nil {
+		return nil, fmt.Errorf("read the git hooks directory: %w", err)
+	}
+	if len(entries) != 0 {
+		return nil, fmt.Errorf("the git hooks directory %s must be empty", hooksDir)
+	}
+	return &Git{cfg: cfg, hooksDir: hooksDir, authorName: name, authorEmail: email}, nil
+}
+
+// Config is the policy this Git runs.
+func (g *Git) Config() Config { return g.cfg }
+
+// overrides are set on every command line. Command-line values win over the
+// workspace's .git/config, which the model can write; the keys whose
+// programs cannot be overridden this way are refused by checkRepoConfig.
+func (g *Git) overrides() []string {
+	return []string{
+		"-c", "core.hooksPath=" + g.hooksDir,
+		"-c", "core.fsmonitor=false",
+		"-c", "commit.gpgSign=false",
+		"-c", "core.quotePath=false",
+		"-c", "gc.auto=0",
+		"-c", "maintenance.auto=false",
+	}
+}
+
+// cmdOpts are the extras of one command.
+type cmdOpts struct {
+	stdin string
+	env   []string
+}
+
+// gitError is a failed git command; its text never holds credentials.
+type gitError struct {
+	args     string
+	exitCode int
+	output   string
+}
+
+func (e *gitError) Error() string {
+	out := strings.TrimSpace(e.output)
+	if len(out) > 2000 {
+		out = "…" + out[len(out)-2000:]
+	}
+	return fmt.Sprintf("git %s: exit %d: %s", e.args, e.exitCode, out)
+}
+
+// run runs git in dir and returns its stdout. Discovery stops at dir (a
+// workspace root inside some other repository never reaches that one), the
+// whole process group is killed on timeout or cancel, and nothing prompts.
+func (g *Git) run(parent context.Context, dir string, opts cmdOpts, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(parent, CommandTimeout)
+	defer cancel()
+	full := append(g.overrides(), args...)
+	cmd := exec.CommandContext(ctx, "git", full...)
+	cmd.Dir = dir
+	cmd.Env = append(gitEnv(os.Environ()),
+		"GIT_TERMINAL_PROMPT=0",
+		"GIT_CEILING_DIRECTORIES="+filepath.Dir(dir),
+		"GIT_PAGER=cat",
+		"GIT_EDITOR=false",
+		"LC_ALL=C",
+	)
+	cmd.Env = append(cmd.Env, opts.env...)
+	if opts.stdin != "" {
+		cmd.Stdin = strings.NewReader(opts.stdin)
+	}
+	var stdout bytes.Buffer
+	var stderr cappedBuffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 5 * time.Second
+	err := cmd.Run()
+	if cmd.Process != nil {
+		// Helpers (ssh, credential helpers) git left behind go with it.
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	}
+	shown := redactText(strings.Join(args, " "), g.cfg.Remote)
+	if err != nil {
+		if parent.Err() != nil {
+			return "", fmt.Errorf("git %s: %w", shown, parent.Err())
+		}
+		if ctx.Err() != nil {
+			return "", fmt.Errorf("git %s: killed after %s: %w", shown, CommandTimeout, ctx.Err())
+		}
+		code := -1
+		var exitErr *exec.ExitError
+		if errors.As(err, &exitErr) {
+			code = exitErr.ExitCode()
+		} else {
+			return "", fmt.Errorf("git %s: %s", shown, redactText(err.Error(), g.cfg.Remote))
+		}
+		return stdout.String(), &gitError{args: shown, exitCode: code,
+			output: redactText(stderr.String()+stdout.String(), g.cfg.Remote)}
+	}
+	return stdout.String(), nil
+}
+
+// gitEnv drops the variables that would point git at another repository,
+// index or work tree than the one a step names. The worker's own git
+// configuration (including GIT_CONFIG_COUNT/KEY/VALUE credentials) stays;
+// the command-line overrides come after it and win.
+func gitEnv(env []string) []string {
+	out := make([]string, 0, len(env))
+	for _, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		switch name {
+		case "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY", "GIT_COMMON_DIR",
+			"GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_NAMESPACE", "GIT_CEILING_DIRECTORIES", "GIT_PREFIX":
+			continue
+		}
+		out = append(out, kv)
+	}
+	return out
+}
+
+// cappedBuffer keeps the first outputCap bytes of a command's messages.
+type cappedBuffer struct{ bytes.Buffer }
+
+func (b *cappedBuffer) Write(p []byte) (int, error) {
+	if room := outputCap - b.Len(); room > 0 {
+		b.Buffer.Write(p[:min(len(p), room)])
+	}
+	return len(p), nil
+}
