@@ -78,7 +78,7 @@ func (a *App) Main(args []string) int {
 	opts.Logger = tlog.NewStructuredLogger(slog.New(slog.NewTextHandler(a.Stderr, &slog.HandlerOptions{Level: slog.LevelError})))
 	ctx := context.Background()
 	dctx, cancel := context.WithTimeout(ctx, a.DialTimeout)
-	c, err := config.Dial(dctx, opts)
+	c, err := config.Dial(dctx, opts, a.Env)
 	cancel()
 	if err != nil {
 		fmt.Fprintf(a.Stderr, "starter: %v\n", err)
