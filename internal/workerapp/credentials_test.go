@@ -36,7 +36,7 @@ func TestWorkerWithRefusedAPIKeyFailsAtStart(t *testing.T) {
 		"TEMPORAL_ADDRESS": lis.Addr().String(), "TEMPORAL_API_KEY": key, "TEMPORAL_TLS": "false",
 		"TEMPORAL_CONFIG_FILE": filepath.Join(dir, "none.toml"),
 		"RALPH_WORKSPACE_ROOT": filepath.Join(dir, "ws"), "RALPH_SESSION_DIR": filepath.Join(dir, "s"),
-		"RALPH_DEMO":           "1", "RALPH_SANDBOX": "off",
+		"RALPH_DEMO": "1", "RALPH_SANDBOX": "off",
 		// Long enough that a retried dial would show as many calls.
 		"RALPH_CONNECT_TIMEOUT_SECONDS": "600",
 	}
