@@ -129,6 +129,13 @@ func Run(ctx context.Context, cfg config.Worker, env config.Env, logger *slog.Lo
 		return &UsageError{Err: err}
 	}
 	opts.Logger = tlog.NewStructuredLogger(logger)
+	if cfg.MetricsAddress != "" {
+		stopMetrics, err := serveMetrics(&opts, cfg.MetricsAddress, logger)
+		if err != nil {
+			return &UsageError{Err: err}
+		}
+		defer stopMetrics()
+	}
 	logger.Info("starting Ralph worker", append([]any{"address", opts.HostPort, "namespace", opts.Namespace}, cfg.LogAttrs()...)...)
 
 	c, err := dialWithRetry(ctx, opts, env, cfg.ConnectTimeout, logger)
