@@ -99,10 +99,8 @@ func (t *roundTally) record(h client.MetricsHandler, outcome string, u usage.Usa
 	for name, n := range t.tools {
 		h.WithTags(map[string]string{LabelTool: name}).Counter(MetricToolCalls).Inc(n)
 	}
-	if t.pass > 0 {
-		h.WithTags(map[string]string{LabelResult: VerifyPass}).Counter(MetricVerifications).Inc(t.pass)
-	}
-	if t.fail > 0 {
-		h.WithTags(map[string]string{LabelResult: VerifyFail}).Counter(MetricVerifications).Inc(t.fail)
-	}
+	// Both results are recorded even at zero, so a pass rate is defined (and
+	// graphed) from the first round on.
+	h.WithTags(map[string]string{LabelResult: VerifyPass}).Counter(MetricVerifications).Inc(t.pass)
+	h.WithTags(map[string]string{LabelResult: VerifyFail}).Counter(MetricVerifications).Inc(t.fail)
 }
