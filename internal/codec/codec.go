@@ -5,7 +5,6 @@ import (
 	"crypto/cipher"
 	"crypto/rand"
 	"fmt"
-	"strings"
 
 	commonpb "go.temporal.io/api/common/v1"
 	"go.temporal.io/sdk/converter"
@@ -89,20 +88,19 @@ func (c *Codec) Decode(payloads []*commonpb.Payload) ([]*commonpb.Payload, error
 		id := string(p.GetMetadata()[MetadataKeyID])
 		aead, ok := c.aeads[id]
 		if !ok {
-			return nil, fmt.Errorf("decrypt payload: it was encrypted under key id %q, which the encryption key file does not hold (it holds %s); add that key to RALPH_ENCRYPTION_KEY_FILE",
-				id, strings.Join(c.keys.ids, ", "))
+			return nil, c.decodeFailure(id, "the key file does not have this key id; add the key to RALPH_ENCRYPTION_KEY_FILE")
 		}
 		data := p.GetData()
 		if len(data) < aead.NonceSize()+aead.Overhead() {
-			return nil, fmt.Errorf("decrypt payload under key id %q: ciphertext is too short (%d bytes)", id, len(data))
+			return nil, c.decodeFailure(id, fmt.Sprintf("ciphertext is too short (%d bytes)", len(data)))
 		}
 		plain, err := aead.Open(nil, data[:aead.NonceSize()], data[aead.NonceSize():], []byte(id))
 		if err != nil {
-			return nil, fmt.Errorf("decrypt payload under key id %q: authentication failed (the payload was altered, or the key listed under that id is not the one it was encrypted with)", id)
+			return nil, c.decodeFailure(id, "authentication failed (the payload was altered, or the key listed under that id is not the one it was encrypted with)")
 		}
 		var decoded commonpb.Payload
 		if err := proto.Unmarshal(plain, &decoded); err != nil {
-			return nil, fmt.Errorf("decrypt payload under key id %q: unmarshal: %w", id, err)
+			return nil, c.decodeFailure(id, "the decrypted payload does not unmarshal: "+err.Error())
 		}
 		out[i] = &decoded
 	}

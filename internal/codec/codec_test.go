@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/rand"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -97,6 +98,10 @@ func TestUnknownKeyIDFailsNamingIt(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), `"old-2025"`) || !strings.Contains(err.Error(), "new-2026") {
 		t.Fatalf("error does not name the missing and the held key ids: %v", err)
+	}
+	var taskFailure *converter.WorkflowTaskFailureError
+	if !IsDecodeError(err) || !errors.As(err, &taskFailure) {
+		t.Fatalf("want a DecodeError that fails the workflow task (retried once the key is added), got %T", err)
 	}
 }
 

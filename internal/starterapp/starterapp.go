@@ -22,6 +22,7 @@ import (
 	tlog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/ralph-temporal/ralph/internal/codec"
 	"github.com/ralph-temporal/ralph/internal/config"
 	"github.com/ralph-temporal/ralph/report"
 	"github.com/ralph-temporal/ralph/workflows"
@@ -259,7 +260,7 @@ func (s *session) await(ctx context.Context, id string) outcome {
 		if err == nil {
 			return outcome{result: &res}
 		}
-		if isWorkflowOutcome(err) || ctx.Err() != nil {
+		if isWorkflowOutcome(err) || codec.IsDecodeError(err) || ctx.Err() != nil {
 			return outcome{err: err}
 		}
 		if lostSince.IsZero() {
