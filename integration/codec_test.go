@@ -131,6 +131,7 @@ func checkNoPlaintext(t *testing.T, history string, c *codec.Codec) (string, map
 	ids := map[string]int{}
 	for _, p := range payloadsIn(t, history) {
 		if string(p.Metadata[converter.MetadataEncoding]) != codec.Encoding {
+			t.Logf("plaintext payload: %s %q", p.Metadata[converter.MetadataEncoding], p.Data)
 			for _, s := range secrets() {
 				if bytes.Contains(p.Data, []byte(s)) {
 					t.Errorf("unencrypted payload (%s) carries %q", p.Metadata[converter.MetadataEncoding], s)
