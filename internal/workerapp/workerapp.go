@@ -136,7 +136,8 @@ func Run(ctx context.Context, cfg config.Worker, env config.Env, logger *slog.Lo
 		}
 		defer stopMetrics()
 	}
-	logger.Info("starting Ralph worker", append([]any{"address", opts.HostPort, "namespace", opts.Namespace}, cfg.LogAttrs()...)...)
+	logger.Info("starting Ralph worker", append([]any{"address", opts.HostPort, "namespace", opts.Namespace,
+		"encryptionKeyFile", cfg.EncryptionKeyFile, "metricsAddress", cfg.MetricsAddress}, cfg.LogAttrs()...)...)
 
 	c, err := dialWithRetry(ctx, opts, env, cfg.ConnectTimeout, logger)
 	if err != nil {
