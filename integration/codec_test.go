@@ -2,6 +2,7 @@ package integration
 
 import (
 	"bytes"
+	"context"
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
@@ -11,10 +12,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	commonpb "go.temporal.io/api/common/v1"
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/converter"
 	"google.golang.org/protobuf/encoding/protojson"
 
@@ -347,4 +350,55 @@ func sawRound(m *fakeopenai.Server, round int) bool {
 		}
 	}
 	return false
+}
+
+// A worker whose key file lacks the run's key fails the workflow task loudly,
+// naming the key id, and never the run: once a worker with that key takes
+// over, the run completes.
+func TestRealStackWorkerWithoutTheKeyFailsLoudly(t *testing.T) {
+	lineA, lineC := keyLine(t, "A"), keyLine(t, "C")
+	keysA, keysC, keysCA := writeKeyFile(t, lineA), writeKeyFile(t, lineC), writeKeyFile(t, lineC, lineA)
+	e := newEnv(t, agentScript(encryptedScript), "RALPH_ENCRYPTION_KEY_FILE="+keysC)
+	wrong := e.startWorker()
+	out, code := runBinary(t, "starter", starterEnv(e, keysA), "start", "--workspace", "nokey-ws", "--objective", secretObjective)
+	if code != 0 {
+		t.Fatalf("starter start: exit %d\n%s", code, out)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for !strings.Contains(wrong.out.String(), `key id \"A\"`) {
+		if time.Now().After(deadline) {
+			t.Fatal(`the worker without key A did not report a failure naming key id "A"`)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if strings.Contains(wrong.out.String(), secretObjective) {
+		t.Fatal("the worker without the key logged the objective")
+	}
+	if err := wrong.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	<-wrong.done
+	st := e.client.GetWorkflowHistory(context.Background(), "ralph-nokey-ws", "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	failedTasks := 0
+	for st.HasNext() {
+		ev, err := st.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch ev.GetEventType() {
+		case enumspb.EVENT_TYPE_WORKFLOW_TASK_FAILED:
+			failedTasks++
+		case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED:
+			t.Fatal("the run failed: a missing key must fail the workflow task only")
+		}
+	}
+	if failedTasks == 0 {
+		t.Fatal("no WorkflowTaskFailed event in the history")
+	}
+
+	e.startWorker("RALPH_ENCRYPTION_KEY_FILE=" + keysCA)
+	out, code = runBinary(t, "starter", starterEnv(e, keysCA), "result", "--workflow-id", "ralph-nokey-ws")
+	if code != 0 || !strings.Contains(out, secretSummary2) {
+		t.Fatalf("after the key was added: exit %d\n%s", code, out)
+	}
 }
