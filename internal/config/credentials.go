@@ -58,9 +58,8 @@ func refused(err error) bool {
 
 // refusal is the code and the server's message, without the SDK's wrapping.
 func refusal(err error) string {
-	if errors.As(err, new(*serviceerror.PermissionDenied)) {
-		var pd *serviceerror.PermissionDenied
-		errors.As(err, &pd)
+	var pd *serviceerror.PermissionDenied
+	if errors.As(err, &pd) {
 		return "PermissionDenied: " + pd.Message
 	}
 	if st, ok := status.FromError(err); ok {
