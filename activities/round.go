@@ -86,11 +86,13 @@ func (a *Activities) RunRound(ctx context.Context, in RoundInput) (RoundOutput, 
 	logger.Info("Round started", "round", in.Round, "maxRounds", in.MaxRounds, "attempt", info.Attempt,
 		"sessionId", sessionID, "workspace", in.Workspace, "transcript", path)
 
+	tally, started := newRoundTally(), time.Now()
 	res, err := agent.RunSession(ctx, a.cfg.Agent, agent.Request{
 		SessionID: sessionID, Objective: in.Objective, Round: in.Round, MaxRounds: in.MaxRounds,
 		Previous: in.Previous, Workspace: dir, MaxHandoffChars: in.MaxHandoffChars,
 		Deadline: roundDeadline(info), VerifyCommand: in.VerifyCommand, TokenBudget: in.TokenBudget, RunDeadline: in.RunDeadline,
-	}, agent.Observers(transcript, hb))
+	}, agent.Observers(transcript, hb, tally))
+	tally.record(activity.GetMetricsHandler(ctx), roundOutcome(res, err), res.Usage, time.Since(started))
 	if terr := transcript.Err(); terr != nil {
 		logger.Warn("Transcript incomplete", "transcript", path, "error", terr)
 	}

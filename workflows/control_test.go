@@ -210,15 +210,19 @@ func TestTimeBudgetEndsTheRun(t *testing.T) {
 }
 
 func TestIdleBudgetEndsTheRun(t *testing.T) {
-	s := &script{idle: map[int]bool{2: true, 4: true, 5: true, 6: true}}
+	s := &script{idle: map[int]bool{1: true, 3: true, 4: true, 5: true}}
 	limits := testLimits()
 	limits.MaxIdleRounds = 3
 	env := newEnv(t, limits, s)
 	res, err := execute(t, env, `{"objective":"fix it"}`)
-	// Round 3 changed the workspace, so only rounds 4, 5, 6 count: the third
-	// consecutive idle round is also the last, and idle is named first.
-	if err != nil || res.Status != report.OutcomeBudgetLimited || res.Limit != LimitIdle || res.RoundsStarted != 6 {
+	// Round 2 changed the workspace, so only rounds 3, 4, 5 count.
+	if err != nil || res.Status != report.OutcomeBudgetLimited || res.Limit != LimitIdle || res.RoundsStarted != 5 {
 		t.Fatalf("result = %+v, %v", res, err)
+	}
+	// Idle up to the last round: the round cap is what ended the run.
+	env = newEnv(t, limits, &script{idle: map[int]bool{4: true, 5: true, 6: true}})
+	if res, _ := execute(t, env, `{"objective":"fix it"}`); res.Limit != LimitRounds || res.RoundsStarted != 6 {
+		t.Fatalf("result = %+v", res)
 	}
 	limits.MaxIdleRounds = 2
 	env = newEnv(t, limits, &script{idle: map[int]bool{2: true, 3: true}})

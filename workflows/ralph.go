@@ -195,7 +195,8 @@ func (l *loop) run(ctx workflow.Context) (*Result, error) {
 		if l.control.stopRequested {
 			return l.finishStopped(ctx, round), nil
 		}
-		if l.limits.MaxIdleRounds > 0 && l.idleRounds >= l.limits.MaxIdleRounds {
+		// At the last round the round cap is what ended the run.
+		if round < l.maxRounds && l.limits.MaxIdleRounds > 0 && l.idleRounds >= l.limits.MaxIdleRounds {
 			return l.finishBudget(ctx, LimitIdle, round), nil
 		}
 	}

@@ -31,7 +31,7 @@ import (
 	"github.com/ralph-temporal/ralph/internal/devserver"
 )
 
-var allSections = []string{"overhead", "scale", "cancel", "crash", "prompt", "history"}
+var allSections = []string{"overhead", "scale", "cancel", "crash", "prompt", "history", "encryption"}
 
 func main() {
 	os.Exit(run())
@@ -213,6 +213,9 @@ func run() int {
 		}},
 		{"prompt", cmdFor("prompt", ""), func() (bench.Section, error) { return h.Prompt(ctx) }},
 		{"history", cmdFor("history", ""), func() (bench.Section, error) { return h.History(ctx) }},
+		{"encryption", cmdFor("encryption", fmt.Sprintf("-overhead-rounds %d -overhead-reps %d", *rounds, *reps)), func() (bench.Section, error) {
+			return h.Encryption(ctx, bench.EncryptionConfig{Rounds: *rounds, Reps: *reps})
+		}},
 	}
 	failed := false
 	for _, s := range steps {

@@ -48,20 +48,30 @@ func shortCause(err error) string {
 
 // Dial connects to Temporal with opts and checks the namespace exists, so
 // the first real call does not fail with a confusing error. A connection
-// failure is an *UnreachableError naming the address.
-func Dial(ctx context.Context, opts client.Options) (client.Client, error) {
-	c, err := client.DialContext(ctx, opts)
-	if err != nil {
-		return nil, &UnreachableError{Address: opts.HostPort, Namespace: opts.Namespace, Err: err}
-	}
+// failure is an *UnreachableError naming the address; a server that refuses
+// the credentials is a *CredentialsError naming where they came from (env is
+// what opts were loaded from).
+func Dial(ctx context.Context, opts client.Options, env Env) (client.Client, error) {
 	ns := opts.Namespace
 	if ns == "" {
 		ns = client.DefaultNamespace
+	}
+	c, err := client.DialContext(ctx, opts)
+	if refused(err) {
+		return nil, &CredentialsError{Address: opts.HostPort, Namespace: ns, Sources: CredentialSources(env), Err: err}
+	}
+	if err != nil {
+		return nil, &UnreachableError{Address: opts.HostPort, Namespace: opts.Namespace, Err: err}
 	}
 	_, err = c.WorkflowService().DescribeNamespace(ctx, &workflowservice.DescribeNamespaceRequest{Namespace: ns})
 	var notFound *serviceerror.NamespaceNotFound
 	switch {
 	case err == nil:
+	case refused(err):
+		// A worker that may not describe its namespace may not poll it
+		// either: every poll would fail the same way.
+		c.Close()
+		return nil, &CredentialsError{Address: opts.HostPort, Namespace: ns, Sources: CredentialSources(env), Err: err}
 	case errors.As(err, &notFound):
 		c.Close()
 		return nil, fmt.Errorf("namespace %q does not exist on the Temporal server at %s; create it (temporal operator namespace create --namespace %s) or set TEMPORAL_NAMESPACE / --namespace",
@@ -70,8 +80,8 @@ func Dial(ctx context.Context, opts client.Options) (client.Client, error) {
 		c.Close()
 		return nil, &UnreachableError{Address: opts.HostPort, Namespace: ns, Err: err}
 	default:
-		// Some deployments do not let this identity describe the namespace
-		// (for example a namespace-scoped API key); that is not fatal.
+		// Anything else (an old server without the call, a transient
+		// internal error) is left to the first real call.
 	}
 	return c, nil
 }

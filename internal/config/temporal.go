@@ -5,9 +5,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/contrib/envconfig"
+
+	"github.com/ralph-temporal/ralph/internal/codec"
 )
 
 // ClientOptions loads the standard Temporal client configuration: the
@@ -34,7 +37,24 @@ func ClientOptions(env Env, conn Connection) (client.Options, error) {
 	if opts.Namespace == "" {
 		opts.Namespace = client.DefaultNamespace
 	}
+	if conn.EncryptionKeyFile != "" {
+		if err := applyEncryption(&opts, conn.EncryptionKeyFile); err != nil {
+			return client.Options{}, err
+		}
+	}
 	return opts, nil
+}
+
+// applyEncryption makes every payload and every failure message the client
+// writes encrypted under the key file's first key.
+func applyEncryption(opts *client.Options, keyFile string) error {
+	c, err := codec.Load(keyFile)
+	if err != nil {
+		return fmt.Errorf("%s: %w", EnvEncryptionKeyFile, err)
+	}
+	opts.DataConverter = codec.DataConverter(c)
+	opts.FailureConverter = codec.FailureConverter(opts.DataConverter)
+	return nil
 }
 
 // Starter is the starter's own configuration; the connection comes from
@@ -53,6 +73,7 @@ type StarterFlags struct {
 	maxResultChars flagValue
 	address        string
 	namespace      string
+	keyFile        string
 }
 
 // NewStarterFlags registers the flags on fs.
@@ -62,6 +83,7 @@ func NewStarterFlags(fs *flag.FlagSet) *StarterFlags {
 	fs.Var(&f.maxResultChars, "max-result-chars", fmt.Sprintf("max code points of the printed result text (env RALPH_MAX_RESULT_CHARS, default %d)", DefaultMaxResultChars))
 	fs.StringVar(&f.address, "address", "", "Temporal frontend host:port (overrides TEMPORAL_ADDRESS; default "+client.DefaultHostPort+")")
 	fs.StringVar(&f.namespace, "namespace", "", "Temporal namespace (overrides TEMPORAL_NAMESPACE; default "+client.DefaultNamespace+")")
+	fs.StringVar(&f.keyFile, "encryption-key-file", "", "key file of the workers' payload encryption (overrides "+EnvEncryptionKeyFile+")")
 	return f
 }
 
@@ -72,7 +94,11 @@ func (f *StarterFlags) Resolve(env Env) (Starter, error) {
 	s := Starter{
 		TaskQueue:      envOr(env, "RALPH_TASK_QUEUE", DefaultTaskQueue),
 		MaxResultChars: DefaultMaxResultChars,
-		Connection:     Connection{Address: f.address, Namespace: f.namespace},
+		Connection: Connection{Address: f.address, Namespace: f.namespace,
+			EncryptionKeyFile: strings.TrimSpace(envOr(env, EnvEncryptionKeyFile, ""))},
+	}
+	if set["encryption-key-file"] {
+		s.Connection.EncryptionKeyFile = strings.TrimSpace(f.keyFile)
 	}
 	if set["task-queue"] {
 		s.TaskQueue = f.taskQueue.value
@@ -101,4 +127,12 @@ func LoadStarter(env Env) (Starter, error) {
 	fs := flag.NewFlagSet("starter", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	return NewStarterFlags(fs).Resolve(env)
+}
+
+// ClientConnection is the worker's connection overrides plus its payload
+// encryption, for ClientOptions.
+func (w Worker) ClientConnection() Connection {
+	c := w.Connection
+	c.EncryptionKeyFile = w.EncryptionKeyFile
+	return c
 }

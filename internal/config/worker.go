@@ -58,6 +58,9 @@ type Worker struct {
 type Connection struct {
 	Address   string
 	Namespace string
+	// EncryptionKeyFile, when set, encrypts every payload the client writes
+	// (RALPH_ENCRYPTION_KEY_FILE).
+	EncryptionKeyFile string
 }
 
 // Defaults of the worker's own settings (the activities' defaults live in

@@ -74,7 +74,8 @@ workflow id defaults to ralph-<workspace>. Address an existing run with
 
 Connection: the standard TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE,
 TEMPORAL_API_KEY, TEMPORAL_TLS_* variables (or --address, --namespace).
-Settings: RALPH_TASK_QUEUE (default ralph), RALPH_MAX_RESULT_CHARS (default 16384).
+Settings: RALPH_TASK_QUEUE (default ralph), RALPH_MAX_RESULT_CHARS (default 16384),
+RALPH_ENCRYPTION_KEY_FILE (the workers' key file, when they encrypt payloads).
 
 Exit codes: 0 complete, 3 blocked, 4 budget-limited, 5 stopped, 1 failed (or
 any other error), 130 cancelled, 2 bad usage. stop, pause and resume exit 0

@@ -22,6 +22,7 @@ import (
 	tlog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/ralph-temporal/ralph/internal/codec"
 	"github.com/ralph-temporal/ralph/internal/config"
 	"github.com/ralph-temporal/ralph/report"
 	"github.com/ralph-temporal/ralph/workflows"
@@ -79,7 +80,7 @@ func (a *App) Main(args []string) int {
 	opts.Logger = tlog.NewStructuredLogger(slog.New(slog.NewTextHandler(a.Stderr, &slog.HandlerOptions{Level: slog.LevelError})))
 	ctx := context.Background()
 	dctx, cancel := context.WithTimeout(ctx, a.DialTimeout)
-	c, err := config.Dial(dctx, opts)
+	c, err := config.Dial(dctx, opts, a.Env)
 	cancel()
 	if err != nil {
 		fmt.Fprintf(a.Stderr, "starter: %v\n", err)
@@ -266,7 +267,7 @@ func (s *session) await(ctx context.Context, id string) outcome {
 		if err == nil {
 			return outcome{result: &res}
 		}
-		if isWorkflowOutcome(err) || ctx.Err() != nil {
+		if isWorkflowOutcome(err) || codec.IsDecodeError(err) || ctx.Err() != nil {
 			return outcome{err: err}
 		}
 		if lostSince.IsZero() {

@@ -140,14 +140,22 @@ func Run(ctx context.Context, cfg config.Worker, env config.Env, logger *slog.Lo
 	}
 	logSandbox(logger, cfg.Activities.Sandbox, acts.Sandbox())
 
-	opts, err := config.ClientOptions(env, cfg.Connection)
+	opts, err := config.ClientOptions(env, cfg.ClientConnection())
 	if err != nil {
 		return &UsageError{Err: err}
 	}
 	opts.Logger = tlog.NewStructuredLogger(logger)
-	logger.Info("starting Ralph worker", append([]any{"address", opts.HostPort, "namespace", opts.Namespace}, cfg.LogAttrs()...)...)
+	if cfg.MetricsAddress != "" {
+		stopMetrics, err := serveMetrics(&opts, cfg.MetricsAddress, logger)
+		if err != nil {
+			return &UsageError{Err: err}
+		}
+		defer stopMetrics()
+	}
+	logger.Info("starting Ralph worker", append([]any{"address", opts.HostPort, "namespace", opts.Namespace,
+		"encryptionKeyFile", cfg.EncryptionKeyFile, "metricsAddress", cfg.MetricsAddress}, cfg.LogAttrs()...)...)
 
-	c, err := dialWithRetry(ctx, opts, cfg.ConnectTimeout, logger)
+	c, err := dialWithRetry(ctx, opts, env, cfg.ConnectTimeout, logger)
 	if err != nil {
 		return err
 	}
@@ -208,12 +216,12 @@ func Register(w worker.Registry, acts roundRunner) {
 
 // dialWithRetry keeps trying an unreachable server for up to timeout, so a
 // worker started next to its server (compose, scripts) waits for it.
-func dialWithRetry(ctx context.Context, opts client.Options, timeout time.Duration, logger *slog.Logger) (client.Client, error) {
+func dialWithRetry(ctx context.Context, opts client.Options, env config.Env, timeout time.Duration, logger *slog.Logger) (client.Client, error) {
 	deadline := time.Now().Add(timeout)
 	delay := 500 * time.Millisecond
 	for {
 		attemptCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		c, err := config.Dial(attemptCtx, opts)
+		c, err := config.Dial(attemptCtx, opts, env)
 		cancel()
 		if err == nil {
 			return c, nil

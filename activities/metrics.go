@@ -1,0 +1,104 @@
+package activities
+
+import (
+	"time"
+
+	"go.temporal.io/sdk/client"
+
+	"github.com/ralph-temporal/ralph/agent"
+	"github.com/ralph-temporal/ralph/usage"
+)
+
+// Ralph's metric names as recorded through the SDK's metrics handler. The
+// Prometheus exporter adds "_total" to counters and the unit to histograms,
+// so these are scraped as ralph_rounds_total, ralph_model_calls_total,
+// ralph_tokens_total, ralph_tool_calls_total, ralph_verifications_total and
+// ralph_round_duration_seconds.
+const (
+	MetricRounds        = "ralph_rounds"
+	MetricModelCalls    = "ralph_model_calls"
+	MetricTokens        = "ralph_tokens"
+	MetricToolCalls     = "ralph_tool_calls"
+	MetricVerifications = "ralph_verifications"
+	MetricRoundDuration = "ralph_round_duration"
+)
+
+// Label names and the bounded label values Ralph's metrics use. Workflow
+// ids and workspaces never become labels: they are unbounded.
+const (
+	LabelOutcome = "outcome"
+	LabelKind    = "kind"
+	LabelTool    = "tool"
+	LabelResult  = "result"
+
+	TokenKindPrompt     = "prompt"
+	TokenKindCompletion = "completion"
+	VerifyPass          = "pass"
+	VerifyFail          = "fail"
+	// OtherTool is the tool label of a call to a tool the session did not offer.
+	OtherTool = "other"
+)
+
+
+// roundTally watches a session's events for what its usage does not break
+// down: tool calls per tool and verification results.
+type roundTally struct {
+	offered map[string]bool
+	tools   map[string]int64
+	pass    int64
+	fail    int64
+}
+
+func newRoundTally() *roundTally {
+	return &roundTally{offered: map[string]bool{}, tools: map[string]int64{}}
+}
+
+// Observe implements agent.Observer. A tool counts under its own name only
+// when the session offered it, so a model inventing names cannot grow the
+// label set.
+func (t *roundTally) Observe(e agent.Event) {
+	switch {
+	case e.Kind == agent.EventModelRequest:
+		for _, name := range e.Tools {
+			t.offered[name] = true
+		}
+	case e.Tool == agent.VerifyTool && e.Kind == agent.EventToolResult:
+		if e.Failed {
+			t.fail++
+		} else {
+			t.pass++
+		}
+	case e.Tool == agent.VerifyTool:
+	case e.Kind == agent.EventToolCall:
+		name := e.Tool
+		if !t.offered[name] {
+			name = OtherTool
+		}
+		t.tools[name]++
+	}
+}
+
+// roundOutcome is the outcome label: the report's status for a round that
+// handed off, else how the session ended (agent.Outcome*).
+func roundOutcome(res agent.Result, err error) string {
+	if err == nil {
+		return res.Report.Status
+	}
+	return agent.Outcome(err)
+}
+
+// record adds one finished round attempt to h.
+func (t *roundTally) record(h client.MetricsHandler, outcome string, u usage.Usage, took time.Duration) {
+	h.WithTags(map[string]string{LabelOutcome: outcome}).Counter(MetricRounds).Inc(1)
+	h.WithTags(map[string]string{LabelOutcome: outcome}).Timer(MetricRoundDuration).Record(took)
+	h.Counter(MetricModelCalls).Inc(int64(u.ModelCalls))
+	h.WithTags(map[string]string{LabelKind: TokenKindPrompt}).Counter(MetricTokens).Inc(int64(u.PromptTokens))
+	h.WithTags(map[string]string{LabelKind: TokenKindCompletion}).Counter(MetricTokens).Inc(int64(u.CompletionTokens))
+	for name, n := range t.tools {
+		h.WithTags(map[string]string{LabelTool: name}).Counter(MetricToolCalls).Inc(n)
+	}
+	// Both results are recorded even at zero, so a pass rate is defined (and
+	// graphed) from the first round on.
+	h.WithTags(map[string]string{LabelResult: VerifyPass}).Counter(MetricVerifications).Inc(t.pass)
+	h.WithTags(map[string]string{LabelResult: VerifyFail}).Counter(MetricVerifications).Inc(t.fail)
+}
