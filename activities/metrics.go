@@ -39,7 +39,6 @@ const (
 	OtherTool = "other"
 )
 
-
 // roundTally watches a session's events for what its usage does not break
 // down: tool calls per tool and verification results.
 type roundTally struct {
