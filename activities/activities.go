@@ -50,7 +50,7 @@ func New(cfg Config) (*Activities, error) {
 	if cfg.SessionDir, err = makeDir(cfg.SessionDir, sessionDirPerm, "session directory"); err != nil {
 		return nil, err
 	}
-	if within(cfg.SessionDir, cfg.WorkspaceRoot) || within(cfg.WorkspaceRoot, cfg.SessionDir) {
+	if Within(cfg.SessionDir, cfg.WorkspaceRoot) || Within(cfg.WorkspaceRoot, cfg.SessionDir) {
 		return nil, fmt.Errorf("activities config: the session directory %s and the workspace root %s must not contain one another (transcripts must stay outside every workspace)",
 			cfg.SessionDir, cfg.WorkspaceRoot)
 	}
@@ -130,8 +130,8 @@ func makeDir(dir string, perm os.FileMode, what string) (string, error) {
 	return real, nil
 }
 
-// within reports whether path lies inside (or is) dir.
-func within(path, dir string) bool {
+// Within reports whether path lies inside (or is) dir.
+func Within(path, dir string) bool {
 	rel, err := filepath.Rel(dir, path)
 	return err == nil && (rel == "." || filepath.IsLocal(rel))
 }

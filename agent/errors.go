@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/ralph-temporal/ralph/internal/runes"
 )
 
 // maxErrorTextChars bounds provider text (often a whole HTML page) quoted in
@@ -75,6 +77,5 @@ func clip(s string) string {
 	if utf8.RuneCountInString(s) <= maxErrorTextChars {
 		return s
 	}
-	r := []rune(s)
-	return string(r[:maxErrorTextChars]) + " […]"
+	return runes.Prefix(s, maxErrorTextChars) + " […]"
 }

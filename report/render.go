@@ -3,6 +3,8 @@ package report
 import (
 	"fmt"
 	"unicode/utf8"
+
+	"github.com/ralph-temporal/ralph/internal/runes"
 )
 
 // Outcomes of a whole run, as carried in the workflow result's status field.
@@ -113,19 +115,7 @@ func Truncate(text string, max int) string {
 	}
 	markerLen := utf8.RuneCountInString(TruncationMarker)
 	if max <= markerLen {
-		return prefix(TruncationMarker, max)
+		return runes.Prefix(TruncationMarker, max)
 	}
-	return prefix(text, max-markerLen) + TruncationMarker
-}
-
-// prefix returns the first n code points of s.
-func prefix(s string, n int) string {
-	i := 0
-	for pos := range s {
-		if i == n {
-			return s[:pos]
-		}
-		i++
-	}
-	return s
+	return runes.Prefix(text, max-markerLen) + TruncationMarker
 }

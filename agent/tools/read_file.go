@@ -9,6 +9,8 @@ import (
 	"io"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/ralph-temporal/ralph/internal/runes"
 )
 
 // ReadMaxLineRunes is the most code points of one line read_file shows;
@@ -120,7 +122,7 @@ func (t readFileTool) render(ctx context.Context, br *bufio.Reader, name string,
 		}
 		text := string(line)
 		if cut || utf8.RuneCount(line) > ReadMaxLineRunes {
-			text = firstRunes(text, ReadMaxLineRunes) + lineCutMarker()
+			text = runes.Prefix(text, ReadMaxLineRunes) + lineCutMarker()
 		}
 		entry := fmt.Sprintf("%6d\t%s\n", lineNo, text)
 		if out.Len()+len(entry) > byteCap {

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/ralph-temporal/ralph/internal/runes"
 )
 
 // TruncateHeadTail returns s unchanged if it has at most limit code points.
@@ -21,7 +23,7 @@ func TruncateHeadTail(s string, limit int) string {
 	}
 	headKeep := limit / 2
 	tailKeep := limit - headKeep
-	return joinHeadTail(firstRunes(s, headKeep), n-headKeep-tailKeep, lastRunes(s, tailKeep))
+	return joinHeadTail(runes.Prefix(s, headKeep), n-headKeep-tailKeep, runes.Suffix(s, tailKeep))
 }
 
 // joinHeadTail puts the cut marker between the kept head and tail.
@@ -31,26 +33,6 @@ func joinHeadTail(head string, cut int, tail string) string {
 	fmt.Fprintf(&b, "\n[... %d characters cut from the middle of the output ...]\n", cut)
 	b.WriteString(tail)
 	return b.String()
-}
-
-// firstRunes returns the first n code points of s.
-func firstRunes(s string, n int) string {
-	i := 0
-	for k := 0; k < n && i < len(s); k++ {
-		_, size := utf8.DecodeRuneInString(s[i:])
-		i += size
-	}
-	return s[:i]
-}
-
-// lastRunes returns the last n code points of s.
-func lastRunes(s string, n int) string {
-	i := len(s)
-	for k := 0; k < n && i > 0; k++ {
-		_, size := utf8.DecodeLastRuneInString(s[:i])
-		i -= size
-	}
-	return s[i:]
 }
 
 // headTailBuffer is an io.Writer that keeps the first and the last bytes of
@@ -114,7 +96,7 @@ func (b *headTailBuffer) String(limit int) string {
 	headKeep := limit / 2
 	tailKeep := limit - headKeep
 	cut += utf8.RuneCountInString(head) - headKeep + utf8.RuneCountInString(tail) - tailKeep
-	return joinHeadTail(firstRunes(head, headKeep), cut, lastRunes(tail, tailKeep))
+	return joinHeadTail(runes.Prefix(head, headKeep), cut, runes.Suffix(tail, tailKeep))
 }
 
 // trimLeadingContinuation drops the continuation bytes of a character whose

@@ -424,10 +424,10 @@ func (w *Worker) finish() error {
 		*d.path = abs
 	}
 	root, sessions := w.Activities.WorkspaceRoot, w.Activities.SessionDir
-	if within(sessions, root) {
+	if activities.Within(sessions, root) {
 		return fmt.Errorf("RALPH_SESSION_DIR=%q is inside RALPH_WORKSPACE_ROOT=%q: transcripts must live outside every workspace", sessions, root)
 	}
-	if within(root, sessions) {
+	if activities.Within(root, sessions) {
 		return fmt.Errorf("RALPH_WORKSPACE_ROOT=%q is inside RALPH_SESSION_DIR=%q: keep transcripts and workspaces apart", root, sessions)
 	}
 	if t := w.Activities.Agent.ToolLimits; t.MaxCommandTimeout < t.CommandTimeout {
@@ -436,12 +436,6 @@ func (w *Worker) finish() error {
 	}
 	w.Activities.HeartbeatInterval = HeartbeatInterval(lim.HeartbeatTimeoutSeconds)
 	return nil
-}
-
-// within reports whether path is dir or lies under it (both absolute, clean).
-func within(path, dir string) bool {
-	rel, err := filepath.Rel(dir, path)
-	return err == nil && (rel == "." || filepath.IsLocal(rel))
 }
 
 // HeartbeatInterval is how often a round heartbeats for a heartbeat timeout:
