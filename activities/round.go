@@ -16,10 +16,10 @@ import (
 )
 
 // The session's own round deadline ends a little before Temporal's
-// start-to-close timeout, so that running out of round time is reported as
-// an ordinary child failure (as SPEC section 5 asks) rather than a timeout
-// Temporal would retry: maxDeadlineMargin, or a tenth of the round for short
-// rounds.
+// start-to-close timeout, so that running out of round time ends in the
+// session's forced hand-off (or, without a report even then, an ordinary
+// child failure) rather than a timeout Temporal would retry:
+// maxDeadlineMargin, or a tenth of the round for short rounds.
 const maxDeadlineMargin = 10 * time.Second
 
 // transcriptFilePerm: transcripts hold code and prompts; only the worker reads them.

@@ -64,7 +64,7 @@ type Limits struct {
 	SearchAttributes bool `json:"searchAttributes,omitempty"`
 }
 
-// DefaultLimits are the SPEC defaults.
+// DefaultLimits are the deployment defaults of a run.
 func DefaultLimits() Limits {
 	return Limits{
 		MaxRounds:               256,

@@ -9,7 +9,7 @@ import (
 	"github.com/ralph-temporal/ralph/internal/sandbox"
 )
 
-// Defaults of one session's bounds (SPEC section 5).
+// Defaults of one session's bounds.
 const (
 	DefaultCallTimeout      = 5 * time.Minute
 	DefaultMaxModelCalls    = 100
@@ -73,7 +73,7 @@ type Config struct {
 	HTTPClient *http.Client
 }
 
-// DefaultConfig is the SPEC defaults without an endpoint.
+// DefaultConfig is every default of a session, without an endpoint.
 func DefaultConfig() Config {
 	return Config{
 		CallTimeout:      DefaultCallTimeout,

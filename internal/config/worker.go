@@ -74,7 +74,7 @@ const (
 	DefaultModelBaseURL     = "https://api.openai.com/v1"
 )
 
-// Environment variables of the model endpoint (SPEC section 3).
+// Environment variables of the model endpoint (a stable contract).
 const (
 	EnvModel   = "RALPH_MODEL"
 	EnvBaseURL = "OPENAI_BASE_URL"

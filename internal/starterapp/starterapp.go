@@ -30,7 +30,7 @@ import (
 	"github.com/ralph-temporal/ralph/workflows"
 )
 
-// Exit codes (SPEC section 9).
+// Exit codes: a stable contract scripts depend on.
 const (
 	ExitComplete      = 0
 	ExitFailed        = 1
