@@ -75,7 +75,8 @@ func scenarios() []scenario {
 			updates: []update{{name: workflows.UpdateStop, args: []any{workflows.StopRequest{Reason: "recorded stop"}}}}},
 		{name: "paused-resumed", input: `{"objective":"scenario steer: wait for release","maxRounds":2}`,
 			updates: []update{{name: workflows.UpdatePause}, {name: workflows.UpdateResume}}},
-		{name: "budget-tokens", input: `{"objective":"scenario budget: never done","maxTokens":4000}`},
+		{name: "budget-tokens", input: `{"objective":"scenario budget: never done","maxTokens":1000}`},
+		{name: "budget-idle", input: `{"objective":"scenario budget: never done"}`},
 	}
 }
 
