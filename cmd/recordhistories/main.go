@@ -2,7 +2,9 @@
 // replays. It runs the real stack — a Temporal dev server, a worker with the
 // real activities and a scripted OpenAI-compatible model — through the main
 // paths (complete, blocked, budget-limited, round-failed, cancelled,
-// continue-as-new, invalid input) and writes each run's history as JSON.
+// continue-as-new, invalid input, verified, stopped, paused and resumed, the
+// token and idle budgets) and writes each run's history as JSON. Histories
+// of earlier versions stay checked in: -only records just the named ones.
 //
 //	go run ./cmd/recordhistories -out workflows/testdata/histories
 package main
