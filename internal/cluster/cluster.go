@@ -243,20 +243,10 @@ func (s *Server) Args() []string { return append([]string(nil), s.args...) }
 func (s *Server) Bin() string { return s.bins.Server }
 
 // PID is the Temporal server's current process id (0 when not running).
-func (s *Server) PID() int {
-	if p := s.process(); p != nil && !p.Exited() {
-		return p.Pid()
-	}
-	return 0
-}
+func (s *Server) PID() int { return s.process().LivePID() }
 
 // Output is the tail of the Temporal server's output.
-func (s *Server) Output() string {
-	if p := s.process(); p != nil {
-		return p.Output()
-	}
-	return ""
-}
+func (s *Server) Output() string { return s.process().Tail() }
 
 func (s *Server) process() *serverproc.Process {
 	s.mu.Lock()

@@ -260,20 +260,10 @@ func (s *Server) Env() []string {
 }
 
 // PID is the server's current process id (0 when not running).
-func (s *Server) PID() int {
-	if p := s.process(); p != nil && !p.Exited() {
-		return p.Pid()
-	}
-	return 0
-}
+func (s *Server) PID() int { return s.process().LivePID() }
 
 // Output is the tail of the server's stdout and stderr.
-func (s *Server) Output() string {
-	if p := s.process(); p != nil {
-		return p.Output()
-	}
-	return ""
-}
+func (s *Server) Output() string { return s.process().Tail() }
 
 // Stop ends the server and every process it started: SIGTERM to its process
 // group, then SIGKILL after 10 s. It is safe to call more than once.

@@ -115,3 +115,20 @@ func (p *Process) signalAndWait(sig syscall.Signal, wait time.Duration) bool {
 		return false
 	}
 }
+
+// LivePID is the process id while the process runs, 0 otherwise (also for a
+// nil process: a server not started yet).
+func (p *Process) LivePID() int {
+	if p == nil || p.Exited() {
+		return 0
+	}
+	return p.Pid()
+}
+
+// Tail is the kept output, "" for a nil process.
+func (p *Process) Tail() string {
+	if p == nil {
+		return ""
+	}
+	return p.Output()
+}

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
+
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
@@ -68,6 +70,10 @@ func (s *session) closedOrMissing(ctx context.Context, id string) string {
 	if err != nil {
 		return fmt.Sprintf("no workflow with id %q in namespace %s", id, s.namespace)
 	}
-	status := strings.ToLower(strings.TrimPrefix(d.RawResponse.GetWorkflowExecutionInfo().GetStatus().String(), "WORKFLOW_EXECUTION_STATUS_"))
-	return fmt.Sprintf("workflow %s has already closed (%s)", id, status)
+	return fmt.Sprintf("workflow %s has already closed (%s)", id, statusName(d.RawResponse.GetWorkflowExecutionInfo().GetStatus()))
+}
+
+// statusName is a workflow execution status as people read it ("completed").
+func statusName(st enumspb.WorkflowExecutionStatus) string {
+	return strings.ToLower(strings.TrimPrefix(st.String(), "WORKFLOW_EXECUTION_STATUS_"))
 }

@@ -505,7 +505,7 @@ func (s *session) describeHint(ctx context.Context, id string) string {
 	}
 	info := d.RawResponse.GetWorkflowExecutionInfo()
 	tq := info.GetTaskQueue()
-	hint := fmt.Sprintf(" (the run is %s on task queue %s", strings.ToLower(strings.TrimPrefix(info.GetStatus().String(), "WORKFLOW_EXECUTION_STATUS_")), tq)
+	hint := fmt.Sprintf(" (the run is %s on task queue %s", statusName(info.GetStatus()), tq)
 	if n, err := s.pollers(ctx, tq); err == nil && n == 0 {
 		hint += fmt.Sprintf("; no worker is polling task queue %s, and queries need one", tq)
 	}
