@@ -111,18 +111,23 @@ func parseObjective(raw json.RawMessage, maxChars int) (string, error) {
 	if isNull(raw) {
 		return "", inputErr(fieldObjective, "is required")
 	}
-	var objective string
-	if err := json.Unmarshal(raw, &objective); err != nil {
-		return "", inputErr(fieldObjective, "must be a JSON string")
+	return parseText(fieldObjective, raw, maxChars, "must not be empty")
+}
+
+// parseText reads a JSON string, trims it and bounds it in code points.
+func parseText(field string, raw json.RawMessage, maxChars int, emptyProblem string) (string, error) {
+	var text string
+	if err := json.Unmarshal(raw, &text); err != nil {
+		return "", inputErr(field, "must be a JSON string")
 	}
-	objective = strings.TrimSpace(objective)
-	if objective == "" {
-		return "", inputErr(fieldObjective, "must not be empty")
+	text = strings.TrimSpace(text)
+	if text == "" {
+		return "", inputErr(field, "%s", emptyProblem)
 	}
-	if n := utf8.RuneCountInString(objective); n > maxChars {
-		return "", inputErr(fieldObjective, "is %d characters, over the limit of %d", n, maxChars)
+	if n := utf8.RuneCountInString(text); n > maxChars {
+		return "", inputErr(field, "is %d characters, over the limit of %d", n, maxChars)
 	}
-	return objective, nil
+	return text, nil
 }
 
 // parseCount reads a JSON integer between 1 and ceiling; null or absent
@@ -162,18 +167,7 @@ func parseVerifyCommand(raw json.RawMessage, deploymentDefault string) (string, 
 	if isNull(raw) {
 		return deploymentDefault, nil
 	}
-	var command string
-	if err := json.Unmarshal(raw, &command); err != nil {
-		return "", inputErr(fieldVerifyCommand, "must be a JSON string")
-	}
-	command = strings.TrimSpace(command)
-	if command == "" {
-		return "", inputErr(fieldVerifyCommand, "must not be empty (leave it out to use the deployment's default)")
-	}
-	if n := utf8.RuneCountInString(command); n > MaxVerifyCommandChars {
-		return "", inputErr(fieldVerifyCommand, "is %d characters, over the limit of %d", n, MaxVerifyCommandChars)
-	}
-	return command, nil
+	return parseText(fieldVerifyCommand, raw, MaxVerifyCommandChars, "must not be empty (leave it out to use the deployment's default)")
 }
 
 func parseWorkspace(raw json.RawMessage, workflowID string) (string, error) {
