@@ -83,6 +83,9 @@ func (h *Harness) workerEnv(queue, baseURL string, extra map[string]string) map[
 		"RALPH_WORKSPACE_ROOT": filepath.Join(dir, "workspaces"),
 		"RALPH_SESSION_DIR":    filepath.Join(dir, "sessions"),
 		"RALPH_LOG_LEVEL":      "warn",
+		// Scripted benchmark rounds change nothing; the fingerprint is still
+		// taken every round, but the idle budget must not end the runs early.
+		"RALPH_MAX_IDLE_ROUNDS": "1000000",
 	}
 	for k, v := range extra {
 		env[k] = v
@@ -299,9 +302,11 @@ func StartRalph(ctx context.Context, t Target, queue, id string, input any) (cli
 
 // ralphInput is the workflow input of the contract.
 type ralphInput struct {
-	Objective string `json:"objective"`
-	MaxRounds int    `json:"maxRounds,omitempty"`
-	Workspace string `json:"workspace,omitempty"`
+	Objective  string `json:"objective"`
+	MaxRounds  int    `json:"maxRounds,omitempty"`
+	Workspace  string `json:"workspace,omitempty"`
+	MaxTokens  int    `json:"maxTokens,omitempty"`
+	MaxMinutes int    `json:"maxMinutes,omitempty"`
 }
 
 // RunHistory is one workflow run of a continue-as-new chain.

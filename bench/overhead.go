@@ -139,7 +139,9 @@ func (h *Harness) Overhead(ctx context.Context, cfg OverheadConfig) (Section, er
 	runRalph := func(ctx context.Context, c *overheadCell, rounds int, record bool) error {
 		id := h.name("ralph")
 		start := time.Now()
-		run, err := StartRalph(ctx, c.target, c.w.Queue, id, ralphInput{Objective: "benchmark the orchestration overhead", MaxRounds: rounds})
+		run, err := StartRalph(ctx, c.target, c.w.Queue, id, ralphInput{Objective: "benchmark the orchestration overhead", MaxRounds: rounds,
+			// Budgets on, so their checks and the search attributes are part of the measured loop.
+			MaxTokens: 1_000_000_000, MaxMinutes: 600})
 		if err != nil {
 			return err
 		}
