@@ -214,7 +214,7 @@ func TestStarterBackgroundAndCancel(t *testing.T) {
 	s.starter(t, nil, "start", "--workspace", "h", "--objective", "hang").expect(t, ExitComplete, []string{"ralph-h\n"}, nil)
 	select {
 	case <-s.rounds.started:
-	case <-time.After(30 * time.Second):
+	case <-time.After(90 * time.Second): // generous: a loaded 2-core CI machine
 		t.Fatal("the round never started")
 	}
 	s.starter(t, nil, "start", "--workspace", "h", "--objective", "hang").
@@ -256,7 +256,7 @@ func TestStarterRunInterrupted(t *testing.T) {
 	go func() { done <- s.starter(t, signals, "run", "--workspace", "i", "--objective", "hang") }()
 	select {
 	case <-s.rounds.started:
-	case <-time.After(30 * time.Second):
+	case <-time.After(90 * time.Second): // generous: a loaded 2-core CI machine
 		t.Fatal("the round never started")
 	}
 	signals <- syscall.SIGINT
