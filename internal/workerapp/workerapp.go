@@ -16,7 +16,6 @@ import (
 	"syscall"
 	"time"
 
-	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 	tlog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/worker"
@@ -199,19 +198,11 @@ func Options(cfg config.Worker) worker.Options {
 	}
 }
 
-// roundRunner is the part of *activities.Activities the worker registers.
-type roundRunner interface {
-	ResolveLimits(ctx context.Context) (activities.Limits, error)
-	RunRound(ctx context.Context, in activities.RoundInput) (activities.RoundOutput, error)
-}
-
-// Register puts the workflow and the activities on w under their stable names.
-// ResolveLimits runs as a local activity; local and regular activities share
-// one registry.
-func Register(w worker.Registry, acts roundRunner) {
+// Register puts the workflow and the activities on w under their stable
+// names; the activities register themselves (one path for every worker).
+func Register(w worker.Registry, acts *activities.Activities) {
 	w.RegisterWorkflowWithOptions(workflows.Ralph, workflow.RegisterOptions{Name: workflows.WorkflowName})
-	w.RegisterActivityWithOptions(acts.ResolveLimits, activity.RegisterOptions{Name: activities.ResolveLimitsName})
-	w.RegisterActivityWithOptions(acts.RunRound, activity.RegisterOptions{Name: activities.RunRoundName})
+	acts.Register(w)
 }
 
 // dialWithRetry keeps trying an unreachable server for up to timeout, so a
