@@ -70,7 +70,7 @@ func TestStopDuringARoundEndsTheRunAfterIt(t *testing.T) {
 	if again.rejected == nil || !strings.Contains(again.rejected.Error(), "already pending") {
 		t.Fatalf("second stop = %+v, want rejected as already pending", again)
 	}
-	if res.Status != report.OutcomeStopped || res.RoundsStarted != 2 || res.Reason != "reviewing the diff" ||
+	if res.Status != report.OutcomeStopped || res.RoundsStarted != 2 || res.Reason == nil || *res.Reason != "reviewing the diff" ||
 		res.Report == nil || res.Report.Summary != "round 2 done" || len(s.inputs) != 2 {
 		t.Fatalf("result = %+v after %d rounds", res, len(s.inputs))
 	}
@@ -127,7 +127,7 @@ func TestStopWhilePausedEndsAtOnce(t *testing.T) {
 	sendUpdate(env, 5*time.Second, UpdatePause)
 	sendUpdate(env, 24*time.Hour, UpdateStop, StopRequest{Reason: "done for today"})
 	res, err := execute(t, env, `{"objective":"fix it"}`)
-	if err != nil || res.Status != report.OutcomeStopped || res.RoundsStarted != 1 || len(s.inputs) != 1 || res.Reason != "done for today" {
+	if err != nil || res.Status != report.OutcomeStopped || res.RoundsStarted != 1 || len(s.inputs) != 1 || res.Reason == nil || *res.Reason != "done for today" {
 		t.Fatalf("result = %+v, %v after %d rounds", res, err, len(s.inputs))
 	}
 }
@@ -440,5 +440,33 @@ func TestSearchAttributesFollowTheRun(t *testing.T) {
 	env.OnUpsertTypedSearchAttributes(mock.Anything).Run(func(mock.Arguments) { upserts++ }).Return(nil).Maybe()
 	if _, err := execute(t, env, `{"objective":"fix it"}`); err != nil || upserts != 0 {
 		t.Fatalf("search attributes off: %d upserts, %v", upserts, err)
+	}
+}
+
+// The stopped result always carries its reason (also an empty one), and only
+// it does; the status names no outcome until the run finishes.
+func TestStoppedResultShape(t *testing.T) {
+	s := &script{}
+	env := newEnv(t, testLimits(), s)
+	slowRounds(env, s, 10*time.Second)
+	var running Status
+	env.RegisterDelayedCallback(func() { running = queryStatus(t, env) }, 5*time.Second)
+	sendUpdate(env, 6*time.Second, UpdateStop)
+	res, err := execute(t, env, `{"objective":"fix it"}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ := json.Marshal(res)
+	if !strings.Contains(string(data), `"reason":""`) || strings.Contains(string(data), `"limit"`) {
+		t.Fatalf("stopped result = %s", data)
+	}
+	st, _ := json.Marshal(running)
+	if !strings.Contains(string(st), `"outcome":""`) || !strings.Contains(string(st), `"budget":{"maxTokens":null,"maxMinutes":null,"idleRounds":3}`) {
+		t.Fatalf("running status = %s", st)
+	}
+	env = newEnv(t, testLimits(), &script{reports: map[int]report.Report{1: completeReport(1)}})
+	res, _ = execute(t, env, `{"objective":"fix it"}`)
+	if data, _ := json.Marshal(res); strings.Contains(string(data), `"reason"`) {
+		t.Fatalf("complete result carries a reason: %s", data)
 	}
 }

@@ -365,7 +365,8 @@ func (l *loop) finishBudget(ctx workflow.Context, limit string, rounds int) *Res
 
 func (l *loop) finishStopped(ctx workflow.Context, rounds int) *Result {
 	res := l.finish(ctx, report.OutcomeStopped, rounds)
-	res.Reason = l.control.stopReason
+	reason := l.control.stopReason
+	res.Reason = &reason
 	return res
 }
 

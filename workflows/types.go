@@ -101,8 +101,8 @@ type Result struct {
 	Verification *report.Verification `json:"verification,omitempty"`
 	// Checkpoint is the last round's git checkpoint.
 	Checkpoint *activities.Checkpoint `json:"checkpoint,omitempty"`
-	// Reason is the stop update's reason (stopped runs).
-	Reason string `json:"reason,omitempty"`
+	// Reason is the stop update's reason: present (maybe "") exactly for stopped runs.
+	Reason *string `json:"reason,omitempty"`
 }
 
 // RoundFailedDetails are the details of a RoundFailed error.
@@ -146,7 +146,7 @@ type Status struct {
 	Round      int            `json:"round"`
 	MaxRounds  int            `json:"maxRounds"`
 	Phase      string         `json:"phase"`
-	Outcome    string         `json:"outcome,omitempty"`
+	Outcome    string         `json:"outcome"` // "" until the run finishes
 	LastReport *report.Report `json:"lastReport"`
 	// Rounds lists the rounds finished by this workflow run; rounds of runs
 	// before a continue-as-new are summarised by LastReport and Usage only.

@@ -331,8 +331,12 @@ func (s *session) printResult(res workflows.Result) int {
 			return ExitFailed
 		}
 	} else {
-		text, err := report.ResultText(report.Outcome{Status: res.Status, Rounds: res.RoundsStarted, Limit: res.Limit,
-			Verification: res.Verification, Report: res.Report, Reason: res.Reason}, s.cmd.cfg.MaxResultChars)
+		o := report.Outcome{Status: res.Status, Rounds: res.RoundsStarted, Limit: res.Limit,
+			Verification: res.Verification, Report: res.Report}
+		if res.Reason != nil {
+			o.Reason = *res.Reason
+		}
+		text, err := report.ResultText(o, s.cmd.cfg.MaxResultChars)
 		if err != nil {
 			s.errorf("render the result: %v", err)
 			return ExitFailed
