@@ -29,7 +29,7 @@ type control struct {
 // validator refuses, with the reason, an update that does not apply.
 func (l *loop) register(ctx workflow.Context) error {
 	if err := workflow.SetQueryHandler(ctx, StatusQueryName, func() (Status, error) {
-		return l.status, nil
+		return l.snapshot(), nil
 	}); err != nil {
 		return fmt.Errorf("register the %s query: %w", StatusQueryName, err)
 	}
@@ -66,8 +66,7 @@ func (l *loop) validateStop(req StopRequest) error {
 func (l *loop) onStop(_ workflow.Context, req StopRequest) (Status, error) {
 	l.control.stopRequested = true
 	l.control.stopReason = strings.TrimSpace(req.Reason)
-	l.syncStatus()
-	return l.status, nil
+	return l.snapshot(), nil
 }
 
 func (l *loop) validatePause() error {
@@ -87,8 +86,7 @@ func (l *loop) onPause(workflow.Context) (Status, error) {
 	if !l.roundRunning && l.status.Phase != PhaseStarting {
 		l.status.Phase = PhasePaused
 	}
-	l.syncStatus()
-	return l.status, nil
+	return l.snapshot(), nil
 }
 
 func (l *loop) validateResume() error {
@@ -106,8 +104,7 @@ func (l *loop) onResume(workflow.Context) (Status, error) {
 	if l.status.Phase == PhasePaused {
 		l.status.Phase = PhaseRunning
 	}
-	l.syncStatus()
-	return l.status, nil
+	return l.snapshot(), nil
 }
 
 // waitWhilePaused holds the loop between rounds while a pause applies: a

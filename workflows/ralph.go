@@ -91,7 +91,6 @@ func (l *loop) begin(ctx workflow.Context, input json.RawMessage) error {
 	l.objective, l.maxRounds, l.workspace, l.verifyCommand = r.objective, r.maxRounds, r.workspace, r.verifyCommand
 	l.budget = newRunBudget(r.maxTokens, r.maxMinutes, workflow.Now(ctx))
 	l.nextRound = 1
-	l.syncStatus()
 	return nil
 }
 
@@ -125,7 +124,6 @@ func (l *loop) resume(ctx workflow.Context, c *Continuation) error {
 	l.checkpoint = c.Checkpoint
 	l.control.paused = c.Paused
 	l.status.Round = c.NextRound - 1
-	l.syncStatus()
 	return nil
 }
 
@@ -151,15 +149,19 @@ func checkLimits(limits activities.Limits) error {
 	return nil
 }
 
-func (l *loop) syncStatus() {
-	l.status.MaxRounds = l.maxRounds
-	l.status.LastReport = l.last
-	l.status.Usage = l.usage
-	l.status.Objective = l.objective
-	l.status.Workspace = l.workspace
-	l.status.StopRequested = l.control.stopRequested
-	l.status.PauseRequested = l.control.paused
-	l.status.Budget = l.budget.status(l.limits.MaxIdleRounds)
+// snapshot is the status query's answer: the loop's own progress (round,
+// phase, outcome, rounds) plus what derives from its state.
+func (l *loop) snapshot() Status {
+	st := l.status
+	st.MaxRounds = l.maxRounds
+	st.LastReport = l.last
+	st.Usage = l.usage
+	st.Objective = l.objective
+	st.Workspace = l.workspace
+	st.StopRequested = l.control.stopRequested
+	st.PauseRequested = l.control.paused
+	st.Budget = l.budget.status(l.limits.MaxIdleRounds)
+	return st
 }
 
 // run executes rounds until an outcome, a failure or a continue-as-new.
@@ -223,7 +225,6 @@ func (l *loop) record(ctx workflow.Context, round int, out activities.RoundOutpu
 		summary.Commit = out.Checkpoint.Commit
 	}
 	l.status.Rounds = append(l.status.Rounds, summary)
-	l.syncStatus()
 	if out.Checkpoint != nil {
 		workflow.SetCurrentDetails(ctx, fmt.Sprintf("Round %d of %d ended %s at commit %s", round, l.maxRounds, accepted.Status, shortCommit(out.Checkpoint.Commit)))
 	}
@@ -264,7 +265,6 @@ func (l *loop) runRound(ctx workflow.Context, round int) (activities.RoundOutput
 		}
 		spent := failedUsage(err)
 		l.usage = l.usage.Add(spent)
-		l.syncStatus()
 		l.stop(ctx, OutcomeFailed, round)
 		return out, temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("round %d failed: %v", round, err), ErrTypeRoundFailed, err,
@@ -272,7 +272,6 @@ func (l *loop) runRound(ctx workflow.Context, round int) (activities.RoundOutput
 	}
 	if err := l.checkOutput(out); err != nil {
 		l.usage = l.usage.Add(out.Usage)
-		l.syncStatus()
 		l.stop(ctx, OutcomeFailed, round)
 		return out, temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("round %d returned an invalid report: %v", round, err), ErrTypeInvalidReport, nil,
@@ -317,7 +316,7 @@ func failedUsage(err error) usage.Usage {
 // cancelled closes the run as cancelled, whatever the stopping round reported.
 func (l *loop) cancelled(ctx workflow.Context, round int, err error) error {
 	l.stop(ctx, OutcomeCancelled, round)
-	if err != nil && temporal.IsCanceledError(err) {
+	if temporal.IsCanceledError(err) {
 		return err
 	}
 	return workflow.ErrCanceled
@@ -375,7 +374,6 @@ func (l *loop) finishStopped(ctx workflow.Context, rounds int) *Result {
 func (l *loop) stop(ctx workflow.Context, outcome string, rounds int) {
 	l.status.Phase = PhaseFinished
 	l.status.Outcome = outcome
-	l.syncStatus()
 	workflow.SetCurrentDetails(ctx, fmt.Sprintf("Finished: %s after %d round(s)", outcome, rounds))
 	l.upsertVisibility(ctx)
 }
