@@ -64,13 +64,11 @@ func (s *session) control(ctx context.Context, name string, args ...any) int {
 // closedOrMissing says why a run cannot take an update: it closed (and how)
 // or it does not exist.
 func (s *session) closedOrMissing(ctx context.Context, id string) string {
-	dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	d, err := s.c.DescribeWorkflow(dctx, id, "")
+	info, err := s.describe(ctx, id, "")
 	if err != nil {
 		return fmt.Sprintf("no workflow with id %q in namespace %s", id, s.namespace)
 	}
-	return fmt.Sprintf("workflow %s has already closed (%s)", id, statusName(d.RawResponse.GetWorkflowExecutionInfo().GetStatus()))
+	return fmt.Sprintf("workflow %s has already closed (%s)", id, statusName(info.GetStatus()))
 }
 
 // statusName is a workflow execution status as people read it ("completed").

@@ -20,6 +20,7 @@ import (
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
+	workflowpb "go.temporal.io/api/workflow/v1"
 	"go.temporal.io/sdk/client"
 	tlog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
@@ -436,29 +437,40 @@ func writeHandoff(b *strings.Builder, r *report.Report) {
 // moves on to the latest run.
 func (s *session) poll(ctx context.Context, id string, runID *string, p *progressPrinter) {
 	if *runID == "" {
-		dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		if latest, err := s.c.DescribeWorkflow(dctx, id, ""); err == nil {
-			*runID = latest.RawResponse.GetWorkflowExecutionInfo().GetExecution().GetRunId()
-		}
-		cancel()
+		*runID = s.latestRunID(ctx, id)
 	}
 	if *runID != "" {
-		dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		d, err := s.c.DescribeWorkflow(dctx, id, *runID)
-		cancel()
-		if err == nil && d.RawResponse.GetWorkflowExecutionInfo().GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_CONTINUED_AS_NEW {
+		if info, err := s.describe(ctx, id, *runID); err == nil && info.GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_CONTINUED_AS_NEW {
 			if st, err := s.queryStatus(ctx, id, *runID); err == nil {
 				p.update(st, nil)
 			}
-			*runID = ""
-			dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			if latest, err := s.c.DescribeWorkflow(dctx, id, ""); err == nil {
-				*runID = latest.RawResponse.GetWorkflowExecutionInfo().GetExecution().GetRunId()
-			}
-			cancel()
+			*runID = s.latestRunID(ctx, id)
 		}
 	}
 	p.update(s.queryStatus(ctx, id, *runID))
+}
+
+// describeTimeout bounds one describe call of the starter.
+const describeTimeout = 10 * time.Second
+
+// describe is a run's execution info (the latest run when runID is empty).
+func (s *session) describe(ctx context.Context, id, runID string) (*workflowpb.WorkflowExecutionInfo, error) {
+	dctx, cancel := context.WithTimeout(ctx, describeTimeout)
+	defer cancel()
+	d, err := s.c.DescribeWorkflow(dctx, id, runID)
+	if err != nil {
+		return nil, err
+	}
+	return d.RawResponse.GetWorkflowExecutionInfo(), nil
+}
+
+// latestRunID is the id of the workflow's latest run ("" when unknown).
+func (s *session) latestRunID(ctx context.Context, id string) string {
+	info, err := s.describe(ctx, id, "")
+	if err != nil {
+		return ""
+	}
+	return info.GetExecution().GetRunId()
 }
 
 // queryStatus asks a run (the latest when runID is empty) for its status.
@@ -501,13 +513,10 @@ func (s *session) status(ctx context.Context) int {
 // describeHint adds what describe knows when a query fails (a query needs a
 // worker polling the run's task queue).
 func (s *session) describeHint(ctx context.Context, id string) string {
-	dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	d, err := s.c.DescribeWorkflow(dctx, id, "")
+	info, err := s.describe(ctx, id, "")
 	if err != nil {
 		return ""
 	}
-	info := d.RawResponse.GetWorkflowExecutionInfo()
 	tq := info.GetTaskQueue()
 	hint := fmt.Sprintf(" (the run is %s on task queue %s", statusName(info.GetStatus()), tq)
 	if n, err := s.pollers(ctx, tq); err == nil && n == 0 {
@@ -520,9 +529,7 @@ func (s *session) describeHint(ctx context.Context, id string) string {
 // has closed (the running round stopped first).
 func (s *session) cancel(ctx context.Context) int {
 	id := s.cmd.workflowID
-	dctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-	d, err := s.c.DescribeWorkflow(dctx, id, "")
-	cancel()
+	info, err := s.describe(ctx, id, "")
 	switch {
 	case isNotFound(err):
 		s.errorf("no workflow with id %q in namespace %s: nothing to cancel", id, s.namespace)
@@ -530,9 +537,8 @@ func (s *session) cancel(ctx context.Context) int {
 	case err != nil:
 		s.errorf("describe workflow %s: %v", id, err)
 		return ExitFailed
-	case d.RawResponse.GetWorkflowExecutionInfo().GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING:
-		s.errorf("workflow %s is not running (it closed as %s): nothing to cancel", id,
-			strings.ToLower(d.RawResponse.GetWorkflowExecutionInfo().GetStatus().String()))
+	case info.GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING:
+		s.errorf("workflow %s is not running (it closed as %s): nothing to cancel", id, statusName(info.GetStatus()))
 		return ExitFailed
 	}
 	cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
