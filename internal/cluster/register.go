@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/ralph-temporal/ralph/internal/searchattrs"
 	"github.com/ralph-temporal/ralph/workflows"
 )
 
@@ -45,12 +46,8 @@ func (s *Server) register(ctx context.Context) error {
 	if err := s.waitFor(ctx, proc, s.namespaceServed); err != nil {
 		return err
 	}
-	attrs, err := searchAttributeTypes()
-	if err != nil {
-		return err
-	}
 	if _, err := c.OperatorService().AddSearchAttributes(ctx, &operatorservice.AddSearchAttributesRequest{
-		Namespace: s.Namespace, SearchAttributes: attrs,
+		Namespace: s.Namespace, SearchAttributes: searchattrs.Types(),
 	}); err != nil {
 		return fmt.Errorf("add search attributes to namespace %s: %w", s.Namespace, err)
 	}
@@ -63,20 +60,6 @@ func (s *Server) register(ctx context.Context) error {
 	s.registered = true
 	s.mu.Unlock()
 	return nil
-}
-
-// searchAttributeTypes is workflows.SearchAttributes() as the operator
-// service takes it.
-func searchAttributeTypes() (map[string]enumspb.IndexedValueType, error) {
-	attrs := map[string]enumspb.IndexedValueType{}
-	for _, sa := range workflows.SearchAttributes() {
-		t, err := enumspb.IndexedValueTypeFromString(sa.Type)
-		if err != nil {
-			return nil, fmt.Errorf("search attribute %s: %w", sa.Name, err)
-		}
-		attrs[sa.Name] = t
-	}
-	return attrs, nil
 }
 
 // searchAttributesUsable starts a probe workflow that sets every search

@@ -24,6 +24,7 @@ import (
 	"github.com/ralph-temporal/ralph/activities"
 	"github.com/ralph-temporal/ralph/internal/config"
 	"github.com/ralph-temporal/ralph/internal/fakeopenai"
+	"github.com/ralph-temporal/ralph/internal/searchattrs"
 	"github.com/ralph-temporal/ralph/workflows"
 )
 
@@ -160,7 +161,7 @@ func Run(ctx context.Context, cfg config.Worker, env config.Env, logger *slog.Lo
 	}
 	defer c.Close()
 	if cfg.Activities.Limits.SearchAttributes {
-		if err := EnsureSearchAttributes(ctx, c, opts.Namespace, logger); err != nil {
+		if err := searchattrs.Ensure(ctx, c, opts.Namespace, logger); err != nil {
 			return &UsageError{Err: err}
 		}
 	}

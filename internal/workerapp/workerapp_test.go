@@ -3,7 +3,6 @@ package workerapp
 import (
 	"bytes"
 	"context"
-	"errors"
 	"io"
 	"log/slog"
 	"os"
@@ -72,20 +71,6 @@ func TestMainExitCodes(t *testing.T) {
 	if code := Main(nil, demo, &stderr); code != ExitUsage || !strings.Contains(stderr.String(), "RALPH_DEMO=1") ||
 		!strings.Contains(stderr.String(), "RALPH_MODEL") || strings.Contains(stderr.String(), "sk-secret-value") {
 		t.Errorf("demo with a real model: exit %d, stderr %q", code, stderr.String())
-	}
-}
-
-func TestCreateSearchAttributesCommand(t *testing.T) {
-	got := CreateSearchAttributesCommand("team-ns", workflows.SearchAttributes())
-	want := "temporal operator search-attribute create --namespace team-ns --name RalphPhase --type Keyword --name RalphRound --type Int --name RalphOutcome --type Keyword --name RalphWorkspace --type Keyword"
-	if got != want {
-		t.Errorf("command = %q", got)
-	}
-	err := (&SearchAttributesError{Namespace: "team-ns", Missing: workflows.SearchAttributes()[:1], Cause: errors.New("permission denied")}).Error()
-	for _, part := range []string{"RalphPhase", "permission denied", "temporal operator search-attribute create", "RALPH_SEARCH_ATTRIBUTES=false"} {
-		if !strings.Contains(err, part) {
-			t.Errorf("error %q lacks %q", err, part)
-		}
 	}
 }
 

@@ -1,4 +1,7 @@
-package workerapp
+// Package searchattrs checks and registers the Ralph search attributes
+// (workflows.SearchAttributes) on a namespace: one home for the worker's
+// start-up check, the local servers and the tests.
+package searchattrs
 
 import (
 	"context"
@@ -20,16 +23,16 @@ import (
 // created to show up (SQL visibility applies them asynchronously).
 const searchAttributesVisible = 30 * time.Second
 
-// SearchAttributesError says which Ralph search attributes a namespace lacks
+// Error says which Ralph search attributes a namespace lacks
 // and the command that creates them.
-type SearchAttributesError struct {
+type Error struct {
 	Namespace string
 	Missing   []workflows.SearchAttribute
 	Wrong     []string // present with another type
 	Cause     error
 }
 
-func (e *SearchAttributesError) Error() string {
+func (e *Error) Error() string {
 	var b strings.Builder
 	if len(e.Wrong) > 0 {
 		fmt.Fprintf(&b, "namespace %s has search attributes of the wrong type: %s; ", e.Namespace, strings.Join(e.Wrong, ", "))
@@ -40,14 +43,14 @@ func (e *SearchAttributesError) Error() string {
 			names[i] = sa.Name
 		}
 		fmt.Fprintf(&b, "namespace %s lacks the search attributes %s and the worker may not create them (%v); create them with:\n  %s\n",
-			e.Namespace, strings.Join(names, ", "), e.Cause, CreateSearchAttributesCommand(e.Namespace, e.Missing))
+			e.Namespace, strings.Join(names, ", "), e.Cause, CreateCommand(e.Namespace, e.Missing))
 	}
 	b.WriteString("or start the worker with RALPH_SEARCH_ATTRIBUTES=false to run without them")
 	return b.String()
 }
 
-// CreateSearchAttributesCommand is the temporal CLI command that registers attrs.
-func CreateSearchAttributesCommand(namespace string, attrs []workflows.SearchAttribute) string {
+// CreateCommand is the temporal CLI command that registers attrs.
+func CreateCommand(namespace string, attrs []workflows.SearchAttribute) string {
 	cmd := "temporal operator search-attribute create --namespace " + namespace
 	for _, sa := range attrs {
 		cmd += " --name " + sa.Name + " --type " + sa.Type
@@ -55,49 +58,59 @@ func CreateSearchAttributesCommand(namespace string, attrs []workflows.SearchAtt
 	return cmd
 }
 
-func indexedType(name string) enumspb.IndexedValueType {
-	switch name {
-	case "Int":
-		return enumspb.INDEXED_VALUE_TYPE_INT
-	default:
-		return enumspb.INDEXED_VALUE_TYPE_KEYWORD
+// Types is workflows.SearchAttributes() as the operator service takes it.
+func Types() map[string]enumspb.IndexedValueType {
+	types := map[string]enumspb.IndexedValueType{}
+	for _, sa := range workflows.SearchAttributes() {
+		types[sa.Name] = indexedType(sa)
 	}
+	return types
 }
 
-// EnsureSearchAttributes checks that namespace has every Ralph search
+// indexedType maps a declared type name (Keyword, Int) to the API's enum;
+// the names come from the workflow's own fixed list.
+func indexedType(sa workflows.SearchAttribute) enumspb.IndexedValueType {
+	t, err := enumspb.IndexedValueTypeFromString(sa.Type)
+	if err != nil {
+		panic(fmt.Sprintf("search attribute %s has an unknown type %q", sa.Name, sa.Type))
+	}
+	return t
+}
+
+// Ensure checks that namespace has every Ralph search
 // attribute with its type, creates the missing ones where the credentials
-// allow it, and otherwise fails with a *SearchAttributesError naming them
+// allow it, and otherwise fails with a *Error naming them
 // and the command that creates them.
-func EnsureSearchAttributes(ctx context.Context, c client.Client, namespace string, logger *slog.Logger) error {
-	missing, wrong, err := missingSearchAttributes(ctx, c, namespace)
+func Ensure(ctx context.Context, c client.Client, namespace string, logger *slog.Logger) error {
+	missing, wrong, err := Missing(ctx, c, namespace)
 	if err != nil {
 		return fmt.Errorf("list the search attributes of namespace %s: %w", namespace, err)
 	}
 	if len(wrong) > 0 {
-		return &SearchAttributesError{Namespace: namespace, Wrong: wrong}
+		return &Error{Namespace: namespace, Wrong: wrong}
 	}
 	if len(missing) == 0 {
 		return nil
 	}
 	add := &operatorservice.AddSearchAttributesRequest{Namespace: namespace, SearchAttributes: map[string]enumspb.IndexedValueType{}}
 	for _, sa := range missing {
-		add.SearchAttributes[sa.Name] = indexedType(sa.Type)
+		add.SearchAttributes[sa.Name] = indexedType(sa)
 	}
 	if _, err := c.OperatorService().AddSearchAttributes(ctx, add); err != nil {
 		var exists *serviceerror.AlreadyExists
 		if !errors.As(err, &exists) {
-			return &SearchAttributesError{Namespace: namespace, Missing: missing, Cause: err}
+			return &Error{Namespace: namespace, Missing: missing, Cause: err}
 		}
 	}
 	logger.Info("created the Ralph search attributes", "namespace", namespace, "count", len(missing))
 	deadline := time.Now().Add(searchAttributesVisible)
 	for {
-		still, _, err := missingSearchAttributes(ctx, c, namespace)
+		still, _, err := Missing(ctx, c, namespace)
 		if err == nil && len(still) == 0 {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return &SearchAttributesError{Namespace: namespace, Missing: still,
+			return &Error{Namespace: namespace, Missing: still,
 				Cause: fmt.Errorf("created, but still not visible after %s", searchAttributesVisible)}
 		}
 		select {
@@ -108,7 +121,9 @@ func EnsureSearchAttributes(ctx context.Context, c client.Client, namespace stri
 	}
 }
 
-func missingSearchAttributes(ctx context.Context, c client.Client, namespace string) ([]workflows.SearchAttribute, []string, error) {
+// Missing lists the Ralph search attributes namespace lacks, and those it
+// has with another type.
+func Missing(ctx context.Context, c client.Client, namespace string) ([]workflows.SearchAttribute, []string, error) {
 	resp, err := c.OperatorService().ListSearchAttributes(ctx, &operatorservice.ListSearchAttributesRequest{Namespace: namespace})
 	if err != nil {
 		return nil, nil, err
@@ -120,7 +135,7 @@ func missingSearchAttributes(ctx context.Context, c client.Client, namespace str
 		switch {
 		case !ok:
 			missing = append(missing, sa)
-		case got != indexedType(sa.Type):
+		case got != indexedType(sa):
 			wrong = append(wrong, fmt.Sprintf("%s is %s, want %s", sa.Name, got, sa.Type))
 		}
 	}
