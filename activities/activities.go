@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"github.com/ralph-temporal/ralph/internal/gitws"
+	"github.com/ralph-temporal/ralph/internal/names"
 	"github.com/ralph-temporal/ralph/internal/sandbox"
 )
 
@@ -156,5 +157,5 @@ func (a *Activities) WorkspaceRoot() string { return a.cfg.WorkspaceRoot }
 // TranscriptDir is the directory holding the transcripts of a workspace's
 // rounds, one file per attempt: round-<R>-attempt-<A>-<session id>.jsonl.
 func (a *Activities) TranscriptDir(workspace string) string {
-	return filepath.Join(a.cfg.SessionDir, safeName(workspace))
+	return filepath.Join(a.cfg.SessionDir, names.Flat(workspace))
 }

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"syscall"
 	"time"
+
+	"github.com/ralph-temporal/ralph/internal/names"
 )
 
 // lockPollInterval is how often a round waiting for a busy workspace retries
@@ -47,7 +49,7 @@ func (a *Activities) lockWorkspace(ctx context.Context, workspace string, waitin
 }
 
 func (a *Activities) acquire(ctx context.Context, name string, how int, waiting func()) (*os.File, error) {
-	path := filepath.Join(a.cfg.SessionDir, locksDirName, safeName(name)+".lock")
+	path := filepath.Join(a.cfg.SessionDir, locksDirName, names.Flat(name)+".lock")
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("open the workspace lock %s: %w", path, err)

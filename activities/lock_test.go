@@ -66,23 +66,6 @@ func TestWorkspaceLocks(t *testing.T) {
 	whole.release()
 }
 
-func TestSafeNameKeepsWorkspacesApart(t *testing.T) {
-	seen := map[string]string{}
-	for _, ws := range []string{"repo", "team/repo", "team_repo", ".hidden", "a b", "a_b"} {
-		n := safeName(ws)
-		if other, dup := seen[n]; dup {
-			t.Errorf("%q and %q share the name %q", ws, other, n)
-		}
-		if filepath.Base(n) != n || n == "" || n[0] == '.' {
-			t.Errorf("safeName(%q) = %q is not a plain file name", ws, n)
-		}
-		seen[n] = ws
-	}
-	if safeName("repo") != "repo" {
-		t.Errorf("a simple name should stay readable")
-	}
-}
-
 // A round whose workspace is busy waits (heartbeating) and still honours a cancel.
 func TestRunRoundWaitsForBusyWorkspace(t *testing.T) {
 	base := t.TempDir()

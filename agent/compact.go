@@ -3,6 +3,8 @@ package agent
 import (
 	"slices"
 	"unicode/utf8"
+
+	"github.com/ralph-temporal/ralph/internal/runes"
 )
 
 // MaxCompactedCallChars bounds the tool-call list of a compacted request
@@ -63,7 +65,7 @@ func compactCallList(log []string, limit int) ([]string, int) {
 		}
 		if room >= minCompactedEntry {
 			cut := room - utf8.RuneCountInString(compactedCutMarker)
-			kept = append(kept, string([]rune(log[i])[:cut])+compactedCutMarker)
+			kept = append(kept, runes.Prefix(log[i], cut)+compactedCutMarker)
 			i--
 		}
 		break

@@ -147,7 +147,6 @@ type session struct {
 	forced         string
 	pendingBound   string // a bound found while running tools, forced before the next call
 	compacted      bool
-	contextErrors  int
 	verifyFailures int
 	verification   *report.Verification
 	lastRejection  string
@@ -245,18 +244,15 @@ func (s *session) prepare(step int) ([]openai.Tool, int, error) {
 	offered := s.offered()
 	size := s.nextRequestTokens(offered)
 	overBudget := s.forced == BoundTokenBudget && size > s.budgetLeft()
-	if size > s.cfg.ContextTokens || (overBudget && !s.compacted) {
-		if s.compacted {
-			return nil, 0, childFailure("the compacted hand-off request would need about %d tokens, more than the model's context of %d", size, s.cfg.ContextTokens)
-		}
+	if !s.compacted && (size > s.cfg.ContextTokens || overBudget) {
 		if err := s.compact(s.forced); err != nil {
 			return nil, 0, err
 		}
 		offered = s.offered()
 		size = s.nextRequestTokens(offered)
-		if size > s.cfg.ContextTokens {
-			return nil, 0, childFailure("the compacted hand-off request would need about %d tokens, more than the model's context of %d", size, s.cfg.ContextTokens)
-		}
+	}
+	if size > s.cfg.ContextTokens {
+		return nil, 0, childFailure("the compacted hand-off request would need about %d tokens, more than the model's context of %d", size, s.cfg.ContextTokens)
 	}
 	return offered, size, nil
 }
@@ -272,8 +268,7 @@ func (s *session) offered() []openai.Tool {
 // the compacted hand-off request; a second one (or one of the compacted
 // request itself) ends the round.
 func (s *session) contextRefused(step int, e *contextLengthError) error {
-	s.contextErrors++
-	if s.contextErrors > 1 || s.compacted {
+	if s.compacted { // compaction happens once: this refusal is the second
 		return childFailure("%v (again, after the compacted hand-off request)", e)
 	}
 	if s.forced == "" {

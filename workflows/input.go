@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/ralph-temporal/ralph/activities"
+	"github.com/ralph-temporal/ralph/internal/names"
 )
 
 // Input field names: the only keys a caller may send.
@@ -209,5 +210,5 @@ func DefaultWorkspace(workflowID string) string {
 	if name == "" {
 		return "run"
 	}
-	return activities.ShortenName(name, activities.MaxNameBytes)
+	return names.Shorten(name, names.MaxNameBytes)
 }

@@ -19,6 +19,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/ralph-temporal/ralph/activities"
+	"github.com/ralph-temporal/ralph/internal/names"
 	"github.com/ralph-temporal/ralph/report"
 	"github.com/ralph-temporal/ralph/usage"
 )
@@ -302,7 +303,7 @@ func TestDefaultWorkspaceIsPathSafe(t *testing.T) {
 	long := strings.Repeat("x", 300)
 	tests := map[string]string{"fix-tests": "fix-tests", "a/b c": "a-b-c", "../x": "-x", "...": "run", "ü": "-",
 		long: DefaultWorkspace(long)}
-	if got := DefaultWorkspace(long); len(got) > activities.MaxNameBytes || got == DefaultWorkspace(long+"y") {
+	if got := DefaultWorkspace(long); len(got) > names.MaxNameBytes || got == DefaultWorkspace(long+"y") {
 		t.Errorf("a long workflow id gives %q (%d bytes): want a shortened, distinct name", got, len(got))
 	}
 	for id, want := range tests {

@@ -3,6 +3,8 @@ package gitws
 import (
 	"fmt"
 	"strings"
+
+	"github.com/ralph-temporal/ralph/internal/names"
 )
 
 // refComponent makes a workflow id usable inside a ref name: characters git
@@ -20,7 +22,8 @@ func refComponent(id string) string {
 			b.WriteByte('-')
 		}
 	}
-	s := strings.ReplaceAll(b.String(), "..", "-.")
+	// Bounded like a file name: refs are files under .git/refs.
+	s := strings.ReplaceAll(names.Shorten(b.String(), maxRefComponentBytes), "..", "-.")
 	s = strings.TrimLeft(s, ".")
 	if strings.HasSuffix(s, ".lock") || strings.HasSuffix(s, ".") {
 		s += "-"
@@ -30,6 +33,9 @@ func refComponent(id string) string {
 	}
 	return s
 }
+
+// maxRefComponentBytes leaves room in one file name for what git appends.
+const maxRefComponentBytes = 200
 
 // attemptRef is <prefix><workflow id>/round-<R>-attempt-<A>.
 func attemptRef(prefix, workflowID string, round, attempt int) string {

@@ -2,12 +2,11 @@ package sandbox
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
+
+	"github.com/ralph-temporal/ralph/internal/names"
 )
 
 // homeDirPerm: a private home holds tool caches and whatever the model puts
@@ -131,24 +130,11 @@ func (s *Sandbox) Home(dir string) (string, error) {
 	if err != nil || !filepath.IsLocal(rel) {
 		return "", fmt.Errorf("sandbox: workspace %s is not under the workspace root %s", dir, s.root)
 	}
-	home := filepath.Join(s.homes, homeName(rel))
+	home := filepath.Join(s.homes, names.Flat(rel))
 	if err := os.MkdirAll(home, homeDirPerm); err != nil {
 		return "", fmt.Errorf("sandbox: create the private home of %s: %w", rel, err)
 	}
 	return home, nil
-}
-
-// homeName is a flat directory name per workspace: readable, and unique by
-// its hash even when two workspaces sanitize alike ("a/b" and "a_b").
-func homeName(rel string) string {
-	sum := sha256.Sum256([]byte(rel))
-	clean := strings.Map(func(r rune) rune {
-		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '.' {
-			return r
-		}
-		return '_'
-	}, rel)
-	return strings.TrimLeft(clean, ".") + "-" + hex.EncodeToString(sum[:6])
 }
 
 // Env is the environment of a command whose private home is home.
