@@ -48,9 +48,6 @@ func TestRoundPromptTellsTheBounds(t *testing.T) {
 					t.Errorf("round prompt contains %q", w)
 				}
 			}
-			if strings.Contains(msgs[0].Content, "{{") || strings.Contains(prompt, "{{") || strings.Contains(prompt, "<no value>") {
-				t.Errorf("an unfilled template field reached the model")
-			}
 		})
 	}
 }

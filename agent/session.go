@@ -60,7 +60,7 @@ func RunSession(ctx context.Context, cfg Config, req Request, obs Observer) (Res
 		sctx, cancel = context.WithDeadlineCause(ctx, req.Deadline, errRoundDeadline)
 		defer cancel()
 	}
-	s.emit(Event{Kind: EventSessionStart, Round: req.Round, MaxRounds: req.MaxRounds, Model: cfg.Model, BaseURL: safeURL(cfg.BaseURL)})
+	s.emit(Event{Kind: EventSessionStart, Round: req.Round, MaxRounds: req.MaxRounds, Model: cfg.Model, BaseURL: SafeURL(cfg.BaseURL)})
 	rep, err := s.run(sctx)
 	err = settle(ctx, sctx, err)
 
@@ -405,8 +405,9 @@ func toolNames(defs []openai.Tool) []string {
 	return names
 }
 
-// safeURL drops credentials and the query from a URL before it is recorded.
-func safeURL(raw string) string {
+// SafeURL is a URL as it may be recorded or logged: credentials (userinfo),
+// the query (some gateways carry keys there) and the fragment removed.
+func SafeURL(raw string) string {
 	if raw == "" {
 		return ""
 	}

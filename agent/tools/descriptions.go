@@ -13,6 +13,10 @@ import (
 //go:embed *.tmpl
 var descriptionFiles embed.FS
 
+// descriptionTemplates is parsed once (like the session's prompts) and only
+// ever read; every workspace fills it with its own limits.
+var descriptionTemplates = template.Must(template.New("tools").Option("missingkey=error").ParseFS(descriptionFiles, "*.tmpl"))
+
 // descriptionData is what the description templates may refer to: the
 // workspace's effective limits and the tools' fixed bounds.
 type descriptionData struct {
@@ -52,17 +56,8 @@ func newDescriptionData(l Limits) descriptionData {
 
 // renderDescription fills the template of the named tool.
 func renderDescription(name string, data descriptionData) (string, error) {
-	file := name + ".tmpl"
-	text, err := descriptionFiles.ReadFile(file)
-	if err != nil {
-		return "", fmt.Errorf("reading the description of %s: %w", name, err)
-	}
-	tmpl, err := template.New(file).Option("missingkey=error").Parse(string(text))
-	if err != nil {
-		return "", fmt.Errorf("parsing the description of %s: %w", name, err)
-	}
 	var b bytes.Buffer
-	if err := tmpl.Execute(&b, data); err != nil {
+	if err := descriptionTemplates.ExecuteTemplate(&b, name+".tmpl", data); err != nil {
 		return "", fmt.Errorf("filling the description of %s: %w", name, err)
 	}
 	return string(bytes.TrimSpace(b.Bytes())), nil

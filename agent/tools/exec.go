@@ -11,13 +11,8 @@ type ExecResult struct {
 	Output string
 	// ExitCode is the command's exit status (128+n when killed by signal n).
 	ExitCode int
-	// Signal names the signal that killed the command, if one did.
-	Signal string
 	// TimedOut reports that the command ran past its timeout and was killed.
 	TimedOut bool
-	// Incomplete reports that the output pipe was still held open after the
-	// command's processes were killed.
-	Incomplete bool
 	// Duration is how long the command ran.
 	Duration time.Duration
 }
@@ -32,6 +27,5 @@ func (w *Workspace) Exec(ctx context.Context, command string, timeout time.Durat
 	if err != nil {
 		return ExecResult{}, err
 	}
-	return ExecResult{Output: o.output, ExitCode: o.exitCode, Signal: o.signal, TimedOut: o.timedOut,
-		Incomplete: o.incomplete, Duration: time.Since(started)}, nil
+	return ExecResult{Output: o.output, ExitCode: o.exitCode, TimedOut: o.timedOut, Duration: time.Since(started)}, nil
 }

@@ -217,7 +217,6 @@ func TestDetachedProcessesDieWithTheCall(t *testing.T) {
 					err error
 				}
 				done := make(chan ran, 1)
-				start := time.Now()
 				go func() {
 					res, err := toolNamed(t, f.w, "run_command").Run(ctx, args)
 					done <- ran{res, err}
@@ -243,9 +242,6 @@ func TestDetachedProcessesDieWithTheCall(t *testing.T) {
 					if !errors.Is(r.err, context.Canceled) {
 						t.Fatalf("cancel: err = %v", r.err)
 					}
-				}
-				if d := time.Since(start); end != "timeout" && d > 10*time.Second {
-					t.Errorf("the call took %v", d)
 				}
 				if mode == sandbox.ModeOff {
 					// A group SIGKILL is delivered, not awaited.

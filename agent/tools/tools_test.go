@@ -131,9 +131,6 @@ func TestDescriptionsStateTheLimits(t *testing.T) {
 	}
 	for _, tl := range w.Tools() {
 		d := tl.Description()
-		if strings.Contains(d, "{{") || strings.Contains(d, "<no value>") {
-			t.Errorf("%s: unfilled template: %s", tl.Name(), d)
-		}
 		for _, s := range want[tl.Name()] {
 			if !strings.Contains(d, s) {
 				t.Errorf("%s: description lacks %q:\n%s", tl.Name(), s, d)
