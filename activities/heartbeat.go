@@ -75,9 +75,9 @@ func (h *heartbeat) Observe(e agent.Event) {
 		h.details.Usage = h.details.Usage.Add(call)
 	case agent.EventToolCall:
 		h.details.Step, h.details.LastTool = e.Step, e.Tool
-		if e.Tool != agent.VerifyTool { // the round's own step, not the model's
-			h.details.Usage.ToolCalls++
-		}
+		h.details.Usage.ToolCalls++
+	case agent.EventVerifyStart:
+		h.details.Step, h.details.LastTool = e.Step, e.Tool
 	}
 }
 

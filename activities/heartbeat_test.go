@@ -16,7 +16,7 @@ func TestHeartbeatFollowsTheSession(t *testing.T) {
 		{Kind: agent.EventModelRequest, Step: 2, ContextTokens: 6400},
 		{Kind: agent.EventModelResponse, Step: 2}, // no usage reported: the estimate stays
 		{Kind: agent.EventToolCall, Step: 2, Tool: "submit_report"},
-		{Kind: agent.EventToolCall, Step: 2, Tool: agent.VerifyTool},
+		{Kind: agent.EventVerifyStart, Step: 2, Tool: agent.VerifyTool},
 	} {
 		h.Observe(e)
 	}

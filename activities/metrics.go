@@ -61,13 +61,12 @@ func (t *roundTally) Observe(e agent.Event) {
 		for _, name := range e.Tools {
 			t.offered[name] = true
 		}
-	case e.Tool == agent.VerifyTool && e.Kind == agent.EventToolResult:
+	case e.Kind == agent.EventVerifyResult:
 		if e.Failed {
 			t.fail++
 		} else {
 			t.pass++
 		}
-	case e.Tool == agent.VerifyTool:
 	case e.Kind == agent.EventToolCall:
 		name := e.Tool
 		if !t.offered[name] {

@@ -77,13 +77,16 @@ func TestRoundTallyRecordsBoundedLabels(t *testing.T) {
 		// A name the session did not offer folds into one label value.
 		{Kind: agent.EventToolCall, Tool: "rm -rf / workflow-1234"},
 		{Kind: agent.EventToolCall, Tool: "bash"},
-		{Kind: agent.EventModelRequest, Tools: []string{"submit_report"}},
-		{Kind: agent.EventToolCall, Tool: "submit_report"},
+		// A model calling a tool named like the verify step is just a tool call.
 		{Kind: agent.EventToolCall, Tool: agent.VerifyTool},
 		{Kind: agent.EventToolResult, Tool: agent.VerifyTool, Failed: true},
+		{Kind: agent.EventModelRequest, Tools: []string{"submit_report"}},
 		{Kind: agent.EventToolCall, Tool: "submit_report"},
-		{Kind: agent.EventToolCall, Tool: agent.VerifyTool},
-		{Kind: agent.EventToolResult, Tool: agent.VerifyTool},
+		{Kind: agent.EventVerifyStart, Tool: agent.VerifyTool},
+		{Kind: agent.EventVerifyResult, Tool: agent.VerifyTool, Failed: true},
+		{Kind: agent.EventToolCall, Tool: "submit_report"},
+		{Kind: agent.EventVerifyStart, Tool: agent.VerifyTool},
+		{Kind: agent.EventVerifyResult, Tool: agent.VerifyTool},
 	} {
 		tally.Observe(e)
 	}
@@ -98,7 +101,7 @@ func TestRoundTallyRecordsBoundedLabels(t *testing.T) {
 		"ralph_tool_calls{tool=read_file}":       2,
 		"ralph_tool_calls{tool=run_command}":     1,
 		"ralph_tool_calls{tool=submit_report}":   2,
-		"ralph_tool_calls{tool=other}":           2,
+		"ralph_tool_calls{tool=other}":           3,
 		"ralph_verifications{result=pass}":       1,
 		"ralph_verifications{result=fail}":       1,
 	}

@@ -24,6 +24,10 @@ const (
 	// from now on (Bound names it).
 	EventHandoff    EventKind = "handoff"
 	EventSessionEnd EventKind = "session_end"
+	// The round's own verify step: its own kinds, so no tool the model names
+	// can pass for it.
+	EventVerifyStart  EventKind = "verify_start"
+	EventVerifyResult EventKind = "verify_result"
 )
 
 // Outcomes recorded in a session_end event.

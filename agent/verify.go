@@ -7,9 +7,8 @@ import (
 	"github.com/ralph-temporal/ralph/report"
 )
 
-// VerifyTool names the verify command's run in events (tool_call and
-// tool_result with Tool "verify"), so heartbeats show lastTool "verify" and
-// metrics can count passes and failures.
+// VerifyTool is the Tool of the verify step's events (EventVerifyStart and
+// EventVerifyResult), so heartbeats show lastTool "verify".
 const VerifyTool = "verify"
 
 // verifyOutputCap is the head+tail cap handed to the command runner: its
@@ -51,7 +50,7 @@ func (s *session) verifyComplete(ctx context.Context, step int) (*report.Verific
 		return nil, text, err
 	}
 	timeout := s.verifyTimeout()
-	s.emit(Event{Kind: EventToolCall, Step: step, Tool: VerifyTool, Arguments: s.req.VerifyCommand})
+	s.emit(Event{Kind: EventVerifyStart, Step: step, Tool: VerifyTool, Arguments: s.req.VerifyCommand})
 	res, err := s.ws.Exec(ctx, s.req.VerifyCommand, timeout, verifyOutputCap)
 	if err != nil {
 		return nil, "", err
@@ -60,7 +59,7 @@ func (s *session) verifyComplete(ctx context.Context, step int) (*report.Verific
 	if res.TimedOut {
 		v.ExitCode = -1
 	}
-	s.emit(Event{Kind: EventToolResult, Step: step, Tool: VerifyTool, Output: v.Output, Failed: !v.Passed(),
+	s.emit(Event{Kind: EventVerifyResult, Step: step, Tool: VerifyTool, Output: v.Output, Failed: !v.Passed(),
 		ExitCode: &v.ExitCode, DurationMs: v.DurationMs})
 	if v.Passed() {
 		return &v, "", nil

@@ -22,13 +22,10 @@ var validComplete = fakeopenai.ReportArgs{
 
 func verifyEvents(h *harness) (calls, results []agent.Event) {
 	for _, e := range h.events.all() {
-		if e.Tool != agent.VerifyTool {
-			continue
-		}
 		switch e.Kind {
-		case agent.EventToolCall:
+		case agent.EventVerifyStart:
 			calls = append(calls, e)
-		case agent.EventToolResult:
+		case agent.EventVerifyResult:
 			results = append(results, e)
 		}
 	}
