@@ -77,9 +77,8 @@ func TestStarterReadsTheKeyFile(t *testing.T) {
 	if err != nil || s.Connection.EncryptionKeyFile != "/other" {
 		t.Fatalf("flag: %+v %v", s.Connection, err)
 	}
-	w := DefaultWorker()
-	w.EncryptionKeyFile = "/w"
-	if w.ClientConnection().EncryptionKeyFile != "/w" {
-		t.Fatal("worker connection lacks the key file")
+	w, err := LoadWorker(nil, MapEnv{EnvEncryptionKeyFile: "/w"}, io.Discard)
+	if err != nil || w.Connection.EncryptionKeyFile != "/w" {
+		t.Fatalf("worker connection lacks the key file: %+v, %v", w.Connection, err)
 	}
 }

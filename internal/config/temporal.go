@@ -128,11 +128,3 @@ func LoadStarter(env Env) (Starter, error) {
 	fs.SetOutput(io.Discard)
 	return NewStarterFlags(fs).Resolve(env)
 }
-
-// ClientConnection is the worker's connection overrides plus its payload
-// encryption, for ClientOptions.
-func (w Worker) ClientConnection() Connection {
-	c := w.Connection
-	c.EncryptionKeyFile = w.EncryptionKeyFile
-	return c
-}

@@ -41,8 +41,6 @@ type Worker struct {
 	// Demo runs the scripted local OpenAI-compatible server and points the
 	// model configuration at it.
 	Demo bool
-	// EncryptionKeyFile turns on payload encryption (RALPH_ENCRYPTION_KEY_FILE).
-	EncryptionKeyFile string
 	// MetricsAddress serves Prometheus /metrics when set (RALPH_METRICS_ADDRESS).
 	MetricsAddress string
 	// Connection overrides the standard TEMPORAL_* variables when set.
@@ -193,7 +191,7 @@ func workerSettings() []setting {
 		{flag: "git-author", env: "RALPH_GIT_AUTHOR", usage: "author and committer of checkpoint commits",
 			strp: func(w *Worker) *string { return &w.Activities.Git.Author }},
 		{flag: "encryption-key-file", env: EnvEncryptionKeyFile, usage: "file of '<key id> <base64 32 bytes>' lines: encrypt payloads (first key), decrypt (all)",
-			strp: func(w *Worker) *string { return &w.EncryptionKeyFile }},
+			strp: func(w *Worker) *string { return &w.Connection.EncryptionKeyFile }},
 		{flag: "metrics-address", env: "RALPH_METRICS_ADDRESS", usage: "host:port serving Prometheus /metrics (empty: off)",
 			strp: func(w *Worker) *string { return &w.MetricsAddress }},
 		{flag: "concurrent-rounds", env: "RALPH_CONCURRENT_ROUNDS", usage: "rounds one worker runs at once",

@@ -130,9 +130,9 @@ func Run(ctx context.Context, cfg config.Worker, env config.Env, logger *slog.Lo
 	if err := os.MkdirAll(cfg.Activities.SessionDir, 0o700); err != nil {
 		return fmt.Errorf("create the session directory (RALPH_SESSION_DIR): %w", err)
 	}
-	if cfg.EncryptionKeyFile != "" {
+	if cfg.Connection.EncryptionKeyFile != "" {
 		// The payload key is a worker secret like the TLS files.
-		cfg.Activities.Sandbox.Hide = append(slices.Clip(cfg.Activities.Sandbox.Hide), cfg.EncryptionKeyFile)
+		cfg.Activities.Sandbox.Hide = append(slices.Clip(cfg.Activities.Sandbox.Hide), cfg.Connection.EncryptionKeyFile)
 	}
 	acts, err := activities.New(cfg.Activities)
 	if err != nil {
@@ -140,7 +140,7 @@ func Run(ctx context.Context, cfg config.Worker, env config.Env, logger *slog.Lo
 	}
 	logSandbox(logger, cfg.Activities.Sandbox, acts.Sandbox())
 
-	opts, err := config.ClientOptions(env, cfg.ClientConnection())
+	opts, err := config.ClientOptions(env, cfg.Connection)
 	if err != nil {
 		return &UsageError{Err: err}
 	}
@@ -153,7 +153,7 @@ func Run(ctx context.Context, cfg config.Worker, env config.Env, logger *slog.Lo
 		defer stopMetrics()
 	}
 	logger.Info("starting Ralph worker", append([]any{"address", opts.HostPort, "namespace", opts.Namespace,
-		"encryptionKeyFile", cfg.EncryptionKeyFile, "metricsAddress", cfg.MetricsAddress}, cfg.LogAttrs()...)...)
+		"encryptionKeyFile", cfg.Connection.EncryptionKeyFile, "metricsAddress", cfg.MetricsAddress}, cfg.LogAttrs()...)...)
 
 	c, err := dialWithRetry(ctx, opts, env, cfg.ConnectTimeout, logger)
 	if err != nil {
