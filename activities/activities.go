@@ -32,7 +32,6 @@ const (
 // every round the worker runs; it holds only its configuration.
 type Activities struct {
 	cfg Config
-	sb  *sandbox.Sandbox
 	git *gitws.Git // nil when git checkpoints are off
 }
 
@@ -67,7 +66,7 @@ func New(cfg Config) (*Activities, error) {
 		return nil, fmt.Errorf("activities config: %w", err)
 	}
 	cfg.Agent.Sandbox = sb
-	a := &Activities{cfg: cfg, sb: sb}
+	a := &Activities{cfg: cfg}
 	if cfg.Git.Enabled() {
 		if a.git, err = gitws.New(cfg.Git, filepath.Join(cfg.SessionDir, gitHooksDirName)); err != nil {
 			return nil, fmt.Errorf("activities config: %w", err)
@@ -78,7 +77,7 @@ func New(cfg Config) (*Activities, error) {
 
 // Sandbox is how this worker runs commands (Mode, and Fallback when auto
 // mode found no working bubblewrap).
-func (a *Activities) Sandbox() *sandbox.Sandbox { return a.sb }
+func (a *Activities) Sandbox() *sandbox.Sandbox { return a.cfg.Agent.Sandbox }
 
 func checkConfig(cfg Config) error {
 	positive := []struct {

@@ -41,19 +41,19 @@ func (a *Activities) beginWorkspace(ctx context.Context, dir string, in RoundInp
 	var err error
 	if w.git == nil {
 		if w.before, err = gitws.FilesFingerprint(ctx, dir); err != nil {
-			return nil, w.stepError(ctx, err, sessionID, FailureDetails{SessionID: sessionID})
+			return nil, w.stepError(ctx, err, FailureDetails{SessionID: sessionID})
 		}
 		return w, nil
 	}
 	if w.prepared, err = w.git.Prepare(ctx, dir, w.round); err != nil {
-		return nil, w.stepError(ctx, fmt.Errorf("prepare the workspace's git work tree: %w", err), sessionID, FailureDetails{SessionID: sessionID})
+		return nil, w.stepError(ctx, fmt.Errorf("prepare the workspace's git work tree: %w", err), FailureDetails{SessionID: sessionID})
 	}
 	if w.prepared.Abandoned != "" {
 		w.logger.Info("Saved what the lost attempt left uncommitted", "round", in.Round,
 			"ref", w.prepared.Abandoned, "commit", w.prepared.AbandonedCommit, "resetTo", w.prepared.Base)
 	}
 	if w.before, err = w.git.WorkTree(ctx, dir); err != nil {
-		return nil, w.stepError(ctx, fmt.Errorf("fingerprint the workspace: %w", err), sessionID, FailureDetails{SessionID: sessionID})
+		return nil, w.stepError(ctx, fmt.Errorf("fingerprint the workspace: %w", err), FailureDetails{SessionID: sessionID})
 	}
 	return w, nil
 }
@@ -65,14 +65,14 @@ func (w *workspaceRound) finish(ctx context.Context, rep report.Report, details 
 	if w.git == nil {
 		after, err := gitws.FilesFingerprint(ctx, w.dir)
 		if err != nil {
-			return nil, false, w.stepError(ctx, err, details.SessionID, details)
+			return nil, false, w.stepError(ctx, err, details)
 		}
 		return nil, after != w.before, nil
 	}
 	cp, tree, err := w.git.Checkpoint(ctx, w.dir, w.prepared, w.round,
 		gitws.Handoff{SessionID: details.SessionID, Status: rep.Status, Summary: rep.Summary})
 	if err != nil {
-		return nil, false, w.stepError(ctx, fmt.Errorf("checkpoint round %d: %w", w.round.Round, err), details.SessionID, details)
+		return nil, false, w.stepError(ctx, fmt.Errorf("checkpoint round %d: %w", w.round.Round, err), details)
 	}
 	w.logger.Info("Checkpoint", "round", w.round.Round, "commit", cp.Commit, "parent", cp.Parent,
 		"filesChanged", cp.FilesChanged, "insertions", cp.Insertions, "deletions", cp.Deletions)
@@ -84,7 +84,7 @@ func (w *workspaceRound) finish(ctx context.Context, rep report.Report, details 
 // the remote rejected and a repository set up to run programs are ordinary
 // child failures (a retry cannot help); a workspace that cannot name a
 // branch is bad input; anything else (disk, network) is retryable.
-func (w *workspaceRound) stepError(ctx context.Context, err error, sessionID string, details FailureDetails) error {
+func (w *workspaceRound) stepError(ctx context.Context, err error, details FailureDetails) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
