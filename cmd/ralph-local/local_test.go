@@ -106,15 +106,22 @@ func TestInterruptCancelsTheRunAndLeavesNothing(t *testing.T) {
 
 func TestBadSettingsAreNamed(t *testing.T) {
 	for env, want := range map[string]string{
-		EnvTemporalPort + "=0":    EnvTemporalPort,
-		EnvUIPort + "=x":          EnvUIPort,
-		EnvServerTimeout + "=-1":  EnvServerTimeout,
-		EnvTemporalPort + "=8233": "are both 8233",
-		EnvWorkerTimeout + "=1.5": EnvWorkerTimeout,
+		EnvTemporalPort + "=0":     EnvTemporalPort,
+		EnvUIPort + "=x":           EnvUIPort,
+		EnvServerTimeout + "=-1":   EnvServerTimeout,
+		EnvTemporalPort + "=8233":  "are both 8233",
+		EnvWorkerTimeout + "=1.5":  EnvWorkerTimeout,
+		EnvTemporalPort + "=70000": "at most 65535",
+		"RALPH_DEMO=maybe":         "RALPH_DEMO",
 	} {
 		_, err := parseSettings(nil, envMap([]string{env}))
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: err = %v, want it to name %s", env, err, want)
 		}
+	}
+	// RALPH_DEMO reads like every boolean setting of the worker.
+	s, err := parseSettings(nil, map[string]string{"RALPH_DEMO": "on", "RALPH_MODEL": "m", "OPENAI_API_KEY": "k"})
+	if err != nil || !s.demo {
+		t.Errorf("RALPH_DEMO=on: demo %v, %v", s.demo, err)
 	}
 }

@@ -2,9 +2,10 @@ package main
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
+
+	"github.com/ralph-temporal/ralph/internal/config"
 )
 
 // Settings of the local run (environment), with their defaults.
@@ -15,7 +16,6 @@ const (
 	EnvUIPort        = "RALPH_UI_PORT"
 	EnvServerTimeout = "RALPH_SERVER_TIMEOUT_SECONDS"
 	EnvWorkerTimeout = "RALPH_WORKER_TIMEOUT_SECONDS"
-	EnvDemo          = "RALPH_DEMO"
 
 	defaultWorkspace     = "demo"
 	defaultTemporalPort  = 7233
@@ -69,29 +69,35 @@ func parseSettings(args []string, env map[string]string) (settings, error) {
 	if s.workerTimeout, err = secondsSetting(env, EnvWorkerTimeout, defaultWorkerTimeout); err != nil {
 		return s, err
 	}
-	s.demo, s.demoReason = demoMode(env)
-	return s, nil
+	s.demo, s.demoReason, err = demoMode(env)
+	return s, err
 }
 
 // demoMode: the scripted model unless a real one is configured, and why.
-func demoMode(env map[string]string) (bool, string) {
-	switch strings.ToLower(env[EnvDemo]) {
-	case "1", "true", "yes":
-		return true, EnvDemo + "=" + env[EnvDemo] + " is set"
+// RALPH_DEMO is read with the worker's own boolean rule.
+func demoMode(env map[string]string) (bool, string, error) {
+	if v := env[config.EnvDemo]; v != "" {
+		on, err := config.ParseBool(config.EnvDemo, v)
+		if err != nil {
+			return false, "", err
+		}
+		if on {
+			return true, config.EnvDemo + "=" + v + " is set", nil
+		}
 	}
 	var missing []string
-	for _, k := range []string{"OPENAI_API_KEY", "RALPH_MODEL"} {
+	for _, k := range []string{config.EnvAPIKey, config.EnvModel} {
 		if env[k] == "" {
 			missing = append(missing, k)
 		}
 	}
 	switch len(missing) {
 	case 0:
-		return false, ""
+		return false, "", nil
 	case 1:
-		return true, missing[0] + " is not set"
+		return true, missing[0] + " is not set", nil
 	default:
-		return true, "OPENAI_API_KEY and RALPH_MODEL are not set"
+		return true, missing[0] + " and " + missing[1] + " are not set", nil
 	}
 }
 
@@ -100,9 +106,12 @@ func intSetting(env map[string]string, key string, def, max int) (int, error) {
 	if !ok || v == "" {
 		return def, nil
 	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 1 || n > max {
-		return 0, fmt.Errorf("%s=%q: must be an integer from 1 to %d", key, v, max)
+	n, err := config.ParsePositiveInt(key, v)
+	if err != nil {
+		return 0, err
+	}
+	if n > max {
+		return 0, fmt.Errorf("%s=%q: must be at most %d", key, v, max)
 	}
 	return n, nil
 }
