@@ -21,6 +21,8 @@ import (
 	"syscall"
 	"time"
 
+	deploycluster "github.com/ralph-temporal/ralph/deploy/cluster"
+
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 
@@ -39,22 +41,15 @@ const (
 const EnvTemporalBin = "RALPH_TEMPORAL_BIN"
 
 // DynamicConfig is Ralph's dynamic config for the dev server, as KEY=VALUE
-// (value in JSON). The dev server cannot read a dynamic-config file, so this
-// list mirrors deploy/cluster/dynamicconfig.yaml (the PostgreSQL cluster and
-// compose file use that file); deploy/compose_test.go keeps the two in step.
+// (value in JSON), read from deploy/cluster/dynamicconfig.yaml, the file the
+// PostgreSQL cluster and compose run: one home for the values. The file is
+// embedded, so a parse failure is a build mistake the tests catch.
 func DynamicConfig() []string {
-	return []string{
-		// Default 20: a ~100 ms floor on every task dispatch; 1000 removes it.
-		"history.transferProcessorMaxPollRPS=1000",
-		"history.timerProcessorMaxPollRPS=1000",
-		"history.visibilityProcessorMaxPollRPS=1000",
-		// Default 4 partitions: a task can land in a partition nobody polls.
-		"matching.numTaskqueueReadPartitions=1",
-		"matching.numTaskqueueWritePartitions=1",
-		// A workflow task that schedules a round gets it back inline.
-		"system.enableActivityEagerExecution=true",
-		"limit.maxIDLength=255",
+	values, err := deploycluster.DevServerValues()
+	if err != nil {
+		panic(err)
 	}
+	return values
 }
 
 // Options configure Start. The zero value is a usable in-memory server.

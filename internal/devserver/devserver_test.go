@@ -14,15 +14,6 @@ import (
 	"github.com/ralph-temporal/ralph/internal/testsupport"
 )
 
-func TestArgsCarryDynamicConfig(t *testing.T) {
-	for _, kv := range DynamicConfig() {
-		key, value, ok := strings.Cut(kv, "=")
-		if !ok || key == "" || value == "" {
-			t.Errorf("dynamic config %q is not KEY=VALUE", kv)
-		}
-	}
-}
-
 // TestStartRestartStop runs a real dev server when the temporal CLI is
 // installed: health, persistence across Restart, and Stop.
 func TestStartRestartStop(t *testing.T) {
