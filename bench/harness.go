@@ -258,37 +258,6 @@ func MachineCPU() (busy, total int64) {
 	return busy, total
 }
 
-// FindServerPID finds the dev server process listening on address's port
-// (`temporal server start-dev ... --port N`); 0 when not found.
-func FindServerPID(address string) int {
-	_, port, _ := strings.Cut(address, ":")
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-		if err != nil {
-			continue
-		}
-		args := strings.Split(string(data), "\x00")
-		dev, match := false, false
-		for i, a := range args {
-			if a == "start-dev" {
-				dev = true
-			}
-			if a == "--port" && i+1 < len(args) && args[i+1] == port {
-				match = true
-			}
-		}
-		if dev && match {
-			return pid
-		}
-	}
-	return 0
-}
-
 // StartRalph starts a Ralph run with raw JSON input, as the temporal CLI does.
 func StartRalph(ctx context.Context, t Target, queue, id string, input any) (client.WorkflowRun, error) {
 	raw, err := json.Marshal(input)

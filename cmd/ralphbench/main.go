@@ -144,7 +144,7 @@ func run() int {
 		Dir:       dir,
 		WorkerBin: bin,
 		Dev:       bench.Target{Name: "dev server", Address: dev.Address, Namespace: dev.Namespace, Client: devClient},
-		DevPID:    bench.FindServerPID(dev.Address),
+		DevPID:    dev.PID(),
 		Progress:  progress,
 		Tag:       strconv.FormatInt(time.Now().Unix()%1_000_000, 36),
 	}

@@ -20,6 +20,9 @@ import (
 // survives a SIGKILL and a SIGTERM restart of the server, and Stop leaves
 // no process, port or directory behind.
 func TestClusterLifecycle(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts PostgreSQL and the Temporal server (make unit passes -short; make test runs it)")
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute) // a cold build is slow
 	defer cancel()
 	s, err := Start(ctx, Options{})
