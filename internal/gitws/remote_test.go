@@ -225,12 +225,13 @@ func TestCancelKillsAHangingGit(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	closed := make(chan struct{})
+	accepted, closed := make(chan struct{}), make(chan struct{})
 	go func() {
 		conn, err := ln.Accept()
 		if err != nil {
 			return
 		}
+		close(accepted)
 		defer conn.Close()
 		_, _ = io.Copy(io.Discard, conn) // returns when git's end closes
 		close(closed)
@@ -243,10 +244,13 @@ func TestCancelKillsAHangingGit(t *testing.T) {
 		_, err := g.Prepare(ctx, dir, round(1, 1))
 		errc <- err
 	}()
+	// Cancel once git is connected and hanging, however long that takes.
 	select {
 	case err := <-errc:
 		t.Fatalf("prepare returned before the cancel: %v", err)
-	case <-time.After(500 * time.Millisecond):
+	case <-accepted:
+	case <-time.After(time.Minute):
+		t.Fatal("git never connected to the hanging server")
 	}
 	cancel()
 	select {

@@ -105,7 +105,7 @@ func (g *Git) run(parent context.Context, dir string, opts cmdOpts, args ...stri
 		cmd.Stdin = strings.NewReader(opts.stdin)
 	}
 	var stdout bytes.Buffer
-	var stderr cappedBuffer
+	var stderr tailBuffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
@@ -154,12 +154,21 @@ func gitEnv(env []string) []string {
 	return out
 }
 
-// cappedBuffer keeps the first outputCap bytes of a command's messages.
-type cappedBuffer struct{ bytes.Buffer }
+// tailBuffer keeps the last outputCap bytes of a command's messages: git
+// ends with the line that says what failed.
+type tailBuffer struct{ buf []byte }
 
-func (b *cappedBuffer) Write(p []byte) (int, error) {
-	if room := outputCap - b.Len(); room > 0 {
-		b.Buffer.Write(p[:min(len(p), room)])
+func (b *tailBuffer) Write(p []byte) (int, error) {
+	b.buf = append(b.buf, p...)
+	if len(b.buf) > 2*outputCap {
+		b.buf = append(b.buf[:0], b.buf[len(b.buf)-outputCap:]...)
 	}
 	return len(p), nil
+}
+
+func (b *tailBuffer) String() string {
+	if len(b.buf) > outputCap {
+		return string(b.buf[len(b.buf)-outputCap:])
+	}
+	return string(b.buf)
 }
