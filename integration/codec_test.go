@@ -6,7 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
-	"net"
+	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
@@ -23,6 +23,7 @@ import (
 
 	"github.com/ralph-temporal/ralph/internal/codec"
 	"github.com/ralph-temporal/ralph/internal/fakeopenai"
+	"github.com/ralph-temporal/ralph/internal/serverproc"
 )
 
 // Markers that must never appear in plaintext anywhere in an encrypted history.
@@ -154,26 +155,19 @@ func checkNoPlaintext(t *testing.T, history string, c *codec.Codec) (string, map
 
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := serverproc.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().String()
+	return fmt.Sprintf("127.0.0.1:%d", port)
 }
 
-// startCodecServer builds and runs cmd/ralph-codec-server; it returns the
-// endpoint once the server answers.
+// startCodecServer runs the suite's ralph-codec-server binary; it returns
+// the endpoint once the server answers.
 func startCodecServer(t *testing.T, keyFile, tokenFile string) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "ralph-codec-server")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/ralph-codec-server")
-	build.Dir = ".."
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build ralph-codec-server: %v\n%s", err, out)
-	}
 	addr := freeAddr(t)
-	cmd := exec.Command(bin, "--listen", addr, "--origins", "http://localhost:8233", "--token-file", tokenFile)
+	cmd := exec.Command(filepath.Join(suite.binDir, "ralph-codec-server"), "--listen", addr, "--origins", "http://localhost:8233", "--token-file", tokenFile)
 	cmd.Env = append(os.Environ(), "RALPH_ENCRYPTION_KEY_FILE="+keyFile)
 	out := &lockedBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out

@@ -62,8 +62,8 @@ func runMain(m *testing.M) (int, error) {
 		return 0, err
 	}
 	defer os.RemoveAll(binDir)
-	for _, name := range []string{"worker", "starter"} {
-		cmd := exec.Command("go", "build", "-o", filepath.Join(binDir, name), "./"+name)
+	for name, pkg := range map[string]string{"worker": "./worker", "starter": "./starter", "ralph-codec-server": "./cmd/ralph-codec-server"} {
+		cmd := exec.Command("go", "build", "-o", filepath.Join(binDir, name), pkg)
 		cmd.Dir = ".."
 		if out, err := cmd.CombinedOutput(); err != nil {
 			return 0, fmt.Errorf("build %s: %v\n%s", name, err, out)

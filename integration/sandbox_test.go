@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -253,7 +254,7 @@ sleep 323 & echo $! >> pids.txt; wait`
 
 func TestRealStackSandboxModesWithoutBubblewrap(t *testing.T) {
 	noBwrap := t.TempDir() // a PATH with bash but without bwrap
-	bash, err := findOnPath("bash")
+	bash, err := exec.LookPath("bash")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -270,14 +271,4 @@ func TestRealStackSandboxModesWithoutBubblewrap(t *testing.T) {
 	if !strings.Contains(log, "commands run unsandboxed") || !strings.Contains(log, "the session directory") {
 		t.Fatalf("auto mode without bubblewrap did not warn what commands can reach:\n%s", tail(log, 3000))
 	}
-}
-
-func findOnPath(name string) (string, error) {
-	for _, dir := range filepath.SplitList(os.Getenv("PATH")) {
-		p := filepath.Join(dir, name)
-		if fi, err := os.Stat(p); err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0 {
-			return p, nil
-		}
-	}
-	return "", fmt.Errorf("%s not on PATH", name)
 }
