@@ -31,9 +31,16 @@ func TestNextRequestTokens(t *testing.T) {
 		{Role: openai.ChatMessageRoleTool, ToolCallID: "c1", Content: strings.Repeat("y", 401)},                                                                        // 4 + 101
 	}
 	t.Run("no usage reported: the whole conversation and the tools", func(t *testing.T) {
-		s := &session{messages: msgs}
-		if got, want := s.nextRequestTokens(nil), 5+6+11+105+1; got != want { // nil tools marshal as "null": 1 token
+		s := &session{messages: msgs, allDefsTokens: 70, reportDefTokens: 9}
+		if got, want := s.nextRequestTokens(nil), 5+6+11+105+70; got != want {
 			t.Errorf("estimate = %d, want %d", got, want)
+		}
+		report := []openai.Tool{{Type: openai.ToolTypeFunction, Function: &openai.FunctionDefinition{Name: SubmitReportTool}}}
+		if got, want := s.nextRequestTokens(report), 5+6+11+105+9; got != want {
+			t.Errorf("estimate with only submit_report offered = %d, want %d", got, want)
+		}
+		if got := toolsTokens(nil); got != 1 { // nil tools marshal as "null"
+			t.Errorf("toolsTokens(nil) = %d, want 1", got)
 		}
 	})
 	t.Run("usage reported: prompt tokens plus what was appended since", func(t *testing.T) {

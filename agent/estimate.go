@@ -55,5 +55,14 @@ func (s *session) nextRequestTokens(offered []openai.Tool) int {
 	if s.reportedPrompt > 0 {
 		return s.reportedPrompt + messagesTokens(s.messages[s.reportedLen:])
 	}
-	return messagesTokens(s.messages) + toolsTokens(offered)
+	return messagesTokens(s.messages) + s.offerTokens(offered)
+}
+
+// offerTokens is the estimated size of an offer: a session offers every
+// tool or only submit_report.
+func (s *session) offerTokens(offered []openai.Tool) int {
+	if len(offered) == 1 && offered[0].Function.Name == SubmitReportTool {
+		return s.reportDefTokens
+	}
+	return s.allDefsTokens
 }

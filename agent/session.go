@@ -125,6 +125,8 @@ type session struct {
 	toolNames []string // every offered tool, for "unknown tool" answers
 	allDefs   []openai.Tool
 	reportDef openai.Tool
+	// The estimated size of each offer, taken once: the definitions never change.
+	allDefsTokens, reportDefTokens int
 
 	messages []openai.ChatCompletionMessage
 	sent     int  // messages already shown in an earlier model_request event
@@ -171,6 +173,7 @@ func newSession(cfg Config, req Request, ws *tools.Workspace, obs Observer) (*se
 	s.reportDef = def
 	s.allDefs = append(s.allDefs, s.reportDef)
 	s.toolNames = append(s.toolNames, SubmitReportTool)
+	s.allDefsTokens, s.reportDefTokens = toolsTokens(s.allDefs), toolsTokens([]openai.Tool{s.reportDef})
 	s.handoffAt, s.handoffBound = s.timeBound()
 	return s, nil
 }
