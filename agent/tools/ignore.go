@@ -30,13 +30,11 @@ type ignoreRules struct {
 	patterns []gitignore.Pattern
 }
 
-// ignored reports whether the entry at rel (slash-separated, relative to
-// the workspace root) is left out. A directory that is left out is not
-// entered, so nothing below it is re-included, as in git.
+// ignored reports whether the .gitignore files leave the entry at rel
+// (slash-separated, relative to the workspace root) out. A directory that is
+// left out is not entered, so nothing below it is re-included, as in git.
+// .git itself is no ignored entry: the walkers skip it before asking.
 func (r ignoreRules) ignored(rel string, isDir bool) bool {
-	if path.Base(rel) == GitDirName {
-		return true
-	}
 	if len(r.patterns) == 0 {
 		return false
 	}

@@ -137,15 +137,16 @@ func (t listFilesTool) collect(ctx context.Context, start string, startRules ign
 			continue
 		}
 		for _, de := range des {
+			if de.Name() == GitDirName {
+				continue // never listed, not even as ignored
+			}
 			rel := path.Join(d.rel, de.Name())
 			isDir := de.IsDir()
 			if rules.ignored(rel, isDir) {
-				if de.Name() != GitDirName {
-					if isDir {
-						rel += "/"
-					}
-					l.ignored = append(l.ignored, rel)
+				if isDir {
+					rel += "/"
 				}
+				l.ignored = append(l.ignored, rel)
 				continue
 			}
 			if len(l.entries) >= ListMaxEntries {

@@ -135,11 +135,12 @@ func (s *searcher) walk(ctx context.Context, dir string, rules ignoreRules) erro
 		return err
 	}
 	for _, de := range des {
+		if de.Name() == GitDirName {
+			continue // never searched, not even counted as ignored
+		}
 		rel := path.Join(dir, de.Name())
 		if rules.ignored(rel, de.IsDir()) {
-			if de.Name() != GitDirName {
-				s.ignored++
-			}
+			s.ignored++
 			continue
 		}
 		switch {
