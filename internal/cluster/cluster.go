@@ -38,6 +38,9 @@ const (
 	// StopGrace is how long the server and PostgreSQL get after their
 	// shutdown signal before SIGKILL.
 	StopGrace = 20 * time.Second
+	// portsFreeWithin bounds how long a restart waits for the stopped
+	// server's ports to be released.
+	portsFreeWithin = 10 * time.Second
 	// namespaceRetention is the registered namespace's history retention.
 	namespaceRetention = 24 * time.Hour
 	// dbUser and dbPassword are the throwaway database's only login.
@@ -94,10 +97,9 @@ type Server struct {
 	args  []string
 	env   []string
 
-	mu         sync.Mutex
-	proc       *serverproc.Process
-	registered bool // the namespace and search attributes exist
-	stopped    bool
+	mu      sync.Mutex
+	proc    *serverproc.Process
+	stopped bool
 }
 
 // Start builds the server binaries when they are not cached, initialises
@@ -209,7 +211,7 @@ func (s *Server) setUp(ctx context.Context) error {
 	if err := s.writeConfig(); err != nil {
 		return err
 	}
-	if err := s.start(ctx); err != nil {
+	if err := s.start(ctx, s.healthy); err != nil {
 		return err
 	}
 	return s.register(ctx)
@@ -278,10 +280,12 @@ func (s *Server) Restart(ctx context.Context) error {
 			return err
 		}
 	}
+	// One deadline for all the server's ports, not ten seconds each.
+	freeBy := time.Now().Add(portsFreeWithin)
 	for _, port := range s.ports.server() {
-		serverproc.WaitPortFree(s.ports.addr(port), 10*time.Second)
+		serverproc.WaitPortFree(s.ports.addr(port), max(time.Until(freeBy), 0))
 	}
-	return s.start(ctx)
+	return s.start(ctx, s.healthy, s.namespaceServed)
 }
 
 // Stop ends the Temporal server and PostgreSQL and removes the state

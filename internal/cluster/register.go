@@ -53,13 +53,7 @@ func (s *Server) register(ctx context.Context) error {
 	}
 	// The frontend knows new attributes only once its namespace cache has
 	// refreshed; until then a start that sets them is refused.
-	if err := s.waitFor(ctx, proc, s.searchAttributesUsable); err != nil {
-		return err
-	}
-	s.mu.Lock()
-	s.registered = true
-	s.mu.Unlock()
-	return nil
+	return s.waitFor(ctx, proc, s.searchAttributesUsable)
 }
 
 // searchAttributesUsable starts a probe workflow that sets every search

@@ -83,9 +83,9 @@ func (s *Server) writeConfig() error {
 	return nil
 }
 
-// start launches the server and waits until it serves the namespace (which
-// exists only after register on the first start).
-func (s *Server) start(ctx context.Context) error {
+// start launches the server and waits until it passes checks (a first
+// start only waits for health: the namespace is registered after it).
+func (s *Server) start(ctx context.Context, checks ...readyCheck) error {
 	cmd := exec.Command(s.bins.Server, s.args...)
 	cmd.Env = s.env
 	cmd.Dir = s.Dir
@@ -95,12 +95,7 @@ func (s *Server) start(ctx context.Context) error {
 	}
 	s.mu.Lock()
 	s.proc = proc
-	registered := s.registered
 	s.mu.Unlock()
-	checks := []readyCheck{s.healthy}
-	if registered {
-		checks = append(checks, s.namespaceServed)
-	}
 	return s.waitFor(ctx, proc, checks...)
 }
 
