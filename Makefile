@@ -11,7 +11,7 @@ test:
 	bash scripts/test.sh
 
 unit:
-	go test -race -short ./report/... ./workflows/... ./agent/... ./activities/... ./internal/... ./deploy/...
+	go test -race -short ./report/... ./usage/... ./internal/... ./agent/... ./activities/... ./workflows/... ./app/... ./deploy/... ./devenv/layers/...
 
 bench:
 	bash scripts/bench.sh

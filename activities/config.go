@@ -9,7 +9,7 @@ import (
 )
 
 // Config is everything a worker's activities need; the worker builds it from
-// env and flags (internal/config) and validates it before starting.
+// env and flags (app/config) and validates it before starting.
 type Config struct {
 	// Limits are returned by ResolveLimits and so recorded in each run's history.
 	Limits Limits

@@ -15,7 +15,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/ralph-temporal/ralph/internal/devserver"
+	"github.com/ralph-temporal/ralph/devenv/devserver"
 )
 
 type composeFile struct {
@@ -102,7 +102,7 @@ func TestComposeDependencyOrder(t *testing.T) {
 	}
 }
 
-// The server runs the same config files that internal/cluster tests.
+// The server runs the same config files that devenv/cluster tests.
 func TestComposeMountsTheTestedServerConfig(t *testing.T) {
 	c := loadCompose(t)
 	for _, svc := range c.Services {

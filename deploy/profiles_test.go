@@ -15,7 +15,7 @@ import (
 // keysMount is where every service that needs the encryption key file finds it.
 const keysMount = "./keys:/etc/ralph/keys:ro"
 
-// The Prometheus names of Ralph's metrics (internal/metrics exports the
+// The Prometheus names of Ralph's metrics (app/metrics exports the
 // activities' names under these; its tests pin the mapping).
 func ralphSeries() []string {
 	return []string{"ralph_rounds_total", "ralph_tokens_total", "ralph_verifications_total", "ralph_round_duration_seconds_bucket"}

@@ -2,7 +2,7 @@
 # `make test`: every test, on a fresh machine that has Go (as root, apt-get
 # installs what is missing): static checks, go test -race ./... (unit,
 # replay, the real-stack suite on the dev server), then the real-stack suite
-# again on the PostgreSQL-backed cluster (internal/cluster).
+# again on the PostgreSQL-backed cluster (devenv/cluster).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 need=()
@@ -29,4 +29,4 @@ echo "== go test -race (unit, replay, dev-server integration)"
 go test -race -p 1 -count=1 -timeout 40m ./...
 
 echo "== go test (integration against the PostgreSQL-backed Temporal cluster)"
-RALPH_TEST_CLUSTER=1 go test -count=1 -v -timeout 30m -run 'TestRealStack' ./integration/
+RALPH_TEST_CLUSTER=1 go test -count=1 -v -timeout 30m -run 'TestRealStack' ./devenv/integration/

@@ -12,8 +12,8 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/ralph-temporal/ralph/internal/config"
-	"github.com/ralph-temporal/ralph/internal/starterapp"
+	"github.com/ralph-temporal/ralph/app/config"
+	"github.com/ralph-temporal/ralph/app/starterapp"
 )
 
 func main() {

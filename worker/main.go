@@ -8,8 +8,8 @@ package main
 import (
 	"os"
 
-	"github.com/ralph-temporal/ralph/internal/config"
-	"github.com/ralph-temporal/ralph/internal/workerapp"
+	"github.com/ralph-temporal/ralph/app/config"
+	"github.com/ralph-temporal/ralph/app/workerapp"
 )
 
 func main() {

@@ -1,5 +1,5 @@
 // Command ralph-cluster runs a PostgreSQL-backed Temporal cluster on this
-// machine (internal/cluster): Debian's PostgreSQL 15 and the full Temporal
+// machine (devenv/cluster): Debian's PostgreSQL 15 and the full Temporal
 // server, with the namespace and Ralph's search attributes registered.
 //
 //	go run ./cmd/ralph-cluster                 # print export lines, serve until Ctrl-C
@@ -20,7 +20,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/ralph-temporal/ralph/internal/cluster"
+	"github.com/ralph-temporal/ralph/devenv/cluster"
 )
 
 func main() { os.Exit(run(os.Args[1:])) }

@@ -8,8 +8,8 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/ralph-temporal/ralph/internal/codecserver"
-	"github.com/ralph-temporal/ralph/internal/config"
+	"github.com/ralph-temporal/ralph/app/codecserver"
+	"github.com/ralph-temporal/ralph/app/config"
 )
 
 func main() {

@@ -17,7 +17,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/ralph-temporal/ralph/internal/devserver"
+	"github.com/ralph-temporal/ralph/devenv/devserver"
 )
 
 func main() {

@@ -17,12 +17,12 @@ import (
 
 	"go.temporal.io/sdk/client"
 
-	"github.com/ralph-temporal/ralph/internal/config"
-	"github.com/ralph-temporal/ralph/internal/devserver"
-	"github.com/ralph-temporal/ralph/internal/serverproc"
-	"github.com/ralph-temporal/ralph/internal/starterapp"
-	"github.com/ralph-temporal/ralph/internal/testsupport"
-	"github.com/ralph-temporal/ralph/internal/workerapp"
+	"github.com/ralph-temporal/ralph/app/config"
+	"github.com/ralph-temporal/ralph/devenv/devserver"
+	"github.com/ralph-temporal/ralph/devenv/serverproc"
+	"github.com/ralph-temporal/ralph/app/starterapp"
+	"github.com/ralph-temporal/ralph/devenv/testkit"
+	"github.com/ralph-temporal/ralph/app/workerapp"
 )
 
 // Exit codes of ralph-local besides the starter's own.
@@ -239,7 +239,7 @@ func (l *local) startWorker(ctx context.Context, s settings, addr string, env co
 	readyCtx, cancel := context.WithTimeout(ctx, s.workerTimeout)
 	defer cancel()
 	// The worker runs in this process, so its pollers carry this pid.
-	if err := testsupport.WaitPolling(readyCtx, c, cfg.TaskQueue, os.Getpid(), w.exited); err != nil {
+	if err := testkit.WaitPolling(readyCtx, c, cfg.TaskQueue, os.Getpid(), w.exited); err != nil {
 		w.stop(l)
 		if w.err != nil {
 			return nil, fmt.Errorf("the worker stopped: %w (log %s)", w.err, rel(l.dir, logPath))

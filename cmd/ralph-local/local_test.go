@@ -12,7 +12,7 @@ import (
 
 	"github.com/ralph-temporal/ralph/internal/fakeopenai"
 	"github.com/ralph-temporal/ralph/internal/proc"
-	"github.com/ralph-temporal/ralph/internal/serverproc"
+	"github.com/ralph-temporal/ralph/devenv/serverproc"
 )
 
 // syncBuffer is written by the starter and the worker's error log at once.

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ralph-temporal/ralph/internal/config"
+	"github.com/ralph-temporal/ralph/app/config"
 )
 
 // Settings of the local run (environment), with their defaults.

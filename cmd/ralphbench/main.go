@@ -26,9 +26,9 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 
-	"github.com/ralph-temporal/ralph/bench"
-	"github.com/ralph-temporal/ralph/internal/cluster"
-	"github.com/ralph-temporal/ralph/internal/devserver"
+	"github.com/ralph-temporal/ralph/devenv/bench"
+	"github.com/ralph-temporal/ralph/devenv/cluster"
+	"github.com/ralph-temporal/ralph/devenv/devserver"
 )
 
 var allSections = []string{"overhead", "scale", "cancel", "crash", "prompt", "history", "encryption"}
@@ -41,7 +41,7 @@ func run() int {
 	var (
 		only         = flag.String("only", strings.Join(allSections, ","), "comma-separated benchmarks to run: "+strings.Join(allSections, ","))
 		clusterAddr  = flag.String("cluster", "", "address of a running PostgreSQL-backed Temporal server to measure the overhead on beside the dev server")
-		withCluster  = flag.Bool("with-cluster", false, "start a PostgreSQL-backed Temporal cluster (internal/cluster) and measure the overhead on it beside the dev server")
+		withCluster  = flag.Bool("with-cluster", false, "start a PostgreSQL-backed Temporal cluster (devenv/cluster) and measure the overhead on it beside the dev server")
 		clusterNS    = flag.String("cluster-namespace", "default", "namespace on -cluster")
 		repo         = flag.String("repo", ".", "module root (to build ./worker)")
 		workerBin    = flag.String("worker-bin", "", "use this worker binary instead of building ./worker")

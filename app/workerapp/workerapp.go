@@ -1,0 +1,239 @@
+// Package workerapp is the Ralph worker binary: configuration from env and
+// flags, a Temporal client from the standard TEMPORAL_* environment, the
+// Ralph workflow and its activities registered under their stable names, and
+// a graceful drain on SIGINT/SIGTERM. worker/main.go is a thin wrapper.
+package workerapp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"slices"
+	"syscall"
+	"time"
+
+	"go.temporal.io/sdk/client"
+	tlog "go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/ralph-temporal/ralph/activities"
+	"github.com/ralph-temporal/ralph/app/config"
+	"github.com/ralph-temporal/ralph/internal/fakeopenai"
+	"github.com/ralph-temporal/ralph/app/searchattrs"
+	"github.com/ralph-temporal/ralph/workflows"
+)
+
+// Exit codes of the worker binary.
+const (
+	ExitOK     = 0
+	ExitFailed = 1
+	ExitUsage  = 2
+)
+
+// Demo-mode model settings: the scripted server ignores both, but the
+// OpenAI client needs a model name and sends a bearer token.
+const (
+	DemoModel  = "ralph-demo"
+	demoAPIKey = "demo-no-key"
+)
+
+// HeartbeatThrottle is the worker's MaxHeartbeatThrottleInterval. Heartbeat
+// responses are how a cancel reaches a running round; the SDK default would
+// throttle them to 0.8 × the heartbeat timeout and slow every cancel down.
+const HeartbeatThrottle = time.Second
+
+// StickyScheduleToStart bounds how long a workflow task waits on the sticky
+// queue of the worker that ran the run's last workflow task. After that
+// worker is killed, the next task (a round finished by another worker) falls
+// back to the shared queue this much later; the SDK default of 5 s showed in
+// every crash-recovery sample (BENCHMARKS.md).
+const StickyScheduleToStart = 2 * time.Second
+
+// Main runs the worker until SIGINT/SIGTERM and returns the exit code.
+func Main(args []string, env config.Env, stderr io.Writer) int {
+	cfg, err := config.LoadWorker(args, env, stderr)
+	if errors.Is(err, config.ErrHelp) {
+		return ExitOK
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "worker: %v\n", err)
+		return ExitUsage
+	}
+	logger := NewLogger(stderr, cfg)
+	slog.SetDefault(logger)
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := Run(ctx, cfg, env, logger); err != nil {
+		logger.Error("worker stopped with an error", "error", err)
+		var usage *UsageError
+		if errors.As(err, &usage) {
+			return ExitUsage
+		}
+		return ExitFailed
+	}
+	return ExitOK
+}
+
+// NewLogger builds the slog logger the configuration asks for.
+func NewLogger(w io.Writer, cfg config.Worker) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: cfg.LogLevel}
+	if cfg.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// UsageError is a configuration problem found after flag parsing (for
+// example a missing model name); the binary exits with ExitUsage.
+type UsageError struct{ Err error }
+
+func (e *UsageError) Error() string { return e.Err.Error() }
+func (e *UsageError) Unwrap() error { return e.Err }
+
+// Run serves until ctx is done, then drains: running rounds get
+// cfg.StopTimeout to finish before their contexts are cancelled.
+func Run(ctx context.Context, cfg config.Worker, env config.Env, logger *slog.Logger) error {
+	if cfg.Demo {
+		if cfg.Activities.Agent.Model != "" {
+			return &UsageError{Err: fmt.Errorf("%s=1 and %s=%q are both set: demo mode would silently replace that model with the scripted one; unset %s for a demo, or %s for a real run",
+				config.EnvDemo, config.EnvModel, cfg.Activities.Agent.Model, config.EnvModel, config.EnvDemo)}
+		}
+		if cfg.Activities.Agent.APIKey != "" {
+			logger.Warn("demo mode: " + config.EnvAPIKey + " is set and ignored; rounds talk to the scripted model")
+		}
+		srv, err := fakeopenai.Listen("127.0.0.1:0", fakeopenai.DemoScript())
+		if err != nil {
+			return fmt.Errorf("demo mode: start the scripted model server: %w", err)
+		}
+		defer srv.Close()
+		cfg.Activities.Agent.BaseURL = srv.BaseURL()
+		cfg.Activities.Agent.Model = DemoModel
+		cfg.Activities.Agent.APIKey = demoAPIKey
+		logger.Warn("demo mode: every round talks to the scripted local model server, not a real model",
+			"baseURL", srv.BaseURL(), "model", DemoModel)
+	}
+	if err := cfg.CheckModel(); err != nil {
+		return &UsageError{Err: err}
+	}
+	if err := makeNonDumpable(); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(cfg.Activities.WorkspaceRoot, 0o755); err != nil {
+		return fmt.Errorf("create the workspace root (RALPH_WORKSPACE_ROOT): %w", err)
+	}
+	if err := os.MkdirAll(cfg.Activities.SessionDir, 0o700); err != nil {
+		return fmt.Errorf("create the session directory (RALPH_SESSION_DIR): %w", err)
+	}
+	if cfg.Connection.EncryptionKeyFile != "" {
+		// The payload key is a worker secret like the TLS files.
+		cfg.Activities.Sandbox.Hide = append(slices.Clip(cfg.Activities.Sandbox.Hide), cfg.Connection.EncryptionKeyFile)
+	}
+	acts, err := activities.New(cfg.Activities)
+	if err != nil {
+		return &UsageError{Err: fmt.Errorf("activities configuration: %w", err)}
+	}
+	logSandbox(logger, cfg.Activities.Sandbox, acts.Sandbox())
+
+	opts, err := config.ClientOptions(env, cfg.Connection)
+	if err != nil {
+		return &UsageError{Err: err}
+	}
+	opts.Logger = tlog.NewStructuredLogger(logger)
+	if cfg.MetricsAddress != "" {
+		stopMetrics, err := serveMetrics(&opts, cfg.MetricsAddress, logger)
+		if err != nil {
+			return &UsageError{Err: err}
+		}
+		defer stopMetrics()
+	}
+	logger.Info("starting Ralph worker", append([]any{"address", opts.HostPort, "namespace", opts.Namespace,
+		"encryptionKeyFile", cfg.Connection.EncryptionKeyFile, "metricsAddress", cfg.MetricsAddress}, cfg.LogAttrs()...)...)
+
+	c, err := dialWithRetry(ctx, opts, env, cfg.ConnectTimeout, logger)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	if cfg.Activities.Limits.SearchAttributes {
+		if err := searchattrs.Ensure(ctx, c, opts.Namespace, logger); err != nil {
+			return &UsageError{Err: err}
+		}
+	}
+
+	w := worker.New(c, cfg.TaskQueue, Options(cfg))
+	Register(w, acts)
+
+	stop := make(chan any)
+	finished := make(chan struct{})
+	defer close(finished)
+	go func() {
+		select {
+		case <-ctx.Done():
+			logger.Info("stopping: draining running rounds", "stopTimeout", cfg.StopTimeout)
+			close(stop)
+		case <-finished:
+		}
+	}()
+	logger.Info("worker is polling", "taskQueue", cfg.TaskQueue, "namespace", opts.Namespace, "address", opts.HostPort)
+	if err := w.Run(stop); err != nil {
+		return fmt.Errorf("worker on task queue %q: %w", cfg.TaskQueue, err)
+	}
+	logger.Info("worker stopped")
+	return nil
+}
+
+// Options are the worker options a Ralph worker runs with.
+func Options(cfg config.Worker) worker.Options {
+	return worker.Options{
+		MaxConcurrentActivityExecutionSize: cfg.ConcurrentRounds,
+		MaxHeartbeatThrottleInterval:       HeartbeatThrottle,
+		DefaultHeartbeatThrottleInterval:   HeartbeatThrottle,
+		StickyScheduleToStartTimeout:       StickyScheduleToStart,
+		WorkerStopTimeout:                  cfg.StopTimeout,
+	}
+}
+
+// Register puts the workflow and the activities on w under their stable
+// names; the activities register themselves (one path for every worker).
+func Register(w worker.Registry, acts *activities.Activities) {
+	w.RegisterWorkflowWithOptions(workflows.Ralph, workflow.RegisterOptions{Name: workflows.WorkflowName})
+	acts.Register(w)
+}
+
+// dialWithRetry keeps trying an unreachable server for up to timeout, so a
+// worker started next to its server (compose, scripts) waits for it.
+func dialWithRetry(ctx context.Context, opts client.Options, env config.Env, timeout time.Duration, logger *slog.Logger) (client.Client, error) {
+	deadline := time.Now().Add(timeout)
+	delay := 500 * time.Millisecond
+	for {
+		attemptCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		c, err := config.Dial(attemptCtx, opts, env)
+		cancel()
+		if err == nil {
+			return c, nil
+		}
+		var unreachable *config.UnreachableError
+		if !errors.As(err, &unreachable) {
+			return nil, err
+		}
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("%w (gave up: %v)", err, ctx.Err())
+		}
+		if time.Now().Add(delay).After(deadline) {
+			return nil, fmt.Errorf("%w (gave up after %s; RALPH_CONNECT_TIMEOUT_SECONDS)", err, timeout)
+		}
+		logger.Warn("waiting for the Temporal server", "address", opts.HostPort, "error", err.Error(), "retryIn", delay)
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("%w (interrupted)", err)
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, 5*time.Second)
+	}
+}

@@ -1,0 +1,202 @@
+package bench
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
+
+	"github.com/ralph-temporal/ralph/activities"
+	"github.com/ralph-temporal/ralph/internal/codec"
+	"github.com/ralph-temporal/ralph/app/config"
+	"github.com/ralph-temporal/ralph/devenv/devserver"
+	"github.com/ralph-temporal/ralph/internal/fakeopenai"
+	"github.com/ralph-temporal/ralph/report"
+	"github.com/ralph-temporal/ralph/workflows"
+)
+
+// EncryptionConfig sizes the encryption-overhead benchmark.
+type EncryptionConfig struct {
+	Rounds int // rounds per run
+	Reps   int // measured runs of each loop
+}
+
+// Encryption measures what payload encryption adds per round: the bare
+// loop, a plain Ralph loop and a Ralph loop whose client (so its worker and
+// its starter) encrypts every payload with the RALPH_ENCRYPTION_KEY_FILE
+// codec, alternately on the dev server, eager activities on.
+func (h *Harness) Encryption(ctx context.Context, cfg EncryptionConfig) (Section, error) {
+	sec := Section{
+		Title: "7. Per-round overhead with payload encryption",
+		Intro: fmt.Sprintf("The benchmark-1 setup (instant scripted model, one model call per round, maxRounds %d, eager activities on, "+
+			"in-process workers with the worker binary's registration and options) on the dev server, three loops alternately, %d measured runs each "+
+			"after a warm-up: the bare no-op loop, Ralph with plaintext payloads, and Ralph through a client built by `config.ClientOptions` "+
+			"with `RALPH_ENCRYPTION_KEY_FILE` set (AES-256-GCM codec data converter and encoded failure attributes on the worker and the starter). "+
+			"Per-round times come from the server's event timestamps; the round spanning the continue-as-new is left out as in benchmark 1.",
+			cfg.Rounds, cfg.Reps),
+	}
+	keyFile, err := writeBenchKeyFile(h.Dir)
+	if err != nil {
+		return sec, err
+	}
+	opts, err := config.ClientOptions(config.MapEnv{"TEMPORAL_ADDRESS": h.Dev.Address, "TEMPORAL_NAMESPACE": h.Dev.Namespace},
+		config.Connection{EncryptionKeyFile: keyFile})
+	if err != nil {
+		return sec, err
+	}
+	opts.Logger = devserver.QuietLogger{}
+	encClient, err := client.DialContext(ctx, opts)
+	if err != nil {
+		return sec, fmt.Errorf("dial the dev server with encryption: %w", err)
+	}
+	defer encClient.Close()
+	encTarget := Target{Name: h.Dev.Name + ", encrypted", Address: h.Dev.Address, Namespace: h.Dev.Namespace, Client: encClient}
+
+	model := fakeopenai.NewServer(fakeopenai.Script{Rule: func(fakeopenai.Request) fakeopenai.Response {
+		return submitContinue("round done")
+	}})
+	defer model.Close()
+	plainW, err := h.StartInProc(h.Dev, "enc-plain", model.BaseURL(), true, nil)
+	if err != nil {
+		return sec, err
+	}
+	defer plainW.Stop()
+	encW, err := h.StartInProc(encTarget, "enc-on", model.BaseURL(), true, nil)
+	if err != nil {
+		return sec, err
+	}
+	defer encW.Stop()
+
+	type loop struct {
+		name    string
+		run     func(ctx context.Context, rounds int) (RoundTimes, error)
+		periods []time.Duration
+		execs   []time.Duration
+	}
+	ralph := func(t Target, w *InProc, encrypted bool) func(context.Context, int) (RoundTimes, error) {
+		return func(ctx context.Context, rounds int) (RoundTimes, error) {
+			id := h.name("enc-ralph")
+			run, err := StartRalph(ctx, t, w.Queue, id, ralphInput{Objective: "benchmark payload encryption", MaxRounds: rounds})
+			if err != nil {
+				return RoundTimes{}, err
+			}
+			first := run.GetRunID()
+			var res workflows.Result
+			if err := run.Get(ctx, &res); err != nil {
+				return RoundTimes{}, fmt.Errorf("ralph run %s: %w", id, err)
+			}
+			if res.Status != report.OutcomeBudgetLimited || res.RoundsStarted != rounds {
+				return RoundTimes{}, fmt.Errorf("ralph run %s: result %+v", id, res)
+			}
+			chain, err := Chain(ctx, t, id, first)
+			if err != nil {
+				return RoundTimes{}, err
+			}
+			if err := checkEncoding(chain, encrypted); err != nil {
+				return RoundTimes{}, fmt.Errorf("ralph run %s: %w", id, err)
+			}
+			return Timing(chain, activities.RunRoundName), nil
+		}
+	}
+	bare := func(ctx context.Context, rounds int) (RoundTimes, error) {
+		id := h.name("enc-bare")
+		run, err := h.Dev.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+			ID: id, TaskQueue: plainW.Queue, WorkflowExecutionTimeout: 5 * time.Minute,
+		}, BareWorkflowName, BareInput{Rounds: rounds})
+		if err != nil {
+			return RoundTimes{}, err
+		}
+		first := run.GetRunID()
+		var n int
+		if err := run.Get(ctx, &n); err != nil {
+			return RoundTimes{}, fmt.Errorf("bare run %s: %w", id, err)
+		}
+		chain, err := Chain(ctx, h.Dev, id, first)
+		if err != nil {
+			return RoundTimes{}, err
+		}
+		return Timing(chain, NoopActivityName), nil
+	}
+	loops := []*loop{
+		{name: "bare", run: bare},
+		{name: "Ralph, plaintext", run: ralph(h.Dev, plainW, false)},
+		{name: "Ralph, encrypted", run: ralph(encTarget, encW, true)},
+	}
+	once := func(l *loop, rounds int, record bool) error {
+		rctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+		defer cancel()
+		rt, err := l.run(rctx, rounds)
+		if err != nil {
+			return err
+		}
+		if record {
+			within, _ := rt.SplitPeriods()
+			l.periods = append(l.periods, within...)
+			l.execs = append(l.execs, rt.Executions()...)
+		}
+		return nil
+	}
+	h.logf("encryption: warm-up")
+	for _, l := range loops {
+		if err := once(l, 3, false); err != nil {
+			return sec, err
+		}
+	}
+	for rep := range cfg.Reps {
+		h.logf("encryption: run %d/%d", rep+1, cfg.Reps)
+		for i := range loops {
+			// Rotate the order so no loop always runs first.
+			if err := once(loops[(i+rep)%len(loops)], cfg.Rounds, true); err != nil {
+				return sec, err
+			}
+		}
+	}
+	bareP50 := float64(Median(loops[0].periods))
+	plainP50 := float64(Median(loops[1].periods))
+	t := Table{Header: []string{"loop", "rounds measured", "round p50 ms", "round p95 ms", "in activity p50 ms", "ratio to bare (p50)", "ratio to plaintext Ralph (p50)"}}
+	for _, l := range loops {
+		p50 := float64(Median(l.periods))
+		t.Add(l.name, fmt.Sprint(len(l.periods)), ms(Median(l.periods)), ms(Percentile(l.periods, 95)), ms(Median(l.execs)),
+			ratio(p50, bareP50), ratio(p50, plainP50))
+	}
+	sec.Tables = []Table{t}
+	sec.Notes = append(sec.Notes,
+		"Every payload of the encrypted runs was checked to carry the `binary/encrypted` encoding, and every payload of the plaintext runs not to.")
+	return sec, nil
+}
+
+// checkEncoding makes sure the loop measured what it claims: every input
+// and result payload of the run's activities is encrypted (or none is).
+func checkEncoding(chain []RunHistory, encrypted bool) error {
+	for _, run := range chain {
+		for _, ev := range run.Events {
+			payloads := ev.GetActivityTaskScheduledEventAttributes().GetInput().GetPayloads()
+			payloads = append(payloads, ev.GetActivityTaskCompletedEventAttributes().GetResult().GetPayloads()...)
+			for _, p := range payloads {
+				if got := string(p.GetMetadata()[converter.MetadataEncoding]) == codec.Encoding; got != encrypted {
+					return fmt.Errorf("event %d: payload encoding %q, want encrypted=%v", ev.GetEventId(), p.GetMetadata()[converter.MetadataEncoding], encrypted)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func writeBenchKeyFile(dir string) (string, error) {
+	key := make([]byte, codec.KeySize)
+	if _, err := rand.Read(key); err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, "bench.keys")
+	line := "bench " + base64.StdEncoding.EncodeToString(key) + "\n"
+	if err := os.WriteFile(path, []byte(line), 0o600); err != nil {
+		return "", fmt.Errorf("write the benchmark key file: %w", err)
+	}
+	return path, nil
+}
