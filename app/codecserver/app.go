@@ -14,8 +14,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ralph-temporal/ralph/internal/codec"
 	"github.com/ralph-temporal/ralph/app/config"
+	"github.com/ralph-temporal/ralph/internal/codec"
 )
 
 // Defaults and exit codes of the binary.

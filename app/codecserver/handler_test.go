@@ -16,8 +16,8 @@ import (
 	commonpb "go.temporal.io/api/common/v1"
 	"go.temporal.io/sdk/converter"
 
-	"github.com/ralph-temporal/ralph/internal/codec"
 	"github.com/ralph-temporal/ralph/app/config"
+	"github.com/ralph-temporal/ralph/internal/codec"
 )
 
 const uiOrigin = "http://localhost:8233"

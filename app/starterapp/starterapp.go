@@ -25,8 +25,8 @@ import (
 	tlog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/ralph-temporal/ralph/internal/codec"
 	"github.com/ralph-temporal/ralph/app/config"
+	"github.com/ralph-temporal/ralph/internal/codec"
 	"github.com/ralph-temporal/ralph/report"
 	"github.com/ralph-temporal/ralph/workflows"
 )

@@ -18,11 +18,11 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/ralph-temporal/ralph/app/config"
+	"github.com/ralph-temporal/ralph/app/starterapp"
+	"github.com/ralph-temporal/ralph/app/workerapp"
 	"github.com/ralph-temporal/ralph/devenv/devserver"
 	"github.com/ralph-temporal/ralph/devenv/serverproc"
-	"github.com/ralph-temporal/ralph/app/starterapp"
 	"github.com/ralph-temporal/ralph/devenv/testkit"
-	"github.com/ralph-temporal/ralph/app/workerapp"
 )
 
 // Exit codes of ralph-local besides the starter's own.

@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ralph-temporal/ralph/devenv/serverproc"
 	"github.com/ralph-temporal/ralph/internal/fakeopenai"
 	"github.com/ralph-temporal/ralph/internal/proc"
-	"github.com/ralph-temporal/ralph/devenv/serverproc"
 )
 
 // syncBuffer is written by the starter and the worker's error log at once.

@@ -28,9 +28,9 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"github.com/ralph-temporal/ralph/activities"
+	"github.com/ralph-temporal/ralph/app/workerapp"
 	"github.com/ralph-temporal/ralph/devenv/devserver"
 	"github.com/ralph-temporal/ralph/internal/fakeopenai"
-	"github.com/ralph-temporal/ralph/app/workerapp"
 	"github.com/ralph-temporal/ralph/workflows"
 )
 

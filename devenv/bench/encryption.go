@@ -13,9 +13,9 @@ import (
 	"go.temporal.io/sdk/converter"
 
 	"github.com/ralph-temporal/ralph/activities"
-	"github.com/ralph-temporal/ralph/internal/codec"
 	"github.com/ralph-temporal/ralph/app/config"
 	"github.com/ralph-temporal/ralph/devenv/devserver"
+	"github.com/ralph-temporal/ralph/internal/codec"
 	"github.com/ralph-temporal/ralph/internal/fakeopenai"
 	"github.com/ralph-temporal/ralph/report"
 	"github.com/ralph-temporal/ralph/workflows"

@@ -10,9 +10,9 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 
-	"github.com/ralph-temporal/ralph/internal/proc"
 	"github.com/ralph-temporal/ralph/devenv/serverproc"
 	"github.com/ralph-temporal/ralph/devenv/testkit"
+	"github.com/ralph-temporal/ralph/internal/proc"
 )
 
 // TestClusterLifecycle runs the real cluster: PostgreSQL and the Temporal

@@ -21,9 +21,9 @@ import (
 	"go.temporal.io/sdk/converter"
 	"google.golang.org/protobuf/encoding/protojson"
 
+	"github.com/ralph-temporal/ralph/devenv/serverproc"
 	"github.com/ralph-temporal/ralph/internal/codec"
 	"github.com/ralph-temporal/ralph/internal/fakeopenai"
-	"github.com/ralph-temporal/ralph/devenv/serverproc"
 )
 
 // Markers that must never appear in plaintext anywhere in an encrypted history.

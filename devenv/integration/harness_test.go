@@ -26,9 +26,9 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/ralph-temporal/ralph/devenv/devserver"
-	"github.com/ralph-temporal/ralph/internal/fakeopenai"
-	"github.com/ralph-temporal/ralph/devenv/testserver"
 	"github.com/ralph-temporal/ralph/devenv/testkit"
+	"github.com/ralph-temporal/ralph/devenv/testserver"
+	"github.com/ralph-temporal/ralph/internal/fakeopenai"
 	"github.com/ralph-temporal/ralph/workflows"
 )
 
