@@ -111,15 +111,20 @@ func (p *Provider) Options() tracing.Options {
 // Query tracing is off: the starter's progress polls the status query
 // twice a second, which would bury each round under query spans.
 func (p *Provider) ClientInterceptor() (interceptor.ClientInterceptor, error) {
-	inner, err := temporalotel.NewTracer(temporalotel.TracerOptions{
-		Tracer:              p.tp.Tracer("temporal-sdk-go"),
-		DisableQueryTracing: true,
-		SpanStarter:         p.runs.startSpan,
-	})
+	inner, err := newInner(p)
 	if err != nil {
 		return nil, err
 	}
 	return interceptor.NewTracingInterceptor(&replaySafeTracer{Tracer: inner, runs: p.runs}), nil
+}
+
+// newInner is the SDK's OpenTelemetry tracer on p.
+func newInner(p *Provider) (interceptor.Tracer, error) {
+	return temporalotel.NewTracer(temporalotel.TracerOptions{
+		Tracer:              p.tp.Tracer("temporal-sdk-go"),
+		DisableQueryTracing: true,
+		SpanStarter:         p.runs.startSpan,
+	})
 }
 
 // WorkerInterceptor goes in worker.Options.Interceptors (inside the
