@@ -107,13 +107,14 @@ func (a *Activities) RunRound(ctx context.Context, in RoundInput) (RoundOutput, 
 		// (no checkpoint: there is no report to commit it under).
 		logger.Info("Round deferred", "round", in.Round, "sessionId", sessionID, "reason", d.Reason,
 			"retryAfterSeconds", d.RetryAfterSeconds(), "model", d.Model, "error", agent.Redact(d.Last, a.cfg.Agent.APIKey))
-		return RoundOutput{Usage: spent, SessionID: sessionID, Model: res.Model,
+		return RoundOutput{Usage: spent, SessionID: sessionID, Model: res.Model, FirstRequestTokens: res.FirstPromptTokens,
 			Deferred: &Deferred{Reason: d.Reason, RetryAfterSeconds: d.RetryAfterSeconds()}}, nil
 	}
 	if err != nil {
 		return RoundOutput{}, a.roundError(ctx, err, in.Round, FailureDetails{SessionID: sessionID, Usage: spent})
 	}
-	out := RoundOutput{Report: res.Report, Usage: spent, SessionID: sessionID, Verification: res.Verification, Model: res.Model}
+	out := RoundOutput{Report: res.Report, Usage: spent, SessionID: sessionID, Verification: res.Verification, Model: res.Model,
+		FirstRequestTokens: res.FirstPromptTokens}
 	if out.Checkpoint, out.WorkspaceChanged, err = ws.finish(ctx, res.Report, FailureDetails{SessionID: sessionID, Usage: spent}); err != nil {
 		return RoundOutput{}, err
 	}

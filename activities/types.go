@@ -144,6 +144,10 @@ type RoundOutput struct {
 	// Model is the model that produced the report (on a deferral: the model
 	// in use when the session deferred).
 	Model string `json:"model,omitempty"`
+	// FirstRequestTokens is the prompt tokens of the session's first request
+	// (0: not reported); the workflow's token budget keeps at least that
+	// much for a round to start.
+	FirstRequestTokens int `json:"firstRequestTokens,omitempty"`
 	// Deferred is set instead of a report when the round was deferred;
 	// Usage is then what the deferred session spent.
 	Deferred *Deferred `json:"deferred,omitempty"`

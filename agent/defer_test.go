@@ -197,4 +197,3 @@ func TestFallbackModelNamesAreChecked(t *testing.T) {
 		t.Errorf("Validate = %v, want an error naming fallback model 2", err)
 	}
 }
-

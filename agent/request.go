@@ -77,4 +77,7 @@ type Result struct {
 	// Model is the model that produced the report (on a deferral or a
 	// failure: the model in use when the session ended).
 	Model string
+	// FirstPromptTokens is what the provider counted for the session's first
+	// request (0: not reported): the fixed cost of starting a round.
+	FirstPromptTokens int
 }

@@ -74,7 +74,7 @@ func RunSession(ctx context.Context, cfg Config, req Request, obs Observer) (Res
 		end.Error = Redact(err.Error(), cfg.APIKey)
 	}
 	s.emit(end)
-	res := Result{Report: rep, Usage: s.usage, Model: s.reportModel()}
+	res := Result{Report: rep, Usage: s.usage, Model: s.reportModel(), FirstPromptTokens: s.firstPrompt}
 	if err == nil {
 		res.Verification = s.verification
 	}
@@ -145,6 +145,7 @@ type session struct {
 	handoffBound string    // which time bound handoffAt is
 
 	usage          usage.Usage
+	firstPrompt    int    // prompt tokens the provider reported for the first call
 	answeredBy     string // the model of the last completed call
 	calls          int    // completed model calls
 	repairs        int
@@ -323,6 +324,9 @@ func (s *session) callModel(ctx context.Context, step int, offered []openai.Tool
 	s.answeredBy = s.model.model()
 	call := usage.Usage{ModelCalls: 1, PromptTokens: resp.Usage.PromptTokens, CompletionTokens: resp.Usage.CompletionTokens}
 	s.usage = s.usage.Add(call)
+	if s.calls == 1 {
+		s.firstPrompt = resp.Usage.PromptTokens
+	}
 	if resp.Usage.PromptTokens > 0 {
 		s.reportedPrompt, s.reportedLen = resp.Usage.PromptTokens, sentLen
 	} else {

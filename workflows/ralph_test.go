@@ -49,6 +49,8 @@ func blockedReport() report.Report {
 
 // script plays one round per call: reports[r] is round r's report; a missing
 // entry means continue. failAt fails that round with the given error.
+const scriptFirstRequestTokens = 50
+
 type script struct {
 	mu      sync.Mutex
 	reports map[int]report.Report
@@ -77,6 +79,9 @@ func (s *script) runRound(ctx context.Context, in activities.RoundInput) (activi
 		Usage:            usage.Usage{ModelCalls: 2, ToolCalls: 3, PromptTokens: 100, CompletionTokens: 10},
 		SessionID:        fmt.Sprintf("session-%d", in.Round),
 		WorkspaceChanged: !s.idle[in.Round],
+		// A round's first request costs 50 tokens (the token budget's floor).
+		FirstRequestTokens: scriptFirstRequestTokens,
+		Model:              "primary",
 	}
 	if v, ok := s.verified[in.Round]; ok {
 		out.Verification = v
