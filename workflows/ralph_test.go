@@ -61,7 +61,14 @@ type script struct {
 	verified map[int]*report.Verification
 	commits  map[int]string
 	inputs   []activities.RoundInput
+	// deferrals are served, in order, before round R hands off; deferForever
+	// defers every session of that round.
+	deferrals    map[int][]activities.Deferred
+	deferForever map[int]activities.Deferred
 }
+
+// deferredUsage is what one scripted deferred session spent.
+var deferredUsage = usage.Usage{ModelCalls: 1, PromptTokens: 40}
 
 func (s *script) runRound(ctx context.Context, in activities.RoundInput) (activities.RoundOutput, error) {
 	s.mu.Lock()
@@ -69,6 +76,13 @@ func (s *script) runRound(ctx context.Context, in activities.RoundInput) (activi
 	s.inputs = append(s.inputs, in)
 	if err, ok := s.failAt[in.Round]; ok {
 		return activities.RoundOutput{}, err
+	}
+	if d, ok := s.deferForever[in.Round]; ok {
+		return activities.RoundOutput{Deferred: &d, Usage: deferredUsage, SessionID: "deferred", Model: "primary"}, nil
+	}
+	if q := s.deferrals[in.Round]; len(q) > 0 {
+		s.deferrals[in.Round] = q[1:]
+		return activities.RoundOutput{Deferred: &q[0], Usage: deferredUsage, SessionID: "deferred", Model: "primary"}, nil
 	}
 	r, ok := s.reports[in.Round]
 	if !ok {
