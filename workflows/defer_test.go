@@ -275,4 +275,3 @@ func TestDeferralWait(t *testing.T) {
 		}
 	}
 }
-
