@@ -67,7 +67,7 @@ type ChurnResult struct {
 }
 
 // churnKey finds the run's key in its objective.
-var churnKey = regexp.MustCompile(`churn run (\S+)`)
+var churnKey = regexp.MustCompile(`churn run ([A-Za-z0-9-]+)`)
 
 // churnUsage is what the scripted model reports for every answer, so the
 // usage a run should show is a count of answers times these.
