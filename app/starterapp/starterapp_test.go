@@ -285,6 +285,30 @@ func TestProgressShowsPauseAndStop(t *testing.T) {
 	}
 }
 
+func TestProgressShowsAWait(t *testing.T) {
+	var out bytes.Buffer
+	now := time.Unix(0, 0)
+	p := &progressPrinter{out: &out, started: now, taskQueue: "ralph", workflowID: "ralph-w", now: func() time.Time { return now }}
+	waiting := workflows.Status{Round: 1, MaxRounds: 4, Phase: "waiting", WaitingUntil: "2026-12-01T18:00:00Z", WaitReason: "rate-limited", Rounds: []workflows.RoundSummary{}}
+	p.update(workflows.Status{Round: 1, MaxRounds: 4, Phase: "running"}, nil)
+	p.update(waiting, nil)
+	p.update(waiting, nil)
+	paused := waiting
+	paused.Phase = "paused"
+	p.update(paused, nil)
+	p.update(waiting, nil)
+	p.update(workflows.Status{Round: 1, MaxRounds: 4, Phase: "running"}, nil)
+	want := `[00:00] round 1/4 running…
+[00:00] round 1/4 deferred (provider rate-limited): waiting until 2026-12-01T18:00:00Z, then a fresh session runs it again
+[00:00] paused while round 1/4 waits for the provider (resume with: starter resume ralph-w)
+[00:00] resumed
+[00:00] round 1/4 running again after the wait…
+`
+	if out.String() != want {
+		t.Errorf("progress:\n%s\nwant:\n%s", out.String(), want)
+	}
+}
+
 func TestParseControlAndBudgetFlags(t *testing.T) {
 	cmd, err := parseArgs([]string{"run", "--objective", "x", "--workspace", "w", "--verify", " go test ./... ",
 		"--max-tokens", "5000", "--max-minutes", "30"}, config.MapEnv{}, nil, io.Discard)
