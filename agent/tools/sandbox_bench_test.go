@@ -18,7 +18,7 @@ import (
 func BenchmarkRunCommandTrue(b *testing.B) {
 	for _, mode := range []string{sandbox.ModeOff, sandbox.ModeBwrap} {
 		b.Run(mode, func(b *testing.B) {
-			f := newSandboxFixture(b, mode, sandbox.Config{Network: true})
+			f := newSandboxFixture(b, mode, sandbox.Config{Network: sandbox.NetHost})
 			tool := f.w.Tools()[5] // run_command
 			if tool.Name() != "run_command" {
 				b.Fatalf("tool 5 is %s", tool.Name())

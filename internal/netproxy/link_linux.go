@@ -13,10 +13,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Port is where a command's proxy listens inside its network namespace
-// (127.0.0.1 there is the sandbox's own loopback).
-const Port = 3128
-
 // helperArg marks the process as the network helper (see init).
 const helperArg = "__ralph-sandbox-net-helper"
 
@@ -126,14 +122,6 @@ func (k *Link) Files() []*os.File { return []*os.File{k.child, k.exe} }
 func (k *Link) Argv(firstFD int, argv []string) []string {
 	return append([]string{fmt.Sprintf("/proc/self/fd/%d", firstFD+1), helperArg,
 		strconv.Itoa(firstFD), strconv.Itoa(firstFD + 1)}, argv...)
-}
-
-// Env are the variables that send a command's HTTP clients to its proxy.
-// Loopback stays direct: inside the sandbox it is the command's own.
-func Env() []string {
-	u := "http://127.0.0.1:" + strconv.Itoa(Port)
-	return []string{"HTTP_PROXY=" + u, "HTTPS_PROXY=" + u, "http_proxy=" + u, "https_proxy=" + u,
-		"NO_PROXY=localhost,127.0.0.1,::1", "no_proxy=localhost,127.0.0.1,::1"}
 }
 
 // Started is called once the command's process exists: the worker's copy

@@ -25,7 +25,7 @@ func TestClassify(t *testing.T) {
 		"169.254.169.254": RuleLinkLocal, "fe80::1": RuleLinkLocal,
 		"224.0.0.1": RuleMulticast, "239.255.255.250": RuleMulticast, "ff02::1": RuleMulticast, "ff0e::1": RuleMulticast,
 		"255.255.255.255": RuleMulticast,
-		"0.0.0.0": RuleUnspecified, "0.1.2.3": RuleUnspecified, "::": RuleUnspecified,
+		"0.0.0.0":         RuleUnspecified, "0.1.2.3": RuleUnspecified, "::": RuleUnspecified,
 		"93.184.216.34": "", "172.32.0.1": "", "100.128.0.1": "", "2606:4700::1111": "", "8.8.8.8": "",
 	}
 	for addr, want := range cases {
