@@ -189,7 +189,8 @@ func (p *Proxy) dialChecked(ctx context.Context, host string, port int, rec *Rec
 		if !p.allow.Empty() && !p.allow.nameAllowed(host, port) && !p.allow.hasAddrs() {
 			return nil, &refusal{host, port, RuleNotAllowed}
 		}
-		found, err := p.resolver.LookupNetIP(ctx, "ip", host)
+		// The root's dot changes nothing but would keep /etc/hosts out.
+		found, err := p.resolver.LookupNetIP(ctx, "ip", strings.TrimSuffix(host, "."))
 		if err != nil {
 			return nil, fmt.Errorf("resolving %s: %w", host, err)
 		}
