@@ -12,6 +12,7 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/ralph-temporal/ralph/agent/tools"
+	"github.com/ralph-temporal/ralph/internal/netproxy"
 	"github.com/ralph-temporal/ralph/report"
 )
 
@@ -49,6 +50,7 @@ func (s *session) runTools(ctx context.Context, step int, calls []openai.ToolCal
 		if err != nil && res.Output == "" {
 			return report.Report{}, false, err
 		}
+		s.emitNetwork(step, name, call.ID, res.Network)
 		content := toolContent(res)
 		s.messages = append(s.messages, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleTool, ToolCallID: call.ID, Content: content})
 		s.emit(Event{Kind: EventToolResult, Step: step, Tool: name, ToolCallID: call.ID, Output: content, Failed: res.Failed,
@@ -193,4 +195,11 @@ func canonicalJSON(s string) string {
 		return s
 	}
 	return b.String()
+}
+
+// emitNetwork writes each connection a command asked the proxy for.
+func (s *session) emitNetwork(step int, tool, callID string, recs []netproxy.Record) {
+	for i := range recs {
+		s.emit(Event{Kind: EventNetwork, Step: step, Tool: tool, ToolCallID: callID, Network: &recs[i]})
+	}
 }

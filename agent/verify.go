@@ -55,6 +55,7 @@ func (s *session) verifyComplete(ctx context.Context, step int) (*report.Verific
 	if err != nil {
 		return nil, "", err
 	}
+	s.emitNetwork(step, VerifyTool, "", res.Network)
 	v := report.Verification{Command: s.req.VerifyCommand, ExitCode: res.ExitCode, DurationMs: durationMs(res.Duration), Output: res.Output}
 	if res.TimedOut {
 		v.ExitCode = -1

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net/url"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -176,11 +175,16 @@ func workerSettings() []setting {
 			custom: sandboxNetwork, def: func(w *Worker) string { return w.Activities.Sandbox.Network }},
 		{flag: "sandbox-allow-hosts", env: "RALPH_SANDBOX_ALLOW_HOSTS", usage: "comma-separated host, *.domain, host:port, ip or ip:port: the only destinations the proxy allows (private ones included)",
 			custom: func(w *Worker, source, value string) error {
-				items := strings.Split(value, ",")
+				var items []string
+				for _, it := range strings.Split(value, ",") {
+					if it = strings.TrimSpace(it); it != "" {
+						items = append(items, it)
+					}
+				}
 				if _, err := netproxy.ParseAllowList(items); err != nil {
 					return fmt.Errorf("%s: %v", source, err)
 				}
-				w.Activities.Sandbox.AllowHosts = slices.DeleteFunc(items, func(s string) bool { return strings.TrimSpace(s) == "" })
+				w.Activities.Sandbox.AllowHosts = items
 				return nil
 			},
 			def: func(w *Worker) string { return strings.Join(w.Activities.Sandbox.AllowHosts, ",") }},
