@@ -45,6 +45,9 @@ func (t writeFileTool) Run(ctx context.Context, args json.RawMessage) (Result, e
 	if rel == "." {
 		return failf("write_file: %s is the workspace root, not a file", p.Path), nil
 	}
+	if err := t.w.checkGitWrite(rel); err != nil {
+		return failf("write_file: cannot write %s: %v", p.Path, err), nil
+	}
 	if dir := path.Dir(rel); dir != "." {
 		if err := t.w.root.MkdirAll(dir, NewDirPerm); err != nil {
 			if errors.Is(err, fs.ErrExist) {
@@ -54,6 +57,9 @@ func (t writeFileTool) Run(ctx context.Context, args json.RawMessage) (Result, e
 		}
 	}
 	target, err := t.w.resolveWriteTarget(rel)
+	if err == nil {
+		err = t.w.checkGitWrite(target.rel)
+	}
 	if err != nil {
 		return failf("write_file: cannot write %s: %v", p.Path, err), nil
 	}

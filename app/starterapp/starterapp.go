@@ -18,6 +18,8 @@ import (
 
 	"github.com/ralph-temporal/ralph/internal/runes"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	workflowpb "go.temporal.io/api/workflow/v1"
@@ -26,20 +28,10 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/ralph-temporal/ralph/app/config"
+	"github.com/ralph-temporal/ralph/app/traces"
 	"github.com/ralph-temporal/ralph/internal/codec"
 	"github.com/ralph-temporal/ralph/report"
 	"github.com/ralph-temporal/ralph/workflows"
-)
-
-// Exit codes: a stable contract scripts depend on.
-const (
-	ExitComplete      = 0
-	ExitFailed        = 1
-	ExitUsage         = 2
-	ExitBlocked       = 3
-	ExitBudgetLimited = 4
-	ExitStopped       = 5
-	ExitCancelled     = 130
 )
 
 // App is one starter invocation's environment.
@@ -82,6 +74,43 @@ func (a *App) Main(args []string) int {
 	// The SDK logs through slog, quietly: the starter talks to people.
 	opts.Logger = tlog.NewStructuredLogger(slog.New(slog.NewTextHandler(a.Stderr, &slog.HandlerOptions{Level: slog.LevelError})))
 	ctx := context.Background()
+	tp, err := traces.Start(ctx, cmd.cfg.Tracing)
+	if err != nil {
+		fmt.Fprintf(a.Stderr, "starter: %v\n", err)
+		return ExitUsage
+	}
+	if tp != nil {
+		ti, err := tp.ClientInterceptor()
+		if err != nil {
+			fmt.Fprintf(a.Stderr, "starter: %v\n", err)
+			return ExitFailed
+		}
+		opts.Interceptors = append(opts.Interceptors, ti)
+		// Flushed at exit: the starter's spans (its root span last) reach
+		// the collector before the process ends.
+		defer func() {
+			if err := tp.Shutdown(context.Background()); err != nil {
+				fmt.Fprintf(a.Stderr, "starter: warning: flushing traces: %v\n", err)
+			}
+		}()
+	}
+	// The command's span is the root of its trace: for run and start, the
+	// trace the workflow, its rounds and their model and tool calls join.
+	ctx, span := tp.Options().Start(ctx, "starter "+cmd.name)
+	code := a.connected(ctx, cmd, opts)
+	span.SetAttributes(attribute.Int("ralph.exit_code", code))
+	if cmd.workflowID != "" {
+		span.SetAttributes(attribute.String("temporalWorkflowID", cmd.workflowID))
+	}
+	if code == ExitFailed || code == ExitUsage {
+		span.SetStatus(codes.Error, fmt.Sprintf("exit code %d", code))
+	}
+	span.End()
+	return code
+}
+
+// connected runs cmd on a client dialled with opts.
+func (a *App) connected(ctx context.Context, cmd command, opts client.Options) int {
 	dctx, cancel := context.WithTimeout(ctx, a.DialTimeout)
 	c, err := config.Dial(dctx, opts, a.Env)
 	cancel()
@@ -92,24 +121,8 @@ func (a *App) Main(args []string) int {
 	defer c.Close()
 
 	s := &session{App: a, c: c, cmd: cmd, address: opts.HostPort, namespace: opts.Namespace}
-	switch cmd.name {
-	case cmdRun:
-		return s.run(ctx, true)
-	case cmdStart:
-		return s.run(ctx, false)
-	case cmdStatus:
-		return s.status(ctx)
-	case cmdCancel:
-		return s.cancel(ctx)
-	case cmdStop:
-		return s.control(ctx, workflows.UpdateStop, workflows.StopRequest{Reason: s.cmd.reason})
-	case cmdPause:
-		return s.control(ctx, workflows.UpdatePause)
-	case cmdResume:
-		return s.control(ctx, workflows.UpdateResume)
-	default:
-		return s.result(ctx)
-	}
+	d, _ := lookupCommand(cmd.name)
+	return d.exec(s, ctx)
 }
 
 // session is one connected command.
@@ -360,21 +373,6 @@ func writeJSON(w io.Writer, v any) error {
 	enc.SetEscapeHTML(false)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
-}
-
-// ExitCode maps a run outcome to the starter's exit code.
-func ExitCode(status string) (int, bool) {
-	switch status {
-	case report.OutcomeComplete:
-		return ExitComplete, true
-	case report.OutcomeBlocked:
-		return ExitBlocked, true
-	case report.OutcomeBudgetLimited:
-		return ExitBudgetLimited, true
-	case report.OutcomeStopped:
-		return ExitStopped, true
-	}
-	return ExitFailed, false
 }
 
 // FailureText describes a failed run for people: the failure type, its

@@ -87,4 +87,3 @@ func TestPidsLimitAndCleanup(t *testing.T) {
 		}
 	}
 }
-

@@ -43,20 +43,21 @@ type Paths struct {
 // *Sandbox runs commands directly with the allowlisted environment and the
 // worker's HOME (unit tests, library use).
 type Sandbox struct {
-	mode     string // ModeBwrap or ModeOff
-	fallback string // why auto mode runs without bubblewrap
-	bwrap    string // absolute path of bwrap
-	network  string // NetProxy, NetOff or NetHost
-	allow    *netproxy.AllowList
-	tmpBytes int64
-	cg       *cgroup.Manager
-	cgWhy    string // why some limit is not enforced
-	limits   cgroup.Limits
-	root     string
-	homes    string
-	hidden   []string // existing absolute paths
-	share    []string
-	envNames []string
+	mode       string // ModeBwrap or ModeOff
+	fallback   string // why auto mode runs without bubblewrap
+	bwrap      string // absolute path of bwrap
+	network    string // NetProxy, NetOff or NetHost
+	allow      *netproxy.AllowList
+	tmpBytes   int64
+	cg         *cgroup.Manager
+	cgWhy      string // why some limit is not enforced
+	limits     cgroup.Limits
+	root       string
+	homes      string
+	hidden     []string // existing absolute paths
+	share      []string
+	envNames   []string
+	protectGit bool
 }
 
 // New resolves cfg against the machine. ModeAuto and ModeBwrap probe
@@ -64,7 +65,7 @@ type Sandbox struct {
 // the probe does, ModeAuto then falls back to ModeOff (Fallback says why).
 func New(ctx context.Context, cfg Config, p Paths) (*Sandbox, error) {
 	cfg = cfg.withDefaults()
-	s := &Sandbox{mode: cfg.Mode, network: cfg.Network, tmpBytes: int64(cfg.TmpMB) << 20,
+	s := &Sandbox{mode: cfg.Mode, network: cfg.Network, protectGit: cfg.ProtectGit, tmpBytes: int64(cfg.TmpMB) << 20,
 		limits: cgroup.Limits{MemoryBytes: int64(cfg.MemoryMB) << 20, Pids: cfg.Pids}}
 	if !slices.Contains([]string{NetProxy, NetOff, NetHost}, cfg.Network) {
 		return nil, fmt.Errorf("sandbox: RALPH_SANDBOX_NETWORK must be %s, %s or %s, got %q", NetProxy, NetOff, NetHost, cfg.Network)
@@ -132,6 +133,10 @@ func (s *Sandbox) Fallback() string {
 	}
 	return s.fallback
 }
+
+// ProtectsGit reports whether the workspace's .git is off limits to the
+// model (Config.ProtectGit); a nil Sandbox does not protect it.
+func (s *Sandbox) ProtectsGit() bool { return s != nil && s.protectGit }
 
 // Hidden lists the paths commands cannot see under bubblewrap.
 func (s *Sandbox) Hidden() []string {
