@@ -46,12 +46,18 @@ func (t editFileTool) Run(ctx context.Context, args json.RawMessage) (Result, er
 	if err != nil {
 		return failf("edit_file: %v", err), nil
 	}
+	if res, ok := t.w.checkWritable("edit_file", p.Path, rel); !ok {
+		return res, nil
+	}
 	if _, err := t.w.root.Stat(rel); err != nil {
 		return failf("edit_file: %s", describePathError(p.Path, err)), nil
 	}
 	target, err := t.w.resolveWriteTarget(rel)
 	if err != nil {
 		return failf("edit_file: cannot edit %s: %v", p.Path, err), nil
+	}
+	if res, ok := t.w.checkWritable("edit_file", p.Path, target.rel); !ok {
+		return res, nil
 	}
 	if target.info == nil { // removed since the Stat above
 		return failf("edit_file: %s: no such file or directory", p.Path), nil

@@ -68,7 +68,8 @@ func (w *Workspace) execute(ctx context.Context, command string, timeout time.Du
 		defer infoR.Close()
 		infoFD = 3
 	}
-	name, args := w.sb.Command(w.dir, w.home, infoFD, []string{"bash", "-c", command})
+	name, args := w.sb.CommandReadOnly(w.dir, w.home, infoFD,
+		sandbox.ReadOnly{Workspace: w.reviewOnly, Paths: w.readOnly}, []string{"bash", "-c", command})
 	cmd := exec.Command(name, args...)
 	cmd.Dir = w.dir
 	cmd.Env = w.sb.Env(os.Environ(), w.home)
