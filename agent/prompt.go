@@ -68,7 +68,9 @@ func (s *session) roundPrompt() (string, error) {
 func (s *session) initialMessages() ([]openai.ChatCompletionMessage, error) {
 	system, prompt := systemPrompt, s.roundPrompt
 	if s.req.Review != nil {
-		system = func(maxChars int) (string, error) { return render(textReviewSystem, systemData{MaxHandoffChars: maxChars}) }
+		system = func(maxChars int) (string, error) {
+			return render(textReviewSystem, systemData{MaxHandoffChars: maxChars})
+		}
 		prompt = s.reviewPrompt
 	}
 	sys, err := system(s.req.handoffCap())

@@ -150,10 +150,10 @@ func TestRestoreProtected(t *testing.T) {
 		}
 	}
 	must(os.WriteFile(p("tests/a_test.py"), []byte("weakened\n"), 0o644)) // changed
-	must(os.Remove(p("tests/b_test.py")))                                  // deleted
-	must(os.RemoveAll(p("tests/deep")))                                    // a deleted directory
-	must(os.WriteFile(p("tests/new_test.py"), []byte("new\n"), 0o644))     // created
-	must(os.MkdirAll(p("tests/gen/more"), 0o755))                          // created directories
+	must(os.Remove(p("tests/b_test.py")))                                 // deleted
+	must(os.RemoveAll(p("tests/deep")))                                   // a deleted directory
+	must(os.WriteFile(p("tests/new_test.py"), []byte("new\n"), 0o644))    // created
+	must(os.MkdirAll(p("tests/gen/more"), 0o755))                         // created directories
 	must(os.WriteFile(p("tests/gen/more/e_test.py"), []byte("E\n"), 0o644))
 	must(os.Chmod(p("verify.sh"), 0o755)) // mode changed
 	must(os.Remove(p("tests/d_test.py")))
