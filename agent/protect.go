@@ -58,6 +58,9 @@ func (s *session) restoreProtected() ([]string, error) {
 
 // restoredList is every path restored in this session, sorted; [] when none.
 func (s *session) restoredList() []string {
+	if len(s.restored) == 0 {
+		return []string{}
+	}
 	return slices.Sorted(maps.Keys(s.restored))
 }
 
