@@ -9,7 +9,7 @@ import (
 )
 
 // historiesDir holds histories recorded from real dev-server runs
-// (regenerate with `go run ./cmd/recordhistories`, see README).
+// (`make histories`; see CONTRIBUTING.md before adding or re-recording any).
 const historiesDir = "testdata/histories"
 
 // TestReplayRecordedHistories replays every checked-in history against the
