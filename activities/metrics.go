@@ -89,6 +89,12 @@ func roundOutcome(res agent.Result, err error) string {
 func (t *roundTally) record(h client.MetricsHandler, outcome string, u usage.Usage, took time.Duration) {
 	h.WithTags(map[string]string{LabelOutcome: outcome}).Counter(MetricRounds).Inc(1)
 	h.WithTags(map[string]string{LabelOutcome: outcome}).Timer(MetricRoundDuration).Record(took)
+	t.recordUsage(h, u)
+}
+
+// recordUsage adds a session's model calls, tokens, tool calls and
+// verifications to h (a round's or a reviewer's).
+func (t *roundTally) recordUsage(h client.MetricsHandler, u usage.Usage) {
 	h.Counter(MetricModelCalls).Inc(int64(u.ModelCalls))
 	h.WithTags(map[string]string{LabelKind: TokenKindPrompt}).Counter(MetricTokens).Inc(int64(u.PromptTokens))
 	h.WithTags(map[string]string{LabelKind: TokenKindCompletion}).Counter(MetricTokens).Inc(int64(u.CompletionTokens))

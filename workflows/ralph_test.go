@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -448,7 +449,7 @@ func TestContinueAsNewCarriesRoundUsageAndReport(t *testing.T) {
 	}
 	wantUsage := usage.Usage{ModelCalls: 4, ToolCalls: 6, PromptTokens: 200, CompletionTokens: 20}
 	if cont.NextRound != 3 || cont.MaxRounds != 6 || cont.Objective != "fix it" || cont.Workspace != "w" ||
-		cont.Usage != wantUsage || cont.LastReport == nil || cont.LastReport.Summary != "round 2 done" || cont.Limits != limits {
+		cont.Usage != wantUsage || cont.LastReport == nil || cont.LastReport.Summary != "round 2 done" || !reflect.DeepEqual(cont.Limits, limits) {
 		t.Fatalf("continuation = %+v", cont)
 	}
 	if len(raw) != 0 && string(raw) != "null" {
