@@ -44,6 +44,10 @@ type Request struct {
 	// accepted completion instead of a worker: read-only tools, its own
 	// prompt, and submit_review instead of submit_report.
 	Review *ReviewSubject
+	// Deferrable lets provider limits end the session as a deferral
+	// (*DeferredError) instead of a failure: off for runs whose recorded
+	// limits predate deferrals, which keep the old behaviour.
+	Deferrable bool
 }
 
 func (r Request) validate() error {
@@ -83,4 +87,10 @@ type Result struct {
 	Restored []string
 	// Review is a reviewer session's verdict (Model and SessionID filled).
 	Review *report.Review
+	// Model is the model that produced the report (on a deferral or a
+	// failure: the model in use when the session ended).
+	Model string
+	// FirstPromptTokens is what the provider counted for the session's first
+	// request (0: not reported): the fixed cost of starting a round.
+	FirstPromptTokens int
 }

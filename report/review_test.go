@@ -11,7 +11,7 @@ func TestDecodeAndValidateReview(t *testing.T) {
 		`{"verdict":"approve","summary":"ok","findings":null}`:                               `"findings" is null`,
 		`{"verdict":"approve","summary":"ok","findings":[],"sessionId":"x"}`:                 `unknown key "sessionId"`,
 		`{"verdict":"approve","summary":"ok","findings":[1]}`:                                "wrong type",
-		`{"verdict":"approve","summary":"ok","findings":[]} {}`: "not a JSON object",
+		`{"verdict":"approve","summary":"ok","findings":[]} {}`:                              "not a JSON object",
 		`{"verdict":"maybe","summary":"ok","findings":[]}`:                                   "verdict: must be approve or revise",
 		`{"verdict":"revise","summary":"ok","findings":[]}`:                                  "at least one finding",
 		`{"verdict":"revise","summary":" ok","findings":["x"]}`:                              "summary",
