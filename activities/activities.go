@@ -59,6 +59,7 @@ func New(cfg Config) (*Activities, error) {
 		return nil, fmt.Errorf("activities config: create the locks directory: %w", err)
 	}
 	// The probe of auto and bwrap modes runs here, once per worker.
+	cfg.Sandbox.ProtectGit = cfg.Git.Enabled()
 	sb, err := sandbox.New(context.Background(), cfg.Sandbox, sandbox.Paths{
 		WorkspaceRoot: cfg.WorkspaceRoot, SessionDir: cfg.SessionDir,
 		HomesDir: filepath.Join(cfg.SessionDir, homesDirName), Environ: os.Environ(),

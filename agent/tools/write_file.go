@@ -48,6 +48,9 @@ func (t writeFileTool) Run(ctx context.Context, args json.RawMessage) (Result, e
 	if res, ok := t.w.checkWritable("write_file", p.Path, rel); !ok {
 		return res, nil
 	}
+	if err := t.w.checkGitWrite(rel); err != nil {
+		return failf("write_file: cannot write %s: %v", p.Path, err), nil
+	}
 	if dir := path.Dir(rel); dir != "." {
 		if err := t.w.root.MkdirAll(dir, NewDirPerm); err != nil {
 			if errors.Is(err, fs.ErrExist) {
@@ -57,6 +60,9 @@ func (t writeFileTool) Run(ctx context.Context, args json.RawMessage) (Result, e
 		}
 	}
 	target, err := t.w.resolveWriteTarget(rel)
+	if err == nil {
+		err = t.w.checkGitWrite(target.rel)
+	}
 	if err != nil {
 		return failf("write_file: cannot write %s: %v", p.Path, err), nil
 	}

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"slices"
 	"syscall"
 	"time"
@@ -131,8 +132,10 @@ func Run(ctx context.Context, cfg config.Worker, env config.Env, logger *slog.Lo
 		return fmt.Errorf("create the session directory (RALPH_SESSION_DIR): %w", err)
 	}
 	if cfg.Connection.EncryptionKeyFile != "" {
-		// The payload key is a worker secret like the TLS files.
-		cfg.Activities.Sandbox.Hide = append(slices.Clip(cfg.Activities.Sandbox.Hide), cfg.Connection.EncryptionKeyFile)
+		// The payload key is a worker secret like the TLS files; its whole
+		// directory goes (copies and rotated keys lie beside it).
+		cfg.Activities.Sandbox.Hide = append(slices.Clip(cfg.Activities.Sandbox.Hide),
+			cfg.Connection.EncryptionKeyFile, filepath.Dir(cfg.Connection.EncryptionKeyFile))
 	}
 	acts, err := activities.New(cfg.Activities)
 	if err != nil {

@@ -39,22 +39,23 @@ type Paths struct {
 // *Sandbox runs commands directly with the allowlisted environment and the
 // worker's HOME (unit tests, library use).
 type Sandbox struct {
-	mode     string // ModeBwrap or ModeOff
-	fallback string // why auto mode runs without bubblewrap
-	bwrap    string // absolute path of bwrap
-	network  bool
-	root     string
-	homes    string
-	hidden   []string // existing absolute paths
-	share    []string
-	envNames []string
+	mode       string // ModeBwrap or ModeOff
+	fallback   string // why auto mode runs without bubblewrap
+	bwrap      string // absolute path of bwrap
+	network    bool
+	root       string
+	homes      string
+	hidden     []string // existing absolute paths
+	share      []string
+	envNames   []string
+	protectGit bool
 }
 
 // New resolves cfg against the machine. ModeAuto and ModeBwrap probe
 // bubblewrap once with the very mounts commands get; ModeBwrap fails when
 // the probe does, ModeAuto then falls back to ModeOff (Fallback says why).
 func New(ctx context.Context, cfg Config, p Paths) (*Sandbox, error) {
-	s := &Sandbox{mode: cfg.Mode, network: cfg.Network}
+	s := &Sandbox{mode: cfg.Mode, network: cfg.Network, protectGit: cfg.ProtectGit}
 	var err error
 	if s.root, err = absReal(p.WorkspaceRoot, "workspace root"); err != nil {
 		return nil, err
@@ -106,6 +107,10 @@ func (s *Sandbox) Fallback() string {
 	}
 	return s.fallback
 }
+
+// ProtectsGit reports whether the workspace's .git is off limits to the
+// model (Config.ProtectGit); a nil Sandbox does not protect it.
+func (s *Sandbox) ProtectsGit() bool { return s != nil && s.protectGit }
 
 // Hidden lists the paths commands cannot see under bubblewrap.
 func (s *Sandbox) Hidden() []string {
