@@ -2,16 +2,19 @@ package activities
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/ralph-temporal/ralph/agent"
+	"github.com/ralph-temporal/ralph/internal/tracing"
 	"github.com/ralph-temporal/ralph/usage"
 )
 
@@ -46,7 +49,7 @@ type FailureDetails struct {
 //   - a cancel (or a worker shutting down): the context's error, so Temporal
 //     records a cancellation;
 //   - anything else (disk, harness): a retryable error.
-func (a *Activities) RunRound(ctx context.Context, in RoundInput) (RoundOutput, error) {
+func (a *Activities) RunRound(ctx context.Context, in RoundInput) (out RoundOutput, err error) {
 	if err := checkRoundInput(in); err != nil {
 		return RoundOutput{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeBadRoundInput, nil)
 	}
@@ -56,6 +59,9 @@ func (a *Activities) RunRound(ctx context.Context, in RoundInput) (RoundOutput, 
 	if err != nil {
 		return RoundOutput{}, err
 	}
+	ctx, span := a.cfg.Agent.Tracing.Start(ctx, tracing.SpanRound, tracing.AttrRound.Int(in.Round),
+		tracing.AttrAttempt.Int(int(info.Attempt)), tracing.AttrWorkspace.String(in.Workspace), tracing.AttrSessionID.String(sessionID))
+	defer func() { endRoundSpan(span, out, err, a.cfg.Agent.APIKey) }()
 	spentBefore := earlierAttemptsUsage(ctx)
 	hb := startHeartbeat(ctx, HeartbeatDetails{Round: in.Round, Attempt: int(info.Attempt), SessionID: sessionID, Usage: spentBefore}, a.cfg.HeartbeatInterval)
 	defer hb.stop()
@@ -114,7 +120,7 @@ func (a *Activities) RunRound(ctx context.Context, in RoundInput) (RoundOutput, 
 	if err != nil {
 		return RoundOutput{}, a.roundError(ctx, err, in.Round, FailureDetails{SessionID: sessionID, Usage: spent})
 	}
-	out := RoundOutput{Report: res.Report, Usage: spent, SessionID: sessionID, Verification: res.Verification, Model: res.Model,
+	out = RoundOutput{Report: res.Report, Usage: spent, SessionID: sessionID, Verification: res.Verification, Model: res.Model,
 		FirstRequestTokens: res.FirstPromptTokens, Restored: res.Restored}
 	if len(out.Restored) > 0 {
 		logger.Info("Restored protected paths the session changed", "round", in.Round, "paths", out.Restored)
@@ -123,6 +129,22 @@ func (a *Activities) RunRound(ctx context.Context, in RoundInput) (RoundOutput, 
 		return RoundOutput{}, err
 	}
 	return out, nil
+}
+
+// endRoundSpan records how the round ended on its span: the report's status,
+// or the error (redacted) as the span's status.
+func endRoundSpan(span trace.Span, out RoundOutput, err error, apiKey string) {
+	defer span.End()
+	if err != nil {
+		errType := "error"
+		var appErr *temporal.ApplicationError
+		if errors.As(err, &appErr) {
+			errType = appErr.Type()
+		}
+		tracing.Fail(span, errType, agent.Redact(err.Error(), apiKey))
+		return
+	}
+	span.SetAttributes(tracing.AttrReportStatus.String(string(out.Report.Status)))
 }
 
 // earlierAttemptsUsage is what the lost attempts of this round spent, as

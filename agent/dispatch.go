@@ -10,6 +10,7 @@ import (
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/ralph-temporal/ralph/agent/tools"
 	"github.com/ralph-temporal/ralph/report"
@@ -44,21 +45,35 @@ func (s *session) runTools(ctx context.Context, step int, calls []openai.ToolCal
 		name, args := call.Function.Name, call.Function.Arguments
 		s.callLog = append(s.callLog, name+" "+canonicalJSON(args))
 		s.emit(Event{Kind: EventToolCall, Step: step, Tool: name, ToolCallID: call.ID, Arguments: args})
-		started := time.Now()
-		res, rep, err := s.dispatch(ctx, toolCtx, step, name, args)
-		if err != nil && res.Output == "" {
-			return report.Report{}, false, err
+		rep, done, err := s.runTool(ctx, toolCtx, step, call)
+		if err != nil || done {
+			return rep, done, err
 		}
-		content := toolContent(res)
-		s.messages = append(s.messages, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleTool, ToolCallID: call.ID, Content: content})
-		s.emit(Event{Kind: EventToolResult, Step: step, Tool: name, ToolCallID: call.ID, Output: content, Failed: res.Failed,
-			DurationMs: durationMs(time.Since(started))})
-		if err != nil {
-			return report.Report{}, false, err
-		}
-		if rep != nil {
-			return *rep, true, nil
-		}
+	}
+	return report.Report{}, false, nil
+}
+
+// runTool runs one call under its execute_tool span and answers it.
+func (s *session) runTool(ctx, toolCtx context.Context, step int, call openai.ToolCall) (report.Report, bool, error) {
+	name, args := call.Function.Name, call.Function.Arguments
+	spanCtx, span := s.cfg.Tracing.StartTool(ctx, name, call.ID)
+	defer span.End()
+	started := time.Now()
+	res, rep, err := s.dispatch(spanCtx, trace.ContextWithSpan(toolCtx, span), step, name, args)
+	if err != nil && res.Output == "" {
+		s.traceToolResult(span, args, res, "", err)
+		return report.Report{}, false, err
+	}
+	content := toolContent(res)
+	s.traceToolResult(span, args, res, content, err)
+	s.messages = append(s.messages, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleTool, ToolCallID: call.ID, Content: content})
+	s.emit(Event{Kind: EventToolResult, Step: step, Tool: name, ToolCallID: call.ID, Output: content, Failed: res.Failed,
+		DurationMs: durationMs(time.Since(started))})
+	if err != nil {
+		return report.Report{}, false, err
+	}
+	if rep != nil {
+		return *rep, true, nil
 	}
 	return report.Report{}, false, nil
 }

@@ -17,6 +17,7 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/ralph-temporal/ralph/agent/tools"
+	"github.com/ralph-temporal/ralph/internal/tracing"
 	"github.com/ralph-temporal/ralph/report"
 	"github.com/ralph-temporal/ralph/usage"
 )
@@ -326,6 +327,9 @@ func (s *session) callModel(ctx context.Context, step int, offered []openai.Tool
 
 	started := time.Now()
 	sentLen := len(s.messages)
+	ctx, span := s.cfg.Tracing.StartChat(ctx, s.cfg.Model)
+	defer span.End()
+	s.cfg.Tracing.Content(span, tracing.AttrInputMessages, s.messages)
 	resp, err := s.model.complete(ctx, step, openai.ChatCompletionRequest{
 		Messages: slices.Clip(s.messages),
 		Tools:    offered,
@@ -337,8 +341,10 @@ func (s *session) callModel(ctx context.Context, step int, offered []openai.Tool
 
 	})
 	if err != nil {
+		s.traceModelError(span, err)
 		return openai.ChatCompletionMessage{}, "", err
 	}
+	traceResponse(span, resp)
 	s.calls++
 	s.answeredBy = s.model.model()
 	call := usage.Usage{ModelCalls: 1, PromptTokens: resp.Usage.PromptTokens, CompletionTokens: resp.Usage.CompletionTokens}
@@ -358,6 +364,7 @@ func (s *session) callModel(ctx context.Context, step int, offered []openai.Tool
 		echoed.ReasoningContent = ""
 	}
 	s.messages = append(s.messages, echoed)
+	s.cfg.Tracing.Content(span, tracing.AttrOutputMessages, []openai.ChatCompletionMessage{msg})
 	s.sent = len(s.messages) // the answer is in the model_response event
 	s.emit(Event{Kind: EventModelResponse, Step: step, Message: &msg, FinishReason: string(choice.FinishReason),
 		Usage: &call, ContextTokens: resp.Usage.PromptTokens, DurationMs: durationMs(time.Since(started)), Model: s.answeredBy})

@@ -49,6 +49,8 @@ type Worker struct {
 	// LogLevel and LogFormat ("text" or "json") configure the slog handler.
 	LogLevel  slog.Level
 	LogFormat string
+	// Tracing comes from the standard OTEL_* variables.
+	Tracing Tracing
 }
 
 // Connection holds command-line overrides of the standard Temporal client
@@ -443,6 +445,11 @@ func LoadWorker(args []string, env Env, usage io.Writer) (Worker, error) {
 			return Worker{}, err
 		}
 	}
+	tr, err := LoadTracing(env, DefaultWorkerService)
+	if err != nil {
+		return Worker{}, err
+	}
+	w.Tracing = tr
 	if err := w.finish(); err != nil {
 		return Worker{}, err
 	}
@@ -453,6 +460,9 @@ func LoadWorker(args []string, env Env, usage io.Writer) (Worker, error) {
 func (w *Worker) finish() error {
 	if w.TaskQueue == "" {
 		return errors.New("RALPH_TASK_QUEUE / --task-queue: must not be empty")
+	}
+	if err := w.Tracing.CheckEncryption(w.Connection.EncryptionKeyFile); err != nil {
+		return err
 	}
 	lim := w.Activities.Limits
 	if lim.HeartbeatTimeoutSeconds >= lim.RoundTimeoutSeconds {
