@@ -81,7 +81,7 @@ func (a *Activities) RunRound(ctx context.Context, in RoundInput) (out RoundOutp
 	}
 	defer lock.release()
 
-	transcript, closeTranscript, path, err := a.openTranscript(in, int(info.Attempt), sessionID)
+	transcript, closeTranscript, path, err := a.openTranscript(in.Workspace, fmt.Sprintf("round-%d-attempt-%d-%s.jsonl", in.Round, info.Attempt, sessionID))
 	if err != nil {
 		return RoundOutput{}, err
 	}
@@ -98,7 +98,8 @@ func (a *Activities) RunRound(ctx context.Context, in RoundInput) (out RoundOutp
 		SessionID: sessionID, Objective: in.Objective, Round: in.Round, MaxRounds: in.MaxRounds,
 		Previous: in.Previous, Workspace: dir, MaxHandoffChars: in.MaxHandoffChars,
 		Deadline: roundDeadline(info), VerifyCommand: in.VerifyCommand, TokenBudget: in.TokenBudget, RunDeadline: in.RunDeadline,
-		Deferrable: in.Deferrable,
+		ProtectedPaths: in.ProtectedPaths,
+		Deferrable:     in.Deferrable,
 	}, agent.Observers(transcript, hb, tally))
 	tally.record(activity.GetMetricsHandler(ctx), roundOutcome(res, err), res.Usage, time.Since(started))
 	if terr := transcript.Err(); terr != nil {
@@ -120,7 +121,10 @@ func (a *Activities) RunRound(ctx context.Context, in RoundInput) (out RoundOutp
 		return RoundOutput{}, a.roundError(ctx, err, in.Round, FailureDetails{SessionID: sessionID, Usage: spent})
 	}
 	out = RoundOutput{Report: res.Report, Usage: spent, SessionID: sessionID, Verification: res.Verification, Model: res.Model,
-		FirstRequestTokens: res.FirstPromptTokens}
+		FirstRequestTokens: res.FirstPromptTokens, Restored: res.Restored}
+	if len(out.Restored) > 0 {
+		logger.Info("Restored protected paths the session changed", "round", in.Round, "paths", out.Restored)
+	}
 	if out.Checkpoint, out.WorkspaceChanged, err = ws.finish(ctx, res.Report, FailureDetails{SessionID: sessionID, Usage: spent}); err != nil {
 		return RoundOutput{}, err
 	}
@@ -191,12 +195,12 @@ func (a *Activities) prepareWorkspace(workspace string) (string, error) {
 	return filepath.Join(a.cfg.WorkspaceRoot, workspace), nil
 }
 
-func (a *Activities) openTranscript(in RoundInput, attempt int, sessionID string) (*agent.Transcript, func(), string, error) {
-	dir := a.TranscriptDir(in.Workspace)
+func (a *Activities) openTranscript(workspace, name string) (*agent.Transcript, func(), string, error) {
+	dir := a.TranscriptDir(workspace)
 	if err := os.MkdirAll(dir, sessionDirPerm); err != nil {
 		return nil, nil, "", fmt.Errorf("create the transcript directory: %w", err)
 	}
-	path := filepath.Join(dir, fmt.Sprintf("round-%d-attempt-%d-%s.jsonl", in.Round, attempt, sessionID))
+	path := filepath.Join(dir, name)
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, transcriptFilePerm)
 	if err != nil {
 		return nil, nil, "", fmt.Errorf("create the transcript: %w", err)

@@ -93,7 +93,8 @@ func (w *Workspace) execute(ctx context.Context, command string, timeout time.Du
 		extra = append(extra, infoW)
 	}
 	extra = append(extra, run.Files()...)
-	name, args := w.sb.CommandFor(run, w.dir, w.home, infoFD, 3+len(extra)-len(run.Files()), []string{"bash", "-c", command})
+	name, args := w.sb.CommandFor(run, w.dir, w.home, infoFD, 3+len(extra)-len(run.Files()),
+		sandbox.ReadOnly{Workspace: w.reviewOnly, Paths: w.readOnly}, []string{"bash", "-c", command})
 	cmd := exec.Command(name, args...)
 	cmd.Dir = w.dir
 	cmd.Env = env

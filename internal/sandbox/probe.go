@@ -54,7 +54,7 @@ func (s *Sandbox) probe(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("%s probe: %w", s.bwrap, err)
 	}
-	name, args := s.CommandFor(run, ws, home, -1, 3, []string{"bash", "-c", script})
+	name, args := s.CommandFor(run, ws, home, -1, 3, ReadOnly{}, []string{"bash", "-c", script})
 	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.Env = s.Env(os.Environ(), home)
 	cmd.ExtraFiles = run.Files()

@@ -54,13 +54,13 @@ func (r *Run) Files() []*os.File {
 	return r.link.Files()
 }
 
-// CommandFor is Command for a prepared run: firstFD is the descriptor
+// CommandFor is CommandReadOnly for a prepared run: firstFD is the descriptor
 // number Files()[0] gets in the child.
-func (s *Sandbox) CommandFor(r *Run, dir, home string, infoFD, firstFD int, argv []string) (string, []string) {
+func (s *Sandbox) CommandFor(r *Run, dir, home string, infoFD, firstFD int, ro ReadOnly, argv []string) (string, []string) {
 	if r != nil && r.link != nil && s.Network() == NetProxy {
 		argv = r.link.Argv(firstFD, argv)
 	}
-	name, args := s.Command(dir, home, infoFD, argv)
+	name, args := s.CommandReadOnly(dir, home, infoFD, ro, argv)
 	if r != nil {
 		name, args = r.cg.Wrap(name, args)
 	}

@@ -189,13 +189,28 @@ func (s *Sandbox) Env(environ []string, home string) []string {
 // non-negative, is the descriptor bwrap reports its namespace's first
 // process on (see InitPID).
 func (s *Sandbox) Command(dir, home string, infoFD int, argv []string) (string, []string) {
+	return s.CommandReadOnly(dir, home, infoFD, ReadOnly{}, argv)
+}
+
+// ReadOnly is what a command may read but not write (SPEC section 23).
+type ReadOnly struct {
+	// Workspace mounts the whole workspace read-only (the reviewer's commands).
+	Workspace bool
+	// Paths are absolute paths inside the workspace (protected files) mounted
+	// read-only over the workspace's read-write mount.
+	Paths []string
+}
+
+// CommandReadOnly is Command with parts of the workspace read-only. Without
+// bubblewrap nothing can be mounted: the caller's other guards apply.
+func (s *Sandbox) CommandReadOnly(dir, home string, infoFD int, ro ReadOnly, argv []string) (string, []string) {
 	if s == nil || s.mode != ModeBwrap {
 		return argv[0], argv[1:]
 	}
 	if real, err := filepath.EvalSymlinks(dir); err == nil {
 		dir = real // bwrap mounts over what the name leads to
 	}
-	return s.bwrap, s.args(dir, home, infoFD, argv)
+	return s.bwrap, s.args(dir, home, infoFD, argv, ro)
 }
 
 // absReal makes dir absolute and symlink-free; it must exist.
