@@ -11,7 +11,7 @@ test:
 	bash scripts/test.sh
 
 unit:
-	go test -race -short ./report/... ./usage/... ./internal/... ./agent/... ./activities/... ./workflows/... ./app/... ./deploy/... ./devenv/layers/...
+	go test -race -short ./report/... ./usage/... ./internal/... ./agent/... ./activities/... ./workflows/... ./app/... ./deploy/... ./devenv/layers/... ./devenv/doccheck/...
 
 bench:
 	bash scripts/bench.sh

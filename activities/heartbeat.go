@@ -37,7 +37,7 @@ func (h *heartbeat) loop(ctx context.Context, every time.Duration) {
 	defer ticker.Stop()
 	// The first heartbeat waits one interval: recorded at once it costs a
 	// server round trip on the critical path of every short round
-	// (BENCHMARKS.md), and a round silent for one interval is not lost.
+	// (docs/benchmarks.md), and a round silent for one interval is not lost.
 	for {
 		select {
 		case <-ticker.C:

@@ -30,6 +30,9 @@ const (
 	LabelKind    = "kind"
 	LabelTool    = "tool"
 	LabelResult  = "result"
+	// LabelModel is the model a call went to: deployment-owned names (the
+	// model and its fallbacks), so the label set stays bounded.
+	LabelModel = "model"
 
 	TokenKindPrompt     = "prompt"
 	TokenKindCompletion = "completion"
@@ -44,12 +47,13 @@ const (
 type roundTally struct {
 	offered map[string]bool
 	tools   map[string]int64
+	models  map[string]int64 // completed model calls per model
 	pass    int64
 	fail    int64
 }
 
 func newRoundTally() *roundTally {
-	return &roundTally{offered: map[string]bool{}, tools: map[string]int64{}}
+	return &roundTally{offered: map[string]bool{}, tools: map[string]int64{}, models: map[string]int64{}}
 }
 
 // Observe implements agent.Observer. A tool counts under its own name only
@@ -61,6 +65,8 @@ func (t *roundTally) Observe(e agent.Event) {
 		for _, name := range e.Tools {
 			t.offered[name] = true
 		}
+	case e.Kind == agent.EventModelResponse:
+		t.models[e.Model]++
 	case e.Kind == agent.EventVerifyResult:
 		if e.Failed {
 			t.fail++
@@ -89,7 +95,9 @@ func roundOutcome(res agent.Result, err error) string {
 func (t *roundTally) record(h client.MetricsHandler, outcome string, u usage.Usage, took time.Duration) {
 	h.WithTags(map[string]string{LabelOutcome: outcome}).Counter(MetricRounds).Inc(1)
 	h.WithTags(map[string]string{LabelOutcome: outcome}).Timer(MetricRoundDuration).Record(took)
-	h.Counter(MetricModelCalls).Inc(int64(u.ModelCalls))
+	for model, n := range t.models {
+		h.WithTags(map[string]string{LabelModel: model}).Counter(MetricModelCalls).Inc(n)
+	}
 	h.WithTags(map[string]string{LabelKind: TokenKindPrompt}).Counter(MetricTokens).Inc(int64(u.PromptTokens))
 	h.WithTags(map[string]string{LabelKind: TokenKindCompletion}).Counter(MetricTokens).Inc(int64(u.CompletionTokens))
 	for name, n := range t.tools {

@@ -70,6 +70,11 @@ func TestRoundTallyRecordsBoundedLabels(t *testing.T) {
 	tally := newRoundTally()
 	for _, e := range []agent.Event{
 		{Kind: agent.EventModelRequest, Tools: []string{"read_file", "run_command", "submit_report"}},
+		{Kind: agent.EventModelResponse, Model: "primary"},
+		{Kind: agent.EventModelResponse, Model: "primary"},
+		{Kind: agent.EventModelResponse, Model: "primary"},
+		// The fallback model answered the last call.
+		{Kind: agent.EventModelResponse, Model: "fallback"},
 		{Kind: agent.EventToolCall, Tool: "read_file"},
 		{Kind: agent.EventToolResult, Tool: "read_file"},
 		{Kind: agent.EventToolCall, Tool: "run_command"},
@@ -95,7 +100,8 @@ func TestRoundTallyRecordsBoundedLabels(t *testing.T) {
 	want := map[string]float64{
 		"ralph_rounds{outcome=complete}":         1,
 		"ralph_round_duration{outcome=complete}": 3,
-		"ralph_model_calls{}":                    4,
+		"ralph_model_calls{model=primary}":       3,
+		"ralph_model_calls{model=fallback}":      1,
 		"ralph_tokens{kind=prompt}":              1000,
 		"ralph_tokens{kind=completion}":          250,
 		"ralph_tool_calls{tool=read_file}":       2,

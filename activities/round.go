@@ -41,6 +41,7 @@ type FailureDetails struct {
 //   - bad input (a workspace escaping the root, a round out of range):
 //     non-retryable BadRoundInput;
 //   - an ordinary failure of the session: non-retryable ChildFailed;
+//   - provider limits (in.Deferrable): no error, RoundOutput.Deferred;
 //   - transient model errors that outlasted the in-session retries:
 //     retryable ModelUnavailable (the next attempt is a fresh session);
 //   - a cancel (or a worker shutting down): the context's error, so Temporal
@@ -90,6 +91,7 @@ func (a *Activities) RunRound(ctx context.Context, in RoundInput) (RoundOutput, 
 		SessionID: sessionID, Objective: in.Objective, Round: in.Round, MaxRounds: in.MaxRounds,
 		Previous: in.Previous, Workspace: dir, MaxHandoffChars: in.MaxHandoffChars,
 		Deadline: roundDeadline(info), VerifyCommand: in.VerifyCommand, TokenBudget: in.TokenBudget, RunDeadline: in.RunDeadline,
+		Deferrable: in.Deferrable,
 	}, agent.Observers(transcript, hb, tally))
 	tally.record(activity.GetMetricsHandler(ctx), roundOutcome(res, err), res.Usage, time.Since(started))
 	if terr := transcript.Err(); terr != nil {
@@ -98,10 +100,20 @@ func (a *Activities) RunRound(ctx context.Context, in RoundInput) (RoundOutput, 
 	logger.Info("Round ended", "round", in.Round, "sessionId", sessionID, "outcome", agent.Outcome(err),
 		"modelCalls", res.Usage.ModelCalls, "toolCalls", res.Usage.ToolCalls)
 	spent := spentBefore.Add(res.Usage)
+	if d, ok := agent.AsDeferred(err); ok && ctx.Err() == nil {
+		// Not a failure: the workflow waits durably and runs the round again
+		// as a fresh session. What the session wrote stays in the workspace
+		// (no checkpoint: there is no report to commit it under).
+		logger.Info("Round deferred", "round", in.Round, "sessionId", sessionID, "reason", d.Reason,
+			"retryAfterSeconds", d.RetryAfterSeconds(), "model", d.Model, "error", agent.Redact(d.Last, a.cfg.Agent.APIKey))
+		return RoundOutput{Usage: spent, SessionID: sessionID, Model: res.Model, FirstRequestTokens: res.FirstPromptTokens,
+			Deferred: &Deferred{Reason: d.Reason, RetryAfterSeconds: d.RetryAfterSeconds()}}, nil
+	}
 	if err != nil {
 		return RoundOutput{}, a.roundError(ctx, err, in.Round, FailureDetails{SessionID: sessionID, Usage: spent})
 	}
-	out := RoundOutput{Report: res.Report, Usage: spent, SessionID: sessionID, Verification: res.Verification}
+	out := RoundOutput{Report: res.Report, Usage: spent, SessionID: sessionID, Verification: res.Verification, Model: res.Model,
+		FirstRequestTokens: res.FirstPromptTokens}
 	if out.Checkpoint, out.WorkspaceChanged, err = ws.finish(ctx, res.Report, FailureDetails{SessionID: sessionID, Usage: spent}); err != nil {
 		return RoundOutput{}, err
 	}

@@ -381,3 +381,35 @@ func TestRetriedAttemptCountsEarlierAttemptsUsage(t *testing.T) {
 		t.Fatalf("usage = %+v, want the lost attempt's %+v plus this attempt's", out.Usage, lost)
 	}
 }
+
+// A deferred round returns (no error) with its usage and model, writes no
+// checkpoint, and in git mode the next session of the round (attempt 1
+// again) finds what the deferred session wrote.
+func TestRunRoundDeferredKeepsTheWorkspace(t *testing.T) {
+	f := newFixture(t, fakeopenai.Script{Queue: []fakeopenai.Response{
+		fakeopenai.Tools(fakeopenai.CallJSON("write_file", map[string]string{"path": "wip.txt", "content": "half\n"})),
+		fakeopenai.RateLimited("75"),
+		fakeopenai.Tools(fakeopenai.CallJSON("read_file", map[string]string{"path": "wip.txt"})),
+		fakeopenai.Tools(fakeopenai.SubmitReport(validComplete)),
+	}}, context.Background(), func(c *activities.Config) { c.Git.Mode = "local" })
+	in := roundInput("deferred")
+	in.Deferrable = true
+	out, err := f.run(in)
+	if err != nil {
+		t.Fatalf("a deferred round failed: %v", err)
+	}
+	if out.Deferred == nil || out.Deferred.Reason != activities.DeferRateLimited || out.Deferred.RetryAfterSeconds != 75 ||
+		out.Usage.ModelCalls != 1 || out.Model != "fake-model" || out.Checkpoint != nil || out.FirstRequestTokens == 0 {
+		t.Fatalf("output = %+v (deferred %+v)", out, out.Deferred)
+	}
+	out, err = f.run(in)
+	if err != nil || out.Deferred != nil || out.Report.Status != "complete" || out.Checkpoint == nil {
+		t.Fatalf("the round's next session: %+v, %v", out, err)
+	}
+	// The read_file result the model got is what the deferred session wrote.
+	reqs := f.srv.Requests()
+	last := reqs[len(reqs)-1].Chat.Messages
+	if got := last[len(last)-1].Content; !strings.Contains(got, "half") {
+		t.Fatalf("the next session read %q, want the deferred session's wip.txt", got)
+	}
+}

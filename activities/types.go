@@ -7,6 +7,7 @@ package activities
 import (
 	"time"
 
+	"github.com/ralph-temporal/ralph/agent"
 	"github.com/ralph-temporal/ralph/report"
 	"github.com/ralph-temporal/ralph/usage"
 )
@@ -68,7 +69,16 @@ type Limits struct {
 	MaxIdleRounds int `json:"maxIdleRounds,omitempty"`
 	// SearchAttributes turns the Ralph* search attribute upserts on.
 	SearchAttributes bool `json:"searchAttributes,omitempty"`
+	// MaxWaitMinutes caps one durable wait after a deferred round;
+	// MaxDeferrals bounds one round's consecutive deferrals. Both 0 (histories
+	// from before deferrals): rounds never defer, provider limits fail them
+	// as before.
+	MaxWaitMinutes int `json:"maxWaitMinutes,omitempty"`
+	MaxDeferrals   int `json:"maxDeferrals,omitempty"`
 }
+
+// Deferrals reports whether rounds may end as deferred under these limits.
+func (l Limits) Deferrals() bool { return l.MaxDeferrals > 0 && l.MaxWaitMinutes > 0 }
 
 // DefaultLimits are the deployment defaults of a run.
 func DefaultLimits() Limits {
@@ -82,6 +92,8 @@ func DefaultLimits() Limits {
 		RoundsPerRun:            16,
 		MaxIdleRounds:           3,
 		SearchAttributes:        true,
+		MaxWaitMinutes:          360,
+		MaxDeferrals:            50,
 	}
 }
 
@@ -101,6 +113,25 @@ type RoundInput struct {
 	TokenBudget int `json:"tokenBudget,omitempty"`
 	// RunDeadline is when the run's time budget ends (zero: none).
 	RunDeadline time.Time `json:"runDeadline,omitzero"`
+	// Deferrable: provider limits end the round as deferred (RoundOutput.Deferred)
+	// instead of failing it.
+	Deferrable bool `json:"deferrable,omitempty"`
+}
+
+// Reasons of a deferred round.
+const (
+	DeferRateLimited = agent.DeferRateLimited
+	DeferQuota       = agent.DeferQuota
+	DeferUnavailable = agent.DeferUnavailable
+)
+
+// Deferred says the provider said "not now": the round ended early without a
+// report and the workflow runs it again after a durable wait.
+type Deferred struct {
+	// Reason: rate-limited, quota or unavailable.
+	Reason string `json:"reason"`
+	// RetryAfterSeconds is the delay the provider gave (0: none given).
+	RetryAfterSeconds int `json:"retryAfterSeconds"`
 }
 
 // RoundOutput is what a round returns: a report the agent already validated
@@ -116,6 +147,16 @@ type RoundOutput struct {
 	// WorkspaceChanged compares the workspace's fingerprint before and after
 	// the session (the idle budget counts rounds without a change).
 	WorkspaceChanged bool `json:"workspaceChanged"`
+	// Model is the model that produced the report (on a deferral: the model
+	// in use when the session deferred).
+	Model string `json:"model,omitempty"`
+	// FirstRequestTokens is the prompt tokens of the session's first request
+	// (0: not reported); the workflow's token budget keeps at least that
+	// much for a round to start.
+	FirstRequestTokens int `json:"firstRequestTokens,omitempty"`
+	// Deferred is set instead of a report when the round was deferred;
+	// Usage is then what the deferred session spent.
+	Deferred *Deferred `json:"deferred,omitempty"`
 }
 
 // Checkpoint is the commit a round ended with (Commit == Parent when the

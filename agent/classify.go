@@ -69,6 +69,11 @@ func classify(err error, status int) modelFailure {
 	}
 }
 
+// quota: the key is out of quota (a 429 that waiting a minute will not fix).
+func (f modelFailure) quota() bool {
+	return f.code == "insufficient_quota" || f.typ == "insufficient_quota"
+}
+
 func transientStatus(status int) bool {
 	switch status {
 	case http.StatusRequestTimeout, http.StatusConflict, http.StatusTooEarly, http.StatusTooManyRequests:

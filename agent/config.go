@@ -3,6 +3,7 @@ package agent
 import (
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/ralph-temporal/ralph/agent/tools"
@@ -35,6 +36,9 @@ type Config struct {
 	// transcripts and errors have it redacted.
 	APIKey string
 	Model  string
+	// FallbackModels (served by the same endpoint) take over the same
+	// conversation, in order, when the current model's retries are spent.
+	FallbackModels []string
 	// CallTimeout bounds one model call (each transport attempt).
 	CallTimeout time.Duration
 	// MaxModelCalls bounds the completed model calls of a session; the last
@@ -124,6 +128,11 @@ func (c Config) Validate() error {
 	}
 	if c.Model == "" {
 		return fmt.Errorf("agent config: model name is required")
+	}
+	for i, m := range c.FallbackModels {
+		if strings.TrimSpace(m) == "" || strings.TrimSpace(m) != m {
+			return fmt.Errorf("agent config: fallback model %d is %q: names must be non-empty and trimmed", i+1, m)
+		}
 	}
 	return nil
 }

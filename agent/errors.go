@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/ralph-temporal/ralph/internal/runes"
@@ -48,6 +49,52 @@ type ModelUnavailableError struct {
 
 func (e *ModelUnavailableError) Error() string {
 	return fmt.Sprintf("model unavailable after %d attempts: %s", e.Attempts, e.Last)
+}
+
+// Reasons of a deferred round (SPEC section 22).
+const (
+	DeferRateLimited = "rate-limited"
+	DeferQuota       = "quota"
+	DeferUnavailable = "unavailable"
+)
+
+// DeferredError ends a session early because the provider said "not now":
+// the in-session retries are spent (on every fallback model), a 429 or 503
+// asked for a wait longer than the session may sleep, or the key is out of
+// quota. It is not a failure of the round: the workflow waits durably and
+// runs the round again as a fresh session.
+type DeferredError struct {
+	Reason string
+	// RetryAfter is the delay the provider gave; 0 when it gave none.
+	RetryAfter time.Duration
+	// Model is the model the session was using when it deferred.
+	Model string
+	// Last describes the last model error (API key redacted).
+	Last string
+}
+
+func (e *DeferredError) Error() string {
+	if e.RetryAfter > 0 {
+		return fmt.Sprintf("round deferred (%s, provider asked to wait %s): %s", e.Reason, e.RetryAfter, e.Last)
+	}
+	return fmt.Sprintf("round deferred (%s): %s", e.Reason, e.Last)
+}
+
+// RetryAfterSeconds is the provider's delay in whole seconds, rounded up.
+func (e *DeferredError) RetryAfterSeconds() int {
+	return int((e.RetryAfter + time.Second - 1) / time.Second)
+}
+
+func isDeferred(err error) bool {
+	_, ok := AsDeferred(err)
+	return ok
+}
+
+// AsDeferred returns the deferral err carries, if any.
+func AsDeferred(err error) (*DeferredError, bool) {
+	var d *DeferredError
+	ok := errors.As(err, &d)
+	return d, ok
 }
 
 // IsChildFailure reports whether err ends the round in the ordinary way.

@@ -22,8 +22,11 @@ const (
 	EventToolResult    EventKind = "tool_result"
 	// EventHandoff: a bound was reached and only submit_report is offered
 	// from now on (Bound names it).
-	EventHandoff    EventKind = "handoff"
-	EventSessionEnd EventKind = "session_end"
+	EventHandoff EventKind = "handoff"
+	// EventModelFallback: the current model's retries are spent and the
+	// same conversation goes on with the next fallback model (Model).
+	EventModelFallback EventKind = "model_fallback"
+	EventSessionEnd    EventKind = "session_end"
 	// The round's own verify step: its own kinds, so no tool the model names
 	// can pass for it.
 	EventVerifyStart  EventKind = "verify_start"
@@ -35,6 +38,7 @@ const (
 	OutcomeReport           = "report"
 	OutcomeChildFailure     = "child_failure"
 	OutcomeModelUnavailable = "model_unavailable"
+	OutcomeDeferred         = "deferred"
 	OutcomeCancelled        = "cancelled"
 	OutcomeHarnessError     = "harness_error"
 )
@@ -50,7 +54,9 @@ type Event struct {
 	// carry the step whose answer requested them.
 	Step int `json:"step,omitempty"`
 
-	// session_start
+	// session_start (the primary model), model_response (the model that
+	// answered), model_fallback (the model taking over), session_end (the
+	// model that produced the report, or was in use when the session ended)
 	Round     int    `json:"round,omitempty"`
 	MaxRounds int    `json:"maxRounds,omitempty"`
 	Model     string `json:"model,omitempty"`

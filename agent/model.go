@@ -24,9 +24,16 @@ type modelClient struct {
 	client  *openai.Client
 	capture *responseCapture
 	emit    func(Event)
+	// models is the primary model then the fallbacks; current indexes it.
+	// The session stays on a fallback once it moved there.
+	models  []string
+	current int
+	// deferrable: provider limits end the session as deferred instead of
+	// failing it (off for runs whose limits predate deferrals).
+	deferrable bool
 }
 
-func newModelClient(cfg Config, emit func(Event)) *modelClient {
+func newModelClient(cfg Config, deferrable bool, emit func(Event)) *modelClient {
 	oc := openai.DefaultConfig(cfg.APIKey)
 	if cfg.BaseURL != "" {
 		oc.BaseURL = cfg.BaseURL
@@ -37,16 +44,26 @@ func newModelClient(cfg Config, emit func(Event)) *modelClient {
 	}
 	capture := &responseCapture{doer: httpClient}
 	oc.HTTPClient = capture
-	return &modelClient{cfg: cfg, client: openai.NewClientWithConfig(oc), capture: capture, emit: emit}
+	models := append([]string{cfg.Model}, cfg.FallbackModels...)
+	return &modelClient{cfg: cfg, client: openai.NewClientWithConfig(oc), capture: capture, emit: emit,
+		models: models, deferrable: deferrable}
 }
+
+// model is the model the next request goes to.
+func (m *modelClient) model() string { return m.models[m.current] }
 
 // complete returns the first choice of a successful call. Errors: ctx's own
 // error when ctx ended; *contextLengthError when the provider said the
 // request is too long for the context; *ChildFailure for another ordinary
-// refusal; *ModelUnavailableError once transient retries (including
-// per-call timeouts) are spent.
+// refusal; once transient retries (including per-call timeouts) are spent
+// on the current model, the same request goes to the next fallback model
+// with a retry budget of its own; after the last one *DeferredError (or,
+// for a session that may not defer, *ModelUnavailableError). A deferrable
+// session also defers at once on an exhausted quota and on a 429 or 503
+// that asks for a wait longer than MaxRetryAfter.
 func (m *modelClient) complete(ctx context.Context, step int, req openai.ChatCompletionRequest) (openai.ChatCompletionResponse, error) {
 	for attempt := 1; ; attempt++ {
+		req.Model = m.model()
 		resp, err := m.once(ctx, req)
 		if err == nil {
 			return resp, nil
@@ -58,6 +75,8 @@ func (m *modelClient) complete(ctx context.Context, step int, req openai.ChatCom
 			text      string
 			transient bool
 			tooLong   bool
+			quota     bool
+			status    int
 			header    http.Header
 			ev        Event
 		)
@@ -68,11 +87,24 @@ func (m *modelClient) complete(ctx context.Context, step int, req openai.ChatCom
 			transient = true
 			ev = Event{Kind: EventModelError, Step: step, Attempt: attempt, Transient: true, Error: text}
 		} else {
-			var status int
-			status, header = m.capture.last()
-			f := classify(err, status)
-			text, transient, tooLong = f.describe(m.cfg.APIKey), f.transient, isContextLength(f)
-			ev = Event{Kind: EventModelError, Step: step, Attempt: attempt, HTTPStatus: f.status, Transient: f.transient, Error: text}
+			var seen int
+			seen, header = m.capture.last()
+			f := classify(err, seen)
+			text, transient, tooLong, quota, status = f.describe(m.cfg.APIKey), f.transient, isContextLength(f), f.quota(), f.status
+			ev = Event{Kind: EventModelError, Step: step, Attempt: attempt, HTTPStatus: f.status, Transient: f.transient, Error: text, Model: req.Model}
+		}
+		delay, hasDelay := providerDelay(header, time.Now())
+		if !hasDelay {
+			delay = 0
+		}
+		if quota && m.deferrable {
+			m.emit(ev)
+			return openai.ChatCompletionResponse{}, &DeferredError{Reason: DeferQuota, RetryAfter: delay, Model: req.Model, Last: text}
+		}
+		if transient && m.deferrable && delay > m.cfg.MaxRetryAfter &&
+			(status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable) {
+			m.emit(ev)
+			return openai.ChatCompletionResponse{}, &DeferredError{Reason: deferReason(status), RetryAfter: delay, Model: req.Model, Last: text}
 		}
 		if !transient {
 			m.emit(ev)
@@ -83,6 +115,17 @@ func (m *modelClient) complete(ctx context.Context, step int, req openai.ChatCom
 		}
 		if attempt > m.cfg.TransientRetries {
 			m.emit(ev)
+			if m.current+1 < len(m.models) {
+				// The same conversation goes on with the next model, which
+				// gets a retry budget of its own.
+				m.current++
+				m.emit(Event{Kind: EventModelFallback, Step: step, Model: m.model(), Error: text})
+				attempt = 0
+				continue
+			}
+			if m.deferrable {
+				return openai.ChatCompletionResponse{}, &DeferredError{Reason: deferReason(status), RetryAfter: delay, Model: req.Model, Last: text}
+			}
 			return openai.ChatCompletionResponse{}, &ModelUnavailableError{Attempts: attempt, Last: text}
 		}
 		wait := backoff(attempt, header, m.cfg)
@@ -92,6 +135,15 @@ func (m *modelClient) complete(ctx context.Context, step int, req openai.ChatCom
 			return openai.ChatCompletionResponse{}, ctx.Err()
 		}
 	}
+}
+
+// deferReason names why transient trouble deferred a round: a 429 is a
+// rate limit, anything else (5xx, network, timeouts) an outage.
+func deferReason(status int) string {
+	if status == http.StatusTooManyRequests {
+		return DeferRateLimited
+	}
+	return DeferUnavailable
 }
 
 // contextLengthError is a provider's refusal of a request as too long for

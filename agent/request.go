@@ -36,6 +36,10 @@ type Request struct {
 	// RunDeadline is when the run's time budget ends; the session forces its
 	// hand-off when 90 % of the time left to it is spent (zero: none).
 	RunDeadline time.Time
+	// Deferrable lets provider limits end the session as a deferral
+	// (*DeferredError) instead of a failure: off for runs whose recorded
+	// limits predate deferrals, which keep the old behaviour.
+	Deferrable bool
 }
 
 func (r Request) validate() error {
@@ -70,4 +74,10 @@ type Result struct {
 	Usage  usage.Usage
 	// Verification is the passing verify run of a complete report.
 	Verification *report.Verification
+	// Model is the model that produced the report (on a deferral or a
+	// failure: the model in use when the session ended).
+	Model string
+	// FirstPromptTokens is what the provider counted for the session's first
+	// request (0: not reported): the fixed cost of starting a round.
+	FirstPromptTokens int
 }

@@ -71,11 +71,48 @@ func retryAfter(h http.Header, now time.Time) (time.Duration, bool) {
 	return 0, false
 }
 
+// Rate-limit reset headers (OpenAI and compatible gateways): how long until
+// the request or token window resets, as a Go-style duration ("6m0s", "1s",
+// "20ms") or plain seconds.
+var resetHeaders = []string{"x-ratelimit-reset-requests", "x-ratelimit-reset-tokens"}
+
+// providerDelay is how long the provider asked us to wait: Retry-After (or
+// retry-after-ms) when sent, else the longest of the rate-limit reset
+// headers (waiting for the later window is the only wait that surely helps).
+func providerDelay(h http.Header, now time.Time) (time.Duration, bool) {
+	if d, ok := retryAfter(h, now); ok {
+		return d, true
+	}
+	var longest time.Duration
+	found := false
+	for _, name := range resetHeaders {
+		if d, ok := parseReset(h.Get(name)); ok {
+			longest, found = max(longest, d), true
+		}
+	}
+	return longest, found
+}
+
+// parseReset reads one x-ratelimit-reset-* value.
+func parseReset(v string) (time.Duration, bool) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0, false
+	}
+	if d, err := time.ParseDuration(v); err == nil && d >= 0 {
+		return d, true
+	}
+	if secs, err := strconv.ParseFloat(v, 64); err == nil && secs >= 0 {
+		return time.Duration(secs * float64(time.Second)), true
+	}
+	return 0, false
+}
+
 // backoff is the wait before retry number n (1-based): the provider's
-// Retry-After capped at maxRetryAfter when given, else exponential from base
-// with jitter, capped at maxDelay.
+// delay (Retry-After or a rate-limit reset) capped at maxRetryAfter when
+// given, else exponential from base with jitter, capped at maxDelay.
 func backoff(n int, h http.Header, cfg Config) time.Duration {
-	if d, ok := retryAfter(h, time.Now()); ok {
+	if d, ok := providerDelay(h, time.Now()); ok {
 		return min(d, cfg.MaxRetryAfter)
 	}
 	d := cfg.RetryBaseDelay

@@ -30,6 +30,7 @@ var errRoundDeadline = errors.New("round timeout reached")
 //   - ctx.Err() when ctx ended (a cancel, or the caller's own deadline);
 //   - *ChildFailure for an ordinary end without a valid report (refused
 //     request, bounds spent, report never valid, round deadline reached);
+//   - *DeferredError when the provider said "not now" (req.Deferrable);
 //   - *ModelUnavailableError when transient model errors outlasted the retries;
 //   - any other error: the harness itself failed (workspace, tools).
 //
@@ -64,7 +65,7 @@ func RunSession(ctx context.Context, cfg Config, req Request, obs Observer) (Res
 	rep, err := s.run(sctx)
 	err = settle(ctx, sctx, err)
 
-	end := Event{Kind: EventSessionEnd, Outcome: Outcome(err)}
+	end := Event{Kind: EventSessionEnd, Outcome: Outcome(err), Model: s.reportModel()}
 	total := s.usage
 	end.Usage = &total
 	if err == nil {
@@ -73,7 +74,7 @@ func RunSession(ctx context.Context, cfg Config, req Request, obs Observer) (Res
 		end.Error = Redact(err.Error(), cfg.APIKey)
 	}
 	s.emit(end)
-	res := Result{Report: rep, Usage: s.usage}
+	res := Result{Report: rep, Usage: s.usage, Model: s.reportModel(), FirstPromptTokens: s.firstPrompt}
 	if err == nil {
 		res.Verification = s.verification
 	}
@@ -107,6 +108,8 @@ func Outcome(err error) string {
 		return OutcomeChildFailure
 	case IsModelUnavailable(err):
 		return OutcomeModelUnavailable
+	case isDeferred(err):
+		return OutcomeDeferred
 	default:
 		return OutcomeHarnessError
 	}
@@ -142,7 +145,9 @@ type session struct {
 	handoffBound string    // which time bound handoffAt is
 
 	usage          usage.Usage
-	calls          int // completed model calls
+	firstPrompt    int    // prompt tokens the provider reported for the first call
+	answeredBy     string // the model of the last completed call
+	calls          int    // completed model calls
 	repairs        int
 	textStreak     int  // consecutive answers without a tool call
 	reportOnly     bool // only submit_report is offered from now on
@@ -157,7 +162,7 @@ type session struct {
 
 func newSession(cfg Config, req Request, ws *tools.Workspace, obs Observer) (*session, error) {
 	s := &session{cfg: cfg, req: req, obs: obs, ws: ws, limits: ws.Limits(), tools: map[string]tools.Tool{}, started: time.Now()}
-	s.model = newModelClient(cfg, s.emit)
+	s.model = newModelClient(cfg, req.Deferrable, s.emit)
 	for _, t := range ws.Tools() {
 		s.tools[t.Name()] = t
 		s.toolNames = append(s.toolNames, t.Name())
@@ -176,6 +181,15 @@ func newSession(cfg Config, req Request, ws *tools.Workspace, obs Observer) (*se
 	s.allDefsTokens, s.reportDefTokens = toolsTokens(s.allDefs), toolsTokens([]openai.Tool{s.reportDef})
 	s.handoffAt, s.handoffBound = s.timeBound()
 	return s, nil
+}
+
+// reportModel is the model that produced the report: the one that answered
+// the last call, else the one in use.
+func (s *session) reportModel() string {
+	if s.answeredBy != "" {
+		return s.answeredBy
+	}
+	return s.model.model()
 }
 
 func (s *session) emit(e Event) {
@@ -294,7 +308,6 @@ func (s *session) callModel(ctx context.Context, step int, offered []openai.Tool
 	started := time.Now()
 	sentLen := len(s.messages)
 	resp, err := s.model.complete(ctx, step, openai.ChatCompletionRequest{
-		Model:    s.cfg.Model,
 		Messages: slices.Clip(s.messages),
 		Tools:    offered,
 		// max_tokens, not max_completion_tokens: vLLM, Ollama, DeepSeek and
@@ -308,8 +321,12 @@ func (s *session) callModel(ctx context.Context, step int, offered []openai.Tool
 		return openai.ChatCompletionMessage{}, "", err
 	}
 	s.calls++
+	s.answeredBy = s.model.model()
 	call := usage.Usage{ModelCalls: 1, PromptTokens: resp.Usage.PromptTokens, CompletionTokens: resp.Usage.CompletionTokens}
 	s.usage = s.usage.Add(call)
+	if s.calls == 1 {
+		s.firstPrompt = resp.Usage.PromptTokens
+	}
 	if resp.Usage.PromptTokens > 0 {
 		s.reportedPrompt, s.reportedLen = resp.Usage.PromptTokens, sentLen
 	} else {
@@ -324,7 +341,7 @@ func (s *session) callModel(ctx context.Context, step int, offered []openai.Tool
 	s.messages = append(s.messages, echoed)
 	s.sent = len(s.messages) // the answer is in the model_response event
 	s.emit(Event{Kind: EventModelResponse, Step: step, Message: &msg, FinishReason: string(choice.FinishReason),
-		Usage: &call, ContextTokens: resp.Usage.PromptTokens, DurationMs: durationMs(time.Since(started))})
+		Usage: &call, ContextTokens: resp.Usage.PromptTokens, DurationMs: durationMs(time.Since(started)), Model: s.answeredBy})
 	return echoed, choice.FinishReason, nil
 }
 

@@ -214,7 +214,7 @@ func TestComposeWorkerCanSandbox(t *testing.T) {
 	}
 }
 
-// The image can do the job a round asks of it: the toolchains the README
+// The image can do the job a round asks of it: the toolchains docs/operations.md
 // advertises, bubblewrap, and a non-root user for unprivileged bubblewrap.
 func TestDockerfileCarriesTheRoundToolchain(t *testing.T) {
 	data, err := os.ReadFile("Dockerfile")

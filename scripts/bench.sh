@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `make bench`: Ralph's benchmarks (BENCHMARKS.md), run by cmd/ralphbench.
+# `make bench`: Ralph's benchmarks (docs/benchmarks.md), run by cmd/ralphbench.
 #   scripts/bench.sh [-only overhead,cancel] [-with-cluster] [...]   (-h lists every flag)
 # RALPH_BENCH_MD names the Markdown report file (default: one in $TMPDIR).
 set -euo pipefail

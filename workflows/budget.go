@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"time"
+	"unicode/utf8"
 
 	"github.com/ralph-temporal/ralph/usage"
 )
@@ -31,6 +32,41 @@ func (b RunBudget) exhausted(spent usage.Usage, now time.Time) string {
 		return LimitTokens
 	case !b.Deadline.IsZero() && !now.Before(b.Deadline):
 		return LimitTime
+	}
+	return ""
+}
+
+// The budget floor: a round starts only when the budget's remainder can pay
+// for a useful round. Time: at least max(minRoundTime, a tenth of the
+// budget) left. Tokens: at least the fixed cost of a round's first request
+// left, taken from the last round's first request when the provider
+// reported it, else estimated as baseFirstRequestTokens (the round prompt
+// and the tool definitions are about 12 KB) plus a token per four code
+// points of the objective.
+const (
+	minRoundTime           = 60 * time.Second
+	baseFirstRequestTokens = 3000
+)
+
+// firstRequestEstimate is the estimated cost of a round's first request.
+func firstRequestEstimate(lastFirstRequest int, objective string) int {
+	if lastFirstRequest > 0 {
+		return lastFirstRequest
+	}
+	return baseFirstRequestTokens + utf8.RuneCountInString(objective)/4
+}
+
+// floor names the budget whose remainder cannot pay for a useful round
+// ("" when both can, or when no such budget applies).
+func (b RunBudget) floor(spent usage.Usage, now time.Time, firstRequestTokens int) string {
+	if b.MaxMinutes > 0 && !b.Deadline.IsZero() {
+		need := max(minRoundTime, time.Duration(b.MaxMinutes)*time.Minute/10)
+		if b.Deadline.Sub(now) < need {
+			return LimitTime
+		}
+	}
+	if b.MaxTokens > 0 && b.MaxTokens-tokens(spent) < firstRequestTokens {
+		return LimitTokens
 	}
 	return ""
 }

@@ -71,6 +71,9 @@ type loop struct {
 	control       control
 	roundRunning  bool
 	status        Status
+	// firstRequestTokens is the prompt tokens of the last round's first
+	// request (0: unknown), for the token budget's floor.
+	firstRequestTokens int
 }
 
 // begin resolves the deployment limits (recorded in history) and validates a
@@ -127,6 +130,7 @@ func (l *loop) resume(ctx workflow.Context, c *Continuation) error {
 	l.last = c.LastReport
 	l.checkpoint = c.Checkpoint
 	l.control.paused = c.Paused
+	l.firstRequestTokens = c.FirstRequestTokens
 	l.status.Round = c.NextRound - 1
 	// A continued run is past starting: it runs, or holds a carried pause.
 	l.status.Phase = PhaseRunning
@@ -199,13 +203,19 @@ func (l *loop) run(ctx workflow.Context, continued bool) (*Result, error) {
 		if limit := l.budget.exhausted(l.usage, workflow.Now(ctx)); limit != "" {
 			return l.finishBudget(ctx, limit, round-1), nil
 		}
+		// The run's first round is exempt from the floor: the caller chose the budget.
+		if round > 1 {
+			if limit := l.budgetFloor(ctx, workflow.Now(ctx)); limit != "" {
+				return l.finishBudget(ctx, limit, round-1), nil
+			}
+		}
 		if roundsThisRun >= l.limits.RoundsPerRun || (roundsThisRun > 0 && workflow.GetInfo(ctx).GetContinueAsNewSuggested()) {
 			return nil, l.continueAsNew(ctx, round)
 		}
 		roundsThisRun++
-		out, err := l.runRound(ctx, round)
-		if err != nil {
-			return nil, err
+		out, res, err := l.playRound(ctx, round)
+		if err != nil || res != nil {
+			return res, err
 		}
 		l.record(ctx, round, out)
 
@@ -226,6 +236,20 @@ func (l *loop) run(ctx workflow.Context, continued bool) (*Result, error) {
 	return l.finishBudget(ctx, LimitRounds, l.maxRounds), nil
 }
 
+// budgetFloor names the budget whose remainder cannot pay for a useful
+// round, so the run ends before the round starts instead of handing off at
+// once round after round ("Zeno rounds"). Runs recorded before the floor
+// keep the old path.
+func (l *loop) budgetFloor(ctx workflow.Context, now time.Time) string {
+	if l.budget.MaxTokens == 0 && l.budget.MaxMinutes == 0 {
+		return ""
+	}
+	if workflow.GetVersion(ctx, versionBudgetFloor, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return ""
+	}
+	return l.budget.floor(l.usage, now, firstRequestEstimate(l.firstRequestTokens, l.objective))
+}
+
 // record keeps a finished round's outcome: usage, report, checkpoint and the
 // idle counter.
 func (l *loop) record(ctx workflow.Context, round int, out activities.RoundOutput) {
@@ -240,8 +264,12 @@ func (l *loop) record(ctx workflow.Context, round int, out activities.RoundOutpu
 	} else {
 		l.idleRounds = 0
 	}
+	if out.FirstRequestTokens > 0 {
+		l.firstRequestTokens = out.FirstRequestTokens
+	}
 	summary := RoundSummary{Round: round, Status: accepted.Status, Summary: accepted.Summary, SessionID: out.SessionID,
-		Verified: out.Verification.Passed()}
+		Verified: out.Verification.Passed(), Model: out.Model, Deferrals: l.status.Deferrals}
+	l.status.Deferrals = 0
 	if out.Checkpoint != nil {
 		summary.Commit = out.Checkpoint.Commit
 	}
@@ -273,6 +301,7 @@ func (l *loop) runRound(ctx workflow.Context, round int) (activities.RoundOutput
 		Objective: l.objective, Round: round, MaxRounds: l.maxRounds, Workspace: l.workspace,
 		Previous: l.last, MaxHandoffChars: l.limits.MaxHandoffChars, VerifyCommand: l.verifyCommand,
 		TokenBudget: l.budget.tokensLeft(l.usage), RunDeadline: l.budget.Deadline,
+		Deferrable: l.limits.Deferrals(),
 	}
 	var out activities.RoundOutput
 	err := workflow.ExecuteActivity(actx, activities.RunRoundName, in).Get(ctx, &out)
@@ -290,6 +319,9 @@ func (l *loop) runRound(ctx workflow.Context, round int) (activities.RoundOutput
 		return out, temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("round %d failed: %v", round, err), ErrTypeRoundFailed, err,
 			RoundFailedDetails{FailedRound: round, LastHandoff: l.last, Usage: spent})
+	}
+	if out.Deferred != nil && l.limits.Deferrals() {
+		return out, nil
 	}
 	if err := l.checkOutput(out); err != nil {
 		l.usage = l.usage.Add(out.Usage)
@@ -414,5 +446,6 @@ func (l *loop) continueAsNew(ctx workflow.Context, nextRound int) error {
 		Objective: l.objective, Workspace: l.workspace, MaxRounds: l.maxRounds, NextRound: nextRound,
 		Limits: l.limits, Usage: l.usage, LastReport: l.last, VerifyCommand: l.verifyCommand,
 		Budget: l.budget, IdleRounds: l.idleRounds, Checkpoint: l.checkpoint, Paused: l.control.paused,
+		FirstRequestTokens: l.firstRequestTokens,
 	})
 }

@@ -49,6 +49,8 @@ func blockedReport() report.Report {
 
 // script plays one round per call: reports[r] is round r's report; a missing
 // entry means continue. failAt fails that round with the given error.
+const scriptFirstRequestTokens = 50
+
 type script struct {
 	mu      sync.Mutex
 	reports map[int]report.Report
@@ -59,7 +61,14 @@ type script struct {
 	verified map[int]*report.Verification
 	commits  map[int]string
 	inputs   []activities.RoundInput
+	// deferrals are served, in order, before round R hands off; deferForever
+	// defers every session of that round.
+	deferrals    map[int][]activities.Deferred
+	deferForever map[int]activities.Deferred
 }
+
+// deferredUsage is what one scripted deferred session spent.
+var deferredUsage = usage.Usage{ModelCalls: 1, PromptTokens: 40}
 
 func (s *script) runRound(ctx context.Context, in activities.RoundInput) (activities.RoundOutput, error) {
 	s.mu.Lock()
@@ -67,6 +76,13 @@ func (s *script) runRound(ctx context.Context, in activities.RoundInput) (activi
 	s.inputs = append(s.inputs, in)
 	if err, ok := s.failAt[in.Round]; ok {
 		return activities.RoundOutput{}, err
+	}
+	if d, ok := s.deferForever[in.Round]; ok {
+		return activities.RoundOutput{Deferred: &d, Usage: deferredUsage, SessionID: "deferred", Model: "primary"}, nil
+	}
+	if q := s.deferrals[in.Round]; len(q) > 0 {
+		s.deferrals[in.Round] = q[1:]
+		return activities.RoundOutput{Deferred: &q[0], Usage: deferredUsage, SessionID: "deferred", Model: "primary"}, nil
 	}
 	r, ok := s.reports[in.Round]
 	if !ok {
@@ -77,6 +93,9 @@ func (s *script) runRound(ctx context.Context, in activities.RoundInput) (activi
 		Usage:            usage.Usage{ModelCalls: 2, ToolCalls: 3, PromptTokens: 100, CompletionTokens: 10},
 		SessionID:        fmt.Sprintf("session-%d", in.Round),
 		WorkspaceChanged: !s.idle[in.Round],
+		// A round's first request costs 50 tokens (the token budget's floor).
+		FirstRequestTokens: scriptFirstRequestTokens,
+		Model:              "primary",
 	}
 	if v, ok := s.verified[in.Round]; ok {
 		out.Verification = v

@@ -22,7 +22,7 @@ const (
 
 // Search attributes the workflow upserts (when the deployment has them on).
 const (
-	SearchAttrPhase     = "RalphPhase"     // Keyword: starting, running, paused, finished
+	SearchAttrPhase     = "RalphPhase"     // Keyword: starting, running, waiting, paused, finished
 	SearchAttrRound     = "RalphRound"     // Int
 	SearchAttrOutcome   = "RalphOutcome"   // Keyword, set when the run finishes
 	SearchAttrWorkspace = "RalphWorkspace" // Keyword
@@ -65,6 +65,9 @@ const (
 	PhaseStarting = "starting"
 	PhaseRunning  = "running"
 	PhasePaused   = "paused"
+	// PhaseWaiting: a deferred round waits on a durable timer before it runs
+	// again (Status.WaitingUntil, Status.WaitReason).
+	PhaseWaiting  = "waiting"
 	PhaseFinished = "finished"
 )
 
@@ -131,6 +134,10 @@ type RoundSummary struct {
 	Verified bool `json:"verified,omitempty"`
 	// Commit is the round's git checkpoint (git checkpoints on).
 	Commit string `json:"commit,omitempty"`
+	// Model is the model that produced the round's report.
+	Model string `json:"model,omitempty"`
+	// Deferrals is how often the round was deferred before it handed off.
+	Deferrals int `json:"deferrals,omitempty"`
 }
 
 // BudgetStatus shows the budgets that apply (null where none does).
@@ -160,6 +167,13 @@ type Status struct {
 	// is paused once no round runs.
 	PauseRequested bool         `json:"pauseRequested"`
 	Budget         BudgetStatus `json:"budget"`
+	// WaitingUntil (RFC 3339) and WaitReason (rate-limited, quota or
+	// unavailable) say why and how long a deferred round waits; set while
+	// the phase is waiting (and while a pause holds such a wait).
+	WaitingUntil string `json:"waitingUntil,omitempty"`
+	WaitReason   string `json:"waitReason,omitempty"`
+	// Deferrals counts the current round's consecutive deferrals.
+	Deferrals int `json:"deferrals,omitempty"`
 }
 
 // Continuation is what crosses a continue-as-new: exactly the objective, the
@@ -179,4 +193,7 @@ type Continuation struct {
 	IdleRounds    int                    `json:"idleRounds,omitempty"`
 	Checkpoint    *activities.Checkpoint `json:"checkpoint,omitempty"`
 	Paused        bool                   `json:"paused,omitempty"`
+	// FirstRequestTokens is the prompt tokens of the last round's first
+	// request: the cost the token budget must still cover for a round to start.
+	FirstRequestTokens int `json:"firstRequestTokens,omitempty"`
 }

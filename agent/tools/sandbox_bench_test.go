@@ -14,7 +14,7 @@ import (
 // BenchmarkRunCommandTrue measures one run_command(`true`) end to end (the
 // lifeline, bash, and under bwrap the namespaces, mounts and the awaited end
 // of the namespace), reporting p50 and p95 per call. Run with
-// -benchtime=200x for the figures in BENCHMARKS.md.
+// -benchtime=200x for the figures in docs/benchmarks.md.
 func BenchmarkRunCommandTrue(b *testing.B) {
 	for _, mode := range []string{sandbox.ModeOff, sandbox.ModeBwrap} {
 		b.Run(mode, func(b *testing.B) {

@@ -5,9 +5,9 @@ import (
 	"strings"
 )
 
-// SettingsTable renders every worker setting as the README's Markdown
-// configuration table: the settings table is its only source, and a test
-// keeps the README equal to it.
+// SettingsTable renders every worker setting as the Markdown settings table
+// of docs/reference.md: the settings are its only source, and a test keeps
+// the page equal to it.
 func SettingsTable() string {
 	defaults := DefaultWorker()
 	var b strings.Builder

@@ -7,37 +7,38 @@ import (
 	"testing"
 )
 
-var updateREADME = flag.Bool("update-readme", false, "rewrite the README's configuration table from the settings")
+var updateDocs = flag.Bool("update-docs", false, "rewrite the settings table in docs/reference.md from the settings")
 
-// Markers around the generated table in README.md.
+// settingsDoc is the page that holds the generated settings table, between
+// these markers.
 const (
-	tableBegin = "<!-- settings:begin (generated: go test ./app/config -run TestREADMEConfigurationTable -update-readme) -->\n"
-	tableEnd   = "<!-- settings:end -->"
+	settingsDoc = "../../docs/reference.md"
+	tableBegin  = "<!-- settings:begin (generated: go test ./app/config -run TestSettingsTableInDocs -update-docs) -->\n"
+	tableEnd    = "<!-- settings:end -->"
 )
 
-func TestREADMEConfigurationTable(t *testing.T) {
-	const path = "../../README.md"
-	data, err := os.ReadFile(path)
+func TestSettingsTableInDocs(t *testing.T) {
+	data, err := os.ReadFile(settingsDoc)
 	if err != nil {
 		t.Fatal(err)
 	}
 	text := string(data)
 	start, end := strings.Index(text, tableBegin), strings.Index(text, tableEnd)
 	if start < 0 || end < start {
-		t.Fatalf("README.md lacks the generated configuration table markers %q ... %q", tableBegin, tableEnd)
+		t.Fatalf("docs/reference.md lacks the generated settings table markers %q ... %q", tableBegin, tableEnd)
 	}
 	want := SettingsTable()
 	got := text[start+len(tableBegin) : end]
 	if got == want {
 		return
 	}
-	if *updateREADME {
-		if err := os.WriteFile(path, []byte(text[:start+len(tableBegin)]+want+text[end:]), 0o644); err != nil {
+	if *updateDocs {
+		if err := os.WriteFile(settingsDoc, []byte(text[:start+len(tableBegin)]+want+text[end:]), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		return
 	}
-	t.Errorf("README.md's configuration table differs from the settings; run\n  go test ./app/config -run TestREADMEConfigurationTable -update-readme\nwant:\n%s", want)
+	t.Errorf("the settings table in docs/reference.md differs from the settings; run\n  go test ./app/config -run TestSettingsTableInDocs -update-docs\nwant:\n%s", want)
 }
 
 func TestEverySettingIsDocumentedOnce(t *testing.T) {
@@ -55,7 +56,8 @@ func TestEverySettingIsDocumentedOnce(t *testing.T) {
 		"RALPH_MAX_OUTPUT_TOKENS", "RALPH_ECHO_REASONING", "RALPH_SANDBOX", "RALPH_SANDBOX_NETWORK", "RALPH_SANDBOX_HIDE",
 		"RALPH_SANDBOX_SHARE", "RALPH_COMMAND_ENV", "RALPH_MAX_RUN_TOKENS", "RALPH_MAX_RUN_MINUTES", "RALPH_MAX_IDLE_ROUNDS",
 		"RALPH_SEARCH_ATTRIBUTES", "RALPH_GIT", "RALPH_GIT_REMOTE", "RALPH_GIT_AUTHOR", "RALPH_ENCRYPTION_KEY_FILE",
-		"RALPH_METRICS_ADDRESS", "RALPH_ROUND_ATTEMPTS", "RALPH_MAX_COMMAND_TIMEOUT_SECONDS"} {
+		"RALPH_METRICS_ADDRESS", "RALPH_ROUND_ATTEMPTS", "RALPH_MAX_COMMAND_TIMEOUT_SECONDS",
+		"RALPH_MAX_WAIT_MINUTES", "RALPH_MAX_DEFERRALS", "RALPH_FALLBACK_MODELS"} {
 		if !seenEnv[env] {
 			t.Errorf("%s is not a setting", env)
 		}

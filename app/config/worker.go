@@ -181,6 +181,16 @@ func workerSettings() []setting {
 			intp: func(w *Worker) *int { return &lim(w).MaxRunMinutes }},
 		{flag: "max-idle-rounds", env: "RALPH_MAX_IDLE_ROUNDS", usage: "consecutive continue rounds without a workspace change that end a run",
 			intp: func(w *Worker) *int { return &lim(w).MaxIdleRounds }},
+		{flag: "max-wait-minutes", env: "RALPH_MAX_WAIT_MINUTES", usage: "longest durable wait after a deferred round (rate limit, quota, outage); a quota waits this long",
+			intp: func(w *Worker) *int { return &lim(w).MaxWaitMinutes }},
+		{flag: "max-deferrals", env: "RALPH_MAX_DEFERRALS", usage: "consecutive deferrals of one round before the run fails with RoundFailed",
+			intp: func(w *Worker) *int { return &lim(w).MaxDeferrals }},
+		{flag: "fallback-models", env: "RALPH_FALLBACK_MODELS", usage: "comma-separated models of the same endpoint that take over a round's conversation, in order, when the current model's retries are spent",
+			custom: func(w *Worker, _, value string) error {
+				w.Activities.Agent.FallbackModels = splitModels(value)
+				return nil
+			},
+			def: func(w *Worker) string { return strings.Join(w.Activities.Agent.FallbackModels, ",") }},
 		{flag: "search-attributes", env: "RALPH_SEARCH_ATTRIBUTES", usage: "upsert the RalphPhase/RalphRound/RalphOutcome/RalphWorkspace search attributes",
 			boolp: func(w *Worker) *bool { return &lim(w).SearchAttributes }},
 		{flag: "git", env: "RALPH_GIT", usage: "off, local or remote: git checkpoints of the workspace",
@@ -303,6 +313,18 @@ func splitList(value string) []string {
 	for _, it := range items {
 		if it = strings.TrimSpace(it); it != "" {
 			out = append(out, it)
+		}
+	}
+	return out
+}
+
+// splitModels splits a comma-separated model list (model names may hold ':',
+// as in Ollama's "qwen2.5-coder:32b"), dropping empty items.
+func splitModels(value string) []string {
+	out := []string{}
+	for _, m := range strings.Split(value, ",") {
+		if m = strings.TrimSpace(m); m != "" {
+			out = append(out, m)
 		}
 	}
 	return out

@@ -26,8 +26,9 @@ type progressPrinter struct {
 	announced int // highest round announced as running
 	finished  int // highest round whose outcome was printed
 	waiting   bool
-	paused    bool // the last answer said paused
-	stopSeen  bool // a stop request was printed
+	paused    bool   // the last answer said paused
+	stopSeen  bool   // a stop request was printed
+	waitSeen  string // the waitingUntil last printed
 }
 
 func (p *progressPrinter) clock() time.Time {
@@ -87,12 +88,24 @@ func (p *progressPrinter) update(st workflows.Status, err error) {
 		p.printf("stop requested: the run ends after its running round")
 	}
 	switch {
+	case st.Phase == workflows.PhasePaused && !p.paused && st.WaitingUntil != "":
+		p.paused = true
+		p.printf("paused while round %d/%d waits for the provider (resume with: starter resume %s)", st.Round, st.MaxRounds, p.workflowID)
 	case st.Phase == workflows.PhasePaused && !p.paused:
 		p.paused = true
 		p.printf("paused before round %d/%d (resume with: starter resume %s)", st.Round+1, st.MaxRounds, p.workflowID)
 	case st.Phase != workflows.PhasePaused && p.paused:
 		p.paused = false
 		p.printf("resumed")
+	}
+	switch {
+	case st.Phase == workflows.PhaseWaiting && st.WaitingUntil != p.waitSeen:
+		p.waitSeen = st.WaitingUntil
+		p.printf("round %d/%d deferred (provider %s): waiting until %s, then a fresh session runs it again",
+			st.Round, st.MaxRounds, st.WaitReason, st.WaitingUntil)
+	case st.Phase == workflows.PhaseRunning && p.waitSeen != "":
+		p.waitSeen = ""
+		p.printf("round %d/%d running again after the wait…", st.Round, st.MaxRounds)
 	}
 	if st.Phase == workflows.PhaseRunning && st.Round > p.announced {
 		p.printf("round %d/%d running…", st.Round, st.MaxRounds)

@@ -41,9 +41,9 @@ func TestParseArgs(t *testing.T) {
 			want:  command{name: "run", objective: "o", workflowID: "fix-tests"},
 			input: &workflows.Input{Objective: "o"}},
 		{name: "objective file", args: []string{"run", "--objective-file", objFile, "--workspace", "w"},
-			want: command{name: "run", objective: "from a file\nsecond line", workspace: "w", workflowID: "ralph-w"}},
+			want: command{name: "run", objective: "from a file\nsecond line", objectiveFile: objFile, workspace: "w", workflowID: "ralph-w"}},
 		{name: "objective stdin", args: []string{"start", "--objective-file", "-", "--workspace", "w"}, stdin: "piped",
-			want: command{name: "start", objective: "piped", workspace: "w", workflowID: "ralph-w"}},
+			want: command{name: "start", objective: "piped", objectiveFile: "-", workspace: "w", workflowID: "ralph-w"}},
 		{name: "allow no worker", args: []string{"start", "--objective", "o", "--workspace", "w", "--allow-no-worker"},
 			want: command{name: "start", objective: "o", workspace: "w", workflowID: "ralph-w", allowNoWorker: true}},
 		{name: "status by id", args: []string{"status", "--workflow-id", "x"}, want: command{name: "status", workflowID: "x"}},
@@ -279,6 +279,30 @@ func TestProgressShowsPauseAndStop(t *testing.T) {
 [00:00] resumed
 [00:00] round 2/4 running…
 [00:00] stop requested: the run ends after its running round
+`
+	if out.String() != want {
+		t.Errorf("progress:\n%s\nwant:\n%s", out.String(), want)
+	}
+}
+
+func TestProgressShowsAWait(t *testing.T) {
+	var out bytes.Buffer
+	now := time.Unix(0, 0)
+	p := &progressPrinter{out: &out, started: now, taskQueue: "ralph", workflowID: "ralph-w", now: func() time.Time { return now }}
+	waiting := workflows.Status{Round: 1, MaxRounds: 4, Phase: "waiting", WaitingUntil: "2026-12-01T18:00:00Z", WaitReason: "rate-limited", Rounds: []workflows.RoundSummary{}}
+	p.update(workflows.Status{Round: 1, MaxRounds: 4, Phase: "running"}, nil)
+	p.update(waiting, nil)
+	p.update(waiting, nil)
+	paused := waiting
+	paused.Phase = "paused"
+	p.update(paused, nil)
+	p.update(waiting, nil)
+	p.update(workflows.Status{Round: 1, MaxRounds: 4, Phase: "running"}, nil)
+	want := `[00:00] round 1/4 running…
+[00:00] round 1/4 deferred (provider rate-limited): waiting until 2026-12-01T18:00:00Z, then a fresh session runs it again
+[00:00] paused while round 1/4 waits for the provider (resume with: starter resume ralph-w)
+[00:00] resumed
+[00:00] round 1/4 running again after the wait…
 `
 	if out.String() != want {
 		t.Errorf("progress:\n%s\nwant:\n%s", out.String(), want)

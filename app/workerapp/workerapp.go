@@ -51,7 +51,7 @@ const HeartbeatThrottle = time.Second
 // queue of the worker that ran the run's last workflow task. After that
 // worker is killed, the next task (a round finished by another worker) falls
 // back to the shared queue this much later; the SDK default of 5 s showed in
-// every crash-recovery sample (BENCHMARKS.md).
+// every crash-recovery sample (docs/benchmarks.md).
 const StickyScheduleToStart = 2 * time.Second
 
 // Main runs the worker until SIGINT/SIGTERM and returns the exit code.

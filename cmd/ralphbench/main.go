@@ -1,6 +1,6 @@
 // Command ralphbench runs Ralph's benchmarks against the real stack and
 // prints the result tables (Markdown), also written to -md. See
-// BENCHMARKS.md and scripts/bench.sh.
+// docs/benchmarks.md and scripts/bench.sh.
 //
 //	go run ./cmd/ralphbench                      # everything, dev server
 //	go run ./cmd/ralphbench -only overhead,cancel

@@ -45,7 +45,7 @@ func byObjective(tn turn) fakeopenai.Response {
 	}
 }
 
-// The README's exact commands: start, query, result with the temporal CLI.
+// The exact commands of README.md and docs/reference.md: start, query, result with the temporal CLI.
 func TestRealStackTemporalCLI(t *testing.T) {
 	e := newEnv(t, agentScript(byObjective))
 	e.startWorker()

@@ -20,6 +20,9 @@ type Request struct {
 	// Header is a copy of the request headers (tests check the key was sent;
 	// the server itself never logs it).
 	Header http.Header
+	// Time is when the request arrived (tests check that nothing arrived
+	// during a wait the server announced).
+	Time time.Time
 }
 
 // Script decides the answer to every request. Queue is served first, one
@@ -74,6 +77,8 @@ type Fault struct {
 	Body        string
 	ContentType string // defaults to application/json
 	RetryAfter  string // sent as the Retry-After header when set
+	// Header holds further response headers (x-ratelimit-reset-*, ...).
+	Header map[string]string
 	// Drop closes the connection without any answer.
 	Drop bool
 	// Hang waits until the client goes away (or the server closes).
@@ -130,6 +135,38 @@ func Status(code int, message string) Response {
 // RateLimited is a 429 with the given Retry-After header value.
 func RateLimited(retryAfter string) Response {
 	r := Status(http.StatusTooManyRequests, "rate limit reached, retry later")
+	r.Fault.RetryAfter = retryAfter
+	return r
+}
+
+// RateLimitedReset is a 429 without Retry-After whose x-ratelimit-reset-requests
+// and x-ratelimit-reset-tokens headers say when the windows reset (an empty
+// value leaves that header out), in OpenAI's format ("6m0s", "1s", "20ms").
+func RateLimitedReset(requests, tokens string) Response {
+	r := Status(http.StatusTooManyRequests, "rate limit reached for requests")
+	r.Fault.Header = map[string]string{}
+	if requests != "" {
+		r.Fault.Header["x-ratelimit-reset-requests"] = requests
+	}
+	if tokens != "" {
+		r.Fault.Header["x-ratelimit-reset-tokens"] = tokens
+	}
+	return r
+}
+
+// QuotaExhausted is OpenAI's 429 for a key out of quota: error code and type
+// insufficient_quota.
+func QuotaExhausted() Response {
+	data, _ := json.Marshal(map[string]any{"error": map[string]any{
+		"message": "You exceeded your current quota, please check your plan and billing details.",
+		"type":    "insufficient_quota", "param": nil, "code": "insufficient_quota",
+	}})
+	return Response{Fault: Fault{Status: http.StatusTooManyRequests, Body: string(data)}}
+}
+
+// Unavailable is a 503 with the given Retry-After header value ("" for none).
+func Unavailable(retryAfter string) Response {
+	r := Status(http.StatusServiceUnavailable, "the engine is currently overloaded")
 	r.Fault.RetryAfter = retryAfter
 	return r
 }

@@ -135,7 +135,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // record assigns the request its index and keeps it for assertions.
 func (s *Server) record(raw []byte, header http.Header) (Request, error) {
-	req := Request{Raw: raw, Header: header.Clone()}
+	req := Request{Raw: raw, Header: header.Clone(), Time: time.Now()}
 	decodeErr := json.NewDecoder(bytes.NewReader(raw)).Decode(&req.Chat)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -180,6 +180,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, req Request, resp
 		w.Header().Set("Content-Type", contentType)
 		if f.RetryAfter != "" {
 			w.Header().Set("Retry-After", f.RetryAfter)
+		}
+		for k, v := range f.Header {
+			w.Header().Set(k, v)
 		}
 		w.WriteHeader(f.Status)
 		io.WriteString(w, body)

@@ -1,0 +1,142 @@
+package workflows
+
+import (
+	"fmt"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/ralph-temporal/ralph/activities"
+	"github.com/ralph-temporal/ralph/usage"
+)
+
+// Version markers of command-changing edits (workflow.GetVersion): histories
+// recorded before them replay on the old path.
+const (
+	// versionDeferrals: a deferred round waits on a durable timer and runs
+	// again. Histories from before it never hold a deferred round.
+	versionDeferrals = "deferred-rounds"
+	// versionBudgetFloor: a budget whose remainder cannot pay for a useful
+	// round ends the run before the round starts ("Zeno rounds" fix).
+	versionBudgetFloor = "budget-floor"
+)
+
+// Deferral waits: the provider's delay when it gave one, else
+// firstDeferralWait doubling per consecutive deferral; never more than the
+// deployment's RALPH_MAX_WAIT_MINUTES (a quota waits exactly that).
+const firstDeferralWait = 30 * time.Second
+
+// deferralWait is how long to wait after the n-th consecutive deferral (1-based).
+func deferralWait(d activities.Deferred, n, maxWaitMinutes int) time.Duration {
+	ceiling := time.Duration(maxWaitMinutes) * time.Minute
+	if d.Reason == activities.DeferQuota {
+		return ceiling
+	}
+	if d.RetryAfterSeconds > 0 {
+		return min(time.Duration(d.RetryAfterSeconds)*time.Second, ceiling)
+	}
+	wait := firstDeferralWait
+	for i := 1; i < n && wait < ceiling; i++ {
+		wait *= 2
+	}
+	return min(wait, ceiling)
+}
+
+// playRound runs round until it hands off: a deferred session is followed
+// by a durable wait and a new fresh session of the same round number. It
+// returns the round's output, or a finished result when the run ended during
+// a wait (stop, time budget), or the run's error (failure, cancel).
+func (l *loop) playRound(ctx workflow.Context, round int) (activities.RoundOutput, *Result, error) {
+	deferrals := 0
+	var spent usage.Usage // what this round's deferred sessions spent
+	l.status.Deferrals = 0
+	for {
+		out, err := l.runRound(ctx, round)
+		if err != nil || out.Deferred == nil {
+			// l.status.Deferrals stays until record() puts it in the round's summary.
+			return out, nil, err
+		}
+		workflow.GetVersion(ctx, versionDeferrals, workflow.DefaultVersion, 1)
+		// A deferral is not a round attempt and not a round: only its usage
+		// counts (in the run's usage and so in the token budget).
+		l.usage = l.usage.Add(out.Usage)
+		spent = spent.Add(out.Usage)
+		if out.FirstRequestTokens > 0 {
+			l.firstRequestTokens = out.FirstRequestTokens
+		}
+		deferrals++
+		l.status.Deferrals = deferrals
+		d := *out.Deferred
+		workflow.GetLogger(ctx).Info("Round deferred", "round", round, "reason", d.Reason,
+			"retryAfterSeconds", d.RetryAfterSeconds, "deferrals", deferrals)
+		if deferrals >= l.limits.MaxDeferrals {
+			l.stop(ctx, OutcomeFailed, round)
+			return out, nil, temporal.NewNonRetryableApplicationError(
+				fmt.Sprintf("round %d failed: deferred %d times in a row (last: %s), the limit of RALPH_MAX_DEFERRALS", round, deferrals, d.Reason),
+				ErrTypeRoundFailed, nil, RoundFailedDetails{FailedRound: round, LastHandoff: l.last, Usage: spent})
+		}
+		if res, err := l.waitDeferred(ctx, round, d, deferralWait(d, deferrals, l.limits.MaxWaitMinutes)); res != nil || err != nil {
+			return out, res, err
+		}
+	}
+}
+
+// waitDeferred waits d on a durable timer before round runs again. While
+// waiting the status says phase waiting (until when and why), as do the
+// RalphPhase search attribute and the UI's current details. A stop ends the
+// run at once, a pause holds it (the wait goes on, or the round runs, on
+// resume), a cancel ends it, and a time budget that runs out during the wait
+// ends it budget-limited. A nil result and error mean: run the round now.
+func (l *loop) waitDeferred(ctx workflow.Context, round int, d activities.Deferred, wait time.Duration) (*Result, error) {
+	until := workflow.Now(ctx).Add(wait)
+	l.status.WaitingUntil = until.UTC().Format(time.RFC3339)
+	l.status.WaitReason = d.Reason
+	defer func() { l.status.WaitingUntil, l.status.WaitReason = "", "" }()
+	shown := ""
+	for {
+		if l.control.stopRequested {
+			return l.finishStopped(ctx, round-1), nil
+		}
+		now := workflow.Now(ctx)
+		if limit := l.budget.exhausted(l.usage, now); limit != "" {
+			return l.finishBudget(ctx, limit, round-1), nil
+		}
+		if l.control.paused {
+			if shown != PhasePaused {
+				shown = PhasePaused
+				l.status.Phase = PhasePaused
+				workflow.SetCurrentDetails(ctx, fmt.Sprintf("Paused while round %d of %d waits for the provider (%s) until %s",
+					round, l.maxRounds, d.Reason, l.status.WaitingUntil))
+				l.upsertVisibility(ctx)
+			}
+			if err := workflow.Await(ctx, func() bool { return !l.control.paused || l.control.stopRequested }); err != nil {
+				return nil, l.cancelled(ctx, round-1, err)
+			}
+			continue
+		}
+		if !now.Before(until) {
+			// The round starts again only if the budget can still pay for it.
+			if limit := l.budgetFloor(ctx, now); limit != "" {
+				return l.finishBudget(ctx, limit, round-1), nil
+			}
+			return nil, nil
+		}
+		if shown != PhaseWaiting {
+			shown = PhaseWaiting
+			l.status.Phase = PhaseWaiting
+			workflow.SetCurrentDetails(ctx, fmt.Sprintf("Waiting until %s before running round %d of %d again: the provider is %s",
+				l.status.WaitingUntil, round, l.maxRounds, d.Reason))
+			l.upsertVisibility(ctx)
+		}
+		end := until
+		if !l.budget.Deadline.IsZero() && l.budget.Deadline.Before(end) {
+			end = l.budget.Deadline
+		}
+		if _, err := workflow.AwaitWithTimeout(ctx, end.Sub(now), func() bool {
+			return l.control.stopRequested || l.control.paused
+		}); err != nil {
+			return nil, l.cancelled(ctx, round-1, err)
+		}
+	}
+}
