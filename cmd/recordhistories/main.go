@@ -91,6 +91,8 @@ type scenario struct {
 	queue string
 	// slow scenarios (the time budget) run alongside the others.
 	slow bool
+	// continues: the run must cross a continue-as-new.
+	continues bool
 }
 
 // update is one operator update a scenario sends.
@@ -108,7 +110,7 @@ func scenarios() []scenario {
 		{name: "budget-limited", input: `{"objective":"scenario budget: never done","maxRounds":2}`},
 		{name: "round-failed", input: `{"objective":"scenario fail: 401 in round 2"}`},
 		{name: "cancelled", input: `{"objective":"scenario cancel: sleep"}`, cancel: true},
-		{name: "continue-as-new", input: `{"objective":"scenario long: four rounds","maxRounds":5}`},
+		{name: "continue-as-new", input: `{"objective":"scenario long: four rounds","maxRounds":5}`, continues: true},
 		{name: "invalid-input", input: `{"objective":"x","maxRounds":2.5}`},
 		{name: "verified", input: `{"objective":"scenario complete: write hello.txt","verifyCommand":"test -f hello.txt"}`},
 		{name: "stopped", input: `{"objective":"scenario steer: wait for release"}`,
@@ -334,33 +336,35 @@ func recordScenario(ctx context.Context, c client.Client, root string, sc scenar
 	runErr := run.Get(ctx, nil)
 	fmt.Fprintf(os.Stderr, "%s: %v\n", sc.name, outcome(runErr))
 
-	// The first run of the chain, then every run continue-as-new started.
-	runIDs := []string{firstRunID}
-	if sc.name == "continue-as-new" {
-		desc, err := c.DescribeWorkflow(ctx, id, "")
+	// The first run of the chain, then every run continue-as-new started:
+	// each run's last event names the next.
+	var histories []*historypb.History
+	for runID := firstRunID; runID != ""; {
+		hist, err := readHistory(ctx, c, id, runID)
 		if err != nil {
 			return err
 		}
-		if last := desc.RawResponse.GetWorkflowExecutionInfo().GetExecution().GetRunId(); last != firstRunID {
-			runIDs = append(runIDs, last)
-		} else {
-			return errors.New("the run did not continue as new")
+		histories = append(histories, hist)
+		runID = ""
+		if evs := hist.GetEvents(); len(evs) > 0 {
+			runID = evs[len(evs)-1].GetWorkflowExecutionContinuedAsNewEventAttributes().GetNewExecutionRunId()
 		}
 	}
-	for i, runID := range runIDs {
+	if sc.continues && len(histories) < 2 {
+		return errors.New("the run did not continue as new")
+	}
+	for i, hist := range histories {
 		name := sc.name
-		if len(runIDs) > 1 {
+		if len(histories) > 1 {
 			name = fmt.Sprintf("%s-run%d", sc.name, i+1)
 		}
-		if err := writeHistory(ctx, c, id, runID, filepath.Join(out, name+".json")); err != nil {
+		if err := writeHistory(hist, filepath.Join(out, name+".json")); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// steer waits until round 1 runs its command, sends the updates while it
-// runs, then releases every round's command.
 func steer(ctx context.Context, c client.Client, ws, id string, updates []update) error {
 	started := filepath.Join(ws, "started.txt")
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
@@ -415,16 +419,20 @@ func outcome(err error) string {
 	return err.Error()
 }
 
-func writeHistory(ctx context.Context, c client.Client, id, runID, path string) error {
+func readHistory(ctx context.Context, c client.Client, id, runID string) (*historypb.History, error) {
 	hist := &historypb.History{}
 	iter := c.GetWorkflowHistory(ctx, id, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 	for iter.HasNext() {
 		ev, err := iter.Next()
 		if err != nil {
-			return fmt.Errorf("read history: %w", err)
+			return nil, fmt.Errorf("read history: %w", err)
 		}
 		hist.Events = append(hist.Events, ev)
 	}
+	return hist, nil
+}
+
+func writeHistory(hist *historypb.History, path string) error {
 	data, err := temporalproto.CustomJSONMarshalOptions{Indent: "  "}.Marshal(hist)
 	if err != nil {
 		return fmt.Errorf("encode history: %w", err)
