@@ -141,7 +141,7 @@ func workerSettings() []setting {
 			intp: func(w *Worker) *int { return &lim(w).RoundsPerRun }},
 		{flag: "round-timeout-seconds", env: "RALPH_ROUND_TIMEOUT_SECONDS", usage: "bound of one attempt of one round",
 			intp: func(w *Worker) *int { return &lim(w).RoundTimeoutSeconds }},
-		{flag: "heartbeat-timeout-seconds", env: "RALPH_HEARTBEAT_TIMEOUT_SECONDS", usage: "silence after which a round counts as lost (also bounds cancel latency)",
+		{flag: "heartbeat-timeout-seconds", env: "RALPH_HEARTBEAT_TIMEOUT_SECONDS", usage: "silence after which a running round counts as lost and is retried (a cancel does not wait for it: rounds heartbeat every second)",
 			intp: func(w *Worker) *int { return &lim(w).HeartbeatTimeoutSeconds }},
 		{flag: "round-attempts", env: "RALPH_ROUND_ATTEMPTS", usage: "attempts of one round after infrastructure failures",
 			intp: func(w *Worker) *int { return &lim(w).RoundAttempts }},
