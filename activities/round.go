@@ -66,29 +66,27 @@ func (a *Activities) RunRound(ctx context.Context, in RoundInput) (out RoundOutp
 	hb := startHeartbeat(ctx, HeartbeatDetails{Round: in.Round, Attempt: int(info.Attempt), SessionID: sessionID, Usage: spentBefore}, a.cfg.HeartbeatInterval)
 	defer hb.stop()
 
+	before := FailureDetails{SessionID: sessionID, Usage: spentBefore}
 	dir, err := a.prepareWorkspace(in.Workspace)
 	if err != nil {
-		return RoundOutput{}, err
+		return RoundOutput{}, setupError(ctx, err, before)
 	}
 	lock, err := a.lockWorkspace(ctx, in.Workspace, func() {
 		logger.Info("Waiting for the workspace lock held by another round", "workspace", in.Workspace)
 	})
 	if err != nil {
-		if ctx.Err() != nil {
-			return RoundOutput{}, ctx.Err()
-		}
-		return RoundOutput{}, err
+		return RoundOutput{}, setupError(ctx, err, before)
 	}
 	defer lock.release()
 
-	transcript, closeTranscript, path, err := a.openTranscript(in, int(info.Attempt), sessionID)
+	transcript, closeTranscript, path, err := a.openTranscript(in.Workspace, fmt.Sprintf("round-%d-attempt-%d-%s.jsonl", in.Round, info.Attempt, sessionID))
 	if err != nil {
-		return RoundOutput{}, err
+		return RoundOutput{}, setupError(ctx, err, before)
 	}
 	defer closeTranscript()
-	ws, err := a.beginWorkspace(ctx, dir, in, sessionID)
+	ws, err := a.beginWorkspace(ctx, dir, in, before)
 	if err != nil {
-		return RoundOutput{}, err
+		return RoundOutput{}, setupError(ctx, err, before)
 	}
 	logger.Info("Round started", "round", in.Round, "maxRounds", in.MaxRounds, "attempt", info.Attempt,
 		"sessionId", sessionID, "workspace", in.Workspace, "transcript", path)
@@ -98,7 +96,8 @@ func (a *Activities) RunRound(ctx context.Context, in RoundInput) (out RoundOutp
 		SessionID: sessionID, Objective: in.Objective, Round: in.Round, MaxRounds: in.MaxRounds,
 		Previous: in.Previous, Workspace: dir, MaxHandoffChars: in.MaxHandoffChars,
 		Deadline: roundDeadline(info), VerifyCommand: in.VerifyCommand, TokenBudget: in.TokenBudget, RunDeadline: in.RunDeadline,
-		Deferrable: in.Deferrable,
+		ProtectedPaths: in.ProtectedPaths,
+		Deferrable:     in.Deferrable,
 	}, agent.Observers(transcript, hb, tally))
 	tally.record(activity.GetMetricsHandler(ctx), roundOutcome(res, err), res.Usage, time.Since(started))
 	if terr := transcript.Err(); terr != nil {
@@ -120,7 +119,10 @@ func (a *Activities) RunRound(ctx context.Context, in RoundInput) (out RoundOutp
 		return RoundOutput{}, a.roundError(ctx, err, in.Round, FailureDetails{SessionID: sessionID, Usage: spent})
 	}
 	out = RoundOutput{Report: res.Report, Usage: spent, SessionID: sessionID, Verification: res.Verification, Model: res.Model,
-		FirstRequestTokens: res.FirstPromptTokens}
+		FirstRequestTokens: res.FirstPromptTokens, Restored: res.Restored}
+	if len(out.Restored) > 0 {
+		logger.Info("Restored protected paths the session changed", "round", in.Round, "paths", out.Restored)
+	}
 	if out.Checkpoint, out.WorkspaceChanged, err = ws.finish(ctx, res.Report, FailureDetails{SessionID: sessionID, Usage: spent}); err != nil {
 		return RoundOutput{}, err
 	}
@@ -191,12 +193,12 @@ func (a *Activities) prepareWorkspace(workspace string) (string, error) {
 	return filepath.Join(a.cfg.WorkspaceRoot, workspace), nil
 }
 
-func (a *Activities) openTranscript(in RoundInput, attempt int, sessionID string) (*agent.Transcript, func(), string, error) {
-	dir := a.TranscriptDir(in.Workspace)
+func (a *Activities) openTranscript(workspace, name string) (*agent.Transcript, func(), string, error) {
+	dir := a.TranscriptDir(workspace)
 	if err := os.MkdirAll(dir, sessionDirPerm); err != nil {
 		return nil, nil, "", fmt.Errorf("create the transcript directory: %w", err)
 	}
-	path := filepath.Join(dir, fmt.Sprintf("round-%d-attempt-%d-%s.jsonl", in.Round, attempt, sessionID))
+	path := filepath.Join(dir, name)
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, transcriptFilePerm)
 	if err != nil {
 		return nil, nil, "", fmt.Errorf("create the transcript: %w", err)
@@ -227,6 +229,21 @@ func (a *Activities) roundError(ctx context.Context, err error, round int, detai
 	case agent.IsModelUnavailable(err):
 		return temporal.NewApplicationError(msg, ErrTypeModelUnavailable, details)
 	default:
-		return fmt.Errorf("%s", msg)
+		return temporal.NewApplicationError(msg, ErrTypeRoundError, details)
 	}
+}
+
+// setupError maps a failure before the session started: a cancel stays a
+// cancel, typed errors pass, anything else is a retryable RoundError that
+// carries what earlier attempts spent (so a last attempt that fails here
+// does not drop their usage from the run).
+func setupError(ctx context.Context, err error, details FailureDetails) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	var appErr *temporal.ApplicationError
+	if errors.As(err, &appErr) {
+		return err
+	}
+	return temporal.NewApplicationError(err.Error(), ErrTypeRoundError, details)
 }

@@ -47,6 +47,9 @@ func (t editFileTool) Run(ctx context.Context, args json.RawMessage) (Result, er
 	if err != nil {
 		return failf("edit_file: %v", err), nil
 	}
+	if res, ok := t.w.checkWritable("edit_file", p.Path, rel); !ok {
+		return res, nil
+	}
 	if err := t.w.checkGitWrite(rel); err != nil {
 		return failf("edit_file: cannot edit %s: %v", p.Path, err), nil
 	}
@@ -59,6 +62,9 @@ func (t editFileTool) Run(ctx context.Context, args json.RawMessage) (Result, er
 	}
 	if err != nil {
 		return failf("edit_file: cannot edit %s: %v", p.Path, err), nil
+	}
+	if res, ok := t.w.checkWritable("edit_file", p.Path, target.rel); !ok {
+		return res, nil
 	}
 	if target.info == nil { // removed since the Stat above
 		return failf("edit_file: %s: no such file or directory", p.Path), nil

@@ -346,7 +346,7 @@ func (s *session) printResult(res workflows.Result) int {
 		}
 	} else {
 		o := report.Outcome{Status: res.Status, Rounds: res.RoundsStarted, Limit: res.Limit,
-			Verification: res.Verification, Report: res.Report}
+			Verification: res.Verification, Report: res.Report, Review: res.Review}
 		if res.Reason != nil {
 			o.Reason = *res.Reason
 		}

@@ -111,15 +111,21 @@ type mount struct {
 // first so that a deeper one wins: the workspace is bound back inside the
 // hidden workspace root, the private home inside the hidden session
 // directory, a shared cache inside the hidden worker home.
-func (s *Sandbox) args(dir, home string, infoFD int, argv []string) []string {
+func (s *Sandbox) args(dir, home string, infoFD int, argv []string, ro ReadOnly) []string {
 	a := []string{
 		"--die-with-parent", "--new-session", "--cap-drop", "ALL",
 		"--unshare-pid", "--unshare-ipc", "--unshare-uts",
 	}
-	if !s.network {
+	if s.network != NetHost {
+		// proxy: the command's own namespace, left only through the proxy
+		// (see Run); off: the same namespace without it.
 		a = append(a, "--unshare-net")
 	}
-	a = append(a, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", sandboxTmp)
+	// /tmp and /dev/shm are sized tmpfs (their pages belong to no process,
+	// so only a size bounds them); /dev itself is made read-only below.
+	size := fmt.Sprint(s.tmpBytes)
+	a = append(a, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+		"--size", size, "--tmpfs", sandboxTmp, "--size", size, "--tmpfs", "/dev/shm")
 	var ms []mount
 	for _, h := range s.hidden {
 		if isDir(h) {
@@ -134,7 +140,20 @@ func (s *Sandbox) args(dir, home string, infoFD int, argv []string) []string {
 	if home != "" {
 		ms = append(ms, mount{home, []string{"--bind", home, home}})
 	}
-	ms = append(ms, mount{dir, []string{"--bind", dir, dir}})
+	if ro.Workspace {
+		ms = append(ms, mount{dir, []string{"--ro-bind", dir, dir}})
+	} else {
+		ms = append(ms, mount{dir, []string{"--bind", dir, dir}})
+	}
+	for _, p := range ro.Paths {
+		// Only what still lies in the workspace and exists: a protected file
+		// the model replaced by a symlink must not pull another path in.
+		if rel, err := filepath.Rel(dir, p); err == nil && filepath.IsLocal(rel) {
+			if fi, err := os.Lstat(p); err == nil && fi.Mode().IsRegular() {
+				ms = append(ms, mount{p, []string{"--ro-bind", p, p}})
+			}
+		}
+	}
 	if gitDir := filepath.Join(dir, ".git"); s.protectGit && isPlainDir(gitDir) {
 		// History stays readable (git log, diff, show); config, hooks,
 		// refs, objects and links under .git cannot change.
@@ -152,7 +171,7 @@ func (s *Sandbox) args(dir, home string, infoFD int, argv []string) []string {
 			a = append(a, "--remount-ro", h)
 		}
 	}
-	a = append(a, "--chdir", dir)
+	a = append(a, "--remount-ro", "/dev", "--chdir", dir)
 	if infoFD >= 0 {
 		a = append(a, "--info-fd", fmt.Sprint(infoFD))
 	}
