@@ -3,7 +3,7 @@
 // real activities and a scripted OpenAI-compatible model — through the main
 // paths (complete, blocked, budget-limited, round-failed, cancelled,
 // continue-as-new, invalid input, verified, stopped, paused and resumed, the
-// token and idle budgets) and writes each run's history as JSON. Histories
+// token and idle budgets, the reviewer's approve and revise) and writes each run's history as JSON. Histories
 // of earlier versions stay checked in: -only records just the named ones.
 //
 //	go run ./cmd/recordhistories -out workflows/testdata/histories
@@ -79,6 +79,10 @@ func scenarios() []scenario {
 			updates: []update{{name: workflows.UpdatePause}, {name: workflows.UpdateResume}}},
 		{name: "budget-tokens", input: `{"objective":"scenario budget: never done","maxTokens":1000}`},
 		{name: "budget-idle", input: `{"objective":"scenario budget: never done"}`},
+		// Section 23 (record into workflows/testdata/histories/review):
+		// the independent reviewer's two verdicts, under protected paths.
+		{name: "review-approve", input: `{"objective":"scenario review: write hello.txt","review":true,"protectedPaths":["tests/**"]}`},
+		{name: "review-revise", input: `{"objective":"scenario review revise: write hello.txt","review":true,"protectedPaths":["tests/**"],"maxRounds":3}`},
 	}
 }
 
@@ -88,6 +92,20 @@ func play(req fakeopenai.Request) fakeopenai.Response {
 	cont := fakeopenai.ReportArgs{Status: "continue", Summary: fmt.Sprintf("round %d done", round), NextSteps: []string{"keep going"}}
 	done := fakeopenai.ReportArgs{Status: "complete", Summary: "hello.txt written", Evidence: []string{"hello.txt exists"}}
 	switch {
+	case req.IsReview():
+		if strings.Contains(prompt, "scenario review revise") && round == 1 {
+			return fakeopenai.Tools(fakeopenai.SubmitReview(fakeopenai.ReviewArgs{Verdict: "revise", Summary: "hello.txt lacks a newline check",
+				Findings: []string{"Check that hello.txt ends with a newline"}}))
+		}
+		return fakeopenai.Tools(fakeopenai.SubmitReview(fakeopenai.ReviewArgs{Verdict: "approve", Summary: "hello.txt holds hello"}))
+	case strings.Contains(prompt, "scenario review"):
+		if step == 0 {
+			return fakeopenai.Tools(fakeopenai.CallJSON("run_command", map[string]any{"command": "printf 'hello\\n' > hello.txt && mkdir -p tests && echo weakened > tests/t.sh"}))
+		}
+		if step == 1 {
+			return fakeopenai.Tools(fakeopenai.SubmitReport(done)) // refused once: tests/t.sh is restored
+		}
+		return fakeopenai.Tools(fakeopenai.SubmitReport(done))
 	case strings.Contains(prompt, "scenario complete"):
 		if round == 1 && step == 0 {
 			return fakeopenai.Tools(fakeopenai.CallJSON("write_file", map[string]string{"path": "hello.txt", "content": "hello\n"}))
