@@ -34,7 +34,7 @@ type workspaceRound struct {
 // beginWorkspace prepares dir for the session (git on: init or fetch, and on
 // a retry the lost attempt's leftovers saved and the tree reset) and takes
 // the opening fingerprint. Call it while holding the workspace lock.
-func (a *Activities) beginWorkspace(ctx context.Context, dir string, in RoundInput, sessionID string) (*workspaceRound, error) {
+func (a *Activities) beginWorkspace(ctx context.Context, dir string, in RoundInput, details FailureDetails) (*workspaceRound, error) {
 	info := activity.GetInfo(ctx)
 	w := &workspaceRound{git: a.git, dir: dir, logger: activity.GetLogger(ctx), tracing: a.cfg.Agent.Tracing, round: gitws.Round{
 		WorkflowID: info.WorkflowExecution.ID, Workspace: in.Workspace,
@@ -43,19 +43,19 @@ func (a *Activities) beginWorkspace(ctx context.Context, dir string, in RoundInp
 	var err error
 	if w.git == nil {
 		if w.before, err = gitws.FilesFingerprint(ctx, dir); err != nil {
-			return nil, w.stepError(ctx, err, FailureDetails{SessionID: sessionID})
+			return nil, w.stepError(ctx, err, details)
 		}
 		return w, nil
 	}
 	if w.prepared, err = w.git.Prepare(ctx, dir, w.round); err != nil {
-		return nil, w.stepError(ctx, fmt.Errorf("prepare the workspace's git work tree: %w", err), FailureDetails{SessionID: sessionID})
+		return nil, w.stepError(ctx, fmt.Errorf("prepare the workspace's git work tree: %w", err), details)
 	}
 	if w.prepared.Abandoned != "" {
 		w.logger.Info("Saved what the lost attempt left uncommitted", "round", in.Round,
 			"ref", w.prepared.Abandoned, "commit", w.prepared.AbandonedCommit, "resetTo", w.prepared.Base)
 	}
 	if w.before, err = w.git.WorkTree(ctx, dir); err != nil {
-		return nil, w.stepError(ctx, fmt.Errorf("fingerprint the workspace: %w", err), FailureDetails{SessionID: sessionID})
+		return nil, w.stepError(ctx, fmt.Errorf("fingerprint the workspace: %w", err), details)
 	}
 	return w, nil
 }
@@ -102,6 +102,6 @@ func (w *workspaceRound) stepError(ctx context.Context, err error, details Failu
 	case errors.Is(err, gitws.ErrBadWorkspaceName):
 		return temporal.NewNonRetryableApplicationError("bad round input: "+msg, ErrTypeBadRoundInput, nil)
 	default:
-		return fmt.Errorf("%s", msg)
+		return temporal.NewApplicationError(msg, ErrTypeRoundError, details)
 	}
 }

@@ -66,29 +66,27 @@ func (a *Activities) RunRound(ctx context.Context, in RoundInput) (out RoundOutp
 	hb := startHeartbeat(ctx, HeartbeatDetails{Round: in.Round, Attempt: int(info.Attempt), SessionID: sessionID, Usage: spentBefore}, a.cfg.HeartbeatInterval)
 	defer hb.stop()
 
+	before := FailureDetails{SessionID: sessionID, Usage: spentBefore}
 	dir, err := a.prepareWorkspace(in.Workspace)
 	if err != nil {
-		return RoundOutput{}, err
+		return RoundOutput{}, setupError(ctx, err, before)
 	}
 	lock, err := a.lockWorkspace(ctx, in.Workspace, func() {
 		logger.Info("Waiting for the workspace lock held by another round", "workspace", in.Workspace)
 	})
 	if err != nil {
-		if ctx.Err() != nil {
-			return RoundOutput{}, ctx.Err()
-		}
-		return RoundOutput{}, err
+		return RoundOutput{}, setupError(ctx, err, before)
 	}
 	defer lock.release()
 
 	transcript, closeTranscript, path, err := a.openTranscript(in.Workspace, fmt.Sprintf("round-%d-attempt-%d-%s.jsonl", in.Round, info.Attempt, sessionID))
 	if err != nil {
-		return RoundOutput{}, err
+		return RoundOutput{}, setupError(ctx, err, before)
 	}
 	defer closeTranscript()
-	ws, err := a.beginWorkspace(ctx, dir, in, sessionID)
+	ws, err := a.beginWorkspace(ctx, dir, in, before)
 	if err != nil {
-		return RoundOutput{}, err
+		return RoundOutput{}, setupError(ctx, err, before)
 	}
 	logger.Info("Round started", "round", in.Round, "maxRounds", in.MaxRounds, "attempt", info.Attempt,
 		"sessionId", sessionID, "workspace", in.Workspace, "transcript", path)
@@ -231,6 +229,21 @@ func (a *Activities) roundError(ctx context.Context, err error, round int, detai
 	case agent.IsModelUnavailable(err):
 		return temporal.NewApplicationError(msg, ErrTypeModelUnavailable, details)
 	default:
-		return fmt.Errorf("%s", msg)
+		return temporal.NewApplicationError(msg, ErrTypeRoundError, details)
 	}
+}
+
+// setupError maps a failure before the session started: a cancel stays a
+// cancel, typed errors pass, anything else is a retryable RoundError that
+// carries what earlier attempts spent (so a last attempt that fails here
+// does not drop their usage from the run).
+func setupError(ctx context.Context, err error, details FailureDetails) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	var appErr *temporal.ApplicationError
+	if errors.As(err, &appErr) {
+		return err
+	}
+	return temporal.NewApplicationError(err.Error(), ErrTypeRoundError, details)
 }

@@ -31,6 +31,10 @@ const (
 	// ErrTypeBadRoundInput: the workflow sent something this worker cannot
 	// act on (for example a workspace that escapes the root). Non-retryable.
 	ErrTypeBadRoundInput = "BadRoundInput"
+	// ErrTypeRoundError: anything else that ended an attempt (disk, git,
+	// the harness). Retryable; it carries FailureDetails like the others, so
+	// what the attempts spent is never lost with the error.
+	ErrTypeRoundError = "RoundError"
 )
 
 // Limits are the deployment-owned bounds of a run. The workflow resolves them
@@ -43,8 +47,10 @@ type Limits struct {
 	MaxObjectiveChars int `json:"maxObjectiveChars"`
 	// RoundTimeoutSeconds bounds one attempt of one round (StartToClose).
 	RoundTimeoutSeconds int `json:"roundTimeoutSeconds"`
-	// HeartbeatTimeoutSeconds bounds the silence of a running round; it also
-	// sets how fast a cancel reaches the round (heartbeats carry it).
+	// HeartbeatTimeoutSeconds bounds the silence of a running round before
+	// Temporal counts it lost and retries it. Cancellation does not wait for
+	// it: the round heartbeats every second and the worker's heartbeat
+	// throttle is one second, so a cancel arrives with the next heartbeat.
 	HeartbeatTimeoutSeconds int `json:"heartbeatTimeoutSeconds"`
 	// RoundAttempts bounds the attempts of one round (infrastructure failures only).
 	RoundAttempts int `json:"roundAttempts"`
@@ -88,7 +94,7 @@ func DefaultLimits() Limits {
 		MaxHandoffChars:         16384,
 		MaxObjectiveChars:       32768,
 		RoundTimeoutSeconds:     3600,
-		HeartbeatTimeoutSeconds: 5,
+		HeartbeatTimeoutSeconds: 20,
 		RoundAttempts:           10,
 		RoundsPerRun:            16,
 		MaxIdleRounds:           3,

@@ -45,10 +45,14 @@ func Ralph(ctx workflow.Context, input json.RawMessage, cont *Continuation) (*Re
 		err = l.begin(ctx, input)
 	}
 	if err != nil {
+		if ctx.Err() != nil || temporal.IsCanceledError(err) {
+			// A cancel that lands while the limits are being resolved.
+			return nil, l.cancelled(ctx, 0, err)
+		}
 		l.stop(ctx, OutcomeFailed, 0)
 		return nil, err
 	}
-	return l.run(ctx)
+	return l.run(ctx, cont != nil)
 }
 
 // loop is the state of one workflow run.
@@ -136,6 +140,11 @@ func (l *loop) resume(ctx workflow.Context, c *Continuation) error {
 	l.protected, l.review, l.baseCommit = c.ProtectedPaths, c.Review, c.BaseCommit
 	l.firstRequestTokens = c.FirstRequestTokens
 	l.status.Round = c.NextRound - 1
+	// A continued run is past starting: it runs, or holds a carried pause.
+	l.status.Phase = PhaseRunning
+	if c.Paused {
+		l.status.Phase = PhasePaused
+	}
 	return nil
 }
 
@@ -177,8 +186,10 @@ func (l *loop) snapshot() Status {
 }
 
 // run executes rounds until an outcome, a failure or a continue-as-new.
-func (l *loop) run(ctx workflow.Context) (*Result, error) {
-	l.upsertVisibility(ctx)
+func (l *loop) run(ctx workflow.Context, continued bool) (*Result, error) {
+	if !continued || workflow.GetVersion(ctx, versionNoStartingUpsert, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		l.upsertVisibility(ctx)
+	}
 	roundsThisRun := 0
 	for round := l.nextRound; round <= l.maxRounds; round++ {
 		if err := l.waitWhilePaused(ctx); err != nil {
@@ -355,8 +366,18 @@ func (l *loop) checkOutput(out activities.RoundOutput) error {
 	return nil
 }
 
-// failedUsage is what a failed round's attempts spent, from the failure's details.
+// failedUsage is what a failed round's attempts spent: the failure's details
+// when the last attempt returned an error, or its last heartbeat when it
+// timed out or its worker died (heartbeats carry the attempts' usage so far).
 func failedUsage(err error) usage.Usage {
+	var timeoutErr *temporal.TimeoutError
+	if errors.As(err, &timeoutErr) && timeoutErr.HasLastHeartbeatDetails() {
+		var hb activities.HeartbeatDetails
+		if timeoutErr.LastHeartbeatDetails(&hb) == nil {
+			return hb.Usage
+		}
+		return usage.Usage{}
+	}
 	var appErr *temporal.ApplicationError
 	if !errors.As(err, &appErr) || !appErr.HasDetails() {
 		return usage.Usage{}

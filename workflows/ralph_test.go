@@ -456,8 +456,8 @@ func TestCancelDuringRound(t *testing.T) {
 	if st := queryStatus(t, env); st.Phase != PhaseFinished || st.Outcome != OutcomeCancelled || st.Round != 2 {
 		t.Fatalf("status after cancel = %+v", st)
 	}
-	if heartbeatTimeout != 5*time.Second {
-		t.Fatalf("round heartbeat timeout = %v, want the limits' 5s", heartbeatTimeout)
+	if want := time.Duration(testLimits().HeartbeatTimeoutSeconds) * time.Second; heartbeatTimeout != want {
+		t.Fatalf("round heartbeat timeout = %v, want the limits' %v", heartbeatTimeout, want)
 	}
 }
 
