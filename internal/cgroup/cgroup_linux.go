@@ -134,6 +134,9 @@ func Detect(lim Limits) (*Manager, string) {
 	if len(m.enforced) == 0 {
 		return nil, strings.Join(why, "; ")
 	}
+	for _, dir := range []string{m.v2Dir, m.memDir, m.pidsDir} {
+		removeStale(dir)
+	}
 	return m, strings.Join(why, "; ")
 }
 
@@ -341,4 +344,28 @@ func readPids(file string) []int {
 		}
 	}
 	return out
+}
+
+// removeStale removes the empty command groups of workers that died
+// without removing them (kill -9): their names carry the dead pid.
+func removeStale(dir string) {
+	if dir == "" {
+		return
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		rest, ok := strings.CutPrefix(e.Name(), "ralph-")
+		if !ok || !e.IsDir() {
+			continue
+		}
+		pidText, _, _ := strings.Cut(rest, "-")
+		pid, err := strconv.Atoi(pidText)
+		if err != nil || pid == os.Getpid() || syscall.Kill(pid, 0) == nil || errors.Is(syscall.Kill(pid, 0), syscall.EPERM) {
+			continue
+		}
+		_ = os.Remove(filepath.Join(dir, e.Name())) // fails, harmlessly, unless empty
+	}
 }
