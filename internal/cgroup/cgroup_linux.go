@@ -199,8 +199,9 @@ func detectV2(ms []mountPoint, own map[string]string) (string, string) {
 }
 
 // enableV2 turns memory and pids on for dir's children. A group that holds
-// processes cannot (unless it is the root): then this process moves into
-// a leaf of its own first, the usual shape of a delegated subtree.
+// processes cannot (unless it is the real root): then its processes — this
+// worker, and a container's init beside it — move into a leaf first, the
+// usual shape of a delegated subtree.
 func enableV2(dir string) error {
 	ctl := filepath.Join(dir, "cgroup.subtree_control")
 	if err := os.WriteFile(ctl, []byte("+memory +pids"), 0); err == nil {
@@ -212,6 +213,9 @@ func enableV2(dir string) error {
 	}
 	if err := os.WriteFile(filepath.Join(leaf, "cgroup.procs"), []byte(strconv.Itoa(os.Getpid())), 0); err != nil {
 		return fmt.Errorf("moving the worker into %s: %w", leaf, err)
+	}
+	for _, pid := range readPids(filepath.Join(dir, "cgroup.procs")) {
+		_ = os.WriteFile(filepath.Join(leaf, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0)
 	}
 	return os.WriteFile(ctl, []byte("+memory +pids"), 0)
 }
