@@ -15,7 +15,7 @@ import (
 
 	"github.com/ralph-temporal/ralph/activities"
 	"github.com/ralph-temporal/ralph/app/config"
-	"github.com/ralph-temporal/ralph/devenv/devserver"
+	"github.com/ralph-temporal/ralph/devenv/temporalserver"
 	"github.com/ralph-temporal/ralph/devenv/testkit"
 	"github.com/ralph-temporal/ralph/workflows"
 )
@@ -82,7 +82,7 @@ func TestDemoWorkerRunsARalphLoop(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	srv, err := devserver.Start(ctx, devserver.Options{})
+	srv, err := temporalserver.StartDev(ctx, temporalserver.DevOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,8 +20,7 @@ import (
 	"github.com/ralph-temporal/ralph/app/config"
 	"github.com/ralph-temporal/ralph/app/starterapp"
 	"github.com/ralph-temporal/ralph/app/workerapp"
-	"github.com/ralph-temporal/ralph/devenv/devserver"
-	"github.com/ralph-temporal/ralph/devenv/serverproc"
+	"github.com/ralph-temporal/ralph/devenv/temporalserver"
 	"github.com/ralph-temporal/ralph/devenv/testkit"
 )
 
@@ -139,14 +138,14 @@ func localEnv(env map[string]string, addr, state string) config.MapEnv {
 // running), or starts the dev server; the returned func stops what was
 // started.
 func (l *local) server(ctx context.Context, s settings, addr, state, logs string) (func(), error) {
-	if !serverproc.PortFree(addr) {
+	if !temporalserver.PortFree(addr) {
 		if err := temporalAnswers(ctx, addr); err != nil {
 			return nil, fmt.Errorf("port %d is in use, but no Temporal server answers there (%v); free it or pick another port with %s", s.port, err, EnvTemporalPort)
 		}
 		l.say("reusing the Temporal server already answering at %s (not started here, so it is left running)", addr)
 		return func() {}, nil
 	}
-	if !serverproc.PortFree(net.JoinHostPort("127.0.0.1", strconv.Itoa(s.uiPort))) {
+	if !temporalserver.PortFree(net.JoinHostPort("127.0.0.1", strconv.Itoa(s.uiPort))) {
 		return nil, fmt.Errorf("the UI port %d is in use; free it or pick another with %s", s.uiPort, EnvUIPort)
 	}
 	logPath := filepath.Join(logs, "temporal.log")
@@ -154,14 +153,14 @@ func (l *local) server(ctx context.Context, s settings, addr, state, logs string
 	if err != nil {
 		return nil, fmt.Errorf("open the server log: %w", err)
 	}
-	if _, err := devserver.FindCLI(); err != nil {
-		l.say("installing the Temporal CLI %s from the Go module proxy (about 5 minutes the first time)", devserver.CLIVersion)
+	if !temporalserver.CLIInstalled() {
+		l.say("installing the Temporal CLI %s from the Go module proxy (about 5 minutes the first time)", temporalserver.CLIVersion)
 	}
 	l.say("starting the Temporal dev server at %s (UI http://127.0.0.1:%d, state in %s, log %s)", addr, s.uiPort, rel(l.dir, state), rel(l.dir, logPath))
 	ctx, cancel := context.WithTimeout(ctx, s.serverTimeout+15*time.Minute) // the install may come first
 	defer cancel()
-	dev, err := devserver.Start(ctx, devserver.Options{
-		Install: true, Port: s.port, UIPort: s.uiPort, DBFile: filepath.Join(state, "temporal.db"),
+	dev, err := temporalserver.StartDev(ctx, temporalserver.DevOptions{
+		Port: s.port, UIPort: s.uiPort, DBFile: filepath.Join(state, "temporal.db"),
 		Output: logf, StartTimeout: s.serverTimeout,
 	})
 	if err != nil {
@@ -183,7 +182,7 @@ func (l *local) server(ctx context.Context, s settings, addr, state, logs string
 func temporalAnswers(ctx context.Context, addr string) error {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	c, err := client.DialContext(ctx, client.Options{HostPort: addr, Logger: serverproc.QuietLogger{}})
+	c, err := client.DialContext(ctx, client.Options{HostPort: addr, Logger: temporalserver.QuietLogger{}})
 	if err != nil {
 		return err
 	}
@@ -230,7 +229,7 @@ func (l *local) startWorker(ctx context.Context, s settings, addr string, env co
 		close(w.exited)
 	}()
 	l.say("starting the worker (log %s)", rel(l.dir, logPath))
-	c, err := client.DialContext(ctx, client.Options{HostPort: addr, Logger: serverproc.QuietLogger{}})
+	c, err := client.DialContext(ctx, client.Options{HostPort: addr, Logger: temporalserver.QuietLogger{}})
 	if err != nil {
 		w.stop(l)
 		return nil, fmt.Errorf("dial %s: %w", addr, err)

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ralph-temporal/ralph/devenv/serverproc"
+	"github.com/ralph-temporal/ralph/devenv/temporalserver"
 	"github.com/ralph-temporal/ralph/internal/fakeopenai"
 	"github.com/ralph-temporal/ralph/internal/proc"
 )
@@ -39,7 +39,7 @@ func newLocal(t *testing.T, signals chan os.Signal, extra ...string) (*local, *s
 	t.Helper()
 	ports := make([]string, 2)
 	for i := range ports {
-		p, err := serverproc.FreePort()
+		p, err := temporalserver.FreePort()
 		if err != nil {
 			t.Fatal(err)
 		}

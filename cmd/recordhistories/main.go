@@ -29,7 +29,7 @@ import (
 
 	"github.com/ralph-temporal/ralph/activities"
 	"github.com/ralph-temporal/ralph/app/workerapp"
-	"github.com/ralph-temporal/ralph/devenv/devserver"
+	"github.com/ralph-temporal/ralph/devenv/temporalserver"
 	"github.com/ralph-temporal/ralph/internal/fakeopenai"
 	"github.com/ralph-temporal/ralph/workflows"
 )
@@ -123,7 +123,7 @@ func record(out, only string) error {
 	}
 	defer os.RemoveAll(tmp)
 
-	dev, err := devserver.Start(ctx, devserver.Options{Install: true, Output: os.Stderr})
+	dev, err := temporalserver.StartDev(ctx, temporalserver.DevOptions{Output: os.Stderr})
 	if err != nil {
 		return fmt.Errorf("start the dev server: %w", err)
 	}

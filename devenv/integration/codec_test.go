@@ -21,7 +21,7 @@ import (
 	"go.temporal.io/sdk/converter"
 	"google.golang.org/protobuf/encoding/protojson"
 
-	"github.com/ralph-temporal/ralph/devenv/serverproc"
+	"github.com/ralph-temporal/ralph/devenv/temporalserver"
 	"github.com/ralph-temporal/ralph/internal/codec"
 	"github.com/ralph-temporal/ralph/internal/fakeopenai"
 )
@@ -155,7 +155,7 @@ func checkNoPlaintext(t *testing.T, history string, c *codec.Codec) (string, map
 
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	port, err := serverproc.FreePort()
+	port, err := temporalserver.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}

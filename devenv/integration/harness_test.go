@@ -25,9 +25,8 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 
-	"github.com/ralph-temporal/ralph/devenv/devserver"
+	"github.com/ralph-temporal/ralph/devenv/temporalserver"
 	"github.com/ralph-temporal/ralph/devenv/testkit"
-	"github.com/ralph-temporal/ralph/devenv/testserver"
 	"github.com/ralph-temporal/ralph/internal/fakeopenai"
 	"github.com/ralph-temporal/ralph/workflows"
 )
@@ -40,7 +39,7 @@ type stack struct {
 	address   string
 	namespace string
 	binDir    string
-	server    testserver.Server // the dev server or the PostgreSQL-backed cluster
+	server    *temporalserver.Server // the dev server or the PostgreSQL-backed cluster
 	cluster   bool
 }
 
@@ -79,8 +78,8 @@ func runMain(m *testing.M) (int, error) {
 	// A cold build of the Temporal CLI or server takes minutes.
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
-	suite.cluster = os.Getenv(testserver.EnvCluster) == "1"
-	srv, err := testserver.StartServer(ctx, suite.cluster, stateDir, nil)
+	suite.cluster = temporalserver.ClusterRequested()
+	srv, err := temporalserver.StartForSuite(ctx, suite.cluster, stateDir, nil)
 	if err != nil {
 		return 0, err
 	}
@@ -396,7 +395,7 @@ func runBinary(t *testing.T, name string, env []string, args ...string) (string,
 // temporalCLI runs the temporal CLI against the suite's server.
 func temporalCLI(t *testing.T, args ...string) (string, error) {
 	t.Helper()
-	bin, err := devserver.FindCLI()
+	bin, err := temporalserver.EnsureCLI(context.Background(), nil)
 	if err != nil {
 		t.Fatalf("temporal CLI: %v", err)
 	}
