@@ -2,6 +2,7 @@ package temporalserver
 
 import (
 	"context"
+	"debug/buildinfo"
 	"errors"
 	"fmt"
 	"io"
@@ -21,6 +22,7 @@ import (
 const (
 	CLIModule     = "github.com/temporalio/cli/cmd/temporal"
 	CLIVersion    = "v1.5.1"
+	cliMainModule = "github.com/temporalio/cli"
 	ServerModule  = "go.temporal.io/server"
 	ServerVersion = "v1.29.1"
 )
@@ -154,22 +156,28 @@ func EnsureCLI(ctx context.Context, output io.Writer) (string, error) {
 	return filepath.Join(dir, "temporal"), nil
 }
 
-// checkCLIVersion runs `bin --version` and wants CLIVersion in it
-// ("temporal version 1.5.1 (Server 1.29.1, UI …)").
+// checkCLIVersion wants bin to be the pinned CLI: built from the module
+// github.com/temporalio/cli at CLIVersion (what `go install` records), or
+// answering --version with it (what a release build prints; a `go install`
+// build prints 0.0.0-DEV).
 func checkCLIVersion(ctx context.Context, bin string) error {
 	if !isExecutable(bin) {
 		return fmt.Errorf("%s=%q is not an executable file", EnvTemporalBin, bin)
 	}
+	built := "no Go build information"
+	if info, err := buildinfo.ReadFile(bin); err == nil {
+		if info.Main.Path == cliMainModule && info.Main.Version == CLIVersion {
+			return nil
+		}
+		built = "built from " + info.Main.Path + "@" + info.Main.Version
+	}
 	out, err := exec.CommandContext(ctx, bin, "--version").CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("%s=%q: --version: %v\n%s", EnvTemporalBin, bin, err, out)
+	said, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
+	if err == nil && strings.HasPrefix(said+" ", "temporal version "+strings.TrimPrefix(CLIVersion, "v")+" ") {
+		return nil
 	}
-	want := "temporal version " + strings.TrimPrefix(CLIVersion, "v") + " "
-	if !strings.HasPrefix(strings.TrimSpace(string(out))+" ", want) {
-		return fmt.Errorf("%s=%q reports %q, want the pinned temporal CLI %s (unset %s to use the cached build)",
-			EnvTemporalBin, bin, strings.TrimSpace(string(out)), CLIVersion, EnvTemporalBin)
-	}
-	return nil
+	return fmt.Errorf("%s=%q is not the pinned temporal CLI %s (%s; --version says %q); unset %s to use the cached build",
+		EnvTemporalBin, bin, CLIVersion, built, said, EnvTemporalBin)
 }
 
 // ServerBinaries are the built server and its SQL schema tool.
