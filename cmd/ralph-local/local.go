@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -124,6 +125,9 @@ func localEnv(env map[string]string, addr, state string) config.MapEnv {
 	}
 	out["TEMPORAL_ADDRESS"] = addr
 	out["TEMPORAL_NAMESPACE"] = client.DefaultNamespace
+	if out[envGit] == "" {
+		out[envGit] = defaultGitMode
+	}
 	// No profile file of the user's either.
 	out["TEMPORAL_CONFIG_FILE"] = filepath.Join(state, "no-temporal-profile.toml")
 	for key, sub := range map[string]string{"RALPH_WORKSPACE_ROOT": "workspaces", "RALPH_SESSION_DIR": "sessions"} {
@@ -287,10 +291,22 @@ func (l *local) runStarter(s settings, addr string, env config.MapEnv, w *worker
 	l.say("workspace: %s (watch files appear: ls -la %s)", ws, ws)
 	l.say("Temporal UI: http://127.0.0.1:%d/namespaces/default/workflows/ralph-%s", s.uiPort, s.workspace)
 	l.say("objective: %s", s.objective)
+	args := []string{"run", "--address", addr, "--namespace", client.DefaultNamespace, "--workspace", s.workspace, "--objective", s.objective}
+	if s.verify != "" {
+		l.say("verify command: %s (a complete report counts only when it passes)", s.verify)
+		args = append(args, "--verify", s.verify)
+	}
+	gitMode := w.cfg.Activities.Git.Mode
+	if w.cfg.Activities.Git.Enabled() {
+		l.say("git checkpoints: %s=%s (one commit per round in the workspace)", envGit, gitMode)
+	}
 	app := &starterapp.App{Env: env, Stdin: strings.NewReader(""), Stdout: l.stdout, Stderr: l.stderr, Signals: signals}
-	rc := app.Main([]string{"run", "--address", addr, "--namespace", client.DefaultNamespace, "--workspace", s.workspace, "--objective", s.objective})
+	rc := app.Main(args)
 	if rc != exitUsage {
 		l.listWorkspace(ws)
+		if gitMode == defaultGitMode {
+			l.listCommits(ws)
+		}
 	}
 	l.say("%s", exitMeaning(rc))
 	return rc
@@ -333,6 +349,19 @@ func (l *local) listWorkspace(ws string) {
 			break
 		}
 		fmt.Fprintf(l.stderr, "    %s\n", f)
+	}
+}
+
+// listCommits prints the workspace's per-round commits, newest first.
+func (l *local) listCommits(ws string) {
+	out, err := exec.Command("git", "-C", ws, "log", "--oneline", "-n", strconv.Itoa(listLimit)).CombinedOutput()
+	if err != nil {
+		l.say("no commits to show in %s: %v: %s", ws, err, bytes.TrimSpace(out))
+		return
+	}
+	l.say("per-round commits in the workspace (git log --oneline):")
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		fmt.Fprintf(l.stderr, "    %s\n", line)
 	}
 }
 

@@ -63,7 +63,11 @@ func TestDemoRunCompletesAndStopsTheServer(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(l.dir, ".ralph", "workspaces", "demo", "greet.sh")); err != nil {
 		t.Fatalf("the demo's work is missing: %v\n%s", err, out)
 	}
-	for _, want := range []string{"model mode: demo, because OPENAI_API_KEY and RALPH_MODEL are not set", "greet.sh", "the run completed"} {
+	// The demo's objective names its check: the run is verified by it, and
+	// every round is a git commit in the workspace, both shown at the end.
+	for _, want := range []string{"model mode: demo, because OPENAI_API_KEY and RALPH_MODEL are not set", "greet.sh", "the run completed",
+		"the verify command passed (exit 0): bash greet_test.sh", "git checkpoints: RALPH_GIT=local",
+		"per-round commits in the workspace (git log --oneline):", "ralph: round 1/", "ralph: round 2/"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
