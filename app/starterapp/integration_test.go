@@ -22,7 +22,6 @@ import (
 	"github.com/ralph-temporal/ralph/activities"
 	"github.com/ralph-temporal/ralph/app/config"
 	"github.com/ralph-temporal/ralph/devenv/temporalserver"
-	"github.com/ralph-temporal/ralph/devenv/testkit"
 	"github.com/ralph-temporal/ralph/report"
 	"github.com/ralph-temporal/ralph/usage"
 	"github.com/ralph-temporal/ralph/workflows"
@@ -124,7 +123,7 @@ func startStack(t *testing.T) *stack {
 	t.Cleanup(w.Stop)
 	// The starter refuses a start while no worker polls: wait until this
 	// one does, as a worker process would be waited for.
-	if err := testkit.WaitPolling(ctx, c, "ralph", os.Getpid(), nil); err != nil {
+	if err := temporalserver.WaitPolling(ctx, c, "ralph", os.Getpid(), nil); err != nil {
 		t.Fatal(err)
 	}
 	return &stack{srv: srv, rounds: rounds, env: config.MapEnv{

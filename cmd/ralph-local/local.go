@@ -22,7 +22,6 @@ import (
 	"github.com/ralph-temporal/ralph/app/starterapp"
 	"github.com/ralph-temporal/ralph/app/workerapp"
 	"github.com/ralph-temporal/ralph/devenv/temporalserver"
-	"github.com/ralph-temporal/ralph/devenv/testkit"
 )
 
 // Exit codes of ralph-local besides the starter's own.
@@ -242,7 +241,7 @@ func (l *local) startWorker(ctx context.Context, s settings, addr string, env co
 	readyCtx, cancel := context.WithTimeout(ctx, s.workerTimeout)
 	defer cancel()
 	// The worker runs in this process, so its pollers carry this pid.
-	if err := testkit.WaitPolling(readyCtx, c, cfg.TaskQueue, os.Getpid(), w.exited); err != nil {
+	if err := temporalserver.WaitPolling(readyCtx, c, cfg.TaskQueue, os.Getpid(), w.exited); err != nil {
 		w.stop(l)
 		if w.err != nil {
 			return nil, fmt.Errorf("the worker stopped: %w (log %s)", w.err, rel(l.dir, logPath))

@@ -1,41 +1,22 @@
 package main
 
 import (
-	"bytes"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/ralph-temporal/ralph/devenv/temporalserver"
+	"github.com/ralph-temporal/ralph/devenv/testkit"
 	"github.com/ralph-temporal/ralph/internal/fakeopenai"
 	"github.com/ralph-temporal/ralph/internal/proc"
 )
 
-// syncBuffer is written by the starter and the worker's error log at once.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // newLocal is a ralph-local run in a temp dir on free ports; extra are
 // environment entries.
-func newLocal(t *testing.T, signals chan os.Signal, extra ...string) (*local, *syncBuffer, *int) {
+func newLocal(t *testing.T, signals chan os.Signal, extra ...string) (*local, *testkit.Buffer, *int) {
 	t.Helper()
 	ports := make([]string, 2)
 	for i := range ports {
@@ -49,7 +30,7 @@ func newLocal(t *testing.T, signals chan os.Signal, extra ...string) (*local, *s
 		EnvTemporalPort + "=" + ports[0], EnvUIPort + "=" + ports[1],
 		// A TEMPORAL_ADDRESS of the caller's is never used.
 		"TEMPORAL_ADDRESS=192.0.2.1:7233"}, extra...)
-	out := &syncBuffer{}
+	out := &testkit.Buffer{}
 	serverPID := new(int)
 	return &local{dir: t.TempDir(), environ: environ, stdout: out, stderr: out, signals: signals,
 		serverUp: func(pid int) { *serverPID = pid }}, out, serverPID

@@ -22,6 +22,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/ralph-temporal/ralph/devenv/temporalserver"
+	"github.com/ralph-temporal/ralph/devenv/testkit"
 	"github.com/ralph-temporal/ralph/internal/codec"
 	"github.com/ralph-temporal/ralph/internal/fakeopenai"
 )
@@ -169,7 +170,7 @@ func startCodecServer(t *testing.T, keyFile, tokenFile string) string {
 	addr := freeAddr(t)
 	cmd := exec.Command(filepath.Join(suite.binDir, "ralph-codec-server"), "--listen", addr, "--origins", "http://localhost:8233", "--token-file", tokenFile)
 	cmd.Env = append(os.Environ(), "RALPH_ENCRYPTION_KEY_FILE="+keyFile)
-	out := &lockedBuffer{}
+	out := &testkit.Buffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

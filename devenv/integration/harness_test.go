@@ -89,7 +89,7 @@ func runMain(m *testing.M) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("dial the %s: %w", srv.Kind, err)
 	}
-	err = testkit.SearchAttributesRegistered(ctx, c, srv.Namespace)
+	err = temporalserver.SearchAttributesRegistered(ctx, c, srv.Namespace)
 	c.Close()
 	if err != nil {
 		return 0, fmt.Errorf("the %s: %w", srv.Kind, err)
@@ -152,25 +152,8 @@ func newEnv(t *testing.T, script fakeopenai.Script, extraEnv ...string) *env {
 // process is a started binary whose output is kept for diagnosis.
 type process struct {
 	cmd  *exec.Cmd
-	out  *lockedBuffer
+	out  *testkit.Buffer
 	done chan struct{}
-}
-
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // startWorker starts the worker binary on the test's task queue and waits
@@ -179,7 +162,7 @@ func (e *env) startWorker(extraEnv ...string) *process {
 	e.t.Helper()
 	cmd := exec.Command(filepath.Join(suite.binDir, "worker"))
 	cmd.Env = append(append(os.Environ(), e.workerEnv...), extraEnv...)
-	p := &process{cmd: cmd, out: &lockedBuffer{}, done: make(chan struct{})}
+	p := &process{cmd: cmd, out: &testkit.Buffer{}, done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = p.out, p.out
 	if err := cmd.Start(); err != nil {
 		e.t.Fatalf("start worker: %v", err)
@@ -187,7 +170,7 @@ func (e *env) startWorker(extraEnv ...string) *process {
 	go func() { _ = cmd.Wait(); close(p.done) }()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	readyErr := testkit.WaitPolling(ctx, e.client, e.queue, cmd.Process.Pid, p.done)
+	readyErr := temporalserver.WaitPolling(ctx, e.client, e.queue, cmd.Process.Pid, p.done)
 	// Cleanup is registered before a readiness failure ends the test, so the
 	// process is stopped and its log shown either way.
 	e.t.Cleanup(func() {

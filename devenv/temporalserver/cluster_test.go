@@ -10,7 +10,6 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 
-	"github.com/ralph-temporal/ralph/devenv/testkit"
 	"github.com/ralph-temporal/ralph/internal/proc"
 )
 
@@ -37,7 +36,7 @@ func TestClusterLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	if err := testkit.SearchAttributesRegistered(ctx, c, s.Namespace); err != nil {
+	if err := SearchAttributesRegistered(ctx, c, s.Namespace); err != nil {
 		t.Fatal(err)
 	}
 	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "cluster-smoke", TaskQueue: "nobody"}, "Nothing")

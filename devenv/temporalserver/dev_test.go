@@ -10,8 +10,6 @@ import (
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
-
-	"github.com/ralph-temporal/ralph/devenv/testkit"
 )
 
 // TestStartRestartStop runs a real dev server when the temporal CLI is
@@ -43,7 +41,7 @@ func TestStartRestartStop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := testkit.SearchAttributesRegistered(ctx, c, s.Namespace); err != nil {
+	if err := SearchAttributesRegistered(ctx, c, s.Namespace); err != nil {
 		t.Fatal(err)
 	}
 	// A workflow started before the restart must still be there after it.

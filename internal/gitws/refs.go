@@ -13,17 +13,8 @@ import (
 // up. Distinct ids that map to one name still get distinct refs per round
 // and attempt; the Ralph-Workflow-Id trailer keeps the exact id.
 func refComponent(id string) string {
-	var b strings.Builder
-	for _, r := range id {
-		switch {
-		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_', r == '.':
-			b.WriteRune(r)
-		default:
-			b.WriteByte('-')
-		}
-	}
 	// Bounded like a file name: refs are files under .git/refs.
-	s := strings.ReplaceAll(names.Shorten(b.String(), maxRefComponentBytes), "..", "-.")
+	s := strings.ReplaceAll(names.Shorten(names.Sanitize(id, '-'), maxRefComponentBytes), "..", "-.")
 	s = strings.TrimLeft(s, ".")
 	if strings.HasSuffix(s, ".lock") || strings.HasSuffix(s, ".") {
 		s += "-"
