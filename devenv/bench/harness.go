@@ -420,47 +420,6 @@ func parentPID(pid int) int {
 	return st.PPID
 }
 
-// readPIDs reads one pid per line; it returns what it could parse.
-func readPIDs(path string) []int {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil
-	}
-	var pids []int
-	for _, line := range strings.Split(string(data), "\n") {
-		if n, err := strconv.Atoi(strings.TrimSpace(line)); err == nil {
-			pids = append(pids, n)
-		}
-	}
-	return pids
-}
-
-// waitForPIDs waits until path lists n pids.
-func waitForPIDs(ctx context.Context, path string, n int, within time.Duration) ([]int, error) {
-	deadline := time.Now().Add(within)
-	for time.Now().Before(deadline) {
-		if pids := readPIDs(path); len(pids) >= n {
-			// A sandboxed command prints its PID namespace's numbering.
-			dir, err := filepath.EvalSymlinks(filepath.Dir(path))
-			if err != nil {
-				return nil, err
-			}
-			for i, pid := range pids {
-				if pids[i], err = proc.HostPID(pid, dir); err != nil {
-					return nil, err
-				}
-			}
-			return pids, nil
-		}
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
-	return nil, fmt.Errorf("%s did not list %d pids within %s", path, n, within)
-}
-
 // stickyTimeouts counts workflow tasks of a chain that timed out waiting on
 // a sticky queue (ScheduleToStart) and were rescheduled on the normal queue.
 func stickyTimeouts(chain []RunHistory) int {

@@ -5,7 +5,6 @@
 package integration
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -15,7 +14,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -28,6 +26,7 @@ import (
 	"github.com/ralph-temporal/ralph/devenv/temporalserver"
 	"github.com/ralph-temporal/ralph/devenv/testkit"
 	"github.com/ralph-temporal/ralph/internal/fakeopenai"
+	"github.com/ralph-temporal/ralph/internal/wait"
 	"github.com/ralph-temporal/ralph/workflows"
 )
 
@@ -327,32 +326,18 @@ func tool(name string, args any) fakeopenai.Response {
 // waitForFile waits until path exists with non-empty content.
 func waitForFile(t *testing.T, path string, within time.Duration) string {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for time.Now().Before(deadline) {
-		if data, err := os.ReadFile(path); err == nil && len(bytes.TrimSpace(data)) > 0 {
-			return strings.TrimSpace(string(data))
+	var text string
+	err := wait.For(context.Background(), within, 50*time.Millisecond, func(context.Context) error {
+		data, err := os.ReadFile(path)
+		if text = strings.TrimSpace(string(data)); err == nil && text == "" {
+			err = errors.New("empty")
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("%s did not appear within %v", path, within)
-	return ""
-}
-
-func readPIDs(t *testing.T, path string) []int {
-	t.Helper()
-	f, err := os.Open(path)
+		return err
+	})
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%s did not appear within %v: %v", path, within, err)
 	}
-	defer f.Close()
-	var pids []int
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if pid, err := strconv.Atoi(strings.TrimSpace(sc.Text())); err == nil {
-			pids = append(pids, pid)
-		}
-	}
-	return pids
+	return text
 }
 
 // runBinary runs one of the built binaries to completion.

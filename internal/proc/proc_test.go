@@ -1,13 +1,16 @@
 package proc
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 func TestAlive(t *testing.T) {
@@ -71,5 +74,26 @@ func TestReadStatStatusAndScan(t *testing.T) {
 	pids, err := PIDs()
 	if err != nil || !slices.Contains(pids, os.Getpid()) || !slices.IsSorted(pids) {
 		t.Fatalf("PIDs lacks this process or is unsorted (%v)", err)
+	}
+}
+
+func TestWaitPIDFile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "pids.txt")
+	cmd := exec.Command("bash", "-c", `sleep 0.2; echo $$ >> pids.txt; sleep 30 & echo $! >> pids.txt; wait`)
+	cmd.Dir = dir
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	pids, err := WaitPIDFile(context.Background(), path, 2, 10*time.Second)
+	if err != nil || len(pids) != 2 || pids[0] != cmd.Process.Pid || !Alive(pids[1]) {
+		t.Fatalf("WaitPIDFile = %v, %v; want [%d, the sleep]", pids, err, cmd.Process.Pid)
+	}
+	for _, pid := range pids[1:] {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+	if _, err := WaitPIDFile(context.Background(), path, 3, 50*time.Millisecond); err == nil || !strings.Contains(err.Error(), "lists 2 of 3 pids") {
+		t.Fatalf("a short file: err = %v", err)
 	}
 }
