@@ -16,8 +16,8 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 
-	"github.com/ralph-temporal/ralph/workflows"
 	"github.com/ralph-temporal/ralph/internal/wait"
+	"github.com/ralph-temporal/ralph/workflows"
 )
 
 // searchAttributesVisible bounds how long the worker waits for attributes it
