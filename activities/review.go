@@ -5,11 +5,13 @@ import (
 	"fmt"
 
 	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/ralph-temporal/ralph/agent"
 	"github.com/ralph-temporal/ralph/internal/gitws"
 	"github.com/ralph-temporal/ralph/report"
+	"github.com/ralph-temporal/ralph/usage"
 )
 
 // Metric of the independent reviewer: ralph_reviews_total{verdict}.
@@ -82,9 +84,7 @@ func (a *Activities) ReviewCompletion(ctx context.Context, in ReviewInput) (Revi
 	if err == nil {
 		verdict = res.Review.Verdict
 	}
-	h := activity.GetMetricsHandler(ctx)
-	tally.recordUsage(h, res.Usage)
-	h.WithTags(map[string]string{LabelVerdict: verdict}).Counter(MetricReviews).Inc(1)
+	tally.recordReview(activity.GetMetricsHandler(ctx), verdict, res.Usage)
 	if terr := transcript.Err(); terr != nil {
 		logger.Warn("Transcript incomplete", "transcript", path, "error", terr)
 	}
@@ -95,6 +95,14 @@ func (a *Activities) ReviewCompletion(ctx context.Context, in ReviewInput) (Revi
 		return ReviewOutput{}, a.roundError(ctx, fmt.Errorf("review: %w", err), in.Round, FailureDetails{SessionID: sessionID, Usage: spent})
 	}
 	return ReviewOutput{Review: *res.Review, Usage: spent, SessionID: sessionID}, nil
+}
+
+// recordReview adds one reviewer session to h: its usage like a round's,
+// and one review under its verdict (approve, revise, or how a session that
+// gave none ended: a bounded set).
+func (t *roundTally) recordReview(h client.MetricsHandler, verdict string, u usage.Usage) {
+	t.recordUsage(h, u)
+	h.WithTags(map[string]string{LabelVerdict: verdict}).Counter(MetricReviews).Inc(1)
 }
 
 // reviewChange readies the workspace for the reviewer (remote mode: this
