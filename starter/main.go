@@ -1,10 +1,7 @@
-// Command starter starts and follows Ralph runs: `starter run` (foreground,
-// round-by-round progress, Ctrl-C cancels), `starter start` (background),
-// and `starter status|cancel|result` for an existing run. It connects with
-// the standard TEMPORAL_* environment. Run `starter --help` for details.
-//
-// Exit codes: 0 complete, 3 blocked, 4 budget-limited, 1 failed, 130
-// cancelled, 2 bad usage.
+// Command starter starts and follows Ralph runs and controls open ones.
+// Its commands, flags and exit codes are declared once in
+// app/starterapp/commands.go: run `starter --help`, or read the generated
+// docs/reference.md.
 package main
 
 import (

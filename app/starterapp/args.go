@@ -12,18 +12,6 @@ import (
 	"github.com/ralph-temporal/ralph/workflows"
 )
 
-// Subcommands.
-const (
-	cmdRun    = "run"
-	cmdStart  = "start"
-	cmdStatus = "status"
-	cmdCancel = "cancel"
-	cmdResult = "result"
-	cmdStop   = "stop"
-	cmdPause  = "pause"
-	cmdResume = "resume"
-)
-
 // command is one parsed invocation.
 type command struct {
 	name       string
@@ -31,8 +19,10 @@ type command struct {
 	maxRounds  int // 0: not set, the worker's ceiling applies
 	maxTokens  int // 0: not set
 	maxMinutes int // 0: not set
-	verify     string
-	workspace  string
+	// objectiveFile is where the objective was read from ("-": stdin).
+	objectiveFile string
+	verify        string
+	workspace     string
 	// reason is the stop update's reason.
 	reason     string
 	workflowID string
@@ -54,81 +44,28 @@ func usagef(format string, args ...any) error {
 	return &usageError{msg: fmt.Sprintf(format, args...)}
 }
 
-const topUsage = `Usage: starter <command> [flags]
-
-Commands:
-  run      start a Ralph run and follow it in the foreground: round-by-round
-           progress, then the result text; Ctrl-C cancels the run and waits
-           until the running round has stopped
-  start    start a Ralph run in the background and print its workflow id
-  status   print the run's status query (JSON)
-  cancel   cancel a run and wait until it has closed (--no-wait to return at once)
-  result   wait for a run to close and print its result text
-  stop     end a run gracefully after its running round (--reason); exit 0 when accepted
-  pause    hold a run before its next round (the running round finishes)
-  resume   let a paused run go on
-
-Start a run with --objective (or --objective-file) and --workspace; the
-workflow id defaults to ralph-<workspace>. Address an existing run with
---workflow-id, --workspace, or the id as the only argument.
-
-Connection: the standard TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE,
-TEMPORAL_API_KEY, TEMPORAL_TLS_* variables (or --address, --namespace).
-Settings: RALPH_TASK_QUEUE (default ralph), RALPH_MAX_RESULT_CHARS (default 16384),
-RALPH_ENCRYPTION_KEY_FILE (the workers' key file, when they encrypt payloads).
-
-Exit codes: 0 complete, 3 blocked, 4 budget-limited, 5 stopped, 1 failed (or
-any other error), 130 cancelled, 2 bad usage. stop, pause and resume exit 0
-when the run accepted the update and 1 when it refused it (the reason is
-printed).
-
-Run 'starter <command> --help' for the flags of a command.
-`
-
 // parseArgs parses a whole command line (without the program name).
 func parseArgs(args []string, env config.Env, stdin io.Reader, stderr io.Writer) (command, error) {
 	if len(args) == 0 {
-		fmt.Fprint(stderr, topUsage)
-		return command{}, usagef("a command is required (run, start, status, cancel, result, stop, pause or resume)")
+		fmt.Fprint(stderr, topUsage())
+		return command{}, usagef("a command is required (%s)", commandList())
 	}
 	name := args[0]
 	switch name {
 	case "-h", "--help", "-help", "help":
-		fmt.Fprint(stderr, topUsage)
+		fmt.Fprint(stderr, topUsage())
 		return command{}, flag.ErrHelp
-	case cmdRun, cmdStart, cmdStatus, cmdCancel, cmdResult, cmdStop, cmdPause, cmdResume:
-	default:
-		return command{}, usagef("unknown command %q (want run, start, status, cancel, result, stop, pause or resume; see starter --help)", name)
+	}
+	d, ok := lookupCommand(name)
+	if !ok {
+		return command{}, usagef("unknown command %q (want %s; see starter --help)", name, commandList())
 	}
 	cmd := command{name: name}
-	starting := name == cmdRun || name == cmdStart
-
-	fs := flag.NewFlagSet("starter "+name, flag.ContinueOnError)
+	counts := make(map[string]*string)
+	fs, shared := d.flagSet(&cmd, counts)
 	fs.SetOutput(stderr)
-	shared := config.NewStarterFlags(fs)
-	fs.StringVar(&cmd.workflowID, "workflow-id", "", "workflow id (default ralph-<workspace>)")
-	fs.StringVar(&cmd.workspace, "workspace", "", "workspace, relative to the worker's workspace root")
-	var objectiveFile, maxRounds, maxTokens, maxMinutes string
-	if starting {
-		fs.StringVar(&cmd.verify, "verify", "", "command that must pass (exit 0) before a complete report is accepted (default: the worker's RALPH_VERIFY_COMMAND)")
-		fs.StringVar(&maxTokens, "max-tokens", "", "token budget of the run, prompt + completion (default: the worker's RALPH_MAX_RUN_TOKENS)")
-		fs.StringVar(&maxMinutes, "max-minutes", "", "wall-clock budget of the run in minutes (default: the worker's RALPH_MAX_RUN_MINUTES)")
-		fs.StringVar(&cmd.objective, "objective", "", "the immutable objective of the run (required, or --objective-file)")
-		fs.StringVar(&objectiveFile, "objective-file", "", "read the objective from this file ('-' for stdin)")
-		fs.StringVar(&maxRounds, "max-rounds", "", "lower round cap for this run (default: the worker's ceiling)")
-		fs.BoolVar(&cmd.allowNoWorker, "allow-no-worker", false, "start even when no worker polls the task queue (the run waits for one)")
-	}
-	if name == cmdRun || name == cmdResult {
-		fs.BoolVar(&cmd.jsonOut, "json", false, "print the workflow result as JSON instead of the result text")
-	}
-	if name == cmdStop {
-		fs.StringVar(&cmd.reason, "reason", "", "why the run is stopped (kept in the result)")
-	}
-	if name == cmdCancel {
-		fs.BoolVar(&cmd.noWait, "no-wait", false, "return once the cancel is requested instead of waiting for the run to close")
-	}
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: starter %s [flags]%s\n\nFlags:\n", name, map[bool]string{true: "", false: " [workflow-id]"}[starting])
+		fmt.Fprint(stderr, d.usageHead())
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args[1:]); err != nil {
@@ -150,11 +87,11 @@ func parseArgs(args []string, env config.Env, stdin io.Reader, stderr io.Writer)
 		}
 	}
 	switch {
-	case starting && len(rest) > 0:
+	case d.starts && len(rest) > 0:
 		return command{}, usagef("unexpected argument %q (give the objective with --objective)", rest[0])
-	case !starting && len(rest) > 1:
+	case !d.starts && len(rest) > 1:
 		return command{}, usagef("unexpected argument %q (give one workflow id)", rest[1])
-	case !starting && len(rest) == 1:
+	case !d.starts && len(rest) == 1:
 		if cmd.workflowID != "" && cmd.workflowID != rest[0] {
 			return command{}, usagef("two workflow ids: --workflow-id %q and %q", cmd.workflowID, rest[0])
 		}
@@ -179,7 +116,7 @@ func parseArgs(args []string, env config.Env, stdin io.Reader, stderr io.Writer)
 	cmd.workflowID = strings.TrimSpace(cmd.workflowID)
 	if cmd.workflowID == "" {
 		if cmd.workspace == "" {
-			if starting {
+			if d.starts {
 				return command{}, usagef("--workspace is required (the run's directory under the worker's workspace root; the workflow id defaults to ralph-<workspace>), or give --workflow-id")
 			}
 			return command{}, usagef("which run? give --workflow-id, --workspace, or the workflow id as the argument")
@@ -187,14 +124,24 @@ func parseArgs(args []string, env config.Env, stdin io.Reader, stderr io.Writer)
 		cmd.workflowID = DefaultWorkflowID(cmd.workspace)
 	}
 
-	if !starting {
+	for _, f := range d.flags {
+		if f.count == nil || *counts[f.name] == "" {
+			continue
+		}
+		n, err := config.ParsePositiveInt("--"+f.name, *counts[f.name])
+		if err != nil {
+			return command{}, &usageError{msg: err.Error()}
+		}
+		*f.count(&cmd) = n
+	}
+	if !d.starts {
 		return cmd, nil
 	}
-	if objectiveFile != "" {
+	if cmd.objectiveFile != "" {
 		if cmd.objective != "" {
 			return command{}, usagef("give --objective or --objective-file, not both")
 		}
-		data, err := readObjective(objectiveFile, stdin)
+		data, err := readObjective(cmd.objectiveFile, stdin)
 		if err != nil {
 			return command{}, usagef("--objective-file: %v", err)
 		}
@@ -202,20 +149,6 @@ func parseArgs(args []string, env config.Env, stdin io.Reader, stderr io.Writer)
 	}
 	if strings.TrimSpace(cmd.objective) == "" {
 		return command{}, usagef("--objective is required and must not be blank")
-	}
-	for _, f := range []struct {
-		name  string
-		value string
-		dst   *int
-	}{{"--max-rounds", maxRounds, &cmd.maxRounds}, {"--max-tokens", maxTokens, &cmd.maxTokens}, {"--max-minutes", maxMinutes, &cmd.maxMinutes}} {
-		if f.value == "" {
-			continue
-		}
-		n, err := config.ParsePositiveInt(f.name, f.value)
-		if err != nil {
-			return command{}, &usageError{msg: err.Error()}
-		}
-		*f.dst = n
 	}
 	if set := flagSet(fs, "verify"); set && strings.TrimSpace(cmd.verify) == "" {
 		return command{}, usagef("--verify must not be blank (leave it out to use the worker's default)")

@@ -31,17 +31,6 @@ import (
 	"github.com/ralph-temporal/ralph/workflows"
 )
 
-// Exit codes: a stable contract scripts depend on.
-const (
-	ExitComplete      = 0
-	ExitFailed        = 1
-	ExitUsage         = 2
-	ExitBlocked       = 3
-	ExitBudgetLimited = 4
-	ExitStopped       = 5
-	ExitCancelled     = 130
-)
-
 // App is one starter invocation's environment.
 type App struct {
 	Env    config.Env
@@ -92,24 +81,8 @@ func (a *App) Main(args []string) int {
 	defer c.Close()
 
 	s := &session{App: a, c: c, cmd: cmd, address: opts.HostPort, namespace: opts.Namespace}
-	switch cmd.name {
-	case cmdRun:
-		return s.run(ctx, true)
-	case cmdStart:
-		return s.run(ctx, false)
-	case cmdStatus:
-		return s.status(ctx)
-	case cmdCancel:
-		return s.cancel(ctx)
-	case cmdStop:
-		return s.control(ctx, workflows.UpdateStop, workflows.StopRequest{Reason: s.cmd.reason})
-	case cmdPause:
-		return s.control(ctx, workflows.UpdatePause)
-	case cmdResume:
-		return s.control(ctx, workflows.UpdateResume)
-	default:
-		return s.result(ctx)
-	}
+	d, _ := lookupCommand(cmd.name)
+	return d.exec(s, ctx)
 }
 
 // session is one connected command.
@@ -360,21 +333,6 @@ func writeJSON(w io.Writer, v any) error {
 	enc.SetEscapeHTML(false)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
-}
-
-// ExitCode maps a run outcome to the starter's exit code.
-func ExitCode(status string) (int, bool) {
-	switch status {
-	case report.OutcomeComplete:
-		return ExitComplete, true
-	case report.OutcomeBlocked:
-		return ExitBlocked, true
-	case report.OutcomeBudgetLimited:
-		return ExitBudgetLimited, true
-	case report.OutcomeStopped:
-		return ExitStopped, true
-	}
-	return ExitFailed, false
 }
 
 // FailureText describes a failed run for people: the failure type, its

@@ -298,20 +298,10 @@ func (l *local) runStarter(s settings, addr string, env config.MapEnv, w *worker
 }
 
 func exitMeaning(rc int) string {
-	switch rc {
-	case starterapp.ExitComplete:
-		return "the run completed (exit 0)"
-	case starterapp.ExitBlocked:
-		return "the run is blocked (exit 3); the result above names the blocker"
-	case starterapp.ExitBudgetLimited:
-		return "the run hit a budget (exit 4); the result above names which one"
-	case starterapp.ExitStopped:
-		return "the run was stopped by an operator (exit 5)"
-	case exitCancelled:
-		return "the run was cancelled (exit 130)"
-	default:
+	if rc == exitFailed || starterapp.ExitMeaning(rc) == "" {
 		return fmt.Sprintf("the starter exited with %d; the worker log is in %s/logs", rc, stateDir)
 	}
+	return fmt.Sprintf("%s (exit %d)", starterapp.ExitMeaning(rc), rc)
 }
 
 // listWorkspace prints the workspace's files (without .git), at most listLimit.

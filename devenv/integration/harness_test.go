@@ -64,7 +64,7 @@ func runMain(m *testing.M) (int, error) {
 	defer os.RemoveAll(binDir)
 	for name, pkg := range map[string]string{"worker": "./worker", "starter": "./starter", "ralph-codec-server": "./cmd/ralph-codec-server"} {
 		cmd := exec.Command("go", "build", "-o", filepath.Join(binDir, name), pkg)
-		cmd.Dir = ".."
+		cmd.Dir = "../.." // the module root
 		if out, err := cmd.CombinedOutput(); err != nil {
 			return 0, fmt.Errorf("build %s: %v\n%s", name, err, out)
 		}

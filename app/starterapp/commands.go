@@ -1,0 +1,423 @@
+package starterapp
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"strings"
+
+	"github.com/ralph-temporal/ralph/app/config"
+	"github.com/ralph-temporal/ralph/report"
+	"github.com/ralph-temporal/ralph/workflows"
+)
+
+// This file declares the starter's commands once: their names, flags, usage
+// text and exit codes. Parsing (args.go), --help and the generated reference
+// (Reference, kept equal to docs/reference.md by a test) all read it.
+//
+// To add a command: add a commandDecl to commands (its flags, the exit codes
+// it can return, and the method that runs it), then regenerate the docs:
+//
+//	go test ./app/starterapp -run TestReferenceDocs -update
+
+// Exit codes: a stable contract scripts depend on (SPEC sections 9 and 19).
+const (
+	ExitComplete      = 0
+	ExitFailed        = 1
+	ExitUsage         = 2
+	ExitBlocked       = 3
+	ExitBudgetLimited = 4
+	ExitStopped       = 5
+	ExitCancelled     = 130
+)
+
+// exitDecl is one exit code: its name, the run outcome it reports (if any)
+// and what it means.
+type exitDecl struct {
+	code    int
+	name    string
+	outcome string // the workflow result status that exits with code
+	meaning string
+}
+
+// exitCodes lists every exit code of the starter, in the SPEC's order.
+var exitCodes = []exitDecl{
+	{ExitComplete, "complete", report.OutcomeComplete, "the run completed"},
+	{ExitBlocked, "blocked", report.OutcomeBlocked, "the run is blocked; the result names the blocker"},
+	{ExitBudgetLimited, "budget-limited", report.OutcomeBudgetLimited, "the run hit a budget; the result names which one"},
+	{ExitStopped, "stopped", report.OutcomeStopped, "an operator stopped the run"},
+	{ExitFailed, "failed", "", "the run failed, or the starter could not do what it was asked (the error says why)"},
+	{ExitCancelled, "cancelled", "", "the run was cancelled"},
+	{ExitUsage, "bad usage", "", "an unknown command or flag, or a missing or invalid value"},
+}
+
+// ExitCode maps a run outcome to the starter's exit code.
+func ExitCode(status string) (int, bool) {
+	for _, e := range exitCodes {
+		if e.outcome != "" && e.outcome == status {
+			return e.code, true
+		}
+	}
+	return ExitFailed, false
+}
+
+// ExitMeaning says what an exit code of the starter means ("" when it is
+// not one of them).
+func ExitMeaning(code int) string {
+	if e, ok := exitDecls(code); ok {
+		return e.meaning
+	}
+	return ""
+}
+
+func exitDecls(code int) (exitDecl, bool) {
+	for _, e := range exitCodes {
+		if e.code == code {
+			return e, true
+		}
+	}
+	return exitDecl{}, false
+}
+
+// flagDecl is one command-specific flag. Exactly one of text, on and count
+// says where its value goes.
+type flagDecl struct {
+	name  string
+	usage string
+	text  func(*command) *string
+	on    func(*command) *bool
+	// count is a positive whole number, checked after parsing so the error
+	// names the flag the way settings errors do.
+	count func(*command) *int
+}
+
+// exitUse is an exit code a command returns, with what it means for that
+// command ("" for the code's general meaning).
+type exitUse struct {
+	code int
+	when string
+}
+
+// commandDecl is one starter command.
+type commandDecl struct {
+	name    string
+	summary string // the line in the command list
+	detail  string // the paragraph of --help and the reference
+	// starts: it starts a run (objective flags, no workflow id argument);
+	// otherwise it addresses an existing run.
+	starts bool
+	flags  []flagDecl
+	exits  []exitUse
+	exec   func(s *session, ctx context.Context) int
+}
+
+// Subcommands.
+const (
+	cmdRun    = "run"
+	cmdStart  = "start"
+	cmdStatus = "status"
+	cmdCancel = "cancel"
+	cmdResult = "result"
+	cmdStop   = "stop"
+	cmdPause  = "pause"
+	cmdResume = "resume"
+)
+
+// Flags every command has besides the connection flags of config.
+var addressFlags = []flagDecl{
+	{name: "workflow-id", usage: "workflow id (default ralph-<workspace>)", text: func(c *command) *string { return &c.workflowID }},
+	{name: "workspace", usage: "workspace, relative to the worker's workspace root", text: func(c *command) *string { return &c.workspace }},
+}
+
+// Flags of the commands that start a run.
+var startFlags = []flagDecl{
+	{name: "objective", usage: "the immutable objective of the run (required, or --objective-file)", text: func(c *command) *string { return &c.objective }},
+	{name: "objective-file", usage: "read the objective from this file ('-' for stdin)", text: func(c *command) *string { return &c.objectiveFile }},
+	{name: "verify", usage: "command that must pass (exit 0) before a complete report is accepted (default: the worker's RALPH_VERIFY_COMMAND)", text: func(c *command) *string { return &c.verify }},
+	{name: "max-rounds", usage: "lower round cap for this run (default: the worker's ceiling)", count: func(c *command) *int { return &c.maxRounds }},
+	{name: "max-tokens", usage: "token budget of the run, prompt + completion (default: the worker's RALPH_MAX_RUN_TOKENS)", count: func(c *command) *int { return &c.maxTokens }},
+	{name: "max-minutes", usage: "wall-clock budget of the run in minutes (default: the worker's RALPH_MAX_RUN_MINUTES)", count: func(c *command) *int { return &c.maxMinutes }},
+	{name: "allow-no-worker", usage: "start even when no worker polls the task queue (the run waits for one)", on: func(c *command) *bool { return &c.allowNoWorker }},
+}
+
+var jsonFlag = flagDecl{name: "json", usage: "print the workflow result as JSON instead of the result text", on: func(c *command) *bool { return &c.jsonOut }}
+
+// outcomeExits are the exit codes of a command that waits for a run's result.
+func outcomeExits(cancelled string) []exitUse {
+	return []exitUse{{ExitComplete, ""}, {ExitBlocked, ""}, {ExitBudgetLimited, ""}, {ExitStopped, ""},
+		{ExitFailed, ""}, {ExitCancelled, cancelled}, {ExitUsage, ""}}
+}
+
+// updateExits are the exit codes of an operator update.
+var updateExits = []exitUse{
+	{ExitComplete, "the run accepted the update (its status is printed)"},
+	{ExitFailed, "the run refused the update (the reason is printed), has closed, or does not exist"},
+	{ExitUsage, ""},
+}
+
+// commands is every starter command, in the order --help lists them.
+var commands = []commandDecl{
+	{
+		name:    cmdRun,
+		summary: "start a Ralph run and follow it in the foreground: round-by-round progress, then the result text; Ctrl-C cancels the run and waits until the running round has stopped",
+		detail: "Starts a run and follows it: one line per round on stderr, then the result text on stdout. " +
+			"The first Ctrl-C cancels the workflow and waits until the running round has stopped; a second one stops waiting.",
+		starts: true,
+		flags:  append(append([]flagDecl{}, startFlags...), jsonFlag),
+		exits:  outcomeExits("the run was cancelled (Ctrl-C), or a second Ctrl-C stopped waiting"),
+		exec:   func(s *session, ctx context.Context) int { return s.run(ctx, true) },
+	},
+	{
+		name:    cmdStart,
+		summary: "start a Ralph run in the background and print its workflow id",
+		detail:  "Starts a run and prints its workflow id on stdout; the run goes on without the starter.",
+		starts:  true,
+		flags:   startFlags,
+		exits: []exitUse{{ExitComplete, "the run started"},
+			{ExitFailed, "the run did not start (no worker polls the task queue, a run with that id is open, or the server refused)"},
+			{ExitUsage, ""}},
+		exec: func(s *session, ctx context.Context) int { return s.run(ctx, false) },
+	},
+	{
+		name:    cmdStatus,
+		summary: "print the run's status query (JSON)",
+		detail:  "Prints the run's status query as JSON on stdout (a query needs a worker polling the run's task queue).",
+		exits:   []exitUse{{ExitComplete, "the status is printed"}, {ExitFailed, "no such run, or the query failed"}, {ExitUsage, ""}},
+		exec:    (*session).status,
+	},
+	{
+		name:    cmdCancel,
+		summary: "cancel a run and wait until it has closed (--no-wait to return at once)",
+		detail:  "Cancels the run and waits until it has closed (its running round stops first). If the run finishes before the cancel takes effect, the starter prints its result and exits with its outcome.",
+		flags: []flagDecl{{name: "no-wait", usage: "return once the cancel is requested instead of waiting for the run to close",
+			on: func(c *command) *bool { return &c.noWait }}},
+		exits: []exitUse{{ExitComplete, "the run is cancelled and closed (with --no-wait: the cancel is requested), or it completed before the cancel took effect"},
+			{ExitBlocked, ""}, {ExitBudgetLimited, ""}, {ExitStopped, ""},
+			{ExitFailed, "no such run, the run is not running, or it failed"}, {ExitUsage, ""}},
+		exec: (*session).cancel,
+	},
+	{
+		name:    cmdResult,
+		summary: "wait for a run to close and print its result text",
+		detail:  "Waits for the run to close and prints its result text on stdout. Ctrl-C stops waiting; the run keeps running.",
+		flags:   []flagDecl{jsonFlag},
+		exits:   outcomeExits("the run was cancelled, or Ctrl-C stopped waiting"),
+		exec:    (*session).result,
+	},
+	{
+		name:    cmdStop,
+		summary: "end a run gracefully after its running round (--reason); exit 0 when accepted",
+		detail:  "Sends the stop update: the running round finishes, then the run ends with result status stopped (a complete or blocked from that round wins).",
+		flags: []flagDecl{{name: "reason", usage: "why the run is stopped (kept in the result)",
+			text: func(c *command) *string { return &c.reason }}},
+		exits: updateExits,
+		exec: func(s *session, ctx context.Context) int {
+			return s.control(ctx, workflows.UpdateStop, workflows.StopRequest{Reason: s.cmd.reason})
+		},
+	},
+	{
+		name:    cmdPause,
+		summary: "hold a run before its next round (the running round finishes)",
+		detail:  "Sends the pause update: no new round starts until resume; the running round is not interrupted.",
+		exits:   updateExits,
+		exec:    func(s *session, ctx context.Context) int { return s.control(ctx, workflows.UpdatePause) },
+	},
+	{
+		name:    cmdResume,
+		summary: "let a paused run go on",
+		detail:  "Sends the resume update: a paused run starts its next round.",
+		exits:   updateExits,
+		exec:    func(s *session, ctx context.Context) int { return s.control(ctx, workflows.UpdateResume) },
+	},
+}
+
+// lookupCommand finds a command by name.
+func lookupCommand(name string) (commandDecl, bool) {
+	for _, d := range commands {
+		if d.name == name {
+			return d, true
+		}
+	}
+	return commandDecl{}, false
+}
+
+// commandList is the command names as a sentence: "run, start … or resume".
+func commandList() string {
+	names := make([]string, len(commands))
+	for i, d := range commands {
+		names[i] = d.name
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
+}
+
+// synopsis is the command's usage line.
+func (d commandDecl) synopsis() string {
+	if d.starts {
+		return "starter " + d.name + " [flags]"
+	}
+	return "starter " + d.name + " [flags] [workflow-id]"
+}
+
+// flagSet registers every flag of the command on a new flag set: the
+// connection flags of config, the address flags and the command's own.
+// Text flags write into c; count flags into counts, checked after parsing.
+func (d commandDecl) flagSet(c *command, counts map[string]*string) (*flag.FlagSet, *config.StarterFlags) {
+	fs := flag.NewFlagSet("starter "+d.name, flag.ContinueOnError)
+	shared := config.NewStarterFlags(fs)
+	for _, f := range append(append([]flagDecl{}, addressFlags...), d.flags...) {
+		switch {
+		case f.text != nil:
+			fs.StringVar(f.text(c), f.name, "", f.usage)
+		case f.on != nil:
+			fs.BoolVar(f.on(c), f.name, false, f.usage)
+		case f.count != nil:
+			counts[f.name] = new(string)
+			fs.StringVar(counts[f.name], f.name, "", f.usage)
+		default:
+			panic("starter flag " + f.name + " has no value")
+		}
+	}
+	return fs, shared
+}
+
+// topUsage is `starter --help`.
+func topUsage() string {
+	var b strings.Builder
+	b.WriteString("Usage: starter <command> [flags]\n\nCommands:\n")
+	for _, d := range commands {
+		lines := wrap(d.summary, 66)
+		fmt.Fprintf(&b, "  %-8s %s\n", d.name, lines[0])
+		for _, l := range lines[1:] {
+			fmt.Fprintf(&b, "  %-8s %s\n", "", l)
+		}
+	}
+	b.WriteString("\n")
+	for _, l := range wrap(startingText, 76) {
+		b.WriteString(l + "\n")
+	}
+	b.WriteString("\n")
+	for _, l := range wrap(connectionText(), 76) {
+		b.WriteString(l + "\n")
+	}
+	b.WriteString("\nExit codes:\n")
+	for _, e := range exitCodes {
+		fmt.Fprintf(&b, "  %-4d %s: %s\n", e.code, e.name, e.meaning)
+	}
+	b.WriteString("\nRun 'starter <command> --help' for the flags and exit codes of a command.\n")
+	return b.String()
+}
+
+const startingText = "Start a run with --objective (or --objective-file) and --workspace; the " +
+	"workflow id defaults to ralph-<workspace>. Address an existing run with " +
+	"--workflow-id, --workspace, or the id as the only argument."
+
+func connectionText() string {
+	return fmt.Sprintf("Connection: the standard TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_API_KEY, "+
+		"TEMPORAL_TLS_* variables (or --address, --namespace). Settings: RALPH_TASK_QUEUE (default %s), "+
+		"RALPH_MAX_RESULT_CHARS (default %d), %s (the workers' key file, when they encrypt payloads).",
+		config.DefaultTaskQueue, config.DefaultMaxResultChars, config.EnvEncryptionKeyFile)
+}
+
+// usageHead is `starter <command> --help` up to the flags, which the flag
+// set prints after it.
+func (d commandDecl) usageHead() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Usage: %s\n\n", d.synopsis())
+	for _, l := range wrap(d.detail, 76) {
+		b.WriteString(l + "\n")
+	}
+	b.WriteString("\nExit codes:\n")
+	for _, u := range d.exits {
+		fmt.Fprintf(&b, "  %-4d %s\n", u.code, d.exitText(u))
+	}
+	b.WriteString("\nFlags:\n")
+	return b.String()
+}
+
+// exitText is what code means for the command.
+func (d commandDecl) exitText(u exitUse) string {
+	e, ok := exitDecls(u.code)
+	if !ok {
+		panic(fmt.Sprintf("starter command %s declares exit code %d, which is not in exitCodes", d.name, u.code))
+	}
+	if u.when != "" {
+		return u.when
+	}
+	return e.name + ": " + e.meaning
+}
+
+// wrap breaks text into lines of at most width bytes at spaces.
+func wrap(text string, width int) []string {
+	var lines []string
+	line := ""
+	for _, w := range strings.Fields(text) {
+		if line != "" && len(line)+1+len(w) > width {
+			lines = append(lines, line)
+			line = ""
+		}
+		if line != "" {
+			line += " "
+		}
+		line += w
+	}
+	return append(lines, line)
+}
+
+// Reference renders the commands, their flags and the exit codes as
+// Markdown: the block between the starter markers in docs/reference.md.
+func Reference() string {
+	var b strings.Builder
+	b.WriteString("`starter <command> [flags]`: " + md(startingText+" "+connectionText()) + "\n\n")
+	b.WriteString("| command | what it does |\n|---|---|\n")
+	for _, d := range commands {
+		fmt.Fprintf(&b, "| [`%s`](#starter-%s) | %s |\n", d.name, d.name, md(d.summary))
+	}
+	b.WriteString("\nFlags of every command (flags may also follow the workflow id):\n\n")
+	common := commandDecl{name: "common"}
+	fs, _ := common.flagSet(&command{}, map[string]*string{})
+	b.WriteString(flagTable(fs, nil))
+	b.WriteString("\nExit codes:\n\n| code | name | meaning |\n|---|---|---|\n")
+	for _, e := range exitCodes {
+		fmt.Fprintf(&b, "| %d | %s | %s |\n", e.code, e.name, md(e.meaning))
+	}
+	for _, d := range commands {
+		fmt.Fprintf(&b, "\n### starter %s\n\n`%s`\n\n%s\n", d.name, d.synopsis(), md(d.detail))
+		if own := d.flags; len(own) > 0 {
+			names := make(map[string]bool, len(own))
+			for _, f := range own {
+				names[f.name] = true
+			}
+			fs, _ := d.flagSet(&command{}, map[string]*string{})
+			b.WriteString("\n" + flagTable(fs, names))
+		}
+		b.WriteString("\n| exit | meaning |\n|---|---|\n")
+		for _, u := range d.exits {
+			fmt.Fprintf(&b, "| %d | %s |\n", u.code, md(d.exitText(u)))
+		}
+	}
+	return b.String()
+}
+
+// flagTable is a Markdown table of the flags of fs (only those in names,
+// when names is not nil), in the order of the flag set (by name).
+func flagTable(fs *flag.FlagSet, names map[string]bool) string {
+	var b strings.Builder
+	b.WriteString("| flag | meaning |\n|---|---|\n")
+	fs.VisitAll(func(f *flag.Flag) {
+		if names != nil && !names[f.Name] {
+			return
+		}
+		arg := " value"
+		if bf, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && bf.IsBoolFlag() {
+			arg = ""
+		}
+		fmt.Fprintf(&b, "| `--%s%s` | %s |\n", f.Name, arg, md(f.Usage))
+	})
+	return b.String()
+}
+
+// md escapes what Markdown would read as a table cell's end, a tag or
+// emphasis in plain text.
+func md(s string) string {
+	return strings.NewReplacer("|", "\\|", "<", "\\<", "*", "\\*").Replace(s)
+}
