@@ -19,11 +19,18 @@ func TestReplayRecordedHistories(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Histories of later versions live in a directory each.
+	later, err := filepath.Glob(filepath.Join(historiesDir, "*", "*.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files = append(files, later...)
 	if len(files) == 0 {
 		t.Fatalf("no recorded histories in %s", historiesDir)
 	}
 	for _, file := range files {
-		t.Run(filepath.Base(file), func(t *testing.T) {
+		name, _ := filepath.Rel(historiesDir, file)
+		t.Run(name, func(t *testing.T) {
 			replayer := worker.NewWorkflowReplayer()
 			replayer.RegisterWorkflowWithOptions(Ralph, workflow.RegisterOptions{Name: WorkflowName})
 			if err := replayer.ReplayWorkflowHistoryFromJSONFile(nil, file); err != nil {

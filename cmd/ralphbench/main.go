@@ -33,6 +33,10 @@ import (
 
 var allSections = []string{"overhead", "scale", "cancel", "crash", "prompt", "history", "encryption"}
 
+// optionalSections run only when -only names them (they take minutes of
+// real time by design).
+var optionalSections = []string{"ratelimit"}
+
 func main() {
 	os.Exit(run())
 }
@@ -57,6 +61,9 @@ func run() int {
 		cancelN      = flag.Int("cancel-samples", 20, "samples of the cancellation benchmark")
 		crashN       = flag.Int("crash-samples", 5, "samples per heartbeat setting of the crash-recovery benchmark")
 		crashHB      = flag.String("crash-heartbeat-timeouts", "5,2", "RALPH_HEARTBEAT_TIMEOUT_SECONDS settings of the crash benchmark (5 is the default)")
+		rlRuns       = flag.Int("ratelimit-runs", 20, "concurrent runs of the rate-limit benchmark")
+		rlWindow     = flag.Duration("ratelimit-window", 5*time.Minute, "how long the provider rate-limits in the rate-limit benchmark")
+		rlBefore     = flag.String("ratelimit-before-bin", "", "a worker binary built from an earlier commit, measured as \"before\" in the rate-limit benchmark")
 	)
 	flag.Parse()
 	want := map[string]bool{}
@@ -65,8 +72,8 @@ func run() int {
 		if s == "" {
 			continue
 		}
-		if !contains(allSections, s) {
-			fmt.Fprintf(os.Stderr, "ralphbench: unknown benchmark %q (have %s)\n", s, strings.Join(allSections, ","))
+		if !contains(allSections, s) && !contains(optionalSections, s) {
+			fmt.Fprintf(os.Stderr, "ralphbench: unknown benchmark %q (have %s)\n", s, strings.Join(append(allSections, optionalSections...), ","))
 			return 2
 		}
 		want[s] = true
@@ -213,6 +220,15 @@ func run() int {
 		}},
 		{"prompt", cmdFor("prompt", ""), func() (bench.Section, error) { return h.Prompt(ctx) }},
 		{"history", cmdFor("history", ""), func() (bench.Section, error) { return h.History(ctx) }},
+		{"ratelimit", cmdFor("ratelimit", fmt.Sprintf("-ratelimit-runs %d -ratelimit-window %s -ratelimit-before-bin <worker built from the earlier commit>", *rlRuns, *rlWindow)),
+			func() (bench.Section, error) {
+				var workers []bench.LabelledWorker
+				if *rlBefore != "" {
+					workers = append(workers, bench.LabelledWorker{Label: "before: " + *rlBefore, Bin: *rlBefore})
+				}
+				workers = append(workers, bench.LabelledWorker{Label: "after: this build"})
+				return h.RateLimit(ctx, bench.RateLimitConfig{Runs: *rlRuns, Window: *rlWindow, Workers: workers})
+			}},
 		{"encryption", cmdFor("encryption", fmt.Sprintf("-overhead-rounds %d -overhead-reps %d", *rounds, *reps)), func() (bench.Section, error) {
 			return h.Encryption(ctx, bench.EncryptionConfig{Rounds: *rounds, Reps: *reps})
 		}},

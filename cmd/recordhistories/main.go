@@ -3,7 +3,8 @@
 // real activities and a scripted OpenAI-compatible model — through the main
 // paths (complete, blocked, budget-limited, round-failed, cancelled,
 // continue-as-new, invalid input, verified, stopped, paused and resumed, the
-// token and idle budgets) and writes each run's history as JSON. Histories
+// token and idle budgets, a deferred round with its durable wait, a stop
+// during such a wait, a fallback model) and writes each run's history as JSON. Histories
 // of earlier versions stay checked in: -only records just the named ones.
 //
 //	go run ./cmd/recordhistories -out workflows/testdata/histories
@@ -19,6 +20,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -35,6 +37,12 @@ import (
 )
 
 const taskQueue = "record-histories"
+
+// The recorded worker's model and its fallback.
+const (
+	primaryModel  = "scripted"
+	fallbackModel = "scripted-fallback"
+)
 
 func main() {
 	out := flag.String("out", "workflows/testdata/histories", "directory to write <scenario>.json histories into")
@@ -53,6 +61,8 @@ type scenario struct {
 	cancel bool
 	// updates are sent in order once the first round has started its command.
 	updates []update
+	// stopWhenWaiting sends a stop once the run waits after a deferred round.
+	stopWhenWaiting bool
 }
 
 // update is one operator update a scenario sends.
@@ -79,7 +89,28 @@ func scenarios() []scenario {
 			updates: []update{{name: workflows.UpdatePause}, {name: workflows.UpdateResume}}},
 		{name: "budget-tokens", input: `{"objective":"scenario budget: never done","maxTokens":1000}`},
 		{name: "budget-idle", input: `{"objective":"scenario budget: never done"}`},
+		{name: "deferred", input: `{"objective":"scenario deferred: rate-limited once"}`},
+		{name: "deferred-stopped", input: `{"objective":"scenario deferred-stop: rate-limited for an hour"}`, stopWhenWaiting: true},
+		// Round 1 spends about 3,100 of 5,000 tokens; the rest cannot pay for
+		// round 2's first request (about 3,000): the budget floor ends the run.
+		{name: "budget-floor", input: `{"objective":"scenario budget: never done","maxTokens":5000}`},
+		{name: "fallback", input: `{"objective":"scenario fallback: the primary is down"}`},
 	}
+}
+
+// sessions counts the sessions each deferral scenario started.
+var sessions = struct {
+	sync.Mutex
+	n map[string]int
+}{n: map[string]int{}}
+
+func session(name string, step int) int {
+	sessions.Lock()
+	defer sessions.Unlock()
+	if step == 0 {
+		sessions.n[name]++
+	}
+	return sessions.n[name]
 }
 
 // play scripts the model for every scenario, keyed by the objective text.
@@ -88,6 +119,20 @@ func play(req fakeopenai.Request) fakeopenai.Response {
 	cont := fakeopenai.ReportArgs{Status: "continue", Summary: fmt.Sprintf("round %d done", round), NextSteps: []string{"keep going"}}
 	done := fakeopenai.ReportArgs{Status: "complete", Summary: "hello.txt written", Evidence: []string{"hello.txt exists"}}
 	switch {
+	case strings.Contains(prompt, "scenario deferred:"):
+		// The first session is told to wait longer than the worker sleeps
+		// in a session (MaxRetryAfter is 1 s here): the round is deferred.
+		if session("deferred", step) == 1 {
+			return fakeopenai.RateLimited("3")
+		}
+		return fakeopenai.Tools(fakeopenai.SubmitReport(done))
+	case strings.Contains(prompt, "scenario deferred-stop"):
+		return fakeopenai.RateLimited("3600")
+	case strings.Contains(prompt, "scenario fallback"):
+		if req.Chat.Model == primaryModel {
+			return fakeopenai.Status(503, "the primary is overloaded")
+		}
+		return fakeopenai.Tools(fakeopenai.SubmitReport(done))
 	case strings.Contains(prompt, "scenario complete"):
 		if round == 1 && step == 0 {
 			return fakeopenai.Tools(fakeopenai.CallJSON("write_file", map[string]string{"path": "hello.txt", "content": "hello\n"}))
@@ -109,6 +154,10 @@ func play(req fakeopenai.Request) fakeopenai.Response {
 		return fakeopenai.Tools(fakeopenai.CallJSON("run_command", map[string]any{"command": fmt.Sprintf("echo %d > started.txt; while [ ! -e release-%d ]; do sleep 0.1; done", round, round)}))
 	case strings.Contains(prompt, "scenario long") && round == 4:
 		return fakeopenai.Tools(fakeopenai.SubmitReport(done))
+	case strings.Contains(prompt, "scenario long") && step == 0:
+		// Each round changes the workspace, so the idle budget does not end
+		// the run before it continues as new.
+		return fakeopenai.Tools(fakeopenai.CallJSON("write_file", map[string]string{"path": fmt.Sprintf("round-%d.txt", round), "content": "done\n"}))
 	default:
 		return fakeopenai.Tools(fakeopenai.SubmitReport(cont))
 	}
@@ -134,7 +183,12 @@ func record(out, only string) error {
 	cfg := activities.DefaultConfig()
 	cfg.WorkspaceRoot = filepath.Join(tmp, "workspaces")
 	cfg.SessionDir = filepath.Join(tmp, "sessions")
-	cfg.Agent.BaseURL, cfg.Agent.Model, cfg.Agent.APIKey = model.BaseURL(), "scripted", "sk-record-only"
+	cfg.Agent.BaseURL, cfg.Agent.Model, cfg.Agent.APIKey = model.BaseURL(), primaryModel, "sk-record-only"
+	cfg.Agent.FallbackModels = []string{fallbackModel}
+	// Short waits keep recording quick: a Retry-After over 1 s defers the
+	// round, and transient retries back off from 10 ms.
+	cfg.Agent.MaxRetryAfter = time.Second
+	cfg.Agent.RetryBaseDelay, cfg.Agent.RetryMaxDelay = 10*time.Millisecond, 50*time.Millisecond
 	cfg.Limits.MaxRounds = 8
 	cfg.Limits.RoundsPerRun = 3 // the continue-as-new scenario crosses a run boundary
 	acts, err := activities.New(cfg)
@@ -179,6 +233,19 @@ func runScenario(ctx context.Context, c client.Client, root string, sc scenario,
 	if len(sc.updates) > 0 {
 		if err := steer(ctx, c, filepath.Join(root, workflows.DefaultWorkspace(id)), id, sc.updates); err != nil {
 			return err
+		}
+	}
+	if sc.stopWhenWaiting {
+		if err := waitPhase(ctx, c, id, workflows.PhaseWaiting); err != nil {
+			return err
+		}
+		h, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: id, UpdateName: workflows.UpdateStop,
+			Args: []any{workflows.StopRequest{Reason: "stopped while waiting"}}, WaitForStage: client.WorkflowUpdateStageCompleted})
+		if err == nil {
+			err = h.Get(ctx, nil)
+		}
+		if err != nil {
+			return fmt.Errorf("stop while waiting: %w", err)
 		}
 	}
 	if sc.cancel {
