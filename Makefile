@@ -17,7 +17,7 @@ bench:
 	bash scripts/bench.sh
 
 histories:
-	go run ./cmd/recordhistories -out workflows/testdata/histories
+	go run ./cmd/recordhistories -out workflows/testdata/histories $(if $(NAME),-name $(NAME))
 
 # A Temporal server to point a worker at: the dev server, or the
 # PostgreSQL-backed cluster (prints export lines; Ctrl-C tears it down).

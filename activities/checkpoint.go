@@ -10,6 +10,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/ralph-temporal/ralph/internal/gitws"
+	"github.com/ralph-temporal/ralph/internal/tracing"
 	"github.com/ralph-temporal/ralph/report"
 )
 
@@ -27,33 +28,34 @@ type workspaceRound struct {
 	prepared gitws.Prepared
 	before   string
 	logger   log.Logger
+	tracing  tracing.Options
 }
 
 // beginWorkspace prepares dir for the session (git on: init or fetch, and on
 // a retry the lost attempt's leftovers saved and the tree reset) and takes
 // the opening fingerprint. Call it while holding the workspace lock.
-func (a *Activities) beginWorkspace(ctx context.Context, dir string, in RoundInput, sessionID string) (*workspaceRound, error) {
+func (a *Activities) beginWorkspace(ctx context.Context, dir string, in RoundInput, details FailureDetails) (*workspaceRound, error) {
 	info := activity.GetInfo(ctx)
-	w := &workspaceRound{git: a.git, dir: dir, logger: activity.GetLogger(ctx), round: gitws.Round{
+	w := &workspaceRound{git: a.git, dir: dir, logger: activity.GetLogger(ctx), tracing: a.cfg.Agent.Tracing, round: gitws.Round{
 		WorkflowID: info.WorkflowExecution.ID, Workspace: in.Workspace,
 		Round: in.Round, MaxRounds: in.MaxRounds, Attempt: int(info.Attempt),
 	}}
 	var err error
 	if w.git == nil {
 		if w.before, err = gitws.FilesFingerprint(ctx, dir); err != nil {
-			return nil, w.stepError(ctx, err, FailureDetails{SessionID: sessionID})
+			return nil, w.stepError(ctx, err, details)
 		}
 		return w, nil
 	}
 	if w.prepared, err = w.git.Prepare(ctx, dir, w.round); err != nil {
-		return nil, w.stepError(ctx, fmt.Errorf("prepare the workspace's git work tree: %w", err), FailureDetails{SessionID: sessionID})
+		return nil, w.stepError(ctx, fmt.Errorf("prepare the workspace's git work tree: %w", err), details)
 	}
 	if w.prepared.Abandoned != "" {
 		w.logger.Info("Saved what the lost attempt left uncommitted", "round", in.Round,
 			"ref", w.prepared.Abandoned, "commit", w.prepared.AbandonedCommit, "resetTo", w.prepared.Base)
 	}
 	if w.before, err = w.git.WorkTree(ctx, dir); err != nil {
-		return nil, w.stepError(ctx, fmt.Errorf("fingerprint the workspace: %w", err), FailureDetails{SessionID: sessionID})
+		return nil, w.stepError(ctx, fmt.Errorf("fingerprint the workspace: %w", err), details)
 	}
 	return w, nil
 }
@@ -69,11 +71,16 @@ func (w *workspaceRound) finish(ctx context.Context, rep report.Report, details 
 		}
 		return nil, after != w.before, nil
 	}
+	ctx, span := w.tracing.Start(ctx, tracing.SpanCheckpoint)
+	defer span.End()
 	cp, tree, err := w.git.Checkpoint(ctx, w.dir, w.prepared, w.round,
 		gitws.Handoff{SessionID: details.SessionID, Status: rep.Status, Summary: rep.Summary})
 	if err != nil {
-		return nil, false, w.stepError(ctx, fmt.Errorf("checkpoint round %d: %w", w.round.Round, err), details)
+		err = w.stepError(ctx, fmt.Errorf("checkpoint round %d: %w", w.round.Round, err), details)
+		tracing.Fail(span, "checkpoint_failed", err.Error())
+		return nil, false, err
 	}
+	span.SetAttributes(tracing.AttrCommit.String(cp.Commit), tracing.AttrFilesChanged.Int(cp.FilesChanged))
 	w.logger.Info("Checkpoint", "round", w.round.Round, "commit", cp.Commit, "parent", cp.Parent,
 		"filesChanged", cp.FilesChanged, "insertions", cp.Insertions, "deletions", cp.Deletions)
 	return &Checkpoint{Commit: cp.Commit, Parent: cp.Parent, FilesChanged: cp.FilesChanged,
@@ -95,6 +102,6 @@ func (w *workspaceRound) stepError(ctx context.Context, err error, details Failu
 	case errors.Is(err, gitws.ErrBadWorkspaceName):
 		return temporal.NewNonRetryableApplicationError("bad round input: "+msg, ErrTypeBadRoundInput, nil)
 	default:
-		return fmt.Errorf("%s", msg)
+		return temporal.NewApplicationError(msg, ErrTypeRoundError, details)
 	}
 }

@@ -5,6 +5,7 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
+	"github.com/ralph-temporal/ralph/internal/netproxy"
 	"github.com/ralph-temporal/ralph/report"
 	"github.com/ralph-temporal/ralph/usage"
 )
@@ -31,6 +32,13 @@ const (
 	// can pass for it.
 	EventVerifyStart  EventKind = "verify_start"
 	EventVerifyResult EventKind = "verify_result"
+	// EventNetwork: one connection a command (run_command or the verify
+	// command) asked the sandbox's proxy for, allowed or refused; written
+	// before that command's result.
+	EventNetwork EventKind = "network"
+	// EventProtectedRestored: protected paths the session changed were
+	// restored (Paths lists them).
+	EventProtectedRestored EventKind = "protected_restored"
 )
 
 // Outcomes recorded in a session_end event.
@@ -94,12 +102,19 @@ type Event struct {
 	ExitCode   *int  `json:"exitCode,omitempty"`
 	DurationMs int64 `json:"durationMs,omitempty"`
 
+	// network
+	Network *netproxy.Record `json:"network,omitempty"`
+
 	// handoff
 	Bound string `json:"bound,omitempty"`
+
+	// protected_restored
+	Paths []string `json:"paths,omitempty"`
 
 	// session_end (Usage also on model_response: that call's tokens)
 	Outcome string         `json:"outcome,omitempty"`
 	Report  *report.Report `json:"report,omitempty"`
+	Review  *report.Review `json:"review,omitempty"`
 	Usage   *usage.Usage   `json:"usage,omitempty"`
 	Error   string         `json:"error,omitempty"`
 }

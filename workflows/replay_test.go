@@ -1,59 +1,129 @@
 package workflows
 
 import (
+	"bufio"
+	"crypto/sha256"
+	"encoding/hex"
+	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 )
 
-// historiesDir holds histories recorded from real dev-server runs
-// (`make histories`; see CONTRIBUTING.md before adding or re-recording any).
+// historiesDir holds histories recorded from real dev-server runs, one
+// directory per release (`make histories` records a new one). The corpus only
+// grows: a directory is never re-recorded or edited, so every build's
+// histories keep replaying against all later code.
 const historiesDir = "testdata/histories"
 
-// TestReplayRecordedHistories replays every checked-in history against the
-// current workflow code: a change that breaks determinism fails here.
-func TestReplayRecordedHistories(t *testing.T) {
-	files, err := filepath.Glob(filepath.Join(historiesDir, "*.json"))
+// manifestName lists a directory's histories with their SHA-256 (the format
+// of `sha256sum`), so an edited or re-recorded history fails the test.
+const manifestName = "SHA256SUMS"
+
+// releases are the corpus's directories, oldest name first.
+func releases(t *testing.T) []string {
+	t.Helper()
+	entries, err := os.ReadDir(historiesDir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Histories of later versions live in a directory each.
-	later, err := filepath.Glob(filepath.Join(historiesDir, "*", "*.json"))
-	if err != nil {
-		t.Fatal(err)
+	var dirs []string
+	for _, e := range entries {
+		if !e.IsDir() {
+			t.Errorf("%s: only release directories belong in %s (record with `make histories`)", e.Name(), historiesDir)
+			continue
+		}
+		dirs = append(dirs, filepath.Join(historiesDir, e.Name()))
 	}
-	files = append(files, later...)
-	if len(files) == 0 {
+	if len(dirs) == 0 {
 		t.Fatalf("no recorded histories in %s", historiesDir)
 	}
-	for _, file := range files {
-		name, _ := filepath.Rel(historiesDir, file)
-		t.Run(name, func(t *testing.T) {
-			replayer := worker.NewWorkflowReplayer()
-			replayer.RegisterWorkflowWithOptions(Ralph, workflow.RegisterOptions{Name: WorkflowName})
-			if err := replayer.ReplayWorkflowHistoryFromJSONFile(nil, file); err != nil {
-				t.Fatalf("replay %s: %v", file, err)
+	return dirs
+}
+
+// TestReplayRecordedHistories replays every history of every release
+// against the current workflow code: a change that breaks determinism for a
+// run that any earlier build started fails here.
+func TestReplayRecordedHistories(t *testing.T) {
+	for _, dir := range releases(t) {
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			files := histories(t, dir)
+			for _, file := range files {
+				t.Run(strings.TrimSuffix(filepath.Base(file), ".json"), func(t *testing.T) {
+					replayer := worker.NewWorkflowReplayer()
+					replayer.RegisterWorkflowWithOptions(Ralph, workflow.RegisterOptions{Name: WorkflowName})
+					if err := replayer.ReplayWorkflowHistoryFromJSONFile(nil, file); err != nil {
+						t.Fatalf("replay %s: %v", file, err)
+					}
+				})
 			}
 		})
 	}
 }
 
+// histories are a release's history files, checked against its manifest.
+func histories(t *testing.T, dir string) []string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, "*.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) == 0 {
+		t.Fatalf("%s holds no histories", dir)
+	}
+	f, err := os.Open(filepath.Join(dir, manifestName))
+	if err != nil {
+		t.Fatalf("%s has no %s: %v", dir, manifestName, err)
+	}
+	defer f.Close()
+	listed := map[string]string{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		sum, name, ok := strings.Cut(sc.Text(), "  ")
+		if !ok {
+			t.Fatalf("%s/%s: malformed line %q", dir, manifestName, sc.Text())
+		}
+		listed[name] = sum
+	}
+	var names []string
+	for _, file := range files {
+		name := filepath.Base(file)
+		names = append(names, name)
+		data, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum := sha256.Sum256(data)
+		switch want, ok := listed[name]; {
+		case !ok:
+			t.Errorf("%s is not in %s/%s: record new histories into a new directory", file, dir, manifestName)
+		case want != hex.EncodeToString(sum[:]):
+			t.Errorf("%s changed since it was recorded: histories are never rewritten, record into a new directory", file)
+		}
+	}
+	for name := range listed {
+		if !slices.Contains(names, name) {
+			t.Errorf("%s/%s lists %s, which is gone: histories are never removed", dir, manifestName, name)
+		}
+	}
+	return files
+}
+
 // TestReplayDetectsNonDeterminism proves the harness can fail: a workflow
 // that schedules a different activity than the recorded one must not replay.
 func TestReplayDetectsNonDeterminism(t *testing.T) {
-	files, _ := filepath.Glob(filepath.Join(historiesDir, "*.json"))
-	if len(files) == 0 {
-		t.Fatalf("no recorded histories in %s", historiesDir)
-	}
+	file := histories(t, releases(t)[0])[0]
 	changed := func(ctx workflow.Context, _ []byte, _ *Continuation) (*Result, error) {
 		ctx = workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{StartToCloseTimeout: resolveLimitsTimeout})
 		return nil, workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: 1}), "SomethingElse").Get(ctx, nil)
 	}
 	replayer := worker.NewWorkflowReplayer()
 	replayer.RegisterWorkflowWithOptions(changed, workflow.RegisterOptions{Name: WorkflowName})
-	if err := replayer.ReplayWorkflowHistoryFromJSONFile(nil, files[0]); err == nil {
-		t.Fatalf("a changed workflow replayed %s without a non-determinism error", files[0])
+	if err := replayer.ReplayWorkflowHistoryFromJSONFile(nil, file); err == nil {
+		t.Fatalf("a changed workflow replayed %s without a non-determinism error", file)
 	}
 }

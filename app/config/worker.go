@@ -15,7 +15,9 @@ import (
 
 	"github.com/ralph-temporal/ralph/activities"
 	"github.com/ralph-temporal/ralph/agent"
+	"github.com/ralph-temporal/ralph/agent/tools"
 	"github.com/ralph-temporal/ralph/internal/gitws"
+	"github.com/ralph-temporal/ralph/internal/netproxy"
 	"github.com/ralph-temporal/ralph/internal/sandbox"
 	"github.com/ralph-temporal/ralph/workflows"
 )
@@ -45,9 +47,14 @@ type Worker struct {
 	MetricsAddress string
 	// Connection overrides the standard TEMPORAL_* variables when set.
 	Connection Connection
+	// Warnings are said once at start: settings given in a form that is
+	// still accepted but replaced.
+	Warnings []string
 	// LogLevel and LogFormat ("text" or "json") configure the slog handler.
 	LogLevel  slog.Level
 	LogFormat string
+	// Tracing comes from the standard OTEL_* variables.
+	Tracing Tracing
 }
 
 // Connection holds command-line overrides of the standard Temporal client
@@ -134,7 +141,7 @@ func workerSettings() []setting {
 			intp: func(w *Worker) *int { return &lim(w).RoundsPerRun }},
 		{flag: "round-timeout-seconds", env: "RALPH_ROUND_TIMEOUT_SECONDS", usage: "bound of one attempt of one round",
 			intp: func(w *Worker) *int { return &lim(w).RoundTimeoutSeconds }},
-		{flag: "heartbeat-timeout-seconds", env: "RALPH_HEARTBEAT_TIMEOUT_SECONDS", usage: "silence after which a round counts as lost (also bounds cancel latency)",
+		{flag: "heartbeat-timeout-seconds", env: "RALPH_HEARTBEAT_TIMEOUT_SECONDS", usage: "silence after which a running round counts as lost and is retried (a cancel does not wait for it: rounds heartbeat every second)",
 			intp: func(w *Worker) *int { return &lim(w).HeartbeatTimeoutSeconds }},
 		{flag: "round-attempts", env: "RALPH_ROUND_ATTEMPTS", usage: "attempts of one round after infrastructure failures",
 			intp: func(w *Worker) *int { return &lim(w).RoundAttempts }},
@@ -164,11 +171,69 @@ func workerSettings() []setting {
 			secp: func(w *Worker) *time.Duration { return &w.Activities.Agent.VerifyTimeout }},
 		{flag: "verify-attempts", env: "RALPH_VERIFY_ATTEMPTS", usage: "failed verifications per round before complete is refused outright",
 			intp: func(w *Worker) *int { return &w.Activities.Agent.VerifyAttempts }},
+		{flag: "protected-paths", env: "RALPH_PROTECTED_PATHS", usage: "comma-separated gitignore-style patterns the model may read but never change (on top of a run's protectedPaths)",
+			custom: func(w *Worker, source, value string) error {
+				var patterns []string
+				for _, p := range strings.Split(value, ",") {
+					if p = strings.TrimSpace(p); p != "" {
+						patterns = append(patterns, p)
+					}
+				}
+				if _, err := tools.ParseProtected(patterns); err != nil {
+					return fmt.Errorf("%s=%q: %v", source, value, err)
+				}
+				lim(w).ProtectedPaths = patterns
+				return nil
+			},
+			def: func(w *Worker) string { return strings.Join(lim(w).ProtectedPaths, ",") }},
+		{flag: "review", env: "RALPH_REVIEW", usage: "off or on: an independent reviewer checks every accepted completion (a run's review input overrides)",
+			custom: func(w *Worker, source, value string) error {
+				switch value {
+				case "on":
+					lim(w).Review = true
+				case "off":
+					lim(w).Review = false
+				default:
+					return fmt.Errorf("%s=%q: must be one of off, on", source, value)
+				}
+				return nil
+			},
+			def: func(w *Worker) string {
+				if lim(w).Review {
+					return "on"
+				}
+				return "off"
+			}},
+		{flag: "review-model", env: "RALPH_REVIEW_MODEL", usage: "the reviewer's model on the same endpoint (empty: RALPH_MODEL)",
+			strp: func(w *Worker) *string { return &w.Activities.ReviewModel }},
+		{flag: "review-diff-chars", env: "RALPH_REVIEW_DIFF_CHARS", usage: "max code points of the run's change (diff stat and patch) shown to the reviewer",
+			intp: func(w *Worker) *int { return &w.Activities.ReviewDiffChars }},
 		{flag: "sandbox", env: "RALPH_SANDBOX", usage: "auto, bwrap or off: how the model's commands are isolated",
 			custom: enum(func(w *Worker) *string { return &w.Activities.Sandbox.Mode }, sandbox.ModeAuto, sandbox.ModeBwrap, sandbox.ModeOff),
 			def:    func(w *Worker) string { return w.Activities.Sandbox.Mode }},
-		{flag: "sandbox-network", env: "RALPH_SANDBOX_NETWORK", usage: "keep the network inside the sandbox",
-			boolp: func(w *Worker) *bool { return &w.Activities.Sandbox.Network }},
+		{flag: "sandbox-network", env: "RALPH_SANDBOX_NETWORK", usage: "proxy, off or host: commands reach the network only through the worker's filtering proxy, not at all, or as the host does",
+			custom: sandboxNetwork, def: func(w *Worker) string { return w.Activities.Sandbox.Network }},
+		{flag: "sandbox-allow-hosts", env: "RALPH_SANDBOX_ALLOW_HOSTS", usage: "comma-separated host, *.domain, host:port, ip or ip:port: the only destinations the proxy allows (private ones included)",
+			custom: func(w *Worker, source, value string) error {
+				var items []string
+				for _, it := range strings.Split(value, ",") {
+					if it = strings.TrimSpace(it); it != "" {
+						items = append(items, it)
+					}
+				}
+				if _, err := netproxy.ParseAllowList(items); err != nil {
+					return fmt.Errorf("%s: %v", source, err)
+				}
+				w.Activities.Sandbox.AllowHosts = items
+				return nil
+			},
+			def: func(w *Worker) string { return strings.Join(w.Activities.Sandbox.AllowHosts, ",") }},
+		{flag: "sandbox-tmp-mb", env: "RALPH_SANDBOX_TMP_MB", usage: "size in MB of the sandbox's private /tmp and of its /dev/shm",
+			intp: func(w *Worker) *int { return &w.Activities.Sandbox.TmpMB }},
+		{flag: "sandbox-memory-mb", env: "RALPH_SANDBOX_MEMORY_MB", usage: "memory limit in MB of each command with all it starts (its own cgroup)",
+			intp: func(w *Worker) *int { return &w.Activities.Sandbox.MemoryMB }},
+		{flag: "sandbox-pids", env: "RALPH_SANDBOX_PIDS", usage: "limit on the processes and threads of each command (its own cgroup)",
+			intp: func(w *Worker) *int { return &w.Activities.Sandbox.Pids }},
 		{flag: "sandbox-hide", env: "RALPH_SANDBOX_HIDE", usage: "':'-separated paths made invisible to commands",
 			listp: func(w *Worker) *[]string { return &w.Activities.Sandbox.Hide }},
 		{flag: "sandbox-share", env: "RALPH_SANDBOX_SHARE", usage: "':'-separated paths mounted read-write into the sandbox (shared caches)",
@@ -330,6 +395,29 @@ func splitModels(value string) []string {
 	return out
 }
 
+// sandboxNetwork parses RALPH_SANDBOX_NETWORK; the old boolean values are
+// read as what they meant (true: the host's network; false: none), with a
+// warning naming the new values.
+func sandboxNetwork(w *Worker, source, value string) error {
+	var mode string
+	switch strings.ToLower(value) {
+	case sandbox.NetProxy, sandbox.NetOff, sandbox.NetHost:
+		mode = strings.ToLower(value)
+	case "true", "1":
+		mode = sandbox.NetHost
+	case "false", "0":
+		mode = sandbox.NetOff
+	default:
+		return fmt.Errorf("%s=%q: must be one of %s, %s, %s", source, value, sandbox.NetProxy, sandbox.NetOff, sandbox.NetHost)
+	}
+	if mode != strings.ToLower(value) {
+		w.Warnings = append(w.Warnings, fmt.Sprintf("%s=%s is read as %q; the values are now %s (the default: only through the worker's filtering proxy), %s and %s",
+			source, value, mode, sandbox.NetProxy, sandbox.NetOff, sandbox.NetHost))
+	}
+	w.Activities.Sandbox.Network = mode
+	return nil
+}
+
 // enum is a custom parser accepting one of values into *dst(w).
 func enum(dst func(*Worker) *string, values ...string) func(*Worker, string, string) error {
 	return func(w *Worker, source, value string) error {
@@ -405,6 +493,11 @@ func LoadWorker(args []string, env Env, usage io.Writer) (Worker, error) {
 			return Worker{}, err
 		}
 	}
+	tr, err := LoadTracing(env, DefaultWorkerService)
+	if err != nil {
+		return Worker{}, err
+	}
+	w.Tracing = tr
 	if err := w.finish(); err != nil {
 		return Worker{}, err
 	}
@@ -415,6 +508,9 @@ func LoadWorker(args []string, env Env, usage io.Writer) (Worker, error) {
 func (w *Worker) finish() error {
 	if w.TaskQueue == "" {
 		return errors.New("RALPH_TASK_QUEUE / --task-queue: must not be empty")
+	}
+	if err := w.Tracing.CheckEncryption(w.Connection.EncryptionKeyFile); err != nil {
+		return err
 	}
 	lim := w.Activities.Limits
 	if lim.HeartbeatTimeoutSeconds >= lim.RoundTimeoutSeconds {
@@ -501,6 +597,7 @@ func (w Worker) LogAttrs() []any {
 		slog.Duration("heartbeatInterval", a.HeartbeatInterval),
 		slog.Duration("stopTimeout", w.StopTimeout),
 		slog.String("git", a.Git.Mode),
+		slog.String("reviewModel", a.ReviewModel),
 		slog.String("gitRemote", gitws.RedactURL(a.Git.Remote)),
 	}
 }

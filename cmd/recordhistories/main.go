@@ -2,16 +2,25 @@
 // replays. It runs the real stack — a Temporal dev server, a worker with the
 // real activities and a scripted OpenAI-compatible model — through the main
 // paths (complete, blocked, budget-limited, round-failed, cancelled,
-// continue-as-new, invalid input, verified, stopped, paused and resumed, the
-// token and idle budgets, a deferred round with its durable wait, a stop
-// during such a wait, a fallback model) and writes each run's history as JSON. Histories
-// of earlier versions stay checked in: -only records just the named ones.
+// continue-as-new, invalid input, invalid report, verified, stopped, paused
+// and resumed, the token, time and idle budgets and the budget floor, the
+// reviewer's approve and revise, a deferred round with its durable wait, a
+// stop during such a wait, a fallback model) and writes each run's
+// history as JSON.
 //
-//	go run ./cmd/recordhistories -out workflows/testdata/histories
+// The corpus only grows: each recording goes into a NEW directory
+// <out>/<name> (default name: today's date and this build's id), which must
+// not exist yet, with a SHA256SUMS manifest the replay test checks. Earlier
+// directories are never touched, so every release's histories keep replaying
+// against all later code.
+//
+//	go run ./cmd/recordhistories -out workflows/testdata/histories [-name 2026-12-01-feature] [-only a,b]
 package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -26,32 +35,52 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/api/temporalproto"
+	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
 
 	"github.com/ralph-temporal/ralph/activities"
 	"github.com/ralph-temporal/ralph/app/workerapp"
 	"github.com/ralph-temporal/ralph/devenv/devserver"
+	"github.com/ralph-temporal/ralph/internal/buildid"
 	"github.com/ralph-temporal/ralph/internal/fakeopenai"
+	"github.com/ralph-temporal/ralph/report"
 	"github.com/ralph-temporal/ralph/workflows"
 )
 
-const taskQueue = "record-histories"
-
-// The recorded worker's model and its fallback.
 const (
-	primaryModel  = "scripted"
-	fallbackModel = "scripted-fallback"
+	taskQueue = "record-histories"
+	// invalidReportQueue is served by a worker whose round returns a report
+	// the workflow must refuse: the real agent validates every report before
+	// it returns, so only a stand-in round can record that path.
+	invalidReportQueue = "record-histories-invalid-report"
 )
 
 func main() {
-	out := flag.String("out", "workflows/testdata/histories", "directory to write <scenario>.json histories into")
-	only := flag.String("only", "", "comma-separated scenarios to record (default: all); keeps older histories of the others")
+	out := flag.String("out", "workflows/testdata/histories", "the corpus: the new directory is created under it")
+	name := flag.String("name", "", "the new directory's name (default: <date>-<build id>); it must not exist")
+	only := flag.String("only", "", "comma-separated scenarios to record (default: all)")
 	flag.Parse()
-	if err := record(*out, *only); err != nil {
+	if *name == "" {
+		id, err := buildid.Default()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "recordhistories:", err)
+			os.Exit(1)
+		}
+		*name = time.Now().UTC().Format("2006-01-02") + "-" + shortID(id)
+	}
+	if err := record(*out, *name, *only); err != nil {
 		fmt.Fprintln(os.Stderr, "recordhistories:", err)
 		os.Exit(1)
 	}
+}
+
+func shortID(id string) string {
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
 }
 
 // scenario is one recorded run: its input and, for cancel, when to cancel.
@@ -61,6 +90,12 @@ type scenario struct {
 	cancel bool
 	// updates are sent in order once the first round has started its command.
 	updates []update
+	// queue overrides the task queue (the invalid-report stand-in).
+	queue string
+	// slow scenarios (the time budget) run alongside the others.
+	slow bool
+	// continues: the run must cross a continue-as-new.
+	continues bool
 	// stopWhenWaiting sends a stop once the run waits after a deferred round.
 	stopWhenWaiting bool
 }
@@ -80,7 +115,7 @@ func scenarios() []scenario {
 		{name: "budget-limited", input: `{"objective":"scenario budget: never done","maxRounds":2}`},
 		{name: "round-failed", input: `{"objective":"scenario fail: 401 in round 2"}`},
 		{name: "cancelled", input: `{"objective":"scenario cancel: sleep"}`, cancel: true},
-		{name: "continue-as-new", input: `{"objective":"scenario long: four rounds","maxRounds":5}`},
+		{name: "continue-as-new", input: `{"objective":"scenario long: four rounds","maxRounds":5}`, continues: true},
 		{name: "invalid-input", input: `{"objective":"x","maxRounds":2.5}`},
 		{name: "verified", input: `{"objective":"scenario complete: write hello.txt","verifyCommand":"test -f hello.txt"}`},
 		{name: "stopped", input: `{"objective":"scenario steer: wait for release"}`,
@@ -89,14 +124,28 @@ func scenarios() []scenario {
 			updates: []update{{name: workflows.UpdatePause}, {name: workflows.UpdateResume}}},
 		{name: "budget-tokens", input: `{"objective":"scenario budget: never done","maxTokens":1000}`},
 		{name: "budget-idle", input: `{"objective":"scenario budget: never done"}`},
+		// Section 22: a deferred round and its durable wait, a stop during
+		// such a wait, a fallback model; and the budget floor (round 1 spends
+		// about 3,100 of 5,000 tokens, the rest cannot pay for round 2's first
+		// request of about 3,000).
 		{name: "deferred", input: `{"objective":"scenario deferred: rate-limited once"}`},
 		{name: "deferred-stopped", input: `{"objective":"scenario deferred-stop: rate-limited for an hour"}`, stopWhenWaiting: true},
-		// Round 1 spends about 3,100 of 5,000 tokens; the rest cannot pay for
-		// round 2's first request (about 3,000): the budget floor ends the run.
-		{name: "budget-floor", input: `{"objective":"scenario budget: never done","maxTokens":5000}`},
 		{name: "fallback", input: `{"objective":"scenario fallback: the primary is down"}`},
+		{name: "budget-floor", input: `{"objective":"scenario budget: never done","maxTokens":5000}`},
+		{name: "budget-time", input: `{"objective":"scenario slow: a round past the time budget","maxMinutes":1}`, slow: true},
+		{name: "invalid-report", input: `{"objective":"scenario invalid report"}`, queue: invalidReportQueue},
+		// Section 23 :
+		// the independent reviewer's two verdicts, under protected paths.
+		{name: "review-approve", input: `{"objective":"scenario review: write hello.txt","review":true,"protectedPaths":["tests/**"]}`},
+		{name: "review-revise", input: `{"objective":"scenario review revise: write hello.txt","review":true,"protectedPaths":["tests/**"],"maxRounds":3}`},
 	}
 }
+
+// The recorded worker's model and its fallback.
+const (
+	primaryModel  = "scripted"
+	fallbackModel = "scripted-fallback"
+)
 
 // sessions counts the sessions each deferral scenario started.
 var sessions = struct {
@@ -133,6 +182,20 @@ func play(req fakeopenai.Request) fakeopenai.Response {
 			return fakeopenai.Status(503, "the primary is overloaded")
 		}
 		return fakeopenai.Tools(fakeopenai.SubmitReport(done))
+	case req.IsReview():
+		if strings.Contains(prompt, "scenario review revise") && round == 1 {
+			return fakeopenai.Tools(fakeopenai.SubmitReview(fakeopenai.ReviewArgs{Verdict: "revise", Summary: "hello.txt lacks a newline check",
+				Findings: []string{"Check that hello.txt ends with a newline"}}))
+		}
+		return fakeopenai.Tools(fakeopenai.SubmitReview(fakeopenai.ReviewArgs{Verdict: "approve", Summary: "hello.txt holds hello"}))
+	case strings.Contains(prompt, "scenario review"):
+		if step == 0 {
+			return fakeopenai.Tools(fakeopenai.CallJSON("run_command", map[string]any{"command": "printf 'hello\\n' > hello.txt && mkdir -p tests && echo weakened > tests/t.sh"}))
+		}
+		if step == 1 {
+			return fakeopenai.Tools(fakeopenai.SubmitReport(done)) // refused once: tests/t.sh is restored
+		}
+		return fakeopenai.Tools(fakeopenai.SubmitReport(done))
 	case strings.Contains(prompt, "scenario complete"):
 		if round == 1 && step == 0 {
 			return fakeopenai.Tools(fakeopenai.CallJSON("write_file", map[string]string{"path": "hello.txt", "content": "hello\n"}))
@@ -152,6 +215,8 @@ func play(req fakeopenai.Request) fakeopenai.Response {
 		return fakeopenai.Tools(fakeopenai.SubmitReport(done))
 	case strings.Contains(prompt, "scenario steer") && step == 0:
 		return fakeopenai.Tools(fakeopenai.CallJSON("run_command", map[string]any{"command": fmt.Sprintf("echo %d > started.txt; while [ ! -e release-%d ]; do sleep 0.1; done", round, round)}))
+	case strings.Contains(prompt, "scenario slow") && step == 0:
+		return fakeopenai.Tools(fakeopenai.CallJSON("run_command", map[string]any{"command": "sleep 62", "timeout_seconds": 120}))
 	case strings.Contains(prompt, "scenario long") && round == 4:
 		return fakeopenai.Tools(fakeopenai.SubmitReport(done))
 	case strings.Contains(prompt, "scenario long") && step == 0:
@@ -163,7 +228,35 @@ func play(req fakeopenai.Request) fakeopenai.Response {
 	}
 }
 
-func record(out, only string) error {
+// invalidRound stands in for RunRound on invalidReportQueue: its report
+// breaks the report rules (an untrimmed summary), which the workflow checks
+// again across the seam.
+func invalidRound(ctx context.Context, in activities.RoundInput) (activities.RoundOutput, error) {
+	return activities.RoundOutput{
+		Report:    report.Report{Status: report.StatusContinue, Summary: " untrimmed summary ", Evidence: []string{}, NextSteps: []string{"go on"}},
+		SessionID: "invalid-report-" + activity.GetInfo(ctx).ActivityID,
+	}, nil
+}
+
+func record(parent, name, only string) error {
+	if name == "" || name != filepath.Base(name) || strings.HasPrefix(name, ".") {
+		return fmt.Errorf("-name %q: want a plain directory name", name)
+	}
+	out := filepath.Join(parent, name)
+	if _, err := os.Lstat(out); err == nil {
+		return fmt.Errorf("%s exists: recorded histories are never overwritten; record into a new directory (-name)", out)
+	}
+	// Record into a staging directory and rename it at the end, so a failed
+	// recording leaves no half-filled release behind.
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return err
+	}
+	stage, err := os.MkdirTemp(parent, ".recording-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(stage)
+
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	tmp, err := os.MkdirTemp("", "ralph-record-")
@@ -209,24 +302,88 @@ func record(out, only string) error {
 		return fmt.Errorf("start the worker: %w", err)
 	}
 	defer w.Stop()
+	standIn := worker.New(c, invalidReportQueue, worker.Options{})
+	standIn.RegisterWorkflowWithOptions(workflows.Ralph, workflow.RegisterOptions{Name: workflows.WorkflowName})
+	standIn.RegisterActivityWithOptions(acts.ResolveLimits, activity.RegisterOptions{Name: activities.ResolveLimitsName})
+	standIn.RegisterActivityWithOptions(invalidRound, activity.RegisterOptions{Name: activities.RunRoundName})
+	if err := standIn.Start(); err != nil {
+		return fmt.Errorf("start the invalid-report worker: %w", err)
+	}
+	defer standIn.Stop()
 
-	if err := os.MkdirAll(out, 0o755); err != nil {
+	var wanted []scenario
+	for _, sc := range scenarios() {
+		if only == "" || slices.Contains(strings.Split(only, ","), sc.name) {
+			wanted = append(wanted, sc)
+		}
+	}
+	if len(wanted) == 0 {
+		return fmt.Errorf("-only %q names no scenario", only)
+	}
+	// Slow scenarios run alongside the others instead of after them.
+	slow := make(chan error, len(wanted))
+	pending := 0
+	for _, sc := range wanted {
+		if sc.slow {
+			pending++
+			go func() { slow <- runScenario(ctx, c, cfg.WorkspaceRoot, sc, stage) }()
+		}
+	}
+	for _, sc := range wanted {
+		if !sc.slow {
+			if err := runScenario(ctx, c, cfg.WorkspaceRoot, sc, stage); err != nil {
+				return err
+			}
+		}
+	}
+	for ; pending > 0; pending-- {
+		if err := <-slow; err != nil {
+			return err
+		}
+	}
+	if err := writeManifest(stage); err != nil {
 		return err
 	}
-	for _, sc := range scenarios() {
-		if only != "" && !slices.Contains(strings.Split(only, ","), sc.name) {
-			continue
+	if err := os.Rename(stage, out); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "recorded %d scenario(s) into %s\n", len(wanted), out)
+	return nil
+}
+
+// writeManifest lists every history of dir with its SHA-256, in the format
+// of `sha256sum` (so `sha256sum -c SHA256SUMS` checks it too).
+func writeManifest(dir string) error {
+	files, err := filepath.Glob(filepath.Join(dir, "*.json"))
+	if err != nil {
+		return err
+	}
+	var b strings.Builder
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return err
 		}
-		if err := runScenario(ctx, c, cfg.WorkspaceRoot, sc, out); err != nil {
-			return fmt.Errorf("scenario %s: %w", sc.name, err)
-		}
+		sum := sha256.Sum256(data)
+		fmt.Fprintf(&b, "%s  %s\n", hex.EncodeToString(sum[:]), filepath.Base(f))
+	}
+	return os.WriteFile(filepath.Join(dir, "SHA256SUMS"), []byte(b.String()), 0o644)
+}
+
+func runScenario(ctx context.Context, c client.Client, root string, sc scenario, out string) error {
+	if err := recordScenario(ctx, c, root, sc, out); err != nil {
+		return fmt.Errorf("scenario %s: %w", sc.name, err)
 	}
 	return nil
 }
 
-func runScenario(ctx context.Context, c client.Client, root string, sc scenario, out string) error {
+func recordScenario(ctx context.Context, c client.Client, root string, sc scenario, out string) error {
 	id := "history-" + sc.name
-	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: taskQueue}, workflows.WorkflowName, json.RawMessage(sc.input))
+	queue := taskQueue
+	if sc.queue != "" {
+		queue = sc.queue
+	}
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: queue}, workflows.WorkflowName, json.RawMessage(sc.input))
 	if err != nil {
 		return err
 	}
@@ -267,33 +424,35 @@ func runScenario(ctx context.Context, c client.Client, root string, sc scenario,
 	runErr := run.Get(ctx, nil)
 	fmt.Fprintf(os.Stderr, "%s: %v\n", sc.name, outcome(runErr))
 
-	// The first run of the chain, then every run continue-as-new started.
-	runIDs := []string{firstRunID}
-	if sc.name == "continue-as-new" {
-		desc, err := c.DescribeWorkflow(ctx, id, "")
+	// The first run of the chain, then every run continue-as-new started:
+	// each run's last event names the next.
+	var histories []*historypb.History
+	for runID := firstRunID; runID != ""; {
+		hist, err := readHistory(ctx, c, id, runID)
 		if err != nil {
 			return err
 		}
-		if last := desc.RawResponse.GetWorkflowExecutionInfo().GetExecution().GetRunId(); last != firstRunID {
-			runIDs = append(runIDs, last)
-		} else {
-			return errors.New("the run did not continue as new")
+		histories = append(histories, hist)
+		runID = ""
+		if evs := hist.GetEvents(); len(evs) > 0 {
+			runID = evs[len(evs)-1].GetWorkflowExecutionContinuedAsNewEventAttributes().GetNewExecutionRunId()
 		}
 	}
-	for i, runID := range runIDs {
+	if sc.continues && len(histories) < 2 {
+		return errors.New("the run did not continue as new")
+	}
+	for i, hist := range histories {
 		name := sc.name
-		if len(runIDs) > 1 {
+		if len(histories) > 1 {
 			name = fmt.Sprintf("%s-run%d", sc.name, i+1)
 		}
-		if err := writeHistory(ctx, c, id, runID, filepath.Join(out, name+".json")); err != nil {
+		if err := writeHistory(hist, filepath.Join(out, name+".json")); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// steer waits until round 1 runs its command, sends the updates while it
-// runs, then releases every round's command.
 func steer(ctx context.Context, c client.Client, ws, id string, updates []update) error {
 	started := filepath.Join(ws, "started.txt")
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
@@ -348,16 +507,20 @@ func outcome(err error) string {
 	return err.Error()
 }
 
-func writeHistory(ctx context.Context, c client.Client, id, runID, path string) error {
+func readHistory(ctx context.Context, c client.Client, id, runID string) (*historypb.History, error) {
 	hist := &historypb.History{}
 	iter := c.GetWorkflowHistory(ctx, id, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 	for iter.HasNext() {
 		ev, err := iter.Next()
 		if err != nil {
-			return fmt.Errorf("read history: %w", err)
+			return nil, fmt.Errorf("read history: %w", err)
 		}
 		hist.Events = append(hist.Events, ev)
 	}
+	return hist, nil
+}
+
+func writeHistory(hist *historypb.History, path string) error {
 	data, err := temporalproto.CustomJSONMarshalOptions{Indent: "  "}.Marshal(hist)
 	if err != nil {
 		return fmt.Errorf("encode history: %w", err)
