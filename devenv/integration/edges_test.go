@@ -148,10 +148,13 @@ curl -sS -m 10 --noproxy '' -k https://127.0.0.1:` + frontPort + `/ 2>&1 | tail 
 	if o := out("steady"); !strings.Contains(o, "exit code: 0\nsteady-30") {
 		t.Errorf("the steady round:\n%s", o)
 	}
-	// What reached the model: the refusals, never a service's answer.
+	// What reached the model (the tool results it was sent): the refusals,
+	// never a service's answer.
 	for _, r := range e.model.Requests() {
-		if strings.Contains(string(r.Raw), "DIRECT-REACHED") || strings.Contains(string(r.Raw), "PROXY-ANSWERED") {
-			t.Errorf("request %d to the model shows a host service answering", r.Index)
+		for _, m := range r.Chat.Messages {
+			if m.Role == "tool" && (strings.Contains(m.Content, "DIRECT-REACHED") || strings.Contains(m.Content, "PROXY-ANSWERED")) {
+				t.Errorf("request %d to the model shows a host service answering: %s", r.Index, m.Content)
+			}
 		}
 	}
 	// The transcript records each refused connection with its rule.
