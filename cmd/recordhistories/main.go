@@ -125,13 +125,13 @@ func scenarios() []scenario {
 		{name: "budget-tokens", input: `{"objective":"scenario budget: never done","maxTokens":1000}`},
 		{name: "budget-idle", input: `{"objective":"scenario budget: never done"}`},
 		// Section 22: a deferred round and its durable wait, a stop during
-		// such a wait, a fallback model; and the budget floor (round 1 spends
-		// about 3,100 of 5,000 tokens, the rest cannot pay for round 2's first
-		// request of about 3,000).
+		// such a wait, a fallback model; and the budget floor (a round spends
+		// about 1,100 tokens here, its first request about 1,050: after two
+		// rounds the 300 left of 2,500 cannot pay for a third).
 		{name: "deferred", input: `{"objective":"scenario deferred: rate-limited once"}`},
 		{name: "deferred-stopped", input: `{"objective":"scenario deferred-stop: rate-limited for an hour"}`, stopWhenWaiting: true},
 		{name: "fallback", input: `{"objective":"scenario fallback: the primary is down"}`},
-		{name: "budget-floor", input: `{"objective":"scenario budget: never done","maxTokens":5000}`},
+		{name: "budget-floor", input: `{"objective":"scenario budget: never done","maxTokens":2500}`},
 		{name: "budget-time", input: `{"objective":"scenario slow: a round past the time budget","maxMinutes":1}`, slow: true},
 		{name: "invalid-report", input: `{"objective":"scenario invalid report"}`, queue: invalidReportQueue},
 		// Section 23 :
