@@ -10,6 +10,7 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/worker"
 
+	"github.com/ralph-temporal/ralph/agent/tools"
 	"github.com/ralph-temporal/ralph/internal/gitws"
 	"github.com/ralph-temporal/ralph/internal/names"
 	"github.com/ralph-temporal/ralph/internal/sandbox"
@@ -58,6 +59,7 @@ func New(cfg Config) (*Activities, error) {
 		return nil, fmt.Errorf("activities config: create the locks directory: %w", err)
 	}
 	// The probe of auto and bwrap modes runs here, once per worker.
+	cfg.Sandbox.ProtectGit = cfg.Git.Enabled()
 	sb, err := sandbox.New(context.Background(), cfg.Sandbox, sandbox.Paths{
 		WorkspaceRoot: cfg.WorkspaceRoot, SessionDir: cfg.SessionDir,
 		HomesDir: filepath.Join(cfg.SessionDir, homesDirName), Environ: os.Environ(),
@@ -87,7 +89,7 @@ func checkConfig(cfg Config) error {
 		{"limits.maxRounds", cfg.Limits.MaxRounds}, {"limits.maxHandoffChars", cfg.Limits.MaxHandoffChars},
 		{"limits.maxObjectiveChars", cfg.Limits.MaxObjectiveChars}, {"limits.roundTimeoutSeconds", cfg.Limits.RoundTimeoutSeconds},
 		{"limits.heartbeatTimeoutSeconds", cfg.Limits.HeartbeatTimeoutSeconds}, {"limits.roundAttempts", cfg.Limits.RoundAttempts},
-		{"limits.roundsPerRun", cfg.Limits.RoundsPerRun},
+		{"limits.roundsPerRun", cfg.Limits.RoundsPerRun}, {"reviewDiffChars", cfg.ReviewDiffChars},
 	}
 	for _, p := range positive {
 		if p.value <= 0 {
@@ -107,6 +109,9 @@ func checkConfig(cfg Config) error {
 	}
 	if err := cfg.Agent.Validate(); err != nil {
 		return fmt.Errorf("activities config: %w", err)
+	}
+	if _, err := tools.ParseProtected(cfg.Limits.ProtectedPaths); err != nil {
+		return fmt.Errorf("activities config: RALPH_PROTECTED_PATHS: %w", err)
 	}
 	if err := cfg.Git.Validate(); err != nil {
 		return fmt.Errorf("activities config: %w", err)
@@ -141,6 +146,7 @@ func Within(path, dir string) bool {
 func (a *Activities) Register(r worker.ActivityRegistry) {
 	r.RegisterActivityWithOptions(a.ResolveLimits, activity.RegisterOptions{Name: ResolveLimitsName})
 	r.RegisterActivityWithOptions(a.RunRound, activity.RegisterOptions{Name: RunRoundName})
+	r.RegisterActivityWithOptions(a.ReviewCompletion, activity.RegisterOptions{Name: ReviewCompletionName})
 }
 
 // ResolveLimits returns the deployment's limits. The workflow runs it once

@@ -10,6 +10,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/ralph-temporal/ralph/internal/gitws"
+	"github.com/ralph-temporal/ralph/internal/tracing"
 	"github.com/ralph-temporal/ralph/report"
 )
 
@@ -27,6 +28,7 @@ type workspaceRound struct {
 	prepared gitws.Prepared
 	before   string
 	logger   log.Logger
+	tracing  tracing.Options
 }
 
 // beginWorkspace prepares dir for the session (git on: init or fetch, and on
@@ -34,7 +36,7 @@ type workspaceRound struct {
 // the opening fingerprint. Call it while holding the workspace lock.
 func (a *Activities) beginWorkspace(ctx context.Context, dir string, in RoundInput, details FailureDetails) (*workspaceRound, error) {
 	info := activity.GetInfo(ctx)
-	w := &workspaceRound{git: a.git, dir: dir, logger: activity.GetLogger(ctx), round: gitws.Round{
+	w := &workspaceRound{git: a.git, dir: dir, logger: activity.GetLogger(ctx), tracing: a.cfg.Agent.Tracing, round: gitws.Round{
 		WorkflowID: info.WorkflowExecution.ID, Workspace: in.Workspace,
 		Round: in.Round, MaxRounds: in.MaxRounds, Attempt: int(info.Attempt),
 	}}
@@ -69,11 +71,16 @@ func (w *workspaceRound) finish(ctx context.Context, rep report.Report, details 
 		}
 		return nil, after != w.before, nil
 	}
+	ctx, span := w.tracing.Start(ctx, tracing.SpanCheckpoint)
+	defer span.End()
 	cp, tree, err := w.git.Checkpoint(ctx, w.dir, w.prepared, w.round,
 		gitws.Handoff{SessionID: details.SessionID, Status: rep.Status, Summary: rep.Summary})
 	if err != nil {
-		return nil, false, w.stepError(ctx, fmt.Errorf("checkpoint round %d: %w", w.round.Round, err), details)
+		err = w.stepError(ctx, fmt.Errorf("checkpoint round %d: %w", w.round.Round, err), details)
+		tracing.Fail(span, "checkpoint_failed", err.Error())
+		return nil, false, err
 	}
+	span.SetAttributes(tracing.AttrCommit.String(cp.Commit), tracing.AttrFilesChanged.Int(cp.FilesChanged))
 	w.logger.Info("Checkpoint", "round", w.round.Round, "commit", cp.Commit, "parent", cp.Parent,
 		"filesChanged", cp.FilesChanged, "insertions", cp.Insertions, "deletions", cp.Deletions)
 	return &Checkpoint{Commit: cp.Commit, Parent: cp.Parent, FilesChanged: cp.FilesChanged,

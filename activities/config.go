@@ -27,6 +27,12 @@ type Config struct {
 	Sandbox sandbox.Config
 	// Git is how the workspace is checkpointed.
 	Git gitws.Config
+	// ReviewModel is the independent reviewer's model on the same endpoint
+	// (RALPH_REVIEW_MODEL); empty means Agent.Model.
+	ReviewModel string
+	// ReviewDiffChars bounds the run's change shown to the reviewer, in code
+	// points (RALPH_REVIEW_DIFF_CHARS).
+	ReviewDiffChars int
 }
 
 // Default directories, relative to the worker's working directory.
@@ -34,6 +40,7 @@ const (
 	DefaultWorkspaceRoot     = ".ralph/workspaces"
 	DefaultSessionDir        = ".ralph/sessions"
 	DefaultHeartbeatInterval = time.Second
+	DefaultReviewDiffChars   = 60000
 )
 
 // DefaultConfig is the defaults with relative directories. The session's own
@@ -47,5 +54,6 @@ func DefaultConfig() Config {
 		HeartbeatInterval: DefaultHeartbeatInterval,
 		Sandbox:           sandbox.DefaultConfig(),
 		Git:               gitws.DefaultConfig(),
+		ReviewDiffChars:   DefaultReviewDiffChars,
 	}
 }

@@ -95,6 +95,12 @@ func roundOutcome(res agent.Result, err error) string {
 func (t *roundTally) record(h client.MetricsHandler, outcome string, u usage.Usage, took time.Duration) {
 	h.WithTags(map[string]string{LabelOutcome: outcome}).Counter(MetricRounds).Inc(1)
 	h.WithTags(map[string]string{LabelOutcome: outcome}).Timer(MetricRoundDuration).Record(took)
+	t.recordUsage(h, u)
+}
+
+// recordUsage adds a session's model calls, tokens, tool calls and
+// verifications to h (a round's or a reviewer's).
+func (t *roundTally) recordUsage(h client.MetricsHandler, u usage.Usage) {
 	for model, n := range t.models {
 		h.WithTags(map[string]string{LabelModel: model}).Counter(MetricModelCalls).Inc(n)
 	}

@@ -9,10 +9,12 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/ralph-temporal/ralph/agent"
+	"github.com/ralph-temporal/ralph/internal/tracing"
 	"github.com/ralph-temporal/ralph/usage"
 )
 
@@ -47,7 +49,7 @@ type FailureDetails struct {
 //   - a cancel (or a worker shutting down): the context's error, so Temporal
 //     records a cancellation;
 //   - anything else (disk, harness): a retryable error.
-func (a *Activities) RunRound(ctx context.Context, in RoundInput) (RoundOutput, error) {
+func (a *Activities) RunRound(ctx context.Context, in RoundInput) (out RoundOutput, err error) {
 	if err := checkRoundInput(in); err != nil {
 		return RoundOutput{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeBadRoundInput, nil)
 	}
@@ -57,6 +59,9 @@ func (a *Activities) RunRound(ctx context.Context, in RoundInput) (RoundOutput, 
 	if err != nil {
 		return RoundOutput{}, err
 	}
+	ctx, span := a.cfg.Agent.Tracing.Start(ctx, tracing.SpanRound, tracing.AttrRound.Int(in.Round),
+		tracing.AttrAttempt.Int(int(info.Attempt)), tracing.AttrWorkspace.String(in.Workspace), tracing.AttrSessionID.String(sessionID))
+	defer func() { endRoundSpan(span, out, err, a.cfg.Agent.APIKey) }()
 	spentBefore := earlierAttemptsUsage(ctx)
 	hb := startHeartbeat(ctx, HeartbeatDetails{Round: in.Round, Attempt: int(info.Attempt), SessionID: sessionID, Usage: spentBefore}, a.cfg.HeartbeatInterval)
 	defer hb.stop()
@@ -74,7 +79,7 @@ func (a *Activities) RunRound(ctx context.Context, in RoundInput) (RoundOutput, 
 	}
 	defer lock.release()
 
-	transcript, closeTranscript, path, err := a.openTranscript(in, int(info.Attempt), sessionID)
+	transcript, closeTranscript, path, err := a.openTranscript(in.Workspace, fmt.Sprintf("round-%d-attempt-%d-%s.jsonl", in.Round, info.Attempt, sessionID))
 	if err != nil {
 		return RoundOutput{}, setupError(ctx, err, before)
 	}
@@ -91,7 +96,8 @@ func (a *Activities) RunRound(ctx context.Context, in RoundInput) (RoundOutput, 
 		SessionID: sessionID, Objective: in.Objective, Round: in.Round, MaxRounds: in.MaxRounds,
 		Previous: in.Previous, Workspace: dir, MaxHandoffChars: in.MaxHandoffChars,
 		Deadline: roundDeadline(info), VerifyCommand: in.VerifyCommand, TokenBudget: in.TokenBudget, RunDeadline: in.RunDeadline,
-		Deferrable: in.Deferrable,
+		ProtectedPaths: in.ProtectedPaths,
+		Deferrable:     in.Deferrable,
 	}, agent.Observers(transcript, hb, tally))
 	tally.record(activity.GetMetricsHandler(ctx), roundOutcome(res, err), res.Usage, time.Since(started))
 	if terr := transcript.Err(); terr != nil {
@@ -112,12 +118,31 @@ func (a *Activities) RunRound(ctx context.Context, in RoundInput) (RoundOutput, 
 	if err != nil {
 		return RoundOutput{}, a.roundError(ctx, err, in.Round, FailureDetails{SessionID: sessionID, Usage: spent})
 	}
-	out := RoundOutput{Report: res.Report, Usage: spent, SessionID: sessionID, Verification: res.Verification, Model: res.Model,
-		FirstRequestTokens: res.FirstPromptTokens}
+	out = RoundOutput{Report: res.Report, Usage: spent, SessionID: sessionID, Verification: res.Verification, Model: res.Model,
+		FirstRequestTokens: res.FirstPromptTokens, Restored: res.Restored}
+	if len(out.Restored) > 0 {
+		logger.Info("Restored protected paths the session changed", "round", in.Round, "paths", out.Restored)
+	}
 	if out.Checkpoint, out.WorkspaceChanged, err = ws.finish(ctx, res.Report, FailureDetails{SessionID: sessionID, Usage: spent}); err != nil {
 		return RoundOutput{}, err
 	}
 	return out, nil
+}
+
+// endRoundSpan records how the round ended on its span: the report's status,
+// or the error (redacted) as the span's status.
+func endRoundSpan(span trace.Span, out RoundOutput, err error, apiKey string) {
+	defer span.End()
+	if err != nil {
+		errType := "error"
+		var appErr *temporal.ApplicationError
+		if errors.As(err, &appErr) {
+			errType = appErr.Type()
+		}
+		tracing.Fail(span, errType, agent.Redact(err.Error(), apiKey))
+		return
+	}
+	span.SetAttributes(tracing.AttrReportStatus.String(string(out.Report.Status)))
 }
 
 // earlierAttemptsUsage is what the lost attempts of this round spent, as
@@ -168,12 +193,12 @@ func (a *Activities) prepareWorkspace(workspace string) (string, error) {
 	return filepath.Join(a.cfg.WorkspaceRoot, workspace), nil
 }
 
-func (a *Activities) openTranscript(in RoundInput, attempt int, sessionID string) (*agent.Transcript, func(), string, error) {
-	dir := a.TranscriptDir(in.Workspace)
+func (a *Activities) openTranscript(workspace, name string) (*agent.Transcript, func(), string, error) {
+	dir := a.TranscriptDir(workspace)
 	if err := os.MkdirAll(dir, sessionDirPerm); err != nil {
 		return nil, nil, "", fmt.Errorf("create the transcript directory: %w", err)
 	}
-	path := filepath.Join(dir, fmt.Sprintf("round-%d-attempt-%d-%s.jsonl", in.Round, attempt, sessionID))
+	path := filepath.Join(dir, name)
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, transcriptFilePerm)
 	if err != nil {
 		return nil, nil, "", fmt.Errorf("create the transcript: %w", err)

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
@@ -299,7 +300,7 @@ func TestResolveLimits(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got activities.Limits
-	if err := val.Get(&got); err != nil || got != f.cfg.Limits || got.MaxRounds != 7 {
+	if err := val.Get(&got); err != nil || !reflect.DeepEqual(got, f.cfg.Limits) || got.MaxRounds != 7 {
 		t.Errorf("limits = %+v, %v; want %+v", got, err, f.cfg.Limits)
 	}
 }

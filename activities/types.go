@@ -14,8 +14,9 @@ import (
 
 // Stable activity names: recorded in every history, so never rename them.
 const (
-	ResolveLimitsName = "ResolveLimits"
-	RunRoundName      = "RunRound"
+	ResolveLimitsName    = "ResolveLimits"
+	RunRoundName         = "RunRound"
+	ReviewCompletionName = "ReviewCompletion"
 )
 
 // Application error types raised by RunRound.
@@ -69,6 +70,12 @@ type Limits struct {
 	MaxIdleRounds int `json:"maxIdleRounds,omitempty"`
 	// SearchAttributes turns the Ralph* search attribute upserts on.
 	SearchAttributes bool `json:"searchAttributes,omitempty"`
+	// ProtectedPaths are the deployment's protected-path patterns
+	// (RALPH_PROTECTED_PATHS); none in histories from before them.
+	ProtectedPaths []string `json:"protectedPaths,omitempty"`
+	// Review turns the independent reviewer on for runs whose input does
+	// not say (RALPH_REVIEW); false in histories from before it.
+	Review bool `json:"review,omitempty"`
 	// MaxWaitMinutes caps one durable wait after a deferred round;
 	// MaxDeferrals bounds one round's consecutive deferrals. Both 0 (histories
 	// from before deferrals): rounds never defer, provider limits fail them
@@ -113,6 +120,9 @@ type RoundInput struct {
 	TokenBudget int `json:"tokenBudget,omitempty"`
 	// RunDeadline is when the run's time budget ends (zero: none).
 	RunDeadline time.Time `json:"runDeadline,omitzero"`
+	// ProtectedPaths are pattern sets (the deployment's, the run's), each
+	// evaluated on its own; a path any set protects is protected.
+	ProtectedPaths [][]string `json:"protectedPaths,omitempty"`
 	// Deferrable: provider limits end the round as deferred (RoundOutput.Deferred)
 	// instead of failing it.
 	Deferrable bool `json:"deferrable,omitempty"`
@@ -147,6 +157,9 @@ type RoundOutput struct {
 	// WorkspaceChanged compares the workspace's fingerprint before and after
 	// the session (the idle budget counts rounds without a change).
 	WorkspaceChanged bool `json:"workspaceChanged"`
+	// Restored lists the protected paths the session restored ([] if none;
+	// absent in histories from before protected paths).
+	Restored []string `json:"restored"`
 	// Model is the model that produced the report (on a deferral: the model
 	// in use when the session deferred).
 	Model string `json:"model,omitempty"`
@@ -157,6 +170,31 @@ type RoundOutput struct {
 	// Deferred is set instead of a report when the round was deferred;
 	// Usage is then what the deferred session spent.
 	Deferred *Deferred `json:"deferred,omitempty"`
+}
+
+// ReviewInput is what an independent reviewer checks: the accepted
+// completion of Round and, in git modes, the run's change from BaseCommit
+// to the completing Commit.
+type ReviewInput struct {
+	Objective    string               `json:"objective"`
+	Round        int                  `json:"round"`
+	MaxRounds    int                  `json:"maxRounds"`
+	Workspace    string               `json:"workspace"`
+	Report       report.Report        `json:"report"`
+	Verification *report.Verification `json:"verification,omitempty"`
+	BaseCommit   string               `json:"baseCommit,omitempty"`
+	Commit       string               `json:"commit,omitempty"`
+	// MaxHandoffChars bounds the review and the handoff a revise becomes.
+	MaxHandoffChars int       `json:"maxHandoffChars"`
+	TokenBudget     int       `json:"tokenBudget,omitempty"`
+	RunDeadline     time.Time `json:"runDeadline,omitzero"`
+}
+
+// ReviewOutput is the reviewer's verdict, its usage and its session id.
+type ReviewOutput struct {
+	Review    report.Review `json:"review"`
+	Usage     usage.Usage   `json:"usage"`
+	SessionID string        `json:"sessionId"`
 }
 
 // Checkpoint is the commit a round ended with (Commit == Parent when the

@@ -8,6 +8,7 @@ import (
 
 	"github.com/ralph-temporal/ralph/agent/tools"
 	"github.com/ralph-temporal/ralph/internal/sandbox"
+	"github.com/ralph-temporal/ralph/internal/tracing"
 )
 
 // Defaults of one session's bounds.
@@ -75,6 +76,9 @@ type Config struct {
 	Sandbox *sandbox.Sandbox
 	// HTTPClient, when set, carries the model requests (tests, proxies).
 	HTTPClient *http.Client
+	// Tracing receives a span per model call, tool call and verification,
+	// under the span in the session's ctx; the zero value traces nothing.
+	Tracing tracing.Options
 }
 
 // DefaultConfig is every default of a session, without an endpoint.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/ralph-temporal/ralph/agent/tools"
 	"github.com/ralph-temporal/ralph/report"
@@ -44,21 +45,35 @@ func (s *session) runTools(ctx context.Context, step int, calls []openai.ToolCal
 		name, args := call.Function.Name, call.Function.Arguments
 		s.callLog = append(s.callLog, name+" "+canonicalJSON(args))
 		s.emit(Event{Kind: EventToolCall, Step: step, Tool: name, ToolCallID: call.ID, Arguments: args})
-		started := time.Now()
-		res, rep, err := s.dispatch(ctx, toolCtx, step, name, args)
-		if err != nil && res.Output == "" {
-			return report.Report{}, false, err
+		rep, done, err := s.runTool(ctx, toolCtx, step, call)
+		if err != nil || done {
+			return rep, done, err
 		}
-		content := toolContent(res)
-		s.messages = append(s.messages, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleTool, ToolCallID: call.ID, Content: content})
-		s.emit(Event{Kind: EventToolResult, Step: step, Tool: name, ToolCallID: call.ID, Output: content, Failed: res.Failed,
-			DurationMs: durationMs(time.Since(started))})
-		if err != nil {
-			return report.Report{}, false, err
-		}
-		if rep != nil {
-			return *rep, true, nil
-		}
+	}
+	return report.Report{}, false, nil
+}
+
+// runTool runs one call under its execute_tool span and answers it.
+func (s *session) runTool(ctx, toolCtx context.Context, step int, call openai.ToolCall) (report.Report, bool, error) {
+	name, args := call.Function.Name, call.Function.Arguments
+	spanCtx, span := s.cfg.Tracing.StartTool(ctx, name, call.ID)
+	defer span.End()
+	started := time.Now()
+	res, rep, err := s.dispatch(spanCtx, trace.ContextWithSpan(toolCtx, span), step, name, args)
+	if err != nil && res.Output == "" {
+		s.traceToolResult(span, args, res, "", err)
+		return report.Report{}, false, err
+	}
+	content := toolContent(res)
+	s.traceToolResult(span, args, res, content, err)
+	s.messages = append(s.messages, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleTool, ToolCallID: call.ID, Content: content})
+	s.emit(Event{Kind: EventToolResult, Step: step, Tool: name, ToolCallID: call.ID, Output: content, Failed: res.Failed,
+		DurationMs: durationMs(time.Since(started))})
+	if err != nil {
+		return report.Report{}, false, err
+	}
+	if rep != nil {
+		return *rep, true, nil
 	}
 	return report.Report{}, false, nil
 }
@@ -67,8 +82,11 @@ func (s *session) runTools(ctx context.Context, step int, calls []openai.ToolCal
 // error ends the session (with a Result still shown to the model when the
 // error is a child failure the model caused).
 func (s *session) dispatch(ctx, toolCtx context.Context, step int, name, args string) (tools.Result, *report.Report, error) {
-	if name == SubmitReportTool {
+	if name == s.finish {
 		s.repeat.reset()
+		if s.req.Review != nil {
+			return s.submitReview(args)
+		}
 		return s.submit(ctx, step, args)
 	}
 	switch n := s.repeat.observe(name, args); {
@@ -115,15 +133,14 @@ func (s *session) dispatch(ctx, toolCtx context.Context, step int, name, args st
 func (s *session) submit(ctx context.Context, step int, args string) (tools.Result, *report.Report, error) {
 	r, err := checkReport(args, s.req.handoffCap())
 	if err != nil {
-		s.repairs++
-		s.lastRejection = err.Error()
-		if s.repairs > s.cfg.MaxRepairs {
-			return failed("report rejected: %v. No repairs are left; the round ends here.", err), nil,
-				childFailure("the report was still invalid after %d repair(s): %v", s.cfg.MaxRepairs, err)
+		res, ferr := s.rejected("report", err)
+		return res, nil, ferr
+	}
+	if refusal, err := s.protectedRefusal(); err != nil || refusal != "" {
+		if refusal != "" {
+			s.lastRejection = "protected paths were changed and restored"
 		}
-		left := s.cfg.MaxRepairs - s.repairs + 1
-		return failed("report rejected: %v. Fix exactly this and call submit_report again (%d attempt(s) left). "+
-			"Reports are never cut or repaired for you.", err, left), nil, nil
+		return tools.Result{Output: refusal, Failed: true}, nil, err
 	}
 	if r.Status == report.StatusComplete && s.req.VerifyCommand != "" {
 		v, refusal, err := s.verifyComplete(ctx, step)
@@ -138,6 +155,31 @@ func (s *session) submit(ctx context.Context, step int, args string) (tools.Resu
 		return tools.Result{Output: "Report accepted: the verify command passed (exit 0). The round is over."}, &r, nil
 	}
 	return tools.Result{Output: "Report accepted. The round is over."}, &r, nil
+}
+
+// rejected answers an invalid report or review: the exact rule broken,
+// one repair spent, a child failure past the bound.
+func (s *session) rejected(what string, err error) (tools.Result, error) {
+	s.repairs++
+	s.lastRejection = err.Error()
+	if s.repairs > s.cfg.MaxRepairs {
+		return failed("%s rejected: %v. No repairs are left; the session ends here.", what, err),
+			childFailure("the %s was still invalid after %d repair(s): %v", what, s.cfg.MaxRepairs, err)
+	}
+	left := s.cfg.MaxRepairs - s.repairs + 1
+	return failed("%s rejected: %v. Fix exactly this and call %s again (%d attempt(s) left). "+
+		"It is never cut or repaired for you.", what, err, s.finish, left), nil
+}
+
+// submitReview checks a reviewer's verdict; a valid one ends the session.
+func (s *session) submitReview(args string) (tools.Result, *report.Report, error) {
+	r, err := s.checkReview(args)
+	if err != nil {
+		res, ferr := s.rejected("review", err)
+		return res, nil, ferr
+	}
+	s.review = &r
+	return tools.Result{Output: "Review accepted. The review is over."}, &report.Report{}, nil
 }
 
 func failed(format string, args ...any) tools.Result {

@@ -31,6 +31,9 @@ const (
 	// can pass for it.
 	EventVerifyStart  EventKind = "verify_start"
 	EventVerifyResult EventKind = "verify_result"
+	// EventProtectedRestored: protected paths the session changed were
+	// restored (Paths lists them).
+	EventProtectedRestored EventKind = "protected_restored"
 )
 
 // Outcomes recorded in a session_end event.
@@ -97,9 +100,13 @@ type Event struct {
 	// handoff
 	Bound string `json:"bound,omitempty"`
 
+	// protected_restored
+	Paths []string `json:"paths,omitempty"`
+
 	// session_end (Usage also on model_response: that call's tokens)
 	Outcome string         `json:"outcome,omitempty"`
 	Report  *report.Report `json:"report,omitempty"`
+	Review  *report.Review `json:"review,omitempty"`
 	Usage   *usage.Usage   `json:"usage,omitempty"`
 	Error   string         `json:"error,omitempty"`
 }

@@ -125,7 +125,25 @@ func (s *session) forceHandoff(step int, bound string) error {
 }
 
 func (s *session) handoffNotice(bound string) (string, error) {
-	return render(textHandoff, handoffData{Reason: s.boundReason(bound), Remaining: s.remaining(), VerifyCommand: s.req.VerifyCommand})
+	name := textHandoff
+	if s.req.Review != nil {
+		name = textReviewHandoff
+	}
+	text, err := render(name, handoffData{Reason: s.boundReason(bound), Remaining: s.remaining(), VerifyCommand: s.req.VerifyCommand})
+	if err != nil {
+		return "", err
+	}
+	// No tool runs after the hand-off, so protected paths are restored now
+	// and the report that follows is never refused for them.
+	paths, err := s.restoreProtected()
+	if err != nil {
+		return "", err
+	}
+	if len(paths) > 0 && s.req.Review == nil {
+		text += fmt.Sprintf("\nProtected paths this round changed were restored to their state at the start of the round (they may be read but not changed): %s. Report where the work stands without those changes.",
+			strings.Join(paths, ", "))
+	}
+	return text, nil
 }
 
 func (s *session) boundReason(bound string) string {

@@ -131,6 +131,7 @@ func (m *modelClient) complete(ctx context.Context, step int, req openai.ChatCom
 		wait := backoff(attempt, header, m.cfg)
 		ev.RetryInMs = wait.Milliseconds()
 		m.emit(ev)
+		traceRetry(ctx, attempt, ev.HTTPStatus)
 		if err := sleep(ctx, wait); err != nil {
 			return openai.ChatCompletionResponse{}, ctx.Err()
 		}

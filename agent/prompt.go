@@ -39,7 +39,9 @@ func systemPrompt(maxHandoffChars int) (string, error) {
 	return render(textSystem, systemData{MaxHandoffChars: maxHandoffChars})
 }
 
-func (s *session) roundPrompt() (string, error) {
+// boundsData is the round's identity and bounds, shared by the worker's
+// and the reviewer's prompts.
+func (s *session) boundsData() roundData {
 	d := roundData{
 		Round: s.req.Round, MaxRounds: s.req.MaxRounds, Objective: s.req.Objective,
 		ModelCalls: s.cfg.MaxModelCalls, ContextTokens: s.cfg.ContextTokens, VerifyCommand: s.req.VerifyCommand,
@@ -48,6 +50,11 @@ func (s *session) roundPrompt() (string, error) {
 	if !s.req.Deadline.IsZero() {
 		d.RoundTime = humanDuration(s.req.Deadline.Sub(s.started))
 	}
+	return d
+}
+
+func (s *session) roundPrompt() (string, error) {
+	d := s.boundsData()
 	if s.req.Previous != nil {
 		prev, err := report.Indented(*s.req.Previous)
 		if err != nil {
@@ -59,11 +66,18 @@ func (s *session) roundPrompt() (string, error) {
 }
 
 func (s *session) initialMessages() ([]openai.ChatCompletionMessage, error) {
-	sys, err := systemPrompt(s.req.handoffCap())
+	system, prompt := systemPrompt, s.roundPrompt
+	if s.req.Review != nil {
+		system = func(maxChars int) (string, error) {
+			return render(textReviewSystem, systemData{MaxHandoffChars: maxChars})
+		}
+		prompt = s.reviewPrompt
+	}
+	sys, err := system(s.req.handoffCap())
 	if err != nil {
 		return nil, err
 	}
-	user, err := s.roundPrompt()
+	user, err := prompt()
 	if err != nil {
 		return nil, err
 	}

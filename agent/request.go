@@ -36,6 +36,14 @@ type Request struct {
 	// RunDeadline is when the run's time budget ends; the session forces its
 	// hand-off when 90 % of the time left to it is spent (zero: none).
 	RunDeadline time.Time
+	// ProtectedPaths are sets of gitignore-style patterns (the deployment's,
+	// the run's), each evaluated on its own: what any set protects, the
+	// model may read but not change (SPEC section 23).
+	ProtectedPaths [][]string
+	// Review, when set, makes this session the independent reviewer of an
+	// accepted completion instead of a worker: read-only tools, its own
+	// prompt, and submit_review instead of submit_report.
+	Review *ReviewSubject
 	// Deferrable lets provider limits end the session as a deferral
 	// (*DeferredError) instead of a failure: off for runs whose recorded
 	// limits predate deferrals, which keep the old behaviour.
@@ -74,6 +82,11 @@ type Result struct {
 	Usage  usage.Usage
 	// Verification is the passing verify run of a complete report.
 	Verification *report.Verification
+	// Restored lists the protected paths the session restored, sorted ([]
+	// when none).
+	Restored []string
+	// Review is a reviewer session's verdict (Model and SessionID filled).
+	Review *report.Review
 	// Model is the model that produced the report (on a deferral or a
 	// failure: the model in use when the session ended).
 	Model string

@@ -17,6 +17,7 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/ralph-temporal/ralph/agent/tools"
+	"github.com/ralph-temporal/ralph/internal/tracing"
 	"github.com/ralph-temporal/ralph/report"
 	"github.com/ralph-temporal/ralph/usage"
 )
@@ -45,7 +46,7 @@ func RunSession(ctx context.Context, cfg Config, req Request, obs Observer) (Res
 	if obs == nil {
 		obs = ObserverFunc(func(Event) {})
 	}
-	ws, err := tools.OpenWorkspace(req.Workspace, cfg.ToolLimits, tools.WithSandbox(cfg.Sandbox))
+	ws, snap, err := openGuarded(cfg, req)
 	if err != nil {
 		return Result{}, fmt.Errorf("session %s: %w", req.SessionID, err)
 	}
@@ -55,6 +56,7 @@ func RunSession(ctx context.Context, cfg Config, req Request, obs Observer) (Res
 	if err != nil {
 		return Result{}, fmt.Errorf("session %s: %w", req.SessionID, err)
 	}
+	s.snap = snap
 	sctx := ctx
 	if !req.Deadline.IsZero() {
 		var cancel context.CancelFunc
@@ -64,19 +66,27 @@ func RunSession(ctx context.Context, cfg Config, req Request, obs Observer) (Res
 	s.emit(Event{Kind: EventSessionStart, Round: req.Round, MaxRounds: req.MaxRounds, Model: cfg.Model, BaseURL: SafeURL(cfg.BaseURL)})
 	rep, err := s.run(sctx)
 	err = settle(ctx, sctx, err)
+	// Whatever ended the session, no change to a protected path outlives it:
+	// the checkpoint that follows (or the next session) never sees one.
+	if _, rerr := s.restoreProtected(); rerr != nil && (err == nil || Outcome(err) == OutcomeChildFailure) {
+		err = rerr
+	}
 
 	end := Event{Kind: EventSessionEnd, Outcome: Outcome(err), Model: s.reportModel()}
 	total := s.usage
 	end.Usage = &total
-	if err == nil {
+	if err == nil && s.review != nil {
+		end.Review = s.review
+	} else if err == nil {
 		end.Report = &rep
 	} else {
 		end.Error = Redact(err.Error(), cfg.APIKey)
 	}
 	s.emit(end)
-	res := Result{Report: rep, Usage: s.usage, Model: s.reportModel(), FirstPromptTokens: s.firstPrompt}
+	res := Result{Report: rep, Usage: s.usage, Model: s.reportModel(), FirstPromptTokens: s.firstPrompt, Restored: s.restoredList()}
 	if err == nil {
 		res.Verification = s.verification
+		res.Review = s.review
 	}
 	return res, err
 }
@@ -127,7 +137,8 @@ type session struct {
 	tools     map[string]tools.Tool
 	toolNames []string // every offered tool, for "unknown tool" answers
 	allDefs   []openai.Tool
-	reportDef openai.Tool
+	reportDef openai.Tool // the tool that ends the session: submit_report, or submit_review
+	finish    string      // its name
 	// The estimated size of each offer, taken once: the definitions never change.
 	allDefsTokens, reportDefTokens int
 
@@ -158,6 +169,10 @@ type session struct {
 	verification   *report.Verification
 	lastRejection  string
 	repeat         repeatGuard
+
+	snap     *tools.ProtectedSnapshot // protected paths as the session found them (nil: none)
+	restored map[string]bool          // every protected path restored so far
+	review   *report.Review           // a reviewer session's accepted verdict
 }
 
 func newSession(cfg Config, req Request, ws *tools.Workspace, obs Observer) (*session, error) {
@@ -172,12 +187,17 @@ func newSession(cfg Config, req Request, ws *tools.Workspace, obs Observer) (*se
 		})
 	}
 	def, err := submitReportDefinition(req.handoffCap())
+	s.finish = SubmitReportTool
+	if req.Review != nil {
+		def, err = submitReviewDefinition(req.handoffCap())
+		s.finish = SubmitReviewTool
+	}
 	if err != nil {
 		return nil, err
 	}
 	s.reportDef = def
 	s.allDefs = append(s.allDefs, s.reportDef)
-	s.toolNames = append(s.toolNames, SubmitReportTool)
+	s.toolNames = append(s.toolNames, s.finish)
 	s.allDefsTokens, s.reportDefTokens = toolsTokens(s.allDefs), toolsTokens([]openai.Tool{s.reportDef})
 	s.handoffAt, s.handoffBound = s.timeBound()
 	return s, nil
@@ -307,6 +327,9 @@ func (s *session) callModel(ctx context.Context, step int, offered []openai.Tool
 
 	started := time.Now()
 	sentLen := len(s.messages)
+	ctx, span := s.cfg.Tracing.StartChat(ctx, s.cfg.Model)
+	defer span.End()
+	s.cfg.Tracing.Content(span, tracing.AttrInputMessages, s.messages)
 	resp, err := s.model.complete(ctx, step, openai.ChatCompletionRequest{
 		Messages: slices.Clip(s.messages),
 		Tools:    offered,
@@ -318,8 +341,10 @@ func (s *session) callModel(ctx context.Context, step int, offered []openai.Tool
 
 	})
 	if err != nil {
+		s.traceModelError(span, err)
 		return openai.ChatCompletionMessage{}, "", err
 	}
+	traceResponse(span, resp)
 	s.calls++
 	s.answeredBy = s.model.model()
 	call := usage.Usage{ModelCalls: 1, PromptTokens: resp.Usage.PromptTokens, CompletionTokens: resp.Usage.CompletionTokens}
@@ -339,6 +364,7 @@ func (s *session) callModel(ctx context.Context, step int, offered []openai.Tool
 		echoed.ReasoningContent = ""
 	}
 	s.messages = append(s.messages, echoed)
+	s.cfg.Tracing.Content(span, tracing.AttrOutputMessages, []openai.ChatCompletionMessage{msg})
 	s.sent = len(s.messages) // the answer is in the model_response event
 	s.emit(Event{Kind: EventModelResponse, Step: step, Message: &msg, FinishReason: string(choice.FinishReason),
 		Usage: &call, ContextTokens: resp.Usage.PromptTokens, DurationMs: durationMs(time.Since(started)), Model: s.answeredBy})
@@ -396,8 +422,12 @@ func (s *session) answeredWithText() error {
 	if s.textStreak > s.cfg.MaxReminders {
 		return childFailure("the model answered with text %d times in a row, the last time when only submit_report was offered", s.textStreak)
 	}
+	reminder, final := textReminder, textFinalReminder
+	if s.req.Review != nil {
+		reminder, final = textReviewReminder, textReviewFinalReminder
+	}
 	if s.textStreak == s.cfg.MaxReminders {
-		text, err := render(textFinalReminder, nil)
+		text, err := render(final, nil)
 		if err != nil {
 			return err
 		}
@@ -405,7 +435,7 @@ func (s *session) answeredWithText() error {
 		s.appendUser(text)
 		return nil
 	}
-	text, err := render(textReminder, struct{ ReportOnly bool }{s.reportOnly})
+	text, err := render(reminder, struct{ ReportOnly bool }{s.reportOnly})
 	if err != nil {
 		return err
 	}

@@ -29,6 +29,14 @@ const (
 	textVerifyRefused   = "verify_refused.tmpl"
 	textVerifyExhausted = "verify_exhausted.tmpl"
 	textSubmitReport    = "submit_report.tmpl"
+	textProtected       = "protected_refused.tmpl"
+	// The independent reviewer's texts.
+	textReviewSystem        = "review_system.tmpl"
+	textReview              = "review.tmpl"
+	textReviewReminder      = "review_reminder.tmpl"
+	textReviewFinalReminder = "review_final_reminder.tmpl"
+	textReviewHandoff       = "review_handoff.tmpl"
+	textSubmitReview        = "submit_review.tmpl"
 )
 
 // render fills one text. The templates are fixed, so an error here is a

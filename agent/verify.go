@@ -2,8 +2,10 @@ package agent
 
 import (
 	"context"
+	"fmt"
 	"time"
 
+	"github.com/ralph-temporal/ralph/internal/tracing"
 	"github.com/ralph-temporal/ralph/report"
 )
 
@@ -51,13 +53,20 @@ func (s *session) verifyComplete(ctx context.Context, step int) (*report.Verific
 	}
 	timeout := s.verifyTimeout()
 	s.emit(Event{Kind: EventVerifyStart, Step: step, Tool: VerifyTool, Arguments: s.req.VerifyCommand})
+	ctx, span := s.cfg.Tracing.Start(ctx, tracing.SpanVerify)
+	defer span.End()
 	res, err := s.ws.Exec(ctx, s.req.VerifyCommand, timeout, verifyOutputCap)
 	if err != nil {
+		tracing.Fail(span, "harness", Redact(err.Error(), s.cfg.APIKey))
 		return nil, "", err
 	}
 	v := report.Verification{Command: s.req.VerifyCommand, ExitCode: res.ExitCode, DurationMs: durationMs(res.Duration), Output: res.Output}
 	if res.TimedOut {
 		v.ExitCode = -1
+	}
+	span.SetAttributes(tracing.AttrVerifyExit.Int(v.ExitCode), tracing.AttrVerifyPassed.Bool(v.Passed()))
+	if !v.Passed() {
+		tracing.Fail(span, "verify_failed", fmt.Sprintf("the verify command exited %d", v.ExitCode))
 	}
 	s.emit(Event{Kind: EventVerifyResult, Step: step, Tool: VerifyTool, Output: v.Output, Failed: !v.Passed(),
 		ExitCode: &v.ExitCode, DurationMs: v.DurationMs})

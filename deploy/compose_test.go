@@ -22,6 +22,9 @@ type composeFile struct {
 	Name     string                    `yaml:"name"`
 	Services map[string]composeService `yaml:"services"`
 	Volumes  map[string]any            `yaml:"volumes"`
+	Networks map[string]*struct {
+		Internal bool `yaml:"internal"`
+	} `yaml:"networks"`
 }
 
 type composeService struct {
@@ -40,6 +43,8 @@ type composeService struct {
 	Init            bool           `yaml:"init"`
 	SecurityOpt     []string       `yaml:"security_opt"`
 	Profiles        []string       `yaml:"profiles"`
+	Networks        []string       `yaml:"networks"`
+	NetworkMode     string         `yaml:"network_mode"`
 }
 
 func loadCompose(t *testing.T) composeFile {
@@ -208,8 +213,9 @@ func TestComposeWorkerCanSandbox(t *testing.T) {
 		t.Errorf("RALPH_SANDBOX = %q, want bwrap unless the deployment says otherwise", w.Environment["RALPH_SANDBOX"])
 	}
 	for name, svc := range c.Services {
-		if name != "ralph-worker" && (svc.Init || len(svc.SecurityOpt) > 0) {
-			t.Errorf("%s loosened too: only the worker needs the sandbox options", name)
+		// The remote workers run the model's commands too.
+		if name != "ralph-worker" && name != "ralph-worker-remote" && (svc.Init || len(svc.SecurityOpt) > 0) {
+			t.Errorf("%s loosened too: only the workers need the sandbox options", name)
 		}
 	}
 }
@@ -266,7 +272,7 @@ func TestComposeGitRemoteProfile(t *testing.T) {
 		t.Fatalf("RALPH_GIT_REMOTE = %q, want a default on git-server", remote)
 	}
 	entry := strings.Join(server.Entrypoint, " ")
-	for _, want := range []string{"git init -q --bare /data/git/" + m[1], "--base-path=/data/git", "--enable=receive-pack"} {
+	for _, want := range []string{"git init -q --bare /data/git/" + m[1], "--base-path=/data/git"} {
 		if !strings.Contains(entry, want) {
 			t.Errorf("git-server entrypoint %q lacks %q", entry, want)
 		}

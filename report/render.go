@@ -38,6 +38,8 @@ type Outcome struct {
 	Report *Report
 	// Reason is a stopped run's stop reason.
 	Reason string
+	// Review is the independent reviewer's approval of a completed run.
+	Review *Review
 }
 
 // Headline is the one line that opens the human-facing result text. It says a
@@ -47,6 +49,15 @@ func Headline(o Outcome) (string, error) {
 	rounds := roundsPhrase(o.Rounds)
 	switch o.Status {
 	case OutcomeComplete:
+		if o.Review != nil && o.Review.Verdict == VerdictApprove {
+			// The reviewer is another model: its approval is named as
+			// exactly that, beside the worker's own report.
+			line := fmt.Sprintf("An independent reviewer (%s) approved; a worker reported completion after %s", o.Review.Model, rounds)
+			if o.Verification.Passed() {
+				return fmt.Sprintf("%s; the verify command passed (exit 0): %s", line, o.Verification.Command), nil
+			}
+			return line + ".", nil
+		}
 		if o.Verification.Passed() {
 			return fmt.Sprintf("A worker reported completion after %s; the verify command passed (exit 0): %s", rounds, o.Verification.Command), nil
 		}
@@ -98,6 +109,12 @@ func ResultText(o Outcome, maxChars int) (string, error) {
 	if o.Report != nil {
 		if body, err = Indented(*o.Report); err != nil {
 			return "", err
+		}
+	}
+	if r := o.Review; r != nil {
+		body += fmt.Sprintf("\nIndependent review (%s, session %s): %s: %s", r.Model, r.SessionID, r.Verdict, r.Summary)
+		for _, f := range r.Findings {
+			body += "\n- " + f
 		}
 	}
 	return Truncate(head+"\n"+body, maxChars), nil

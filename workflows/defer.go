@@ -20,6 +20,10 @@ const (
 	// versionBudgetFloor: a budget whose remainder cannot pay for a useful
 	// round ends the run before the round starts ("Zeno rounds" fix).
 	versionBudgetFloor = "budget-floor"
+	// versionNoStartingUpsert: a continued run no longer upserts
+	// RalphPhase=starting before its first round (the search attributes
+	// carried over from the previous run already show it running).
+	versionNoStartingUpsert = "no-starting-upsert-in-continued-runs"
 )
 
 // Deferral waits: the provider's delay when it gave one, else

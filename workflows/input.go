@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/ralph-temporal/ralph/activities"
+	"github.com/ralph-temporal/ralph/agent/tools"
 	"github.com/ralph-temporal/ralph/internal/names"
 )
 
@@ -21,6 +22,8 @@ const (
 	fieldVerifyCommand = "verifyCommand"
 	fieldMaxTokens     = "maxTokens"
 	fieldMaxMinutes    = "maxMinutes"
+	fieldProtected     = "protectedPaths"
+	fieldReview        = "review"
 )
 
 // MaxVerifyCommandChars bounds a run's verify command in code points.
@@ -28,7 +31,7 @@ const MaxVerifyCommandChars = 4096
 
 // inputKeys lists the allowed keys in the order errors name them.
 func inputKeys() []string {
-	return []string{fieldObjective, fieldMaxRounds, fieldWorkspace, fieldVerifyCommand, fieldMaxTokens, fieldMaxMinutes}
+	return []string{fieldObjective, fieldMaxRounds, fieldWorkspace, fieldVerifyCommand, fieldMaxTokens, fieldMaxMinutes, fieldProtected, fieldReview}
 }
 
 // run is a validated input with every default resolved.
@@ -39,6 +42,8 @@ type run struct {
 	verifyCommand string // "" when none applies
 	maxTokens     int    // 0: no token budget
 	maxMinutes    int    // 0: no time budget
+	protected     []string
+	review        bool
 }
 
 // InputError names the input field that is wrong and why.
@@ -99,6 +104,12 @@ func parseInput(raw []byte, limits activities.Limits, workflowID string) (run, e
 		return run{}, err
 	}
 	if r.maxMinutes, err = parseBudget(fieldMaxMinutes, fields[fieldMaxMinutes], limits.MaxRunMinutes, "RALPH_MAX_RUN_MINUTES"); err != nil {
+		return run{}, err
+	}
+	if r.protected, err = parseProtected(fields[fieldProtected]); err != nil {
+		return run{}, err
+	}
+	if r.review, err = parseReview(fields[fieldReview], limits.Review); err != nil {
 		return run{}, err
 	}
 	return r, nil
@@ -211,4 +222,47 @@ func DefaultWorkspace(workflowID string) string {
 		return "run"
 	}
 	return names.Shorten(name, names.MaxNameBytes)
+}
+
+// parseProtected reads the run's protected-path patterns: a JSON array of
+// at most tools.MaxProtectedPatterns trimmed, non-empty gitignore-style
+// patterns of at most tools.MaxProtectedPatternChars code points.
+func parseProtected(raw json.RawMessage) ([]string, error) {
+	if isNull(raw) {
+		return nil, nil
+	}
+	var patterns []json.RawMessage
+	if err := json.Unmarshal(raw, &patterns); err != nil {
+		return nil, inputErr(fieldProtected, "must be a JSON array of strings")
+	}
+	if len(patterns) > tools.MaxProtectedPatterns {
+		return nil, inputErr(fieldProtected, "has %d patterns, more than %d", len(patterns), tools.MaxProtectedPatterns)
+	}
+	out := make([]string, 0, len(patterns))
+	for i, p := range patterns {
+		var s string
+		if err := json.Unmarshal(p, &s); err != nil || isNull(p) {
+			return nil, inputErr(fmt.Sprintf("%s[%d]", fieldProtected, i), "must be a JSON string")
+		}
+		if err := tools.CheckProtectedPattern(s); err != nil {
+			return nil, inputErr(fmt.Sprintf("%s[%d]", fieldProtected, i), "%q %v", s, err)
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// parseReview reads the run's review switch; null or absent means the
+// deployment's RALPH_REVIEW.
+func parseReview(raw json.RawMessage, deploymentDefault bool) (bool, error) {
+	if isNull(raw) {
+		return deploymentDefault, nil
+	}
+	switch string(bytes.TrimSpace(raw)) {
+	case "true":
+		return true, nil
+	case "false":
+		return false, nil
+	}
+	return false, inputErr(fieldReview, "must be a JSON boolean (true or false), got %s", bytes.TrimSpace(raw))
 }

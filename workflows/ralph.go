@@ -71,6 +71,12 @@ type loop struct {
 	control       control
 	roundRunning  bool
 	status        Status
+	// protected are the run's own protected-path patterns (the input's);
+	// review runs the independent reviewer after an accepted complete;
+	// baseCommit is where the run's change starts (git modes).
+	protected  []string
+	review     bool
+	baseCommit string
 	// firstRequestTokens is the prompt tokens of the last round's first
 	// request (0: unknown), for the token budget's floor.
 	firstRequestTokens int
@@ -96,6 +102,7 @@ func (l *loop) begin(ctx workflow.Context, input json.RawMessage) error {
 		return temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeInvalidInput, nil)
 	}
 	l.objective, l.maxRounds, l.workspace, l.verifyCommand = r.objective, r.maxRounds, r.workspace, r.verifyCommand
+	l.protected, l.review = r.protected, r.review
 	l.budget = newRunBudget(r.maxTokens, r.maxMinutes, workflow.Now(ctx))
 	l.nextRound = 1
 	return nil
@@ -130,6 +137,7 @@ func (l *loop) resume(ctx workflow.Context, c *Continuation) error {
 	l.last = c.LastReport
 	l.checkpoint = c.Checkpoint
 	l.control.paused = c.Paused
+	l.protected, l.review, l.baseCommit = c.ProtectedPaths, c.Review, c.BaseCommit
 	l.firstRequestTokens = c.FirstRequestTokens
 	l.status.Round = c.NextRound - 1
 	// A continued run is past starting: it runs, or holds a carried pause.
@@ -177,19 +185,9 @@ func (l *loop) snapshot() Status {
 	return st
 }
 
-// Change ids of workflow.GetVersion: each guards a change to the commands a
-// run issues, so runs that unversioned workers of an older build started
-// still replay (see CONTRIBUTING.md). Never rename or reuse one.
-const (
-	// changeNoStartingUpsertInContinuedRuns: a continued run no longer
-	// upserts RalphPhase=starting before its first round (the search
-	// attributes carried over already show it running).
-	changeNoStartingUpsertInContinuedRuns = "no-starting-upsert-in-continued-runs"
-)
-
 // run executes rounds until an outcome, a failure or a continue-as-new.
 func (l *loop) run(ctx workflow.Context, continued bool) (*Result, error) {
-	if !continued || workflow.GetVersion(ctx, changeNoStartingUpsertInContinuedRuns, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+	if !continued || workflow.GetVersion(ctx, versionNoStartingUpsert, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
 		l.upsertVisibility(ctx)
 	}
 	roundsThisRun := 0
@@ -221,7 +219,18 @@ func (l *loop) run(ctx workflow.Context, continued bool) (*Result, error) {
 
 		switch l.last.Status {
 		case report.StatusComplete:
-			return l.finishComplete(ctx, round, out.Verification), nil
+			if !l.review {
+				return l.finishComplete(ctx, round, out.Verification, nil), nil
+			}
+			rv, err := l.runReview(ctx, round, out)
+			if err != nil {
+				return nil, err
+			}
+			if rv.Verdict == report.VerdictApprove {
+				return l.finishComplete(ctx, round, out.Verification, &rv), nil
+			}
+			// revise: the run goes on with the reviewer's findings as the
+			// handoff; at the last round the round cap ends it below.
 		case report.StatusBlocked:
 			return l.finish(ctx, report.OutcomeBlocked, round), nil
 		}
@@ -258,6 +267,9 @@ func (l *loop) record(ctx workflow.Context, round int, out activities.RoundOutpu
 	l.last = &accepted
 	if out.Checkpoint != nil {
 		l.checkpoint = out.Checkpoint
+		if l.baseCommit == "" {
+			l.baseCommit = out.Checkpoint.Parent
+		}
 	}
 	if accepted.Status == report.StatusContinue && !out.WorkspaceChanged {
 		l.idleRounds++
@@ -268,7 +280,7 @@ func (l *loop) record(ctx workflow.Context, round int, out activities.RoundOutpu
 		l.firstRequestTokens = out.FirstRequestTokens
 	}
 	summary := RoundSummary{Round: round, Status: accepted.Status, Summary: accepted.Summary, SessionID: out.SessionID,
-		Verified: out.Verification.Passed(), Model: out.Model, Deferrals: l.status.Deferrals}
+		Verified: out.Verification.Passed(), Model: out.Model, Deferrals: l.status.Deferrals, Restored: out.Restored}
 	l.status.Deferrals = 0
 	if out.Checkpoint != nil {
 		summary.Commit = out.Checkpoint.Commit
@@ -301,7 +313,8 @@ func (l *loop) runRound(ctx workflow.Context, round int) (activities.RoundOutput
 		Objective: l.objective, Round: round, MaxRounds: l.maxRounds, Workspace: l.workspace,
 		Previous: l.last, MaxHandoffChars: l.limits.MaxHandoffChars, VerifyCommand: l.verifyCommand,
 		TokenBudget: l.budget.tokensLeft(l.usage), RunDeadline: l.budget.Deadline,
-		Deferrable: l.limits.Deferrals(),
+		ProtectedPaths: l.protectedSets(),
+		Deferrable:     l.limits.Deferrals(),
 	}
 	var out activities.RoundOutput
 	err := workflow.ExecuteActivity(actx, activities.RunRoundName, in).Get(ctx, &out)
@@ -411,11 +424,12 @@ func (l *loop) finish(ctx workflow.Context, outcome string, rounds int) *Result 
 	return &Result{Status: outcome, RoundsStarted: rounds, Report: l.last, Usage: l.usage, Checkpoint: l.checkpoint}
 }
 
-func (l *loop) finishComplete(ctx workflow.Context, rounds int, v *report.Verification) *Result {
+func (l *loop) finishComplete(ctx workflow.Context, rounds int, v *report.Verification, rv *report.Review) *Result {
 	res := l.finish(ctx, report.OutcomeComplete, rounds)
 	if l.verifyCommand != "" {
 		res.Verification = v
 	}
+	res.Review = rv
 	return res
 }
 
@@ -451,6 +465,7 @@ func (l *loop) continueAsNew(ctx workflow.Context, nextRound int) error {
 		Objective: l.objective, Workspace: l.workspace, MaxRounds: l.maxRounds, NextRound: nextRound,
 		Limits: l.limits, Usage: l.usage, LastReport: l.last, VerifyCommand: l.verifyCommand,
 		Budget: l.budget, IdleRounds: l.idleRounds, Checkpoint: l.checkpoint, Paused: l.control.paused,
+		ProtectedPaths: l.protected, Review: l.review, BaseCommit: l.baseCommit,
 		FirstRequestTokens: l.firstRequestTokens,
 	})
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -280,6 +281,16 @@ func TestInputErrors(t *testing.T) {
 		{"maxTokens string", `{"objective":"x","maxTokens":"100"}`, "maxTokens"},
 		{"maxMinutes negative", `{"objective":"x","maxMinutes":-5}`, "maxMinutes"},
 		{"maxMinutes float", `{"objective":"x","maxMinutes":2.5}`, "maxMinutes"},
+		{"protectedPaths not an array", `{"objective":"x","protectedPaths":"tests/**"}`, "protectedPaths"},
+		{"protectedPaths too many", `{"objective":"x","protectedPaths":[` + strings.TrimSuffix(strings.Repeat(`"a",`, 65), ",") + `]}`, "protectedPaths"},
+		{"protectedPaths empty pattern", `{"objective":"x","protectedPaths":["tests/**",""]}`, "protectedPaths[1]"},
+		{"protectedPaths untrimmed", `{"objective":"x","protectedPaths":[" tests/**"]}`, "protectedPaths[0]"},
+		{"protectedPaths too long", `{"objective":"x","protectedPaths":["` + strings.Repeat("é", 257) + `"]}`, "protectedPaths[0]"},
+		{"protectedPaths not a string", `{"objective":"x","protectedPaths":[7]}`, "protectedPaths[0]"},
+		{"protectedPaths null item", `{"objective":"x","protectedPaths":[null]}`, "protectedPaths[0]"},
+		{"protectedPaths bad glob", `{"objective":"x","protectedPaths":["[z-a"]}`, "protectedPaths[0]"},
+		{"review string", `{"objective":"x","review":"on"}`, "review"},
+		{"review number", `{"objective":"x","review":1}`, "review"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -467,7 +478,7 @@ func TestContinueAsNewCarriesRoundUsageAndReport(t *testing.T) {
 	}
 	wantUsage := usage.Usage{ModelCalls: 4, ToolCalls: 6, PromptTokens: 200, CompletionTokens: 20}
 	if cont.NextRound != 3 || cont.MaxRounds != 6 || cont.Objective != "fix it" || cont.Workspace != "w" ||
-		cont.Usage != wantUsage || cont.LastReport == nil || cont.LastReport.Summary != "round 2 done" || cont.Limits != limits {
+		cont.Usage != wantUsage || cont.LastReport == nil || cont.LastReport.Summary != "round 2 done" || !reflect.DeepEqual(cont.Limits, limits) {
 		t.Fatalf("continuation = %+v", cont)
 	}
 	if len(raw) != 0 && string(raw) != "null" {

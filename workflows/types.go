@@ -90,6 +90,12 @@ type Input struct {
 	// MaxTokens and MaxMinutes are the run's token and wall-clock budgets.
 	MaxTokens  *int `json:"maxTokens,omitempty"`
 	MaxMinutes *int `json:"maxMinutes,omitempty"`
+	// ProtectedPaths are gitignore-style patterns the model may read but
+	// not change, on top of the deployment's RALPH_PROTECTED_PATHS.
+	ProtectedPaths []string `json:"protectedPaths,omitempty"`
+	// Review runs the independent reviewer after an accepted complete;
+	// nil means the deployment's RALPH_REVIEW.
+	Review *bool `json:"review,omitempty"`
 }
 
 // Result is the workflow's successful result.
@@ -106,6 +112,8 @@ type Result struct {
 	Checkpoint *activities.Checkpoint `json:"checkpoint,omitempty"`
 	// Reason is the stop update's reason: present (maybe "") exactly for stopped runs.
 	Reason *string `json:"reason,omitempty"`
+	// Review is the independent reviewer's approval of a completed run.
+	Review *report.Review `json:"review,omitempty"`
 }
 
 // RoundFailedDetails are the details of a RoundFailed error.
@@ -134,6 +142,11 @@ type RoundSummary struct {
 	Verified bool `json:"verified,omitempty"`
 	// Commit is the round's git checkpoint (git checkpoints on).
 	Commit string `json:"commit,omitempty"`
+	// Review is the independent reviewer's verdict on the round's
+	// completion: approve or revise.
+	Review string `json:"review,omitempty"`
+	// Restored lists the protected paths the round restored (omitted when none).
+	Restored []string `json:"restored,omitempty"`
 	// Model is the model that produced the round's report.
 	Model string `json:"model,omitempty"`
 	// Deferrals is how often the round was deferred before it handed off.
@@ -193,6 +206,11 @@ type Continuation struct {
 	IdleRounds    int                    `json:"idleRounds,omitempty"`
 	Checkpoint    *activities.Checkpoint `json:"checkpoint,omitempty"`
 	Paused        bool                   `json:"paused,omitempty"`
+	// ProtectedPaths and Review are the run's own (input) settings;
+	// BaseCommit is where the run's change started (git modes).
+	ProtectedPaths []string `json:"protectedPaths,omitempty"`
+	Review         bool     `json:"review,omitempty"`
+	BaseCommit     string   `json:"baseCommit,omitempty"`
 	// FirstRequestTokens is the prompt tokens of the last round's first
 	// request: the cost the token budget must still cover for a round to start.
 	FirstRequestTokens int `json:"firstRequestTokens,omitempty"`

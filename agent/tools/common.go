@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"unicode/utf8"
 
 	"github.com/ralph-temporal/ralph/internal/runes"
@@ -206,4 +207,35 @@ func truncateRunes(s string, n int) string {
 		return s
 	}
 	return runes.Prefix(s, n) + " [...]"
+}
+
+// errNotRegular refuses a FIFO, socket or device node: opening one can
+// block (a FIFO without a writer) or act (a device), so it is never read.
+var errNotRegular = errors.New("not a regular file (a FIFO, socket or device is never opened)")
+
+// openRegular opens the regular file rel for reading, or refuses it with
+// errNotRegular without reading it (a directory is refused with its own
+// info, for a clearer message). It looks before it opens, and the open
+// itself cannot block: O_NONBLOCK, then fstat on what was opened, which
+// catches a swap between the look and the open.
+func (w *Workspace) openRegular(rel string) (*os.File, fs.FileInfo, error) {
+	info, err := w.root.Stat(rel)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !info.Mode().IsRegular() {
+		return nil, info, errNotRegular
+	}
+	f, err := w.root.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	if info, err = f.Stat(); err != nil || !info.Mode().IsRegular() {
+		f.Close()
+		if err == nil {
+			err = errNotRegular
+		}
+		return nil, info, err
+	}
+	return f, info, nil
 }

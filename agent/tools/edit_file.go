@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"strings"
 	"unicode/utf8"
 )
@@ -46,12 +47,24 @@ func (t editFileTool) Run(ctx context.Context, args json.RawMessage) (Result, er
 	if err != nil {
 		return failf("edit_file: %v", err), nil
 	}
+	if res, ok := t.w.checkWritable("edit_file", p.Path, rel); !ok {
+		return res, nil
+	}
+	if err := t.w.checkGitWrite(rel); err != nil {
+		return failf("edit_file: cannot edit %s: %v", p.Path, err), nil
+	}
 	if _, err := t.w.root.Stat(rel); err != nil {
 		return failf("edit_file: %s", describePathError(p.Path, err)), nil
 	}
 	target, err := t.w.resolveWriteTarget(rel)
+	if err == nil {
+		err = t.w.checkGitWrite(target.rel)
+	}
 	if err != nil {
 		return failf("edit_file: cannot edit %s: %v", p.Path, err), nil
+	}
+	if res, ok := t.w.checkWritable("edit_file", p.Path, target.rel); !ok {
+		return res, nil
 	}
 	if target.info == nil { // removed since the Stat above
 		return failf("edit_file: %s: no such file or directory", p.Path), nil
@@ -59,7 +72,12 @@ func (t editFileTool) Run(ctx context.Context, args json.RawMessage) (Result, er
 	if size := target.info.Size(); size > EditMaxFileBytes {
 		return failf("edit_file: %s is %d bytes, more than the %d-byte edit limit; use run_command to change it", p.Path, size, EditMaxFileBytes), nil
 	}
-	data, err := t.w.root.ReadFile(target.rel)
+	f, _, err := t.w.openRegular(target.rel)
+	var data []byte
+	if err == nil {
+		data, err = io.ReadAll(f)
+		f.Close()
+	}
 	if err != nil {
 		return failf("edit_file: %s", describePathError(p.Path, err)), nil
 	}

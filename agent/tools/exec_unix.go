@@ -42,7 +42,11 @@ func (w *Workspace) execute(ctx context.Context, command string, timeout time.Du
 		_, copyErr = io.Copy(buf, pr)
 	}()
 
-	lifeline, lifelineW, err := startLifeline()
+	// Every process of the group, its leader included, gets the command's
+	// allowlisted environment: the leader is dumpable and the same user,
+	// so its /proc/<pid>/environ is readable by the command.
+	env := w.sb.Env(os.Environ(), w.home)
+	lifeline, lifelineW, err := startLifeline(env)
 	if err != nil {
 		pw.Close()
 		<-copied
@@ -68,10 +72,11 @@ func (w *Workspace) execute(ctx context.Context, command string, timeout time.Du
 		defer infoR.Close()
 		infoFD = 3
 	}
-	name, args := w.sb.Command(w.dir, w.home, infoFD, []string{"bash", "-c", command})
+	name, args := w.sb.CommandReadOnly(w.dir, w.home, infoFD,
+		sandbox.ReadOnly{Workspace: w.reviewOnly, Paths: w.readOnly}, []string{"bash", "-c", command})
 	cmd := exec.Command(name, args...)
 	cmd.Dir = w.dir
-	cmd.Env = w.sb.Env(os.Environ(), w.home)
+	cmd.Env = env
 	if infoW != nil {
 		cmd.ExtraFiles = []*os.File{infoW}
 	}
@@ -180,12 +185,13 @@ func (w *Workspace) execute(ctx context.Context, command string, timeout time.Du
 // startLifeline starts the watcher described at lifelineScript as the
 // leader of a new process group and returns it with the write end of its
 // stdin pipe. It gets no Pdeathsig: it must outlive the worker to act.
-func startLifeline() (*exec.Cmd, *os.File, error) {
+func startLifeline(env []string) (*exec.Cmd, *os.File, error) {
 	r, wr, err := os.Pipe()
 	if err != nil {
 		return nil, nil, fmt.Errorf("creating lifeline pipe: %w", err)
 	}
 	cmd := exec.Command("bash", "-c", lifelineScript)
+	cmd.Env = env
 	cmd.Stdin = r
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	err = cmd.Start()

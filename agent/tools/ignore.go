@@ -2,8 +2,9 @@ package tools
 
 import (
 	"errors"
-	"io/fs"
+	"io"
 	"path"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -78,6 +79,42 @@ func (w *Workspace) rulesAt(start string) (ignoreRules, error) {
 	return rules, nil
 }
 
+// errGitProtected refuses a write under .git in git modes.
+var errGitProtected = errors.New("paths with a " + GitDirName + " component are not written in git modes: the worker's git checkpoints own the repository (use run_command with git commands to read it)")
+
+// checkGitWrite refuses, in git modes, a write whose path or whose real
+// location (through symlinks, which the write would follow) has a .git
+// component at any depth: the outer repository and every nested one.
+func (w *Workspace) checkGitWrite(rel string) error {
+	if !w.sb.ProtectsGit() {
+		return nil
+	}
+	if inGitDir(rel) {
+		return errGitProtected
+	}
+	root, err := filepath.EvalSymlinks(w.dir)
+	if err != nil {
+		return err
+	}
+	// The deepest existing ancestor (or the path itself), resolved; a
+	// location outside the workspace is os.Root's to refuse.
+	cur := rel
+	for {
+		real, err := filepath.EvalSymlinks(filepath.Join(root, filepath.FromSlash(cur)))
+		if err == nil {
+			inside, err := filepath.Rel(root, real)
+			if err == nil && filepath.IsLocal(inside) && inGitDir(filepath.ToSlash(inside)) {
+				return errGitProtected
+			}
+			return nil
+		}
+		if cur == "." {
+			return nil
+		}
+		cur = path.Dir(cur)
+	}
+}
+
 // inGitDir reports whether rel (relative to the root) is .git or lies in one.
 func inGitDir(rel string) bool {
 	return slices.Contains(strings.Split(rel, "/"), GitDirName)
@@ -91,7 +128,12 @@ func (w *Workspace) readIgnoreFile(rel, domain string) []gitignore.Pattern {
 	if err != nil || !info.Mode().IsRegular() || info.Size() > GitignoreMaxBytes {
 		return nil
 	}
-	data, err := fs.ReadFile(w.root.FS(), rel)
+	f, _, err := w.openRegular(rel)
+	if err != nil {
+		return nil
+	}
+	data, err := io.ReadAll(io.LimitReader(f, GitignoreMaxBytes))
+	f.Close()
 	if err != nil {
 		return nil
 	}

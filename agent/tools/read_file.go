@@ -54,19 +54,14 @@ func (t readFileTool) Run(ctx context.Context, args json.RawMessage) (Result, er
 		limit = t.w.limits.ReadLineLimit
 	}
 
-	// Stat before opening: opening a FIFO would block until a writer came.
-	info, err := t.w.root.Stat(rel)
-	if err != nil {
-		return failf("read_file: %s", describePathError(p.Path, err)), nil
-	}
-	if info.IsDir() {
+	// Never a FIFO, socket or device: opening one could block the round.
+	f, info, err := t.w.openRegular(rel)
+	switch {
+	case info != nil && info.IsDir():
 		return failf("read_file: %s is a directory; use list_files", p.Path), nil
-	}
-	if !info.Mode().IsRegular() {
-		return failf("read_file: %s is not a regular file", p.Path), nil
-	}
-	f, err := t.w.root.Open(rel)
-	if err != nil {
+	case errors.Is(err, errNotRegular):
+		return failf("read_file: %s is not a regular file (a FIFO, socket or device is never read)", p.Path), nil
+	case err != nil:
 		return failf("read_file: %s", describePathError(p.Path, err)), nil
 	}
 	defer f.Close()

@@ -173,13 +173,13 @@ func (s *searcher) walk(ctx context.Context, dir string, rules ignoreRules) erro
 // skipped, not reported as failures.
 func (s *searcher) file(name string) error {
 	s.files++
-	f, err := s.w.root.Open(name)
+	f, info, err := s.w.openRegular(name)
 	if err != nil {
 		s.skipped++
 		return nil
 	}
 	defer f.Close()
-	if info, err := f.Stat(); err != nil || !info.Mode().IsRegular() || info.Size() > SearchMaxFileBytes {
+	if info.Size() > SearchMaxFileBytes {
 		s.skipped++
 		return nil
 	}

@@ -125,6 +125,12 @@ type Workspace struct {
 	tools  []Tool           // built once: descriptions filled with the limits, schemas generated
 	sb     *sandbox.Sandbox // nil: commands run directly, allowlisted env
 	home   string           // the workspace's private HOME ("" keeps the worker's)
+	// protected paths: refused by write_file and edit_file; readOnly are the
+	// protected files mounted read-only into commands (set by SnapshotProtected).
+	protected *Protected
+	readOnly  []string
+	// reviewOnly: no writing tools, and commands see the workspace read-only.
+	reviewOnly bool
 }
 
 // Option adjusts how a workspace runs its commands.
@@ -134,6 +140,18 @@ type Option func(*Workspace)
 // under sb; a nil sb runs them directly with the allowlisted environment.
 func WithSandbox(sb *sandbox.Sandbox) Option {
 	return func(w *Workspace) { w.sb = sb }
+}
+
+// WithProtected guards the paths p matches (nil: none).
+func WithProtected(p *Protected) Option {
+	return func(w *Workspace) { w.protected = p }
+}
+
+// ReadOnly leaves write_file and edit_file out of Tools and mounts the
+// whole workspace read-only into commands (under bubblewrap): the
+// independent reviewer's workspace.
+func ReadOnly() Option {
+	return func(w *Workspace) { w.reviewOnly = true }
 }
 
 // OpenWorkspace opens dir as a confined workspace. Zero fields of limits take
@@ -196,6 +214,9 @@ func (w *Workspace) buildTools() ([]Tool, error) {
 		return nil, fmt.Errorf("building the tools: %w", err)
 	}
 	list.w, read.w, write.w, edit.w, search.w, run.w = w, w, w, w, w, w
+	if w.reviewOnly {
+		return []Tool{list, read, search, run}, nil
+	}
 	return []Tool{list, read, write, edit, search, run}, nil
 }
 
@@ -214,7 +235,8 @@ func (w *Workspace) Dir() string { return w.dir }
 func (w *Workspace) Limits() Limits { return w.limits }
 
 // Tools returns the six workspace tools: list_files, read_file,
-// write_file, edit_file, search_files, run_command.
+// write_file, edit_file, search_files, run_command (a ReadOnly workspace
+// leaves out write_file and edit_file).
 func (w *Workspace) Tools() []Tool {
 	return slices.Clone(w.tools)
 }

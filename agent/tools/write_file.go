@@ -45,6 +45,12 @@ func (t writeFileTool) Run(ctx context.Context, args json.RawMessage) (Result, e
 	if rel == "." {
 		return failf("write_file: %s is the workspace root, not a file", p.Path), nil
 	}
+	if res, ok := t.w.checkWritable("write_file", p.Path, rel); !ok {
+		return res, nil
+	}
+	if err := t.w.checkGitWrite(rel); err != nil {
+		return failf("write_file: cannot write %s: %v", p.Path, err), nil
+	}
 	if dir := path.Dir(rel); dir != "." {
 		if err := t.w.root.MkdirAll(dir, NewDirPerm); err != nil {
 			if errors.Is(err, fs.ErrExist) {
@@ -54,8 +60,14 @@ func (t writeFileTool) Run(ctx context.Context, args json.RawMessage) (Result, e
 		}
 	}
 	target, err := t.w.resolveWriteTarget(rel)
+	if err == nil {
+		err = t.w.checkGitWrite(target.rel)
+	}
 	if err != nil {
 		return failf("write_file: cannot write %s: %v", p.Path, err), nil
+	}
+	if res, ok := t.w.checkWritable("write_file", p.Path, target.rel); !ok {
+		return res, nil
 	}
 	if err := t.w.replaceFile(target, []byte(*p.Content)); err != nil {
 		return failf("write_file: cannot write %s: %v", p.Path, err), nil

@@ -46,7 +46,8 @@ func ParseArgs(args []string, env config.Env, usage io.Writer) (Config, error) {
 	listen := fs.String("listen", DefaultListen, "host:port to serve /encode and /decode on")
 	origins := fs.String("origins", "", "comma-separated browser origins allowed by CORS (the Temporal UI, e.g. http://localhost:8233)")
 	keyFile := fs.String("encryption-key-file", "", "key file (overrides "+config.EnvEncryptionKeyFile+")")
-	tokenFile := fs.String("token-file", "", "file holding a bearer token every request must carry (overrides "+EnvTokenFile+"; default: none)")
+	tokenFile := fs.String("token-file", "", "file holding a bearer token every /encode and /decode request must carry (overrides "+EnvTokenFile+"; required to listen on a non-loopback address)")
+	insecure := fs.Bool("insecure-no-auth", false, "listen on a non-loopback address without a bearer token (anyone who reaches the port can decrypt payloads)")
 	fs.Usage = func() {
 		fmt.Fprintf(usage, "Usage: ralph-codec-server --listen ADDR --origins URL,...\n\nServes the Temporal codec server protocol for Ralph's encrypted payloads.\n\n")
 		fs.PrintDefaults()
@@ -90,7 +91,25 @@ func ParseArgs(args []string, env config.Env, usage io.Writer) (Config, error) {
 			return Config{}, fmt.Errorf("--token-file / %s: %s is empty", EnvTokenFile, tf)
 		}
 	}
+	if cfg.Token == "" && !*insecure && !loopback(cfg.Listen) {
+		return Config{}, fmt.Errorf("--listen=%q is not a loopback address and no bearer token is set: anyone who reaches it could decrypt every payload; set --token-file or %s (or, knowingly, --insecure-no-auth)", cfg.Listen, EnvTokenFile)
+	}
 	return cfg, nil
+}
+
+// loopback reports whether a listen address binds only the loopback
+// interface: localhost or a loopback IP. An empty host, 0.0.0.0, :: and any
+// other name may be reachable from elsewhere.
+func loopback(listen string) bool {
+	host, _, err := net.SplitHostPort(listen)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // Main runs the server until ctx is done and returns the exit code.

@@ -162,10 +162,39 @@ func TestParseArgs(t *testing.T) {
 		{[]string{"--origins", "http://ui/path"}, env, "--origins"},
 		{[]string{"--token-file", empty}, env, "is empty"},
 		{nil, config.MapEnv{config.EnvEncryptionKeyFile: keys, EnvTokenFile: "/nonexistent/tok"}, EnvTokenFile},
+		{[]string{"--listen", "0.0.0.0:8081"}, env, "not a loopback address and no bearer token"},
+		{[]string{"--listen", ":8081"}, env, "--token-file or " + EnvTokenFile},
+		{[]string{"--listen", "codec:8081"}, env, "--insecure-no-auth"},
+		{[]string{"--listen", "[::]:8081"}, env, "not a loopback address"},
 	} {
 		if _, err := ParseArgs(tc.args, tc.env, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: want an error naming %q, got %v", tc.args, tc.want, err)
 		}
+	}
+}
+
+// Off loopback a token is required, unless refused knowingly; on loopback
+// none is needed.
+func TestNonLoopbackNeedsAToken(t *testing.T) {
+	keys, _ := writeKeyFile(t)
+	tok := filepath.Join(t.TempDir(), "tok")
+	os.WriteFile(tok, []byte("abc\n"), 0o600)
+	env := config.MapEnv{config.EnvEncryptionKeyFile: keys}
+	for _, args := range [][]string{
+		{"--listen", "127.0.0.1:0"}, {"--listen", "localhost:8081"}, {"--listen", "[::1]:8081"},
+		{"--listen", "0.0.0.0:8081", "--token-file", tok}, {"--listen", "0.0.0.0:8081", "--insecure-no-auth"},
+	} {
+		if _, err := ParseArgs(args, env, &bytes.Buffer{}); err != nil {
+			t.Errorf("%v: %v", args, err)
+		}
+	}
+	withEnvToken := config.MapEnv{config.EnvEncryptionKeyFile: keys, EnvTokenFile: tok}
+	if cfg, err := ParseArgs([]string{"--listen", ":8081"}, withEnvToken, &bytes.Buffer{}); err != nil || cfg.Token != "abc" {
+		t.Errorf("token from %s: %+v, %v", EnvTokenFile, cfg, err)
+	}
+	var stderr bytes.Buffer
+	if code := Main(context.Background(), []string{"--listen", "0.0.0.0:0"}, env, &stderr); code != ExitUsage || !strings.Contains(stderr.String(), "--token-file") {
+		t.Errorf("Main off loopback without a token = %d, %q", code, stderr.String())
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -20,7 +21,7 @@ func TestLoadWorkerDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := activities.DefaultLimits()
-	if w.Activities.Limits != want {
+	if !reflect.DeepEqual(w.Activities.Limits, want) {
 		t.Errorf("limits = %+v, want %+v", w.Activities.Limits, want)
 	}
 	if w.Activities.Limits.MaxRounds != 256 || w.Activities.Limits.MaxHandoffChars != 16384 || w.Activities.Limits.MaxObjectiveChars != 32768 {
@@ -78,7 +79,7 @@ func TestLoadWorkerValues(t *testing.T) {
 			if got := strings.Join(w.Activities.Agent.FallbackModels, "|"); got != "gpt-b|qwen2.5-coder:32b" {
 				t.Errorf("fallback models = %q", got)
 			}
-			if w.Activities.Limits != want {
+			if !reflect.DeepEqual(w.Activities.Limits, want) {
 				t.Errorf("limits = %+v, want %+v", w.Activities.Limits, want)
 			}
 			a := w.Activities
@@ -96,6 +97,21 @@ func TestLoadWorkerValues(t *testing.T) {
 			func(t *testing.T, w Worker) {
 				if w.Activities.Limits.MaxRounds != 3 || w.TaskQueue != "q2" || w.ConcurrentRounds != 1 {
 					t.Errorf("got %+v", w)
+				}
+			}},
+		{"protected paths and the reviewer", []string{"--review-model", "judge"},
+			MapEnv{"RALPH_PROTECTED_PATHS": " tests/**, !tests/fixtures/** ,verify.sh,", "RALPH_REVIEW": "on", "RALPH_REVIEW_DIFF_CHARS": "1000"},
+			func(t *testing.T, w Worker) {
+				a := w.Activities
+				if !reflect.DeepEqual(a.Limits.ProtectedPaths, []string{"tests/**", "!tests/fixtures/**", "verify.sh"}) || !a.Limits.Review ||
+					a.ReviewModel != "judge" || a.ReviewDiffChars != 1000 {
+					t.Errorf("got %+v %+v", a.Limits, a)
+				}
+			}},
+		{"reviewer off by default", nil, MapEnv{},
+			func(t *testing.T, w Worker) {
+				if w.Activities.Limits.Review || w.Activities.ReviewDiffChars != 60000 || w.Activities.Limits.ProtectedPaths != nil {
+					t.Errorf("got %+v", w.Activities)
 				}
 			}},
 		{"empty env counts as unset", nil, MapEnv{"RALPH_MAX_ROUNDS": "", "RALPH_TASK_QUEUE": ""},
@@ -182,6 +198,9 @@ func TestLoadWorkerErrors(t *testing.T) {
 		{"empty flag number", []string{"--max-result-chars="}, MapEnv{}, []string{"--max-result-chars", `""`}},
 		{"seconds", nil, MapEnv{"RALPH_MODEL_CALL_TIMEOUT_SECONDS": "5m"}, []string{"RALPH_MODEL_CALL_TIMEOUT_SECONDS", `"5m"`}},
 		{"bool", nil, MapEnv{"RALPH_DEMO": "maybe"}, []string{"RALPH_DEMO", `"maybe"`}},
+		{"review", nil, MapEnv{"RALPH_REVIEW": "yes"}, []string{"RALPH_REVIEW", `"yes"`, "off, on"}},
+		{"protected pattern", nil, MapEnv{"RALPH_PROTECTED_PATHS": "tests/**,[z-a"}, []string{"RALPH_PROTECTED_PATHS", "[z-a", "not a valid gitignore pattern"}},
+		{"review diff chars", nil, MapEnv{"RALPH_REVIEW_DIFF_CHARS": "0"}, []string{"RALPH_REVIEW_DIFF_CHARS", `"0"`}},
 		{"heartbeat vs round timeout", nil, MapEnv{"RALPH_HEARTBEAT_TIMEOUT_SECONDS": "60", "RALPH_ROUND_TIMEOUT_SECONDS": "60"},
 			[]string{"RALPH_HEARTBEAT_TIMEOUT_SECONDS", "RALPH_ROUND_TIMEOUT_SECONDS"}},
 		{"bad base url", nil, MapEnv{"OPENAI_BASE_URL": "localhost:8080"}, []string{"OPENAI_BASE_URL", "localhost:8080"}},
@@ -294,6 +313,7 @@ func TestStarterConfig(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			got.Tracing = Tracing{} // TestLoadTracing covers it
 			if got != tt.want {
 				t.Errorf("got %+v, want %+v", got, tt.want)
 			}

@@ -63,6 +63,8 @@ type Starter struct {
 	TaskQueue      string
 	MaxResultChars int
 	Connection     Connection
+	// Tracing comes from the standard OTEL_* variables.
+	Tracing Tracing
 }
 
 // StarterFlags registers the starter's shared flags on fs: --task-queue,
@@ -103,6 +105,14 @@ func (f *StarterFlags) Resolve(env Env) (Starter, error) {
 	if set["task-queue"] {
 		s.TaskQueue = f.taskQueue.value
 	}
+	tr, err := LoadTracing(env, DefaultStarterService)
+	if err != nil {
+		return Starter{}, err
+	}
+	if err := tr.CheckEncryption(s.Connection.EncryptionKeyFile); err != nil {
+		return Starter{}, err
+	}
+	s.Tracing = tr
 	if s.TaskQueue == "" {
 		return Starter{}, errors.New("--task-queue / RALPH_TASK_QUEUE: must not be empty")
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/ralph-temporal/ralph/activities"
 	"github.com/ralph-temporal/ralph/agent"
+	"github.com/ralph-temporal/ralph/agent/tools"
 	"github.com/ralph-temporal/ralph/internal/gitws"
 	"github.com/ralph-temporal/ralph/internal/sandbox"
 	"github.com/ralph-temporal/ralph/workflows"
@@ -51,6 +52,8 @@ type Worker struct {
 	// LogLevel and LogFormat ("text" or "json") configure the slog handler.
 	LogLevel  slog.Level
 	LogFormat string
+	// Tracing comes from the standard OTEL_* variables.
+	Tracing Tracing
 }
 
 // Connection holds command-line overrides of the standard Temporal client
@@ -191,6 +194,43 @@ func workerSettings() []setting {
 			secp: func(w *Worker) *time.Duration { return &w.Activities.Agent.VerifyTimeout }},
 		{flag: "verify-attempts", env: "RALPH_VERIFY_ATTEMPTS", usage: "failed verifications per round before complete is refused outright",
 			intp: func(w *Worker) *int { return &w.Activities.Agent.VerifyAttempts }},
+		{flag: "protected-paths", env: "RALPH_PROTECTED_PATHS", usage: "comma-separated gitignore-style patterns the model may read but never change (on top of a run's protectedPaths)",
+			custom: func(w *Worker, source, value string) error {
+				var patterns []string
+				for _, p := range strings.Split(value, ",") {
+					if p = strings.TrimSpace(p); p != "" {
+						patterns = append(patterns, p)
+					}
+				}
+				if _, err := tools.ParseProtected(patterns); err != nil {
+					return fmt.Errorf("%s=%q: %v", source, value, err)
+				}
+				lim(w).ProtectedPaths = patterns
+				return nil
+			},
+			def: func(w *Worker) string { return strings.Join(lim(w).ProtectedPaths, ",") }},
+		{flag: "review", env: "RALPH_REVIEW", usage: "off or on: an independent reviewer checks every accepted completion (a run's review input overrides)",
+			custom: func(w *Worker, source, value string) error {
+				switch value {
+				case "on":
+					lim(w).Review = true
+				case "off":
+					lim(w).Review = false
+				default:
+					return fmt.Errorf("%s=%q: must be one of off, on", source, value)
+				}
+				return nil
+			},
+			def: func(w *Worker) string {
+				if lim(w).Review {
+					return "on"
+				}
+				return "off"
+			}},
+		{flag: "review-model", env: "RALPH_REVIEW_MODEL", usage: "the reviewer's model on the same endpoint (empty: RALPH_MODEL)",
+			strp: func(w *Worker) *string { return &w.Activities.ReviewModel }},
+		{flag: "review-diff-chars", env: "RALPH_REVIEW_DIFF_CHARS", usage: "max code points of the run's change (diff stat and patch) shown to the reviewer",
+			intp: func(w *Worker) *int { return &w.Activities.ReviewDiffChars }},
 		{flag: "sandbox", env: "RALPH_SANDBOX", usage: "auto, bwrap or off: how the model's commands are isolated",
 			custom: enum(func(w *Worker) *string { return &w.Activities.Sandbox.Mode }, sandbox.ModeAuto, sandbox.ModeBwrap, sandbox.ModeOff),
 			def:    func(w *Worker) string { return w.Activities.Sandbox.Mode }},
@@ -442,6 +482,11 @@ func LoadWorker(args []string, env Env, usage io.Writer) (Worker, error) {
 			return Worker{}, err
 		}
 	}
+	tr, err := LoadTracing(env, DefaultWorkerService)
+	if err != nil {
+		return Worker{}, err
+	}
+	w.Tracing = tr
 	if err := w.finish(); err != nil {
 		return Worker{}, err
 	}
@@ -452,6 +497,9 @@ func LoadWorker(args []string, env Env, usage io.Writer) (Worker, error) {
 func (w *Worker) finish() error {
 	if w.TaskQueue == "" {
 		return errors.New("RALPH_TASK_QUEUE / --task-queue: must not be empty")
+	}
+	if err := w.Tracing.CheckEncryption(w.Connection.EncryptionKeyFile); err != nil {
+		return err
 	}
 	lim := w.Activities.Limits
 	if lim.HeartbeatTimeoutSeconds >= lim.RoundTimeoutSeconds {
@@ -560,6 +608,7 @@ func (w Worker) LogAttrs() []any {
 		slog.Duration("heartbeatInterval", a.HeartbeatInterval),
 		slog.Duration("stopTimeout", w.StopTimeout),
 		slog.String("git", a.Git.Mode),
+		slog.String("reviewModel", a.ReviewModel),
 		slog.String("gitRemote", gitws.RedactURL(a.Git.Remote)),
 	}
 }

@@ -18,6 +18,8 @@ import (
 
 	"github.com/ralph-temporal/ralph/internal/runes"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	workflowpb "go.temporal.io/api/workflow/v1"
@@ -26,6 +28,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/ralph-temporal/ralph/app/config"
+	"github.com/ralph-temporal/ralph/app/traces"
 	"github.com/ralph-temporal/ralph/internal/codec"
 	"github.com/ralph-temporal/ralph/report"
 	"github.com/ralph-temporal/ralph/workflows"
@@ -71,6 +74,43 @@ func (a *App) Main(args []string) int {
 	// The SDK logs through slog, quietly: the starter talks to people.
 	opts.Logger = tlog.NewStructuredLogger(slog.New(slog.NewTextHandler(a.Stderr, &slog.HandlerOptions{Level: slog.LevelError})))
 	ctx := context.Background()
+	tp, err := traces.Start(ctx, cmd.cfg.Tracing)
+	if err != nil {
+		fmt.Fprintf(a.Stderr, "starter: %v\n", err)
+		return ExitUsage
+	}
+	if tp != nil {
+		ti, err := tp.ClientInterceptor()
+		if err != nil {
+			fmt.Fprintf(a.Stderr, "starter: %v\n", err)
+			return ExitFailed
+		}
+		opts.Interceptors = append(opts.Interceptors, ti)
+		// Flushed at exit: the starter's spans (its root span last) reach
+		// the collector before the process ends.
+		defer func() {
+			if err := tp.Shutdown(context.Background()); err != nil {
+				fmt.Fprintf(a.Stderr, "starter: warning: flushing traces: %v\n", err)
+			}
+		}()
+	}
+	// The command's span is the root of its trace: for run and start, the
+	// trace the workflow, its rounds and their model and tool calls join.
+	ctx, span := tp.Options().Start(ctx, "starter "+cmd.name)
+	code := a.connected(ctx, cmd, opts)
+	span.SetAttributes(attribute.Int("ralph.exit_code", code))
+	if cmd.workflowID != "" {
+		span.SetAttributes(attribute.String("temporalWorkflowID", cmd.workflowID))
+	}
+	if code == ExitFailed || code == ExitUsage {
+		span.SetStatus(codes.Error, fmt.Sprintf("exit code %d", code))
+	}
+	span.End()
+	return code
+}
+
+// connected runs cmd on a client dialled with opts.
+func (a *App) connected(ctx context.Context, cmd command, opts client.Options) int {
 	dctx, cancel := context.WithTimeout(ctx, a.DialTimeout)
 	c, err := config.Dial(dctx, opts, a.Env)
 	cancel()
@@ -306,7 +346,7 @@ func (s *session) printResult(res workflows.Result) int {
 		}
 	} else {
 		o := report.Outcome{Status: res.Status, Rounds: res.RoundsStarted, Limit: res.Limit,
-			Verification: res.Verification, Report: res.Report}
+			Verification: res.Verification, Report: res.Report, Review: res.Review}
 		if res.Reason != nil {
 			o.Reason = *res.Reason
 		}

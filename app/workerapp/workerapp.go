@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"slices"
 	"syscall"
 	"time"
@@ -24,6 +25,7 @@ import (
 	"github.com/ralph-temporal/ralph/activities"
 	"github.com/ralph-temporal/ralph/app/config"
 	"github.com/ralph-temporal/ralph/app/searchattrs"
+	"github.com/ralph-temporal/ralph/app/traces"
 	"github.com/ralph-temporal/ralph/internal/fakeopenai"
 	"github.com/ralph-temporal/ralph/workflows"
 )
@@ -131,9 +133,27 @@ func Run(ctx context.Context, cfg config.Worker, env config.Env, logger *slog.Lo
 		return fmt.Errorf("create the session directory (RALPH_SESSION_DIR): %w", err)
 	}
 	if cfg.Connection.EncryptionKeyFile != "" {
-		// The payload key is a worker secret like the TLS files.
-		cfg.Activities.Sandbox.Hide = append(slices.Clip(cfg.Activities.Sandbox.Hide), cfg.Connection.EncryptionKeyFile)
+		// The payload key is a worker secret like the TLS files; its whole
+		// directory goes (copies and rotated keys lie beside it).
+		cfg.Activities.Sandbox.Hide = append(slices.Clip(cfg.Activities.Sandbox.Hide),
+			cfg.Connection.EncryptionKeyFile, filepath.Dir(cfg.Connection.EncryptionKeyFile))
 	}
+	tp, err := traces.Start(ctx, cfg.Tracing)
+	if err != nil {
+		return &UsageError{Err: err}
+	}
+	if tp != nil {
+		// Deferred before the client's Close, so it runs after the worker
+		// has drained: the last rounds' spans are flushed at shutdown.
+		defer func() {
+			if err := tp.Shutdown(context.Background()); err != nil {
+				logger.Warn("flushing the traces at shutdown failed", "error", err)
+			}
+		}()
+		logger.Info("tracing on", "endpoint", cfg.Tracing.Endpoint, "protocol", cfg.Tracing.Protocol,
+			"serviceName", cfg.Tracing.ServiceName, "captureMessageContent", cfg.Tracing.CaptureContent)
+	}
+	cfg.Activities.Agent.Tracing = tp.Options()
 	acts, err := activities.New(cfg.Activities)
 	if err != nil {
 		return &UsageError{Err: fmt.Errorf("activities configuration: %w", err)}
@@ -145,16 +165,25 @@ func Run(ctx context.Context, cfg config.Worker, env config.Env, logger *slog.Lo
 		return &UsageError{Err: err}
 	}
 	opts.Logger = tlog.NewStructuredLogger(logger)
+	version, err := DeploymentVersion(cfg.Versioning)
+	if err != nil {
+		return &UsageError{Err: err}
+	}
+	wopts := Options(cfg, version)
+	if tp != nil {
+		ti, err := tp.ClientInterceptor()
+		if err != nil {
+			return err
+		}
+		opts.Interceptors = append(opts.Interceptors, ti)
+		wopts.Interceptors = append(wopts.Interceptors, tp.WorkerInterceptor())
+	}
 	if cfg.MetricsAddress != "" {
 		stopMetrics, err := serveMetrics(&opts, cfg.MetricsAddress, logger)
 		if err != nil {
 			return &UsageError{Err: err}
 		}
 		defer stopMetrics()
-	}
-	version, err := DeploymentVersion(cfg.Versioning)
-	if err != nil {
-		return &UsageError{Err: err}
 	}
 	logger.Info("starting Ralph worker", append([]any{"version", VersionString(version), "address", opts.HostPort, "namespace", opts.Namespace,
 		"encryptionKeyFile", cfg.Connection.EncryptionKeyFile, "metricsAddress", cfg.MetricsAddress}, cfg.LogAttrs()...)...)
@@ -170,7 +199,6 @@ func Run(ctx context.Context, cfg config.Worker, env config.Env, logger *slog.Lo
 		}
 	}
 
-	wopts := Options(cfg, version)
 	fatal := make(chan error, 1)
 	wopts.OnFatalError = func(err error) {
 		select {

@@ -132,6 +132,13 @@ func localEnv(env map[string]string, addr, state string) config.MapEnv {
 			out[key] = filepath.Join(state, sub)
 		}
 	}
+	// The dev server's database (every run's history) and the logs are
+	// invisible to commands; the workspace inside is mounted back.
+	hide := state
+	if out["RALPH_SANDBOX_HIDE"] != "" {
+		hide = out["RALPH_SANDBOX_HIDE"] + ":" + state
+	}
+	out["RALPH_SANDBOX_HIDE"] = hide
 	return out
 }
 

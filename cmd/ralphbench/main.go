@@ -33,13 +33,16 @@ import (
 
 var allSections = []string{"overhead", "scale", "cancel", "crash", "prompt", "history", "encryption"}
 
+// Scenarios that run only when named in -only (they take long).
+var extraSections = []string{"churn"}
+
 func main() {
 	os.Exit(run())
 }
 
 func run() int {
 	var (
-		only         = flag.String("only", strings.Join(allSections, ","), "comma-separated benchmarks to run: "+strings.Join(allSections, ","))
+		only         = flag.String("only", strings.Join(allSections, ","), "comma-separated benchmarks to run: "+strings.Join(allSections, ",")+" (default), and "+strings.Join(extraSections, ","))
 		clusterAddr  = flag.String("cluster", "", "address of a running PostgreSQL-backed Temporal server to measure the overhead on beside the dev server")
 		withCluster  = flag.Bool("with-cluster", false, "start a PostgreSQL-backed Temporal cluster (devenv/cluster) and measure the overhead on it beside the dev server")
 		clusterNS    = flag.String("cluster-namespace", "default", "namespace on -cluster")
@@ -57,6 +60,11 @@ func run() int {
 		cancelN      = flag.Int("cancel-samples", 20, "samples of the cancellation benchmark")
 		crashN       = flag.Int("crash-samples", 5, "samples per heartbeat setting of the crash-recovery benchmark")
 		crashHB      = flag.String("crash-heartbeat-timeouts", "5,2", "RALPH_HEARTBEAT_TIMEOUT_SECONDS settings of the crash benchmark (5 is the default)")
+		churnRuns    = flag.Int("churn-runs", 500, "runs of the load-and-churn scenario (with -with-cluster it runs on the PostgreSQL server)")
+		churnRounds  = flag.Int("churn-rounds", 3, "rounds per run of the churn scenario")
+		churnWorkers = flag.Int("churn-workers", 3, "worker processes of the churn scenario")
+		churnLatency = flag.Duration("churn-latency", 20*time.Millisecond, "scripted model latency per call in the churn scenario")
+		churnSeries  = flag.Int("churn-throughput-runs", 150, "runs of each step of the churn scenario's 1..N-worker throughput series (0 skips it)")
 	)
 	flag.Parse()
 	want := map[string]bool{}
@@ -65,8 +73,8 @@ func run() int {
 		if s == "" {
 			continue
 		}
-		if !contains(allSections, s) {
-			fmt.Fprintf(os.Stderr, "ralphbench: unknown benchmark %q (have %s)\n", s, strings.Join(allSections, ","))
+		if !contains(allSections, s) && !contains(extraSections, s) {
+			fmt.Fprintf(os.Stderr, "ralphbench: unknown benchmark %q (have %s)\n", s, strings.Join(append(allSections, extraSections...), ","))
 			return 2
 		}
 		want[s] = true
@@ -148,6 +156,8 @@ func run() int {
 		Progress:  progress,
 		Tag:       strconv.FormatInt(time.Now().Unix()%1_000_000, 36),
 	}
+	var serverRestart func(context.Context) error
+	var dbSize func(context.Context) (int64, error)
 	if *withCluster {
 		if *clusterAddr != "" {
 			fmt.Fprintln(os.Stderr, "ralphbench: -cluster and -with-cluster exclude each other")
@@ -161,6 +171,8 @@ func run() int {
 		}
 		defer cl.Stop()
 		*clusterAddr, *clusterNS = cl.Address, cl.Namespace
+		serverRestart = cl.Restart
+		dbSize = func(ctx context.Context) (int64, error) { return postgresSize(ctx, cl.PostgresURL) }
 	}
 	if *clusterAddr != "" {
 		c, err := client.DialContext(ctx, client.Options{HostPort: *clusterAddr, Namespace: *clusterNS, Logger: devserver.QuietLogger{}})
@@ -213,6 +225,16 @@ func run() int {
 		}},
 		{"prompt", cmdFor("prompt", ""), func() (bench.Section, error) { return h.Prompt(ctx) }},
 		{"history", cmdFor("history", ""), func() (bench.Section, error) { return h.History(ctx) }},
+		{"churn", cmdFor("churn", fmt.Sprintf("-churn-runs %d -churn-rounds %d -churn-workers %d -churn-latency %s -churn-throughput-runs %d -with-cluster",
+			*churnRuns, *churnRounds, *churnWorkers, *churnLatency, *churnSeries)), func() (bench.Section, error) {
+			if h.Cluster == nil {
+				serverRestart = func(ctx context.Context) error { return dev.Restart(ctx) }
+			}
+			return h.ChurnSection(ctx, bench.ChurnSectionConfig{ThroughputRuns: *churnSeries, ChurnConfig: bench.ChurnConfig{
+				Runs: *churnRuns, Rounds: *churnRounds, Workers: *churnWorkers, Latency: *churnLatency,
+				RollingRestart: true, Kill: true, ServerRestart: serverRestart, DBSize: dbSize,
+			}})
+		}},
 		{"encryption", cmdFor("encryption", fmt.Sprintf("-overhead-rounds %d -overhead-reps %d", *rounds, *reps)), func() (bench.Section, error) {
 			return h.Encryption(ctx, bench.EncryptionConfig{Rounds: *rounds, Reps: *reps})
 		}},
@@ -342,4 +364,14 @@ func ints(s string) ([]int, error) {
 		return nil, fmt.Errorf("empty list")
 	}
 	return out, nil
+}
+
+// postgresSize is the size of the Temporal databases in bytes.
+func postgresSize(ctx context.Context, url string) (int64, error) {
+	out, err := exec.CommandContext(ctx, "psql", url, "-Atc",
+		"select sum(pg_database_size(datname)) from pg_database where datname like 'temporal%'").Output()
+	if err != nil {
+		return 0, fmt.Errorf("psql: %w", err)
+	}
+	return strconv.ParseInt(strings.TrimSpace(string(out)), 10, 64)
 }

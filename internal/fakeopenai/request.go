@@ -60,3 +60,14 @@ func (r Request) LastToolOutput() string {
 	}
 	return ""
 }
+
+// IsReview reports whether the request comes from an independent reviewer
+// session (it offers submit_review).
+func (r Request) IsReview() bool {
+	for _, t := range r.Chat.Tools {
+		if t.Function != nil && t.Function.Name == "submit_review" {
+			return true
+		}
+	}
+	return false
+}

@@ -206,3 +206,18 @@ func errorBody(code int, message string) string {
 	}})
 	return string(data)
 }
+
+// ReviewArgs are submit_review's arguments (nil findings are sent as []).
+type ReviewArgs struct {
+	Verdict  string   `json:"verdict"`
+	Summary  string   `json:"summary"`
+	Findings []string `json:"findings"`
+}
+
+// SubmitReview is a submit_review call.
+func SubmitReview(r ReviewArgs) Call {
+	if r.Findings == nil {
+		r.Findings = []string{}
+	}
+	return CallJSON("submit_review", r)
+}

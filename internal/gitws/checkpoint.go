@@ -20,7 +20,11 @@ func (g *Git) Checkpoint(ctx context.Context, dir string, p Prepared, r Round, h
 	if err := g.checkRepo(ctx, dir); err != nil {
 		return Checkpoint{}, "", err
 	}
-	if _, err := g.run(ctx, dir, cmdOpts{}, "add", "-A", "--", "."); err != nil {
+	spec, err := workPathspec(dir)
+	if err != nil {
+		return Checkpoint{}, "", err
+	}
+	if _, err := g.run(ctx, dir, cmdOpts{}, append([]string{"add", "-A"}, spec...)...); err != nil {
 		return Checkpoint{}, "", fmt.Errorf("stage the work tree: %w", err)
 	}
 	out, err := g.run(ctx, dir, cmdOpts{}, "write-tree")

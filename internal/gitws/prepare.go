@@ -147,7 +147,11 @@ func (g *Git) resetTo(ctx context.Context, dir, commit string) error {
 	if _, err := g.run(ctx, dir, cmdOpts{}, "reset", "-q", "--hard", commit); err != nil {
 		return fmt.Errorf("reset the work tree to %s: %w", commit, err)
 	}
-	if _, err := g.run(ctx, dir, cmdOpts{}, "clean", "-q", "-f", "-d"); err != nil {
+	spec, err := workPathspec(dir)
+	if err != nil {
+		return err
+	}
+	if _, err := g.run(ctx, dir, cmdOpts{}, append([]string{"clean", "-q", "-f", "-d"}, spec...)...); err != nil {
 		return fmt.Errorf("remove untracked files: %w", err)
 	}
 	return nil

@@ -7,11 +7,12 @@ import (
 	"github.com/ralph-temporal/ralph/internal/names"
 )
 
-// refComponent makes a workflow id usable inside a ref name: characters git
-// forbids (and '/', so one id stays one component) become '-', and the
-// forms git refuses (a leading '.', "..", a ".lock" suffix, "@{") are broken
-// up. Distinct ids that map to one name still get distinct refs per round
-// and attempt; the Ralph-Workflow-Id trailer keeps the exact id.
+// refComponent makes a workflow id usable inside a ref name, one-to-one: an
+// id that is already a safe ref component is kept; any other has the
+// characters git forbids (and '/', so one id stays one component) replaced,
+// the forms git refuses (a leading '.', "..", a ".lock" suffix) broken up,
+// and a hash of the exact id appended, so two ids never share a ref. The
+// Ralph-Workflow-Id trailer keeps the exact id.
 func refComponent(id string) string {
 	var b strings.Builder
 	for _, r := range id {
@@ -22,16 +23,15 @@ func refComponent(id string) string {
 			b.WriteByte('-')
 		}
 	}
-	// Bounded like a file name: refs are files under .git/refs.
-	s := strings.ReplaceAll(names.Shorten(b.String(), maxRefComponentBytes), "..", "-.")
-	s = strings.TrimLeft(s, ".")
+	s := strings.TrimLeft(strings.ReplaceAll(b.String(), "..", "-."), ".")
 	if strings.HasSuffix(s, ".lock") || strings.HasSuffix(s, ".") {
 		s += "-"
 	}
-	if s == "" {
-		s = "-"
+	// Bounded like a file name: refs are files under .git/refs.
+	if s == id && s != "" && len(s) <= maxRefComponentBytes && !names.HasHashSuffix(s) {
+		return s
 	}
-	return s
+	return names.Hashed(s, id, maxRefComponentBytes)
 }
 
 // maxRefComponentBytes leaves room in one file name for what git appends.

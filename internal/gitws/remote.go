@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 )
 
 // ErrPushRejected: the remote refused the checkpoint (another worker or a
@@ -88,7 +90,7 @@ func (g *Git) leftoverOwner(dir string, r Round) (string, int, int) {
 	if r.Attempt > 1 {
 		return r.WorkflowID, r.Round, r.Attempt - 1
 	}
-	data, err := os.ReadFile(filepath.Join(dir, ".git", attemptMarker))
+	data, err := readGitFile(dir, attemptMarker)
 	var m marker
 	if err == nil && json.Unmarshal(data, &m) == nil && m.WorkflowID != "" && m.Round > 0 && m.Attempt > 0 {
 		return m.WorkflowID, m.Round, m.Attempt
@@ -101,10 +103,59 @@ func writeMarker(dir string, r Round) error {
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(dir, ".git", attemptMarker), data, 0o600); err != nil {
+	if err := writeGitFile(dir, attemptMarker, data); err != nil {
 		return fmt.Errorf("record the attempt in the clone: %w", err)
 	}
 	return nil
+}
+
+// The worker's own files under .git are opened through an os.Root on .git
+// and without following a final link: a link planted there (after the
+// last check) leads nowhere outside .git, and never to the link's target.
+
+func writeGitFile(dir, name string, data []byte) error {
+	root, err := os.OpenRoot(filepath.Join(dir, ".git"))
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	f, err := root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func readGitFile(dir, name string) ([]byte, error) {
+	f, err := openGitFile(dir, name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, 1<<20))
+}
+
+// openGitFile opens .git/name for reading: no link followed, and a FIFO or
+// device is refused (opened non-blocking, then checked) instead of read.
+func openGitFile(dir, name string) (*os.File, error) {
+	root, err := os.OpenRoot(filepath.Join(dir, ".git"))
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	f, err := root.OpenFile(name, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, fmt.Errorf("%w: %s is not a regular file", ErrUnsafeRepo, filepath.Join(dir, ".git", name))
+	}
+	return f, nil
 }
 
 func clearMarker(dir string) error {

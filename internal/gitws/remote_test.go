@@ -204,9 +204,13 @@ func TestRemoteBadWorkspaceName(t *testing.T) {
 func TestRemoteUsesTheWorkersGitConfiguration(t *testing.T) {
 	bare := bareRemote(t)
 	alias := "https://git.example.invalid/team/repo.git"
-	t.Setenv("GIT_CONFIG_COUNT", "1")
-	t.Setenv("GIT_CONFIG_KEY_0", "url."+bare+".insteadOf")
-	t.Setenv("GIT_CONFIG_VALUE_0", alias)
+	// The worker's own ~/.gitconfig; the environment is allowlisted, so
+	// git configuration passed in GIT_CONFIG_* variables does not reach it.
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	if err := os.WriteFile(filepath.Join(home, ".gitconfig"), []byte("[url \""+bare+"\"]\n\tinsteadOf = "+alias+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	g := newGit(t, ModeRemote, alias)
 	dir := workspace(t, "ws")
 	p := prepare(t, g, dir, round(1, 1))

@@ -56,6 +56,12 @@ func (g *Git) overrides() []string {
 	return []string{
 		"-c", "core.hooksPath=" + g.hooksDir,
 		"-c", "core.fsmonitor=false",
+		// Never into a nested repository or submodule: its config, hooks
+		// and filters are the model's (see nestedRepos for untracked ones).
+		"-c", "submodule.recurse=false",
+		"-c", "diff.ignoreSubmodules=all",
+		"-c", "fetch.recurseSubmodules=false",
+		"-c", "push.recurseSubmodules=no",
 		"-c", "commit.gpgSign=false",
 		"-c", "core.quotePath=false",
 		"-c", "gc.auto=0",
@@ -93,7 +99,7 @@ func (g *Git) run(parent context.Context, dir string, opts cmdOpts, args ...stri
 	full := append(g.overrides(), args...)
 	cmd := exec.CommandContext(ctx, "git", full...)
 	cmd.Dir = dir
-	cmd.Env = append(gitEnv(os.Environ()),
+	cmd.Env = append(stepEnv(os.Environ(), g.cfg.Mode == ModeRemote),
 		"GIT_TERMINAL_PROMPT=0",
 		"GIT_CEILING_DIRECTORIES="+filepath.Dir(dir),
 		"GIT_PAGER=cat",
@@ -136,20 +142,22 @@ func (g *Git) run(parent context.Context, dir string, opts cmdOpts, args ...stri
 	return stdout.String(), nil
 }
 
-// gitEnv drops the variables that would point git at another repository,
-// index or work tree than the one a step names. The worker's own git
-// configuration (including GIT_CONFIG_COUNT/KEY/VALUE credentials) stays;
-// the command-line overrides come after it and win.
-func gitEnv(env []string) []string {
-	out := make([]string, 0, len(env))
-	for _, kv := range env {
-		name, _, _ := strings.Cut(kv, "=")
-		switch name {
-		case "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY", "GIT_COMMON_DIR",
-			"GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_NAMESPACE", "GIT_CEILING_DIRECTORIES", "GIT_PREFIX":
-			continue
+// stepEnv is the environment of a git step, built from an allowlist: the
+// model API key, TEMPORAL_* secrets and every other worker variable stay
+// out of a program git might run, and no inherited GIT_* variable points a
+// step at another repository, index or configuration. The worker's git
+// configuration comes from HOME; SSH_AUTH_SOCK carries its SSH identity to
+// the remote (remote mode only). The GIT_* a step needs are appended by run.
+func stepEnv(environ []string, remote bool) []string {
+	out := make([]string, 0, 8)
+	for _, kv := range environ {
+		name, _, ok := strings.Cut(kv, "=")
+		switch {
+		case !ok:
+		case name == "PATH", name == "HOME", name == "USER", name == "LANG", name == "TZ",
+			strings.HasPrefix(name, "LC_"), remote && name == "SSH_AUTH_SOCK":
+			out = append(out, kv)
 		}
-		out = append(out, kv)
 	}
 	return out
 }

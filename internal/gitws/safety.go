@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -29,12 +30,15 @@ var deniedKeys = []string{
 	"core.sshcommand", "core.gitproxy", "core.askpass", "core.worktree",
 	"core.alternaterefscommand", "extensions.worktreeconfig",
 	"remote.*.vcs", "remote.*.uploadpack", "remote.*.receivepack",
+	"submodule.*.update",
 }
 
 // checkRepo refuses a repository whose layout or configuration would let
 // the workspace steer the worker's git: .git must be a plain directory (not a
-// link or a "gitdir:" file pointing elsewhere), its config a plain file with
-// only allowed keys.
+// link or a "gitdir:" file pointing elsewhere) holding no link, special file
+// or alternates file anywhere (checkGitTree), its config a plain file with
+// only allowed keys; in remote mode no remote of its own, so nothing but
+// RALPH_GIT_REMOTE can be what a remote step talks to.
 func (g *Git) checkRepo(ctx context.Context, dir string) error {
 	gitDir := filepath.Join(dir, ".git")
 	fi, err := os.Lstat(gitDir)
@@ -47,6 +51,18 @@ func (g *Git) checkRepo(ctx context.Context, dir string) error {
 	for _, name := range []string{"commondir", "config.worktree"} {
 		if _, err := os.Lstat(filepath.Join(gitDir, name)); err == nil {
 			return fmt.Errorf("%w: %s exists (it would bring configuration from outside .git/config)", ErrUnsafeRepo, filepath.Join(gitDir, name))
+		}
+	}
+	if err := checkGitTree(gitDir); err != nil {
+		return err
+	}
+	if g.cfg.Mode == ModeRemote {
+		// Named remotes outside the config: git reads them for a remote
+		// argument without a '/', as an scp-like URL can be.
+		for _, name := range []string{"remotes", "branches"} {
+			if _, err := os.Lstat(filepath.Join(gitDir, name)); err == nil {
+				return fmt.Errorf("%w: %s exists (it can name a remote that redirects %s)", ErrUnsafeRepo, filepath.Join(gitDir, name), SettingRemote)
+			}
 		}
 	}
 	if err := removeStaleLocks(dir); err != nil {
@@ -71,12 +87,60 @@ func (g *Git) checkRepo(ctx context.Context, dir string) error {
 		if key == "" {
 			continue
 		}
-		if why := deniedKey(strings.ToLower(key)); why != "" {
+		lower := strings.ToLower(key)
+		why := deniedKey(lower)
+		if why == "" && g.cfg.Mode == ModeRemote && strings.HasPrefix(lower, "remote.") {
+			why = "could redirect the worker's fetch and push away from " + SettingRemote
+		}
+		if why != "" {
 			return fmt.Errorf("%w: %s sets %s, which %s; checkpoints never run it with the worker's credentials (remove it: git config --unset-all %s)",
 				ErrUnsafeRepo, cfgPath, key, why, key)
 		}
 	}
 	return nil
+}
+
+// alternatesFiles would make git read objects from another repository.
+var alternatesFiles = []string{"objects/info/alternates", "objects/info/http-alternates"}
+
+// checkGitTree refuses a symbolic link or special file anywhere inside
+// .git, and an alternates file: through any of them a step would read or
+// write another workspace's refs and objects, or a host file, or block on
+// a FIFO. Directory entries carry their type, so this reads directories
+// only and never stats or opens a file.
+func checkGitTree(gitDir string) error {
+	for _, rel := range alternatesFiles {
+		if _, err := os.Lstat(filepath.Join(gitDir, rel)); err == nil {
+			return fmt.Errorf("%w: %s exists (it would make the worker's git read another repository's objects)", ErrUnsafeRepo, filepath.Join(gitDir, rel))
+		}
+	}
+	var walk func(dir string) error
+	walk = func(dir string) error {
+		f, err := os.Open(dir)
+		if err != nil {
+			return fmt.Errorf("read %s: %w", dir, err)
+		}
+		entries, err := f.ReadDir(-1)
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("read %s: %w", dir, err)
+		}
+		for _, e := range entries {
+			path := filepath.Join(dir, e.Name())
+			switch t := e.Type(); {
+			case t.IsDir():
+				if err := walk(path); err != nil {
+					return err
+				}
+			case t&fs.ModeSymlink != 0:
+				return fmt.Errorf("%w: %s is a symbolic link (inside .git it would let the workspace choose what the worker's git reads and writes)", ErrUnsafeRepo, path)
+			case !t.IsRegular():
+				return fmt.Errorf("%w: %s is not a regular file or directory", ErrUnsafeRepo, path)
+			}
+		}
+		return nil
+	}
+	return walk(gitDir)
 }
 
 // deniedKey says why a config key is refused, or "" when it is allowed.

@@ -138,11 +138,26 @@ func TestValidateNamesTheSetting(t *testing.T) {
 }
 
 func TestRefComponent(t *testing.T) {
-	for in, want := range map[string]string{
-		"fix-tests": "fix-tests", "a/b c": "a-b-c", "..x": "-.x", "x.lock": "x.lock-", ".hidden": "hidden", "a@{1}": "a--1-", "": "-",
-	} {
-		if got := refComponent(in); got != want {
-			t.Errorf("refComponent(%q) = %q, want %q", in, got, want)
+	if refComponent("fix-tests") != "fix-tests" {
+		t.Error("a safe id changed")
+	}
+	// One-to-one: ids that map to the same readable form keep apart, and
+	// every result is a ref component git accepts.
+	seen := map[string]string{}
+	g := newGit(t, ModeLocal, "")
+	dir := workspace(t, "ws")
+	prepare(t, g, dir, round(1, 1))
+	ids := []string{"a/b c", "a-b-c", "a-b c", "..x", "-.x", "x.lock", "x.lock-", ".hidden", "hidden", "a@{1}", "a--1-", "", "-",
+		"wf-" + refComponent("wf/1")[3:], "wf/1", strings.Repeat("x", 300), strings.Repeat("x", 300) + "y"}
+	for _, id := range ids {
+		c := refComponent(id)
+		if other, dup := seen[c]; dup {
+			t.Errorf("%q and %q share the ref component %q", id, other, c)
 		}
+		seen[c] = id
+		if len(c) > maxRefComponentBytes {
+			t.Errorf("refComponent(%q) is %d bytes", id, len(c))
+		}
+		sh(t, dir, "check-ref-format", AbandonedRef(id, 1, 1))
 	}
 }

@@ -22,11 +22,15 @@ func (g *Git) WorkTree(ctx context.Context, dir string) (string, error) {
 	}
 	defer os.RemoveAll(tmpDir)
 	path := filepath.Join(tmpDir, "index")
-	if err := copyIndex(filepath.Join(dir, ".git", "index"), path); err != nil {
+	if err := copyIndex(dir, path); err != nil {
+		return "", err
+	}
+	spec, err := workPathspec(dir)
+	if err != nil {
 		return "", err
 	}
 	opts := cmdOpts{env: []string{"GIT_INDEX_FILE=" + path}}
-	if _, err := g.run(ctx, dir, opts, "add", "-A", "--", "."); err != nil {
+	if _, err := g.run(ctx, dir, opts, append([]string{"add", "-A"}, spec...)...); err != nil {
 		return "", fmt.Errorf("stage the work tree: %w", err)
 	}
 	out, err := g.run(ctx, dir, opts, "write-tree")
@@ -38,8 +42,8 @@ func (g *Git) WorkTree(ctx context.Context, dir string) (string, error) {
 
 // copyIndex copies the repository's index (when it has one) to dst; with
 // none, dst is not created (git refuses an empty index file).
-func copyIndex(src, dst string) error {
-	in, err := os.Open(src)
+func copyIndex(dir, dst string) error {
+	in, err := openGitFile(dir, "index")
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	}

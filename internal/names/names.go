@@ -37,11 +37,31 @@ func Flat(path string) string {
 			simple = false
 		}
 	}
-	if simple && !strings.HasPrefix(path, ".") && len(path) <= flatBytes {
+	if simple && !strings.HasPrefix(path, ".") && len(path) <= flatBytes && !HasHashSuffix(path) {
 		return path
 	}
 	return withHash(strings.TrimLeft(b.String(), "."), path, flatBytes)
 }
+
+// HasHashSuffix reports whether name ends the way a hashed name does
+// ("-" and 12 lower-case hex digits). Such a name is never kept as is, so a
+// kept name and a hashed one never meet: a workspace named
+// "team_repo-<12 hex>" does not get the name of "team/repo".
+func HasHashSuffix(name string) bool {
+	if len(name) < hashChars+1 || name[len(name)-hashChars-1] != '-' {
+		return false
+	}
+	for _, c := range []byte(name[len(name)-hashChars:]) {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// Hashed is readable (cut to fit) + "-" + a hash of key, at most maxBytes
+// long: the name of key when readable alone would not be one-to-one.
+func Hashed(readable, key string, maxBytes int) string { return withHash(readable, key, maxBytes) }
 
 // Shorten bounds name to maxBytes bytes: a name within the bound is kept, a
 // longer one keeps its beginning and ends in a hash of the whole name, so two

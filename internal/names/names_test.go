@@ -34,3 +34,23 @@ func TestShortenKeepsShortNamesAndCutsAtCodePoints(t *testing.T) {
 		t.Errorf("Shorten = %q (%d bytes)", got, len(got))
 	}
 }
+
+// A simple name that looks like a hashed one is hashed too, so a workspace
+// named after another's flattened name gets a name of its own.
+func TestFlatIsOneToOne(t *testing.T) {
+	hashed := Flat("team/repo")
+	if !HasHashSuffix(hashed) {
+		t.Fatalf("Flat(team/repo) = %q has no hash suffix", hashed)
+	}
+	if Flat(hashed) == hashed {
+		t.Fatalf("the workspace %q shares its derived name with team/repo", hashed)
+	}
+	if Flat(Flat(hashed)) == Flat(hashed) {
+		t.Fatal("hashing again collides")
+	}
+	for _, ok := range []string{"repo-1", "fix-tests", "x-0123456789ab0", "x-0123456789AB"} {
+		if Flat(ok) != ok {
+			t.Errorf("Flat(%q) = %q, a plain name should stay readable", ok, Flat(ok))
+		}
+	}
+}

@@ -21,6 +21,10 @@ type Config struct {
 	Share []string
 	// CommandEnv are extra variable names passed to commands (RALPH_COMMAND_ENV).
 	CommandEnv []string
+	// ProtectGit (git modes): the workspace's .git is read-only inside the
+	// sandbox and the file tools refuse every path with a .git component,
+	// so nothing the model does can change what the worker's git steps run.
+	ProtectGit bool
 }
 
 // DefaultConfig is auto mode with the network kept.

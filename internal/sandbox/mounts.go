@@ -18,6 +18,11 @@ const (
 	encryptionKeyFileVar = "RALPH_ENCRYPTION_KEY_FILE"
 )
 
+// xdgVars name the worker's own configuration, data, state and cache
+// directories (credentials of gh, gcloud, docker ... live there when they
+// are outside HOME).
+var xdgVars = []string{"XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME"}
+
 // resolveMounts lists the existing paths to hide and the paths to share,
 // absolute and symlink-free, so that bwrap mounts over what the names
 // really lead to.
@@ -31,8 +36,13 @@ func resolveMounts(cfg Config, p Paths, root string) (hidden, share []string, er
 	}
 	for _, kv := range p.Environ {
 		name, value, _ := strings.Cut(kv, "=")
-		if strings.HasPrefix(name, tlsVarPrefix) || name == temporalConfigVar || name == encryptionKeyFileVar {
+		switch {
+		case strings.HasPrefix(name, tlsVarPrefix) || name == temporalConfigVar || slices.Contains(xdgVars, name):
 			candidates = append(candidates, value)
+		case name == encryptionKeyFileVar && value != "":
+			// The whole directory: editors, rotations and backups leave
+			// copies of a key beside it.
+			candidates = append(candidates, value, filepath.Dir(value))
 		}
 	}
 	candidates = append(candidates, cfg.Hide...)
@@ -44,6 +54,11 @@ func resolveMounts(cfg Config, p Paths, root string) (hidden, share []string, er
 			hidden = append(hidden, real)
 		}
 	}
+	// A path inside a hidden directory is hidden with it; mounting over it
+	// as well would leave its name behind as a mount point.
+	hidden = slices.DeleteFunc(slices.Clone(hidden), func(h string) bool {
+		return slices.ContainsFunc(hidden, func(d string) bool { return d != h && isDir(d) && within(h, d) })
+	})
 	for _, c := range cfg.Share {
 		if !filepath.IsAbs(c) {
 			return nil, nil, fmt.Errorf("sandbox: RALPH_SANDBOX_SHARE path %q must be absolute", c)
@@ -96,7 +111,7 @@ type mount struct {
 // first so that a deeper one wins: the workspace is bound back inside the
 // hidden workspace root, the private home inside the hidden session
 // directory, a shared cache inside the hidden worker home.
-func (s *Sandbox) args(dir, home string, infoFD int, argv []string) []string {
+func (s *Sandbox) args(dir, home string, infoFD int, argv []string, ro ReadOnly) []string {
 	a := []string{
 		"--die-with-parent", "--new-session", "--cap-drop", "ALL",
 		"--unshare-pid", "--unshare-ipc", "--unshare-uts",
@@ -119,7 +134,25 @@ func (s *Sandbox) args(dir, home string, infoFD int, argv []string) []string {
 	if home != "" {
 		ms = append(ms, mount{home, []string{"--bind", home, home}})
 	}
-	ms = append(ms, mount{dir, []string{"--bind", dir, dir}})
+	if ro.Workspace {
+		ms = append(ms, mount{dir, []string{"--ro-bind", dir, dir}})
+	} else {
+		ms = append(ms, mount{dir, []string{"--bind", dir, dir}})
+	}
+	for _, p := range ro.Paths {
+		// Only what still lies in the workspace and exists: a protected file
+		// the model replaced by a symlink must not pull another path in.
+		if rel, err := filepath.Rel(dir, p); err == nil && filepath.IsLocal(rel) {
+			if fi, err := os.Lstat(p); err == nil && fi.Mode().IsRegular() {
+				ms = append(ms, mount{p, []string{"--ro-bind", p, p}})
+			}
+		}
+	}
+	if gitDir := filepath.Join(dir, ".git"); s.protectGit && isPlainDir(gitDir) {
+		// History stays readable (git log, diff, show); config, hooks,
+		// refs, objects and links under .git cannot change.
+		ms = append(ms, mount{gitDir, []string{"--ro-bind", gitDir, gitDir}})
+	}
 	slices.SortStableFunc(ms, func(x, y mount) int { return depth(x.dest) - depth(y.dest) })
 	for _, m := range ms {
 		a = append(a, m.args...)
@@ -146,4 +179,17 @@ func depth(path string) int {
 func isDir(path string) bool {
 	fi, err := os.Stat(path)
 	return err == nil && fi.IsDir() || errors.Is(err, fs.ErrPermission)
+}
+
+// isPlainDir: a directory, not a link to one (the worker's git refuses a
+// linked .git anyway; bwrap would mount what it leads to).
+func isPlainDir(path string) bool {
+	fi, err := os.Lstat(path)
+	return err == nil && fi.IsDir()
+}
+
+// within reports whether path lies below dir.
+func within(path, dir string) bool {
+	rel, err := filepath.Rel(dir, path)
+	return err == nil && rel != "." && filepath.IsLocal(rel)
 }

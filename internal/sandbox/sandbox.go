@@ -39,22 +39,23 @@ type Paths struct {
 // *Sandbox runs commands directly with the allowlisted environment and the
 // worker's HOME (unit tests, library use).
 type Sandbox struct {
-	mode     string // ModeBwrap or ModeOff
-	fallback string // why auto mode runs without bubblewrap
-	bwrap    string // absolute path of bwrap
-	network  bool
-	root     string
-	homes    string
-	hidden   []string // existing absolute paths
-	share    []string
-	envNames []string
+	mode       string // ModeBwrap or ModeOff
+	fallback   string // why auto mode runs without bubblewrap
+	bwrap      string // absolute path of bwrap
+	network    bool
+	root       string
+	homes      string
+	hidden     []string // existing absolute paths
+	share      []string
+	envNames   []string
+	protectGit bool
 }
 
 // New resolves cfg against the machine. ModeAuto and ModeBwrap probe
 // bubblewrap once with the very mounts commands get; ModeBwrap fails when
 // the probe does, ModeAuto then falls back to ModeOff (Fallback says why).
 func New(ctx context.Context, cfg Config, p Paths) (*Sandbox, error) {
-	s := &Sandbox{mode: cfg.Mode, network: cfg.Network}
+	s := &Sandbox{mode: cfg.Mode, network: cfg.Network, protectGit: cfg.ProtectGit}
 	var err error
 	if s.root, err = absReal(p.WorkspaceRoot, "workspace root"); err != nil {
 		return nil, err
@@ -107,6 +108,10 @@ func (s *Sandbox) Fallback() string {
 	return s.fallback
 }
 
+// ProtectsGit reports whether the workspace's .git is off limits to the
+// model (Config.ProtectGit); a nil Sandbox does not protect it.
+func (s *Sandbox) ProtectsGit() bool { return s != nil && s.protectGit }
+
 // Hidden lists the paths commands cannot see under bubblewrap.
 func (s *Sandbox) Hidden() []string {
 	if s == nil {
@@ -154,13 +159,28 @@ func (s *Sandbox) Env(environ []string, home string) []string {
 // non-negative, is the descriptor bwrap reports its namespace's first
 // process on (see InitPID).
 func (s *Sandbox) Command(dir, home string, infoFD int, argv []string) (string, []string) {
+	return s.CommandReadOnly(dir, home, infoFD, ReadOnly{}, argv)
+}
+
+// ReadOnly is what a command may read but not write (SPEC section 23).
+type ReadOnly struct {
+	// Workspace mounts the whole workspace read-only (the reviewer's commands).
+	Workspace bool
+	// Paths are absolute paths inside the workspace (protected files) mounted
+	// read-only over the workspace's read-write mount.
+	Paths []string
+}
+
+// CommandReadOnly is Command with parts of the workspace read-only. Without
+// bubblewrap nothing can be mounted: the caller's other guards apply.
+func (s *Sandbox) CommandReadOnly(dir, home string, infoFD int, ro ReadOnly, argv []string) (string, []string) {
 	if s == nil || s.mode != ModeBwrap {
 		return argv[0], argv[1:]
 	}
 	if real, err := filepath.EvalSymlinks(dir); err == nil {
 		dir = real // bwrap mounts over what the name leads to
 	}
-	return s.bwrap, s.args(dir, home, infoFD, argv)
+	return s.bwrap, s.args(dir, home, infoFD, argv, ro)
 }
 
 // absReal makes dir absolute and symlink-free; it must exist.

@@ -126,7 +126,7 @@ func TestHiddenPathsAndMountOrder(t *testing.T) {
 	if filepath.Dir(home) != f.paths.HomesDir || filepath.Base(home) != names.Flat("ws") {
 		t.Errorf("private home %s", home)
 	}
-	a := strings.Join(sb.args(dir, home, 3, []string{"bash", "-c", "true"}), " ")
+	a := strings.Join(sb.args(dir, home, 3, []string{"bash", "-c", "true"}, ReadOnly{}), " ")
 	for _, flag := range []string{"--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-net", "--die-with-parent", "--new-session", "--cap-drop ALL", "--proc /proc", "--dev /dev", "--tmpfs /tmp", "--info-fd 3", "--chdir " + dir} {
 		if !strings.Contains(a, flag) {
 			t.Errorf("bwrap args lack %s: %s", flag, a)
@@ -251,5 +251,60 @@ func TestBrokenBubblewrapIsNamed(t *testing.T) {
 	sb, err := New(context.Background(), Config{Mode: ModeAuto}, f.paths)
 	if err != nil || sb.Mode() != ModeOff || !strings.Contains(sb.Fallback(), "uid map") {
 		t.Fatalf("auto with a broken bubblewrap: %v, mode %s, fallback %q", err, sb.Mode(), sb.Fallback())
+	}
+}
+
+// Finding 7: the worker's XDG directories, the whole directory of the
+// encryption key and a local run's state directory (hidden through
+// RALPH_SANDBOX_HIDE, with the workspace inside it) are invisible to a
+// command; the workspace and private home still work.
+func TestBwrapHidesXDGKeyDirAndState(t *testing.T) {
+	base := t.TempDir()
+	state := filepath.Join(base, ".ralph")
+	root, session := filepath.Join(state, "workspaces"), filepath.Join(state, "sessions")
+	xdg := map[string]string{}
+	for _, name := range xdgVars {
+		xdg[name] = filepath.Join(base, strings.ToLower(name))
+	}
+	keyDir := filepath.Join(base, "keys")
+	for _, d := range []string{root + "/ws", session, keyDir, xdg["XDG_CONFIG_HOME"], xdg["XDG_DATA_HOME"], xdg["XDG_STATE_HOME"], xdg["XDG_CACHE_HOME"]} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	secrets := []string{filepath.Join(state, "temporal.db"), filepath.Join(state, "logs"), filepath.Join(keyDir, "payload.key"), filepath.Join(keyDir, "payload.key.old")}
+	for _, dir := range xdg {
+		secrets = append(secrets, filepath.Join(dir, "credentials"))
+	}
+	for _, f := range secrets {
+		if err := os.WriteFile(f, []byte("edge-canary"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	environ := []string{"HOME=" + filepath.Join(base, "home"), "RALPH_ENCRYPTION_KEY_FILE=" + filepath.Join(keyDir, "payload.key")}
+	for name, dir := range xdg {
+		environ = append(environ, name+"="+dir)
+	}
+	sb, err := New(context.Background(), Config{Mode: ModeBwrap, Network: true, Hide: []string{state}}, Paths{
+		WorkspaceRoot: root, SessionDir: session, HomesDir: filepath.Join(session, "homes"), Environ: environ,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(root, "ws")
+	home, err := sb.Home(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	script := "cat " + strings.Join(secrets, " ") + " 2>&1; ls -A " + state + " " + keyDir + "; echo ok > here && echo workspace-ok"
+	name, args := sb.Command(dir, home, -1, []string{"bash", "-c", script})
+	cmd := exec.Command(name, args...)
+	cmd.Env = sb.Env(os.Environ(), home)
+	out, _ := cmd.CombinedOutput()
+	if strings.Contains(string(out), "edge-canary") || strings.Contains(string(out), "\ntemporal.db\n") || strings.Contains(string(out), "\npayload.key") {
+		t.Fatalf("a hidden path is reachable:\n%s", out)
+	}
+	if !strings.Contains(string(out), "workspace-ok") {
+		t.Fatalf("the workspace inside the hidden state directory is not usable:\n%s", out)
 	}
 }

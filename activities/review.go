@@ -1,0 +1,132 @@
+package activities
+
+import (
+	"context"
+	"fmt"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/ralph-temporal/ralph/agent"
+	"github.com/ralph-temporal/ralph/internal/gitws"
+	"github.com/ralph-temporal/ralph/report"
+)
+
+// Metric of the independent reviewer: ralph_reviews_total{verdict}.
+const (
+	MetricReviews = "ralph_reviews"
+	LabelVerdict  = "verdict"
+)
+
+// ReviewCompletion runs one independent reviewer session on an accepted
+// completion (SPEC section 23): a fresh session with its own id and
+// transcript (review-<R>-attempt-<A>-<session id>.jsonl), read-only tools,
+// the workspace read-only to its commands, and in git modes the run's
+// change cut to ReviewDiffChars. It holds the workspace lock, heartbeats and
+// maps failures exactly as RunRound does.
+func (a *Activities) ReviewCompletion(ctx context.Context, in ReviewInput) (ReviewOutput, error) {
+	if err := checkReviewInput(in); err != nil {
+		return ReviewOutput{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeBadRoundInput, nil)
+	}
+	info := activity.GetInfo(ctx)
+	logger := activity.GetLogger(ctx)
+	sessionID, err := newSessionID()
+	if err != nil {
+		return ReviewOutput{}, err
+	}
+	spentBefore := earlierAttemptsUsage(ctx)
+	hb := startHeartbeat(ctx, HeartbeatDetails{Round: in.Round, Attempt: int(info.Attempt), SessionID: sessionID, Usage: spentBefore}, a.cfg.HeartbeatInterval)
+	defer hb.stop()
+
+	dir, err := a.prepareWorkspace(in.Workspace)
+	if err != nil {
+		return ReviewOutput{}, err
+	}
+	lock, err := a.lockWorkspace(ctx, in.Workspace, func() {
+		logger.Info("Waiting for the workspace lock held by another round", "workspace", in.Workspace)
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			return ReviewOutput{}, ctx.Err()
+		}
+		return ReviewOutput{}, err
+	}
+	defer lock.release()
+
+	transcript, closeTranscript, path, err := a.openTranscript(in.Workspace, fmt.Sprintf("review-%d-attempt-%d-%s.jsonl", in.Round, info.Attempt, sessionID))
+	if err != nil {
+		return ReviewOutput{}, err
+	}
+	defer closeTranscript()
+	subject := &agent.ReviewSubject{Report: in.Report, Verification: in.Verification, Base: in.BaseCommit, Commit: in.Commit}
+	if a.git != nil && in.Commit != "" {
+		round := gitws.Round{WorkflowID: info.WorkflowExecution.ID, Workspace: in.Workspace, Round: in.Round, MaxRounds: in.MaxRounds, Attempt: 1}
+		if subject.Diff, err = a.reviewChange(ctx, dir, round, in); err != nil {
+			w := &workspaceRound{round: round}
+			return ReviewOutput{}, w.stepError(ctx, err, FailureDetails{SessionID: sessionID, Usage: spentBefore})
+		}
+	}
+	cfg := a.cfg.Agent
+	if a.cfg.ReviewModel != "" {
+		cfg.Model = a.cfg.ReviewModel
+	}
+	logger.Info("Review started", "round", in.Round, "attempt", info.Attempt, "sessionId", sessionID,
+		"model", cfg.Model, "workspace", in.Workspace, "transcript", path)
+	tally := newRoundTally()
+	res, err := agent.RunReview(ctx, cfg, agent.Request{
+		SessionID: sessionID, Objective: in.Objective, Round: in.Round, MaxRounds: in.MaxRounds,
+		Workspace: dir, MaxHandoffChars: in.MaxHandoffChars, Deadline: roundDeadline(info),
+		TokenBudget: in.TokenBudget, RunDeadline: in.RunDeadline, Review: subject,
+	}, agent.Observers(transcript, hb, tally))
+	verdict := agent.Outcome(err)
+	if err == nil {
+		verdict = res.Review.Verdict
+	}
+	h := activity.GetMetricsHandler(ctx)
+	tally.recordUsage(h, res.Usage)
+	h.WithTags(map[string]string{LabelVerdict: verdict}).Counter(MetricReviews).Inc(1)
+	if terr := transcript.Err(); terr != nil {
+		logger.Warn("Transcript incomplete", "transcript", path, "error", terr)
+	}
+	logger.Info("Review ended", "round", in.Round, "sessionId", sessionID, "verdict", verdict,
+		"modelCalls", res.Usage.ModelCalls, "toolCalls", res.Usage.ToolCalls)
+	spent := spentBefore.Add(res.Usage)
+	if err != nil {
+		return ReviewOutput{}, a.roundError(ctx, fmt.Errorf("review: %w", err), in.Round, FailureDetails{SessionID: sessionID, Usage: spent})
+	}
+	return ReviewOutput{Review: *res.Review, Usage: spent, SessionID: sessionID}, nil
+}
+
+// reviewChange readies the workspace for the reviewer (remote mode: this
+// worker's clone at the branch head) and returns the run's change.
+func (a *Activities) reviewChange(ctx context.Context, dir string, round gitws.Round, in ReviewInput) (string, error) {
+	if err := a.git.PrepareReview(ctx, dir, round); err != nil {
+		return "", fmt.Errorf("prepare the workspace for the review: %w", err)
+	}
+	base := in.BaseCommit
+	if base == "" {
+		base = in.Commit
+	}
+	change, err := a.git.Change(ctx, dir, base, in.Commit, a.cfg.ReviewDiffChars)
+	if err != nil {
+		return "", fmt.Errorf("the run's change for the review: %w", err)
+	}
+	return change, nil
+}
+
+func checkReviewInput(in ReviewInput) error {
+	if err := CheckWorkspace(in.Workspace); err != nil {
+		return fmt.Errorf("bad review input: workspace %w", err)
+	}
+	switch {
+	case in.Objective == "":
+		return fmt.Errorf("bad review input: objective is empty")
+	case in.Round < 1 || in.MaxRounds < in.Round:
+		return fmt.Errorf("bad review input: round %d of %d is out of range", in.Round, in.MaxRounds)
+	case in.MaxHandoffChars <= 0:
+		return fmt.Errorf("bad review input: maxHandoffChars must be positive, got %d", in.MaxHandoffChars)
+	case in.Report.Status != report.StatusComplete:
+		return fmt.Errorf("bad review input: only a complete report is reviewed, got %q", in.Report.Status)
+	}
+	return nil
+}

@@ -1,0 +1,76 @@
+package agent
+
+import (
+	"maps"
+	"slices"
+
+	"github.com/ralph-temporal/ralph/agent/tools"
+	"github.com/ralph-temporal/ralph/internal/sandbox"
+)
+
+// everything protects every path: a reviewer whose commands cannot get a
+// read-only workspace (no bubblewrap) has all its changes restored instead.
+var everything = []string{"**"}
+
+// openGuarded opens the session's workspace with its guards: protected
+// paths (and the reviewer's read-only workspace), and the snapshot the
+// restore check compares against.
+func openGuarded(cfg Config, req Request) (*tools.Workspace, *tools.ProtectedSnapshot, error) {
+	sets := req.ProtectedPaths
+	opts := []tools.Option{tools.WithSandbox(cfg.Sandbox)}
+	if req.Review != nil {
+		opts = append(opts, tools.ReadOnly())
+		if cfg.Sandbox.Mode() != sandbox.ModeBwrap {
+			sets = append(slices.Clone(sets), everything)
+		}
+	}
+	prot, err := tools.ParseProtected(sets...)
+	if err != nil {
+		return nil, nil, err
+	}
+	ws, err := tools.OpenWorkspace(req.Workspace, cfg.ToolLimits, append(opts, tools.WithProtected(prot))...)
+	if err != nil {
+		return nil, nil, err
+	}
+	snap, err := ws.SnapshotProtected()
+	if err != nil {
+		ws.Close()
+		return nil, nil, err
+	}
+	return ws, snap, nil
+}
+
+// restoreProtected brings back every protected path the session changed
+// and remembers which.
+func (s *session) restoreProtected() ([]string, error) {
+	paths, err := s.ws.RestoreProtected(s.snap)
+	if len(paths) > 0 {
+		if s.restored == nil {
+			s.restored = map[string]bool{}
+		}
+		for _, p := range paths {
+			s.restored[p] = true
+		}
+		s.emit(Event{Kind: EventProtectedRestored, Paths: paths})
+	}
+	return paths, err
+}
+
+// restoredList is every path restored in this session, sorted; [] when none.
+func (s *session) restoredList() []string {
+	if len(s.restored) == 0 {
+		return []string{}
+	}
+	return slices.Sorted(maps.Keys(s.restored))
+}
+
+// protectedRefusal restores the protected paths a report's session changed
+// and returns the refusal of that submit_report call ("" when nothing
+// changed). It is no repair: the model reports again, honestly.
+func (s *session) protectedRefusal() (string, error) {
+	paths, err := s.restoreProtected()
+	if err != nil || len(paths) == 0 {
+		return "", err
+	}
+	return render(textProtected, struct{ Paths []string }{paths})
+}

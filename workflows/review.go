@@ -1,0 +1,89 @@
+package workflows
+
+import (
+	"fmt"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/ralph-temporal/ralph/activities"
+	"github.com/ralph-temporal/ralph/report"
+)
+
+// protectedSets are the pattern sets every round guards: the deployment's
+// and the run's, each evaluated on its own so the run's negations cannot
+// re-allow what the deployment protects.
+func (l *loop) protectedSets() [][]string {
+	var sets [][]string
+	for _, set := range [][]string{l.limits.ProtectedPaths, l.protected} {
+		if len(set) > 0 {
+			sets = append(sets, set)
+		}
+	}
+	return sets
+}
+
+// runReview runs ReviewCompletion on round's accepted completion and keeps
+// its outcome: usage, the status entry's verdict and, for revise, the
+// continue handoff built from the completion and the findings. It issues
+// commands only when the reviewer is on, which no run recorded before it
+// was (its switches are absent there), so those histories replay unchanged.
+func (l *loop) runReview(ctx workflow.Context, round int, out activities.RoundOutput) (report.Review, error) {
+	l.roundRunning = true
+	defer func() { l.roundRunning = false }()
+	label := fmt.Sprintf("Review of round %d of %d", round, l.maxRounds)
+	workflow.SetCurrentDetails(ctx, label)
+	in := activities.ReviewInput{
+		Objective: l.objective, Round: round, MaxRounds: l.maxRounds, Workspace: l.workspace,
+		Report: out.Report, Verification: out.Verification, BaseCommit: l.baseCommit,
+		MaxHandoffChars: l.limits.MaxHandoffChars, TokenBudget: l.budget.tokensLeft(l.usage), RunDeadline: l.budget.Deadline,
+	}
+	if out.Checkpoint != nil {
+		in.Commit = out.Checkpoint.Commit
+	}
+	var rv activities.ReviewOutput
+	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, l.roundOptions(label)), activities.ReviewCompletionName, in).Get(ctx, &rv)
+	if ctx.Err() != nil {
+		return report.Review{}, l.cancelled(ctx, round, err)
+	}
+	if err != nil {
+		if temporal.IsCanceledError(err) {
+			return report.Review{}, l.cancelled(ctx, round, err)
+		}
+		spent := failedUsage(err)
+		l.usage = l.usage.Add(spent)
+		l.stop(ctx, OutcomeFailed, round)
+		return report.Review{}, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("round %d: the independent review of its completion failed: %v", round, err), ErrTypeRoundFailed, err,
+			RoundFailedDetails{FailedRound: round, LastHandoff: l.last, Usage: spent})
+	}
+	l.usage = l.usage.Add(rv.Usage)
+	handoff, err := l.checkReview(rv.Review, out.Report)
+	if err != nil {
+		l.stop(ctx, OutcomeFailed, round)
+		return report.Review{}, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("round %d: the reviewer returned an invalid review: %v", round, err), ErrTypeInvalidReport, nil,
+			InvalidReportDetails{Round: round, Problem: err.Error(), LastHandoff: l.last})
+	}
+	l.status.Rounds[len(l.status.Rounds)-1].Review = rv.Review.Verdict
+	if handoff != nil {
+		l.last = handoff
+	}
+	return rv.Review, nil
+}
+
+// checkReview validates a review across the seam and, for revise, returns
+// the continue handoff it becomes (validated like every report).
+func (l *loop) checkReview(rv report.Review, completion report.Report) (*report.Report, error) {
+	if err := report.ValidateReview(rv, l.limits.MaxHandoffChars); err != nil {
+		return nil, err
+	}
+	if rv.Verdict != report.VerdictRevise {
+		return nil, nil
+	}
+	h := report.RevisionHandoff(completion, rv)
+	if err := report.Validate(h, l.limits.MaxHandoffChars); err != nil {
+		return nil, err
+	}
+	return &h, nil
+}
