@@ -316,6 +316,9 @@ func (l *loop) runRound(ctx workflow.Context, round int) (activities.RoundOutput
 		ProtectedPaths: l.protectedSets(),
 		Deferrable:     l.limits.Deferrals(),
 	}
+	if l.checkpoint != nil {
+		in.Checkpoint = l.checkpoint.Commit
+	}
 	var out activities.RoundOutput
 	err := workflow.ExecuteActivity(actx, activities.RunRoundName, in).Get(ctx, &out)
 	if ctx.Err() != nil {
