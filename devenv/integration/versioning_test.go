@@ -11,6 +11,7 @@ import (
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/workflowservice/v1"
 
 	"github.com/ralph-temporal/ralph/internal/fakeopenai"
 	"github.com/ralph-temporal/ralph/workflows"
@@ -35,7 +36,9 @@ func TestRealStackRollingUpgradeKeepsRunsPinned(t *testing.T) {
 		}
 	}), "RALPH_DEPLOYMENT_NAME="+deployment)
 
-	a := e.startWorker("RALPH_BUILD_ID=build-a") // if-none: the first version becomes current
+	// if-none: the first version becomes current. One round per workflow
+	// run, so the long run continues as new after B is current.
+	a := e.startWorker("RALPH_BUILD_ID=build-a", "RALPH_ROUNDS_PER_RUN=1")
 	long := e.start("upgrade-long", `{"objective":"long run","workspace":"long"}`)
 	waitForFile(t, filepath.Join(e.root, "long", "started.txt"), time.Minute)
 
@@ -68,6 +71,39 @@ func TestRealStackRollingUpgradeKeepsRunsPinned(t *testing.T) {
 		t.Fatalf("long run: %+v, %v", res, err)
 	}
 	assertServedBy(t, e, "upgrade-long", long.GetRunID(), "build-a", a)
+
+	// Its continued run (round 2) moves to the current version B where the
+	// server supports upgrade-on-continue-as-new, and stays on A where not.
+	desc, err := e.client.DescribeWorkflowExecution(context.Background(), "upgrade-long", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	continued := desc.GetWorkflowExecutionInfo().GetExecution().GetRunId()
+	if continued == long.GetRunID() {
+		t.Fatal("the long run did not continue as new")
+	}
+	info, err := e.client.WorkflowService().GetSystemInfo(context.Background(), &workflowservice.GetSystemInfoRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if upgradesAtContinueAsNew(info.GetServerVersion()) {
+		assertPinned(t, e, "upgrade-long", continued, deployment, "build-b")
+		assertServedBy(t, e, "upgrade-long", continued, "build-b", b)
+	} else {
+		t.Logf("server %s keeps a continued run on its build", info.GetServerVersion())
+		assertPinned(t, e, "upgrade-long", continued, deployment, "build-a")
+		assertServedBy(t, e, "upgrade-long", continued, "build-a", a)
+	}
+}
+
+// upgradesAtContinueAsNew: servers from 1.30 on honour the continue-as-new
+// command's InitialVersioningBehavior (1.29.x's API has no such field).
+func upgradesAtContinueAsNew(serverVersion string) bool {
+	var major, minor int
+	if _, err := fmt.Sscanf(serverVersion, "%d.%d", &major, &minor); err != nil {
+		return false
+	}
+	return major > 1 || (major == 1 && minor >= 30)
 }
 
 // assertPinned checks what `temporal workflow describe` shows: the run is
