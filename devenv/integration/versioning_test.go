@@ -86,26 +86,35 @@ func TestRealStackRollingUpgradeKeepsRunsPinned(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if upgradesAtContinueAsNew(info.GetServerVersion()) {
+	switch upgradesAtContinueAsNew(info.GetServerVersion()) {
+	case "yes":
 		assertPinned(t, e, "upgrade-long", continued, deployment, "build-b")
 		assertServedBy(t, e, "upgrade-long", continued, "build-b", b)
-	} else {
+	case "no":
 		t.Logf("server %s keeps a continued run on its build", info.GetServerVersion())
 		assertPinned(t, e, "upgrade-long", continued, deployment, "build-a")
 		assertServedBy(t, e, "upgrade-long", continued, "build-a", a)
+	default:
+		t.Logf("server %s: upgrade-on-continue-as-new support not known; the continued run was not checked", info.GetServerVersion())
 	}
 }
 
-// upgradesAtContinueAsNew: servers from 1.30 on honour the continue-as-new
-// command's InitialVersioningBehavior (1.29.x's API has no such field).
-func upgradesAtContinueAsNew(serverVersion string) bool {
+// upgradesAtContinueAsNew says whether a server honours the continue-as-new
+// command's InitialVersioningBehavior: not 1.29.x (its API has no such
+// field), yes from 1.32 (checked in the v1.32.2 source); between, unknown.
+func upgradesAtContinueAsNew(serverVersion string) string {
 	var major, minor int
-	if _, err := fmt.Sscanf(serverVersion, "%d.%d", &major, &minor); err != nil {
-		return false
+	if _, err := fmt.Sscanf(serverVersion, "%d.%d", &major, &minor); err != nil || major != 1 {
+		return "unknown"
 	}
-	return major > 1 || (major == 1 && minor >= 30)
+	switch {
+	case minor <= 29:
+		return "no"
+	case minor >= 32:
+		return "yes"
+	}
+	return "unknown"
 }
-
 // assertPinned checks what `temporal workflow describe` shows: the run is
 // Pinned to deployment.buildID.
 func assertPinned(t *testing.T, e *env, id, runID, deployment, buildID string) {
