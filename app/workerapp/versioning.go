@@ -78,7 +78,10 @@ func promote(ctx context.Context, c client.Client, v worker.WorkerDeploymentVers
 				return nil
 			}
 		}
-		_, err := h.SetCurrentVersion(ctx, client.WorkerDeploymentSetCurrentVersionOptions{BuildID: v.BuildID})
+		// always: the operator asked for this version whatever the current
+		// one polled (a dev server's database remembers queues of old builds).
+		_, err := h.SetCurrentVersion(ctx, client.WorkerDeploymentSetCurrentVersionOptions{BuildID: v.BuildID,
+			IgnoreMissingTaskQueues: mode == config.SetCurrentAlways})
 		if err == nil {
 			logger.Info("made this version the deployment's current version", "version", VersionString(&v), "setCurrent", mode)
 			return nil
