@@ -134,6 +134,9 @@ func Detect(lim Limits) (*Manager, string) {
 	if len(m.enforced) == 0 {
 		return nil, strings.Join(why, "; ")
 	}
+	for _, dir := range []string{m.v2Dir, m.memDir, m.pidsDir} {
+		removeStale(dir)
+	}
 	return m, strings.Join(why, "; ")
 }
 
@@ -196,8 +199,9 @@ func detectV2(ms []mountPoint, own map[string]string) (string, string) {
 }
 
 // enableV2 turns memory and pids on for dir's children. A group that holds
-// processes cannot (unless it is the root): then this process moves into
-// a leaf of its own first, the usual shape of a delegated subtree.
+// processes cannot (unless it is the real root): then its processes — this
+// worker, and a container's init beside it — move into a leaf first, the
+// usual shape of a delegated subtree.
 func enableV2(dir string) error {
 	ctl := filepath.Join(dir, "cgroup.subtree_control")
 	if err := os.WriteFile(ctl, []byte("+memory +pids"), 0); err == nil {
@@ -209,6 +213,9 @@ func enableV2(dir string) error {
 	}
 	if err := os.WriteFile(filepath.Join(leaf, "cgroup.procs"), []byte(strconv.Itoa(os.Getpid())), 0); err != nil {
 		return fmt.Errorf("moving the worker into %s: %w", leaf, err)
+	}
+	for _, pid := range readPids(filepath.Join(dir, "cgroup.procs")) {
+		_ = os.WriteFile(filepath.Join(leaf, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0)
 	}
 	return os.WriteFile(ctl, []byte("+memory +pids"), 0)
 }
@@ -341,4 +348,28 @@ func readPids(file string) []int {
 		}
 	}
 	return out
+}
+
+// removeStale removes the empty command groups of workers that died
+// without removing them (kill -9): their names carry the dead pid.
+func removeStale(dir string) {
+	if dir == "" {
+		return
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		rest, ok := strings.CutPrefix(e.Name(), "ralph-")
+		if !ok || !e.IsDir() {
+			continue
+		}
+		pidText, _, _ := strings.Cut(rest, "-")
+		pid, err := strconv.Atoi(pidText)
+		if err != nil || pid == os.Getpid() || syscall.Kill(pid, 0) == nil || errors.Is(syscall.Kill(pid, 0), syscall.EPERM) {
+			continue
+		}
+		_ = os.Remove(filepath.Join(dir, e.Name())) // fails, harmlessly, unless empty
+	}
 }

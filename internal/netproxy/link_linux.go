@@ -36,7 +36,7 @@ func helperMain(args []string) int {
 		return 126
 	}
 	if len(args) < 3 {
-		return fail(errors.New("usage: link-fd exe-fd command..."))
+		return fail(errors.New("usage: link-fd exe-fd command"))
 	}
 	linkFD, err1 := strconv.Atoi(args[0])
 	exeFD, err2 := strconv.Atoi(args[1])
