@@ -49,7 +49,7 @@ func TestRealStackRollingUpgradeKeepsRunsPinned(t *testing.T) {
 	if !strings.Contains(b.out.String(), wantCmd) {
 		t.Fatalf("worker B did not log the promote command %q:\n%s", wantCmd, tail(b.out.String(), 2000))
 	}
-	if out, err := temporalCLI(t, strings.Fields(wantCmd)[1:]...); err != nil {
+	if out, err := temporalCLI(t, append(strings.Fields(wantCmd)[1:], "--yes")...); err != nil {
 		t.Fatalf("set-current-version: %v\n%s", err, out)
 	}
 	fresh := e.start("upgrade-fresh", `{"objective":"fresh run","workspace":"fresh"}`)
