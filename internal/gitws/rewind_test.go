@@ -3,6 +3,8 @@ package gitws
 import (
 	"strings"
 	"testing"
+
+	"github.com/ralph-temporal/ralph/devenv/testkit"
 )
 
 // A rewound run's next round gets the checkpoint the run went back to: the
@@ -28,16 +30,16 @@ func TestRewindRestoresTheCheckpointAndSavesTheRest(t *testing.T) {
 	// round 1's checkpoint.
 	p = prepare(t, g, dir, r2)
 	want := "refs/ralph/abandoned/wf-1/rewind-1"
-	if p.Rewound != want || p.Base != cp1.Commit || sh(t, dir, "rev-parse", "HEAD") != cp1.Commit {
-		t.Fatalf("prepared = %+v, HEAD %s, want rewound to %s", p, sh(t, dir, "rev-parse", "HEAD"), cp1.Commit)
+	if p.Rewound != want || p.Base != cp1.Commit || testkit.Git(t, dir, "rev-parse", "HEAD") != cp1.Commit {
+		t.Fatalf("prepared = %+v, HEAD %s, want rewound to %s", p, testkit.Git(t, dir, "rev-parse", "HEAD"), cp1.Commit)
 	}
 	if exists(dir, "two.txt") || exists(dir, "wip.txt") || !exists(dir, "one.txt") {
 		t.Fatal("the work tree is not round 1's checkpoint")
 	}
-	if got := sh(t, dir, "show", want+":wip.txt"); got != "uncommitted" {
+	if got := testkit.Git(t, dir, "show", want+":wip.txt"); got != "uncommitted" {
 		t.Fatalf("saved wip.txt = %q", got)
 	}
-	if parent := sh(t, dir, "rev-parse", want+"^"); parent != cp2.Commit {
+	if parent := testkit.Git(t, dir, "rev-parse", want+"^"); parent != cp2.Commit {
 		t.Fatalf("the saved commit's parent is %s, want round 2's checkpoint %s", parent, cp2.Commit)
 	}
 
@@ -45,7 +47,7 @@ func TestRewindRestoresTheCheckpointAndSavesTheRest(t *testing.T) {
 	write(t, dir, "two.txt", "round 2 again\n")
 	cp2b := checkpoint(t, g, dir, p, r2, handoff("continue", "two again"))
 	if p = prepare(t, g, dir, r2); p.Rewound != "refs/ralph/abandoned/wf-1/rewind-2" ||
-		sh(t, dir, "rev-parse", "refs/ralph/abandoned/wf-1/rewind-2") != cp2b.Commit {
+		testkit.Git(t, dir, "rev-parse", "refs/ralph/abandoned/wf-1/rewind-2") != cp2b.Commit {
 		t.Fatalf("second rewind: %+v", p)
 	}
 	if p = prepare(t, g, dir, r2); p.Rewound != "" {
@@ -62,14 +64,14 @@ func TestPersonsCommitIsNotARewind(t *testing.T) {
 	write(t, dir, "one.txt", "round 1\n")
 	cp1 := checkpoint(t, g, dir, p, round(1, 1), handoff("continue", "one"))
 	write(t, dir, "HUMAN.md", "note\n")
-	sh(t, dir, "add", "HUMAN.md")
-	sh(t, dir, "-c", "user.name=P", "-c", "user.email=p@localhost", "commit", "-q", "-m", "a person's commit")
+	testkit.Git(t, dir, "add", "HUMAN.md")
+	testkit.Git(t, dir, "-c", "user.name=P", "-c", "user.email=p@localhost", "commit", "-q", "-m", "a person's commit")
 	r2 := round(2, 1)
 	r2.Checkpoint = cp1.Commit
 	if p := prepare(t, g, dir, r2); p.Rewound != "" || !exists(dir, "HUMAN.md") {
 		t.Fatalf("a person's commit was rewound: %+v", p)
 	}
-	if refs := sh(t, dir, "for-each-ref", "refs/ralph/"); strings.Contains(refs, "rewind") {
+	if refs := testkit.Git(t, dir, "for-each-ref", "refs/ralph/"); strings.Contains(refs, "rewind") {
 		t.Fatalf("refs = %q", refs)
 	}
 }
