@@ -10,6 +10,7 @@ import (
 
 	"github.com/ralph-temporal/ralph/agent"
 	"github.com/ralph-temporal/ralph/internal/gitws"
+	"github.com/ralph-temporal/ralph/internal/tracing"
 	"github.com/ralph-temporal/ralph/report"
 	"github.com/ralph-temporal/ralph/usage"
 )
@@ -26,7 +27,7 @@ const (
 // the workspace read-only to its commands, and in git modes the run's
 // change cut to ReviewDiffChars. It holds the workspace lock, heartbeats and
 // maps failures exactly as RunRound does.
-func (a *Activities) ReviewCompletion(ctx context.Context, in ReviewInput) (ReviewOutput, error) {
+func (a *Activities) ReviewCompletion(ctx context.Context, in ReviewInput) (out ReviewOutput, err error) {
 	if err := checkReviewInput(in); err != nil {
 		return ReviewOutput{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeBadRoundInput, nil)
 	}
@@ -36,6 +37,9 @@ func (a *Activities) ReviewCompletion(ctx context.Context, in ReviewInput) (Revi
 	if err != nil {
 		return ReviewOutput{}, err
 	}
+	ctx, span := a.cfg.Agent.Tracing.Start(ctx, tracing.SpanReview, tracing.AttrRound.Int(in.Round),
+		tracing.AttrAttempt.Int(int(info.Attempt)), tracing.AttrWorkspace.String(in.Workspace), tracing.AttrSessionID.String(sessionID))
+	defer func() { endSpan(span, err, a.cfg.Agent.APIKey, tracing.AttrReviewVerdict.String(out.Review.Verdict)) }()
 	spentBefore := earlierAttemptsUsage(ctx)
 	hb := startHeartbeat(ctx, HeartbeatDetails{Round: in.Round, Attempt: int(info.Attempt), SessionID: sessionID, Usage: spentBefore}, a.cfg.HeartbeatInterval)
 	defer hb.stop()

@@ -170,6 +170,10 @@ func play(req fakeopenai.Request) fakeopenai.Response {
 		return fakeopenai.Tools(fakeopenai.CallJSON("run_command", map[string]any{"command": fmt.Sprintf("echo %d > started.txt; while [ ! -e release-%d ]; do sleep 0.1; done", round, round)}))
 	case strings.Contains(prompt, "scenario slow") && step == 0:
 		return fakeopenai.Tools(fakeopenai.CallJSON("run_command", map[string]any{"command": "sleep 62", "timeout_seconds": 120}))
+	case strings.Contains(prompt, "scenario long") && step == 0:
+		// Each round changes the workspace, so the idle budget never ends
+		// the run before it crosses the continue-as-new.
+		return fakeopenai.Tools(fakeopenai.CallJSON("write_file", map[string]string{"path": fmt.Sprintf("round-%d.txt", round), "content": "done\n"}))
 	case strings.Contains(prompt, "scenario long") && round == 4:
 		return fakeopenai.Tools(fakeopenai.SubmitReport(done))
 	default:
