@@ -27,8 +27,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/ralph-temporal/ralph/devenv/bench"
-	"github.com/ralph-temporal/ralph/devenv/cluster"
-	"github.com/ralph-temporal/ralph/devenv/devserver"
+	"github.com/ralph-temporal/ralph/devenv/temporalserver"
 )
 
 var allSections = []string{"overhead", "scale", "cancel", "crash", "prompt", "history", "encryption"}
@@ -44,7 +43,7 @@ func run() int {
 	var (
 		only         = flag.String("only", strings.Join(allSections, ","), "comma-separated benchmarks to run: "+strings.Join(allSections, ",")+" (default), and "+strings.Join(extraSections, ","))
 		clusterAddr  = flag.String("cluster", "", "address of a running PostgreSQL-backed Temporal server to measure the overhead on beside the dev server")
-		withCluster  = flag.Bool("with-cluster", false, "start a PostgreSQL-backed Temporal cluster (devenv/cluster) and measure the overhead on it beside the dev server")
+		withCluster  = flag.Bool("with-cluster", false, "start a PostgreSQL-backed Temporal cluster (devenv/temporalserver) and measure the overhead on it beside the dev server")
 		clusterNS    = flag.String("cluster-namespace", "default", "namespace on -cluster")
 		repo         = flag.String("repo", ".", "module root (to build ./worker)")
 		workerBin    = flag.String("worker-bin", "", "use this worker binary instead of building ./worker")
@@ -135,7 +134,7 @@ func run() int {
 	}
 
 	fmt.Fprintln(progress, "ralphbench: starting the Temporal dev server")
-	dev, err := devserver.Start(ctx, devserver.Options{Install: true, DBFile: filepath.Join(dir, "temporal.db"), Output: io.Discard})
+	dev, err := temporalserver.StartDev(ctx, temporalserver.DevOptions{DBFile: filepath.Join(dir, "temporal.db"), Output: io.Discard})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "ralphbench:", err)
 		return 1
@@ -164,7 +163,7 @@ func run() int {
 			return 2
 		}
 		fmt.Fprintln(progress, "ralphbench: starting the PostgreSQL-backed cluster")
-		cl, err := cluster.Start(ctx, cluster.Options{})
+		cl, err := temporalserver.StartCluster(ctx, temporalserver.ClusterOptions{})
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "ralphbench:", err)
 			return 1
@@ -175,7 +174,7 @@ func run() int {
 		dbSize = func(ctx context.Context) (int64, error) { return postgresSize(ctx, cl.PostgresURL) }
 	}
 	if *clusterAddr != "" {
-		c, err := client.DialContext(ctx, client.Options{HostPort: *clusterAddr, Namespace: *clusterNS, Logger: devserver.QuietLogger{}})
+		c, err := client.DialContext(ctx, client.Options{HostPort: *clusterAddr, Namespace: *clusterNS, Logger: temporalserver.QuietLogger{}})
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "ralphbench: dial the cluster at %s: %v\n", *clusterAddr, err)
 			return 1

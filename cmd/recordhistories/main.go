@@ -40,9 +40,10 @@ import (
 
 	"github.com/ralph-temporal/ralph/activities"
 	"github.com/ralph-temporal/ralph/app/workerapp"
-	"github.com/ralph-temporal/ralph/devenv/devserver"
+	"github.com/ralph-temporal/ralph/devenv/temporalserver"
 	"github.com/ralph-temporal/ralph/internal/buildid"
 	"github.com/ralph-temporal/ralph/internal/fakeopenai"
+	"github.com/ralph-temporal/ralph/internal/wait"
 	"github.com/ralph-temporal/ralph/report"
 	"github.com/ralph-temporal/ralph/workflows"
 )
@@ -218,7 +219,7 @@ func record(parent, name, only string) error {
 	}
 	defer os.RemoveAll(tmp)
 
-	dev, err := devserver.Start(ctx, devserver.Options{Install: true, Output: os.Stderr})
+	dev, err := temporalserver.StartDev(ctx, temporalserver.DevOptions{Output: os.Stderr})
 	if err != nil {
 		return fmt.Errorf("start the dev server: %w", err)
 	}
@@ -342,13 +343,8 @@ func recordScenario(ctx context.Context, c client.Client, root string, sc scenar
 	}
 	if sc.cancel {
 		started := filepath.Join(root, workflows.DefaultWorkspace(id), "started.txt")
-		for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
-			if _, err := os.Stat(started); err == nil {
-				break
-			}
-			if time.Now().After(deadline) {
-				return errors.New("the round never started its command")
-			}
+		if err := waitStarted(ctx, started); err != nil {
+			return err
 		}
 		if err := c.CancelWorkflow(ctx, id, ""); err != nil {
 			return err
@@ -390,13 +386,8 @@ func recordScenario(ctx context.Context, c client.Client, root string, sc scenar
 
 func steer(ctx context.Context, c client.Client, ws, id string, updates []update) error {
 	started := filepath.Join(ws, "started.txt")
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
-		if _, err := os.Stat(started); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			return errors.New("the round never started its command")
-		}
+	if err := waitStarted(ctx, started); err != nil {
+		return err
 	}
 	for _, u := range updates {
 		h, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: id, UpdateName: u.name, Args: u.args,
@@ -424,15 +415,34 @@ func steer(ctx context.Context, c client.Client, ws, id string, updates []update
 	return nil
 }
 
+// waitStarted waits until the round's command has written started.
+func waitStarted(ctx context.Context, started string) error {
+	err := wait.For(ctx, time.Minute, 100*time.Millisecond, func(context.Context) error {
+		_, err := os.Stat(started)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("the round never started its command: %w", err)
+	}
+	return nil
+}
+
 func waitPhase(ctx context.Context, c client.Client, id, phase string) error {
-	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+	err := wait.For(ctx, time.Minute, 100*time.Millisecond, func(ctx context.Context) error {
 		v, err := c.QueryWorkflow(ctx, id, "", workflows.StatusQueryName)
 		var st workflows.Status
-		if err == nil && v.Get(&st) == nil && st.Phase == phase {
-			return nil
+		if err == nil {
+			err = v.Get(&st)
 		}
+		if err == nil && st.Phase != phase {
+			err = fmt.Errorf("phase %s", st.Phase)
+		}
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("run %s never reached phase %s: %w", id, phase, err)
 	}
-	return fmt.Errorf("run %s never reached phase %s", id, phase)
+	return nil
 }
 
 func outcome(err error) string {

@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 
 	"github.com/ralph-temporal/ralph/internal/fakeopenai"
+	"github.com/ralph-temporal/ralph/internal/wait"
 	"github.com/ralph-temporal/ralph/report"
 )
 
@@ -30,29 +31,30 @@ func slowRoundsScript(tn turn) fakeopenai.Response {
 // listByQuery waits until a visibility query finds the workflow id.
 func (e *env) listByQuery(query, id string, within time.Duration) {
 	e.t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		resp, err := e.client.ListWorkflow(context.Background(), &workflowservice.ListWorkflowExecutionsRequest{
+	err := wait.For(context.Background(), within, 200*time.Millisecond, func(ctx context.Context) error {
+		resp, err := e.client.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
 			Namespace: suite.namespace, Query: query + fmt.Sprintf(" AND WorkflowId = '%s'", id),
 		})
-		if err == nil && len(resp.GetExecutions()) == 1 {
-			return
+		if err == nil && len(resp.GetExecutions()) != 1 {
+			err = fmt.Errorf("%d executions", len(resp.GetExecutions()))
 		}
-		if time.Now().After(deadline) {
-			e.t.Fatalf("visibility query %q did not find %s within %s (last error %v)", query, id, within, err)
-		}
-		time.Sleep(200 * time.Millisecond)
+		return err
+	})
+	if err != nil {
+		e.t.Fatalf("visibility query %q did not find %s within %s (last error %v)", query, id, within, err)
 	}
 }
 
 func (e *env) waitPhase(id, phase string, within time.Duration) {
 	e.t.Helper()
-	deadline := time.Now().Add(within)
-	for e.status(id).Phase != phase {
-		if time.Now().After(deadline) {
-			e.t.Fatalf("run %s did not reach phase %s within %s (status %+v)", id, phase, within, e.status(id))
+	err := wait.For(context.Background(), within, 100*time.Millisecond, func(context.Context) error {
+		if st := e.status(id); st.Phase != phase {
+			return fmt.Errorf("status %+v", st)
 		}
-		time.Sleep(100 * time.Millisecond)
+		return nil
+	})
+	if err != nil {
+		e.t.Fatalf("run %s did not reach phase %s within %s (%v)", id, phase, within, err)
 	}
 }
 
