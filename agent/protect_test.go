@@ -194,3 +194,28 @@ func TestReviewerWithoutVerdictFails(t *testing.T) {
 		t.Fatalf("final reminder = %q", got)
 	}
 }
+
+// Without bubblewrap nothing mounts the reviewer's workspace read-only, so
+// whatever its commands change is restored when it ends.
+func TestReviewerChangesRestoredWithoutSandbox(t *testing.T) {
+	h := reviewHarness(t, fakeopenai.Script{Queue: []fakeopenai.Response{
+		call("run_command", map[string]string{"command": "echo x > new.txt; echo y >> a.txt; rm b.txt"}),
+		fakeopenai.Tools(fakeopenai.SubmitReview(fakeopenai.ReviewArgs{Verdict: "approve", Summary: "Fine."})),
+	}})
+	writeFiles(t, h.req.Workspace, map[string]string{"a.txt": "a\n", "b.txt": "b\n"})
+	res, err := h.run()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(res.Restored, []string{"a.txt", "b.txt", "new.txt"}) {
+		t.Fatalf("Restored = %q", res.Restored)
+	}
+	for name, content := range map[string]string{"a.txt": "a\n", "b.txt": "b\n"} {
+		if data, _ := os.ReadFile(filepath.Join(h.req.Workspace, name)); string(data) != content {
+			t.Errorf("%s = %q", name, data)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(h.req.Workspace, "new.txt")); err == nil {
+		t.Error("the reviewer's new file survived")
+	}
+}
