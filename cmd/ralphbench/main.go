@@ -33,7 +33,7 @@ import (
 var allSections = []string{"overhead", "scale", "cancel", "crash", "prompt", "history", "encryption"}
 
 // Scenarios that run only when named in -only (they take long).
-var extraSections = []string{"churn"}
+var extraSections = []string{"churn", "ratelimit"}
 
 func main() {
 	os.Exit(run())
@@ -64,6 +64,9 @@ func run() int {
 		churnWorkers = flag.Int("churn-workers", 3, "worker processes of the churn scenario")
 		churnLatency = flag.Duration("churn-latency", 20*time.Millisecond, "scripted model latency per call in the churn scenario")
 		churnSeries  = flag.Int("churn-throughput-runs", 150, "runs of each step of the churn scenario's 1..N-worker throughput series (0 skips it)")
+		rlRuns       = flag.Int("ratelimit-runs", 20, "concurrent runs of the rate-limit scenario")
+		rlWindow     = flag.Duration("ratelimit-window", 5*time.Minute, "how long the provider rate-limits in the rate-limit scenario")
+		rlBefore     = flag.String("ratelimit-before-bin", "", "a worker binary built from an earlier commit, measured as \"before\" in the rate-limit scenario")
 	)
 	flag.Parse()
 	want := map[string]bool{}
@@ -224,6 +227,15 @@ func run() int {
 		}},
 		{"prompt", cmdFor("prompt", ""), func() (bench.Section, error) { return h.Prompt(ctx) }},
 		{"history", cmdFor("history", ""), func() (bench.Section, error) { return h.History(ctx) }},
+		{"ratelimit", cmdFor("ratelimit", fmt.Sprintf("-ratelimit-runs %d -ratelimit-window %s -ratelimit-before-bin <worker built from the earlier commit>", *rlRuns, *rlWindow)),
+			func() (bench.Section, error) {
+				var workers []bench.LabelledWorker
+				if *rlBefore != "" {
+					workers = append(workers, bench.LabelledWorker{Label: "before: " + *rlBefore, Bin: *rlBefore})
+				}
+				workers = append(workers, bench.LabelledWorker{Label: "after: this build"})
+				return h.RateLimit(ctx, bench.RateLimitConfig{Runs: *rlRuns, Window: *rlWindow, Workers: workers})
+			}},
 		{"churn", cmdFor("churn", fmt.Sprintf("-churn-runs %d -churn-rounds %d -churn-workers %d -churn-latency %s -churn-throughput-runs %d -with-cluster",
 			*churnRuns, *churnRounds, *churnWorkers, *churnLatency, *churnSeries)), func() (bench.Section, error) {
 			if h.Cluster == nil {

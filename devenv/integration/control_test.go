@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	openai "github.com/sashabaranov/go-openai"
 	"go.temporal.io/api/workflowservice/v1"
 
 	"github.com/ralph-temporal/ralph/internal/fakeopenai"
@@ -134,20 +133,23 @@ func TestRealStackUpdatesWithTheTemporalCLI(t *testing.T) {
 	}
 }
 
+// TestRealStackTokenBudgetEndsTheRun: two rounds of 1,000 tokens nearly
+// spend a budget of 2,500; the 500 left cannot pay for a round's first
+// request (900 prompt tokens last time), so the run ends with limit tokens
+// instead of running forced hand-off rounds until the idle budget ends it.
 func TestRealStackTokenBudgetEndsTheRun(t *testing.T) {
-	e := newEnv(t, agentScript(func(tn turn) fakeopenai.Response {
-		r := submit(continueArgs(fmt.Sprintf("round %d", tn.Round()), "more"))
-		r.Usage = &openai.Usage{PromptTokens: 900, CompletionTokens: 100}
-		return r
-	}), "RALPH_MAX_IDLE_ROUNDS=100")
+	e := newEnv(t, agentScript(usageScript), "RALPH_MAX_IDLE_ROUNDS=100")
 	e.startWorker()
 	res, err := e.result(e.start("token-budget", `{"objective":"spend tokens","maxTokens":2500}`))
 	if err != nil {
 		t.Fatal(err)
 	}
 	spent := res.Usage.PromptTokens + res.Usage.CompletionTokens
-	if res.Status != report.OutcomeBudgetLimited || res.Limit != "tokens" || res.RoundsStarted >= 10 || spent < 2500 || spent > 3000 {
+	if res.Status != report.OutcomeBudgetLimited || res.Limit != "tokens" || res.RoundsStarted != 2 || spent != 2000 {
 		t.Fatalf("result = %+v (spent %d)", res, spent)
+	}
+	if n := e.model.RequestCount(); n != 2 {
+		t.Fatalf("%d requests, want 2: no round starts that the budget cannot pay for", n)
 	}
 }
 
@@ -169,8 +171,9 @@ func TestRealStackIdleBudgetEndsTheRun(t *testing.T) {
 }
 
 // TestRealStackProviderOutageSurvived: the model answers 503 for 150 s; the
-// in-round retries run out, the round is retried as fresh sessions with
-// backoff, and the run completes once the provider is back.
+// in-round retries run out, the round is deferred and run again as fresh
+// sessions after durable waits (30 s doubling), and the run completes once
+// the provider is back.
 func TestRealStackProviderOutageSurvived(t *testing.T) {
 	const outage = 150 * time.Second
 	var once sync.Once
