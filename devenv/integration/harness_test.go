@@ -274,7 +274,8 @@ func (e *env) noKeyAnywhere(workflowIDs ...string) {
 	}
 	for _, dir := range []string{e.sessions, e.root} {
 		_ = filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
-			if err != nil || d.IsDir() {
+			// Regular files only: a FIFO a command left would block the read.
+			if err != nil || !d.Type().IsRegular() {
 				return nil
 			}
 			data, _ := os.ReadFile(path)
