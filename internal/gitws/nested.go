@@ -1,7 +1,9 @@
 package gitws
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 )
@@ -19,6 +21,9 @@ func nestedRepos(dir string) ([]string, error) {
 	var walk func(abs, rel string) error
 	walk = func(abs, rel string) error {
 		f, err := os.Open(abs)
+		if errors.Is(err, fs.ErrPermission) && rel != "" {
+			return nil // git cannot read it either: it warns and goes on
+		}
 		if err != nil {
 			return err
 		}
