@@ -116,6 +116,34 @@ func TestRoundTallyRecordsBoundedLabels(t *testing.T) {
 	}
 }
 
+func TestReviewsCountedByVerdict(t *testing.T) {
+	h := newCapture()
+	for _, v := range []string{report.VerdictApprove, report.VerdictRevise, report.VerdictRevise, agent.OutcomeChildFailure} {
+		tally := newRoundTally()
+		tally.Observe(agent.Event{Kind: agent.EventModelRequest, Tools: []string{"read_file", "submit_review"}})
+		tally.Observe(agent.Event{Kind: agent.EventModelResponse, Model: "judge"})
+		tally.Observe(agent.Event{Kind: agent.EventToolCall, Tool: "submit_review"})
+		tally.recordReview(h, v, usage.Usage{ModelCalls: 1, ToolCalls: 1, PromptTokens: 10, CompletionTokens: 2})
+	}
+	for key, want := range map[string]float64{
+		"ralph_reviews{verdict=approve}":       1,
+		"ralph_reviews{verdict=revise}":        2,
+		"ralph_reviews{verdict=child_failure}": 1,
+		"ralph_model_calls{model=judge}":       4,
+		"ralph_tokens{kind=prompt}":            40,
+		"ralph_tool_calls{tool=submit_review}": 4,
+	} {
+		if h.values[key] != want {
+			t.Errorf("%s = %v, want %v (all: %v)", key, h.values[key], want, h.values)
+		}
+	}
+	for key := range h.values {
+		if strings.HasPrefix(key, "ralph_rounds") {
+			t.Errorf("a review counted as a round: %s", key)
+		}
+	}
+}
+
 func TestRoundOutcome(t *testing.T) {
 	ok := agent.Result{Report: report.Report{Status: report.StatusContinue}}
 	if got := roundOutcome(ok, nil); got != "continue" {

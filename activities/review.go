@@ -5,11 +5,14 @@ import (
 	"fmt"
 
 	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/ralph-temporal/ralph/agent"
 	"github.com/ralph-temporal/ralph/internal/gitws"
+	"github.com/ralph-temporal/ralph/internal/tracing"
 	"github.com/ralph-temporal/ralph/report"
+	"github.com/ralph-temporal/ralph/usage"
 )
 
 // Metric of the independent reviewer: ralph_reviews_total{verdict}.
@@ -24,7 +27,7 @@ const (
 // the workspace read-only to its commands, and in git modes the run's
 // change cut to ReviewDiffChars. It holds the workspace lock, heartbeats and
 // maps failures exactly as RunRound does.
-func (a *Activities) ReviewCompletion(ctx context.Context, in ReviewInput) (ReviewOutput, error) {
+func (a *Activities) ReviewCompletion(ctx context.Context, in ReviewInput) (out ReviewOutput, err error) {
 	if err := checkReviewInput(in); err != nil {
 		return ReviewOutput{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeBadRoundInput, nil)
 	}
@@ -34,6 +37,9 @@ func (a *Activities) ReviewCompletion(ctx context.Context, in ReviewInput) (Revi
 	if err != nil {
 		return ReviewOutput{}, err
 	}
+	ctx, span := a.cfg.Agent.Tracing.Start(ctx, tracing.SpanReview, tracing.AttrRound.Int(in.Round),
+		tracing.AttrAttempt.Int(int(info.Attempt)), tracing.AttrWorkspace.String(in.Workspace), tracing.AttrSessionID.String(sessionID))
+	defer func() { endSpan(span, err, a.cfg.Agent.APIKey, tracing.AttrReviewVerdict.String(out.Review.Verdict)) }()
 	spentBefore := earlierAttemptsUsage(ctx)
 	hb := startHeartbeat(ctx, HeartbeatDetails{Round: in.Round, Attempt: int(info.Attempt), SessionID: sessionID, Usage: spentBefore}, a.cfg.HeartbeatInterval)
 	defer hb.stop()
@@ -82,9 +88,7 @@ func (a *Activities) ReviewCompletion(ctx context.Context, in ReviewInput) (Revi
 	if err == nil {
 		verdict = res.Review.Verdict
 	}
-	h := activity.GetMetricsHandler(ctx)
-	tally.recordUsage(h, res.Usage)
-	h.WithTags(map[string]string{LabelVerdict: verdict}).Counter(MetricReviews).Inc(1)
+	tally.recordReview(activity.GetMetricsHandler(ctx), verdict, res.Usage)
 	if terr := transcript.Err(); terr != nil {
 		logger.Warn("Transcript incomplete", "transcript", path, "error", terr)
 	}
@@ -95,6 +99,14 @@ func (a *Activities) ReviewCompletion(ctx context.Context, in ReviewInput) (Revi
 		return ReviewOutput{}, a.roundError(ctx, fmt.Errorf("review: %w", err), in.Round, FailureDetails{SessionID: sessionID, Usage: spent})
 	}
 	return ReviewOutput{Review: *res.Review, Usage: spent, SessionID: sessionID}, nil
+}
+
+// recordReview adds one reviewer session to h: its usage like a round's,
+// and one review under its verdict (approve, revise, or how a session that
+// gave none ended: a bounded set).
+func (t *roundTally) recordReview(h client.MetricsHandler, verdict string, u usage.Usage) {
+	t.recordUsage(h, u)
+	h.WithTags(map[string]string{LabelVerdict: verdict}).Counter(MetricReviews).Inc(1)
 }
 
 // reviewChange readies the workspace for the reviewer (remote mode: this

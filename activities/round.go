@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
@@ -132,6 +133,12 @@ func (a *Activities) RunRound(ctx context.Context, in RoundInput) (out RoundOutp
 // endRoundSpan records how the round ended on its span: the report's status,
 // or the error (redacted) as the span's status.
 func endRoundSpan(span trace.Span, out RoundOutput, err error, apiKey string) {
+	endSpan(span, err, apiKey, tracing.AttrReportStatus.String(string(out.Report.Status)))
+}
+
+// endSpan ends an activity's span: on success with attrs, on failure with
+// the error's type and its text (the API key redacted) as the status.
+func endSpan(span trace.Span, err error, apiKey string, attrs ...attribute.KeyValue) {
 	defer span.End()
 	if err != nil {
 		errType := "error"
@@ -142,7 +149,7 @@ func endRoundSpan(span trace.Span, out RoundOutput, err error, apiKey string) {
 		tracing.Fail(span, errType, agent.Redact(err.Error(), apiKey))
 		return
 	}
-	span.SetAttributes(tracing.AttrReportStatus.String(string(out.Report.Status)))
+	span.SetAttributes(attrs...)
 }
 
 // earlierAttemptsUsage is what the lost attempts of this round spent, as

@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/ralph-temporal/ralph/agent/tools"
+	"github.com/ralph-temporal/ralph/internal/netproxy"
 	"github.com/ralph-temporal/ralph/report"
 )
 
@@ -64,6 +65,7 @@ func (s *session) runTool(ctx, toolCtx context.Context, step int, call openai.To
 		s.traceToolResult(span, args, res, "", err)
 		return report.Report{}, false, err
 	}
+	s.emitNetwork(step, name, call.ID, res.Network)
 	content := toolContent(res)
 	s.traceToolResult(span, args, res, content, err)
 	s.messages = append(s.messages, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleTool, ToolCallID: call.ID, Content: content})
@@ -235,4 +237,11 @@ func canonicalJSON(s string) string {
 		return s
 	}
 	return b.String()
+}
+
+// emitNetwork writes each connection a command asked the proxy for.
+func (s *session) emitNetwork(step int, tool, callID string, recs []netproxy.Record) {
+	for i := range recs {
+		s.emit(Event{Kind: EventNetwork, Step: step, Tool: tool, ToolCallID: callID, Network: &recs[i]})
+	}
 }

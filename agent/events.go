@@ -5,6 +5,7 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
+	"github.com/ralph-temporal/ralph/internal/netproxy"
 	"github.com/ralph-temporal/ralph/report"
 	"github.com/ralph-temporal/ralph/usage"
 )
@@ -31,6 +32,10 @@ const (
 	// can pass for it.
 	EventVerifyStart  EventKind = "verify_start"
 	EventVerifyResult EventKind = "verify_result"
+	// EventNetwork: one connection a command (run_command or the verify
+	// command) asked the sandbox's proxy for, allowed or refused; written
+	// before that command's result.
+	EventNetwork EventKind = "network"
 	// EventProtectedRestored: protected paths the session changed were
 	// restored (Paths lists them).
 	EventProtectedRestored EventKind = "protected_restored"
@@ -96,6 +101,9 @@ type Event struct {
 	// ExitCode of the verify command (-1: timed out), on its tool_result.
 	ExitCode   *int  `json:"exitCode,omitempty"`
 	DurationMs int64 `json:"durationMs,omitempty"`
+
+	// network
+	Network *netproxy.Record `json:"network,omitempty"`
 
 	// handoff
 	Bound string `json:"bound,omitempty"`

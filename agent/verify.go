@@ -60,6 +60,7 @@ func (s *session) verifyComplete(ctx context.Context, step int) (*report.Verific
 		tracing.Fail(span, "harness", Redact(err.Error(), s.cfg.APIKey))
 		return nil, "", err
 	}
+	s.emitNetwork(step, VerifyTool, "", res.Network)
 	v := report.Verification{Command: s.req.VerifyCommand, ExitCode: res.ExitCode, DurationMs: durationMs(res.Duration), Output: res.Output}
 	if res.TimedOut {
 		v.ExitCode = -1

@@ -195,3 +195,96 @@ func decodeYAML(t *testing.T, file string, v any) {
 		t.Fatalf("parse %s: %v", file, err)
 	}
 }
+
+func TestComposeTracingProfile(t *testing.T) {
+	c := loadCompose(t)
+	j, ok := c.Services["jaeger"]
+	if !ok {
+		t.Fatal("service jaeger is missing")
+	}
+	for name, svc := range c.Services {
+		if slices.Contains(svc.Profiles, "tracing") != (name == "jaeger") {
+			t.Errorf("%s profiles = %v: only jaeger is in the tracing profile", name, svc.Profiles)
+		}
+	}
+	if !slices.Equal(j.Profiles, []string{"tracing"}) || !strings.HasPrefix(j.Image, "jaegertracing/all-in-one:") {
+		t.Errorf("jaeger: profiles %v image %q", j.Profiles, j.Image)
+	}
+	if j.Environment["COLLECTOR_OTLP_ENABLED"] != "true" {
+		t.Errorf("jaeger COLLECTOR_OTLP_ENABLED = %q, want true (OTLP receivers on)", j.Environment["COLLECTOR_OTLP_ENABLED"])
+	}
+	published := map[string]bool{}
+	for _, p := range j.Ports {
+		mapping, _, _ := strings.Cut(p, " ")
+		parts := strings.Split(mapping, ":")
+		if len(parts) != 3 || parts[0] != "127.0.0.1" || parts[1] != parts[2] {
+			t.Errorf("jaeger port %q: want 127.0.0.1:<port>:<port> (loopback only)", p)
+			continue
+		}
+		published[parts[2]] = true
+	}
+	for _, port := range []string{"4317", "4318", "16686"} {
+		if !published[port] {
+			t.Errorf("jaeger does not publish %s (OTLP gRPC 4317, OTLP HTTP 4318, UI 16686): %v", port, j.Ports)
+		}
+	}
+
+	// The workers read the standard variables from deploy/.env; off by default.
+	for _, name := range []string{"ralph-worker", "ralph-worker-remote"} {
+		env := c.Services[name].Environment
+		if env["OTEL_EXPORTER_OTLP_ENDPOINT"] != "${OTEL_EXPORTER_OTLP_ENDPOINT:-}" {
+			t.Errorf("%s OTEL_EXPORTER_OTLP_ENDPOINT = %q, want it from deploy/.env, empty (off) by default", name, env["OTEL_EXPORTER_OTLP_ENDPOINT"])
+		}
+		if env["OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"] != "${OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT:-false}" {
+			t.Errorf("%s must not capture message content by default", name)
+		}
+	}
+	// The endpoint .env.example suggests is jaeger's OTLP/HTTP port on the
+	// compose network.
+	example, err := os.ReadFile(".env.example")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(example), "OTEL_EXPORTER_OTLP_ENDPOINT=http://jaeger:4318") || !published["4318"] {
+		t.Error(".env.example does not point the workers at jaeger's OTLP/HTTP port")
+	}
+}
+
+// The dashboard links rounds to their traces as far as the data allows: the
+// metrics have no round or session labels, so the links open Jaeger's
+// search for ralph.round spans and for one run by its workflow id.
+func TestDashboardLinksToTraces(t *testing.T) {
+	var dash struct {
+		Templating struct {
+			List []struct {
+				Name string `json:"name"`
+				Type string `json:"type"`
+			} `json:"list"`
+		} `json:"templating"`
+		Links []struct {
+			Title string `json:"title"`
+			URL   string `json:"url"`
+		} `json:"links"`
+	}
+	data, err := os.ReadFile("grafana/dashboards/ralph.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(data, &dash); err != nil {
+		t.Fatal(err)
+	}
+	if len(dash.Templating.List) != 1 || dash.Templating.List[0].Name != "workflow_id" || dash.Templating.List[0].Type != "textbox" {
+		t.Fatalf("templating = %+v, want one textbox workflow_id", dash.Templating.List)
+	}
+	var rounds, run bool
+	for _, l := range dash.Links {
+		if !strings.HasPrefix(l.URL, "http://localhost:16686/search?service=ralph-worker&") {
+			t.Errorf("link %q = %q, want the tracing profile's Jaeger UI search", l.Title, l.URL)
+		}
+		rounds = rounds || strings.Contains(l.URL, "operation=ralph.round")
+		run = run || strings.Contains(l.URL, "tags=%7B%22temporalWorkflowID%22%3A%22${workflow_id}%22%7D")
+	}
+	if !rounds || !run {
+		t.Errorf("links %+v: want one to the ralph.round spans and one to the run named by ${workflow_id}", dash.Links)
+	}
+}

@@ -105,7 +105,7 @@ func TestGitPathsAreRefusedInGitModes(t *testing.T) {
 // Under bubblewrap in git modes .git is mounted read-only: history reads
 // work, nothing under .git changes, the rest of the workspace is writable.
 func TestSandboxMountsGitReadOnly(t *testing.T) {
-	f := newSandboxFixture(t, sandbox.ModeBwrap, sandbox.Config{Network: true, ProtectGit: true})
+	f := newSandboxFixture(t, sandbox.ModeBwrap, sandbox.Config{Network: sandbox.NetHost, ProtectGit: true})
 	for _, args := range [][]string{{"init", "-q"}, {"-c", "user.name=p", "-c", "user.email=p@x", "commit", "-q", "--allow-empty", "-m", "first"}} {
 		cmd := exec.Command("git", args...)
 		cmd.Dir = f.dir

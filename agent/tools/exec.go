@@ -3,6 +3,8 @@ package tools
 import (
 	"context"
 	"time"
+
+	"github.com/ralph-temporal/ralph/internal/netproxy"
 )
 
 // ExecResult is what one command run produced.
@@ -15,6 +17,11 @@ type ExecResult struct {
 	TimedOut bool
 	// Duration is how long the command ran.
 	Duration time.Duration
+	// MemoryKill says the command was killed for exceeding the memory limit
+	// ("" when it was not); Output then starts with it too.
+	MemoryKill string
+	// Network is every connection the command asked the sandbox's proxy for.
+	Network []netproxy.Record
 }
 
 // Exec runs command the way run_command does (bash -c in the workspace, the
@@ -27,5 +34,10 @@ func (w *Workspace) Exec(ctx context.Context, command string, timeout time.Durat
 	if err != nil {
 		return ExecResult{}, err
 	}
-	return ExecResult{Output: o.output, ExitCode: o.exitCode, TimedOut: o.timedOut, Duration: time.Since(started)}, nil
+	out := o.output
+	if o.memoryKill != "" {
+		out = "[" + o.memoryKill + "]\n" + out
+	}
+	return ExecResult{Output: out, ExitCode: o.exitCode, TimedOut: o.timedOut, Duration: time.Since(started),
+		MemoryKill: o.memoryKill, Network: o.network}, nil
 }

@@ -42,6 +42,22 @@ func (w *Workspace) execute(ctx context.Context, command string, timeout time.Du
 		_, copyErr = io.Copy(buf, pr)
 	}()
 
+	// The command's cgroup and proxy; finished once nothing of it runs.
+	run, err := w.sb.Prepare()
+	if err != nil {
+		pw.Close()
+		<-copied
+		return execOutcome{}, fmt.Errorf("run_command: %w", err)
+	}
+	var outcome sandbox.Outcome
+	finished := false
+	finish := func() {
+		if !finished {
+			finished, outcome = true, run.Finish()
+		}
+	}
+	defer finish()
+
 	// Every process of the group, its leader included, gets the command's
 	// allowlisted environment: the leader is dumpable and the same user,
 	// so its /proc/<pid>/environ is readable by the command.
@@ -62,6 +78,7 @@ func (w *Workspace) execute(ctx context.Context, command string, timeout time.Du
 	// killing it ends the PID namespace and so every process of the
 	// command, detached or not, before the call returns.
 	var infoR, infoW *os.File
+	var extra []*os.File
 	infoFD := -1
 	if w.sb.Mode() == sandbox.ModeBwrap {
 		if infoR, infoW, err = os.Pipe(); err != nil {
@@ -72,14 +89,16 @@ func (w *Workspace) execute(ctx context.Context, command string, timeout time.Du
 		defer infoR.Close()
 		infoFD = 3
 	}
-	name, args := w.sb.CommandReadOnly(w.dir, w.home, infoFD,
+	if infoW != nil {
+		extra = append(extra, infoW)
+	}
+	extra = append(extra, run.Files()...)
+	name, args := w.sb.CommandFor(run, w.dir, w.home, infoFD, 3+len(extra)-len(run.Files()),
 		sandbox.ReadOnly{Workspace: w.reviewOnly, Paths: w.readOnly}, []string{"bash", "-c", command})
 	cmd := exec.Command(name, args...)
 	cmd.Dir = w.dir
 	cmd.Env = env
-	if infoW != nil {
-		cmd.ExtraFiles = []*os.File{infoW}
-	}
+	cmd.ExtraFiles = extra
 	// An *os.File is handed to the child as is: no copying goroutine inside
 	// exec, so Wait returns as soon as bash exits, even if a grandchild still
 	// holds the pipe. stdout and stderr share it to keep their interleaving.
@@ -111,6 +130,7 @@ func (w *Workspace) execute(ctx context.Context, command string, timeout time.Du
 		return execOutcome{}, fmt.Errorf("run_command: starting %s: %w", name, err)
 	}
 	pw.Close() // the child has its copy; EOF comes once every holder is gone
+	run.Started()
 	var ns *nsWatch
 	if infoW != nil {
 		infoW.Close()
@@ -157,6 +177,8 @@ func (w *Workspace) execute(ctx context.Context, command string, timeout time.Du
 	// closes the output pipe for every process still in the group.
 	killGroup(pgid)
 
+	finish() // the proxy and the cgroup end with the command
+
 	// The group is dead, so EOF is normally immediate; the deadline only
 	// matters for a process that escaped the group and holds the pipe.
 	if err := pr.SetReadDeadline(time.Now().Add(OutputDrainTimeout)); err != nil {
@@ -164,6 +186,7 @@ func (w *Workspace) execute(ctx context.Context, command string, timeout time.Du
 	}
 	<-copied
 	o.incomplete = copyErr != nil
+	o.network, o.memoryKill = outcome.Network, outcome.String()
 	o.output = buf.String(outputCap)
 
 	if cancelled {

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/ralph-temporal/ralph/internal/netproxy"
 )
 
 // OutputDrainTimeout bounds how long run_command waits for the output pipe
@@ -29,7 +31,9 @@ type execOutcome struct {
 	exitCode   int
 	signal     string // set when the command was killed by a signal
 	timedOut   bool
-	incomplete bool // the output pipe was still held open after the drain timeout
+	incomplete bool              // the output pipe was still held open after the drain timeout
+	memoryKill string            // why the cgroup's OOM killer ended it ("" if it did not)
+	network    []netproxy.Record // the connections it asked the sandbox's proxy for
 }
 
 func (t runCommandTool) Run(ctx context.Context, args json.RawMessage) (Result, error) {
@@ -57,6 +61,8 @@ func (t runCommandTool) Run(ctx context.Context, args json.RawMessage) (Result, 
 	if o.timedOut {
 		fmt.Fprintf(&b, "command timed out after %s and was killed together with every process it started\n", seconds(timeout))
 		b.WriteString("output before the timeout:\n")
+	} else if o.memoryKill != "" {
+		fmt.Fprintf(&b, "exit code: %d (%s)\n", o.exitCode, o.memoryKill)
 	} else if o.signal != "" {
 		fmt.Fprintf(&b, "exit code: %d (killed by signal %s)\n", o.exitCode, o.signal)
 	} else {
@@ -70,7 +76,7 @@ func (t runCommandTool) Run(ctx context.Context, args json.RawMessage) (Result, 
 	if o.incomplete {
 		b.WriteString("\n[output may be incomplete: a process that left the command's process group kept the output open]\n")
 	}
-	return Result{Output: b.String(), Failed: o.timedOut}, nil
+	return Result{Output: b.String(), Failed: o.timedOut || o.memoryKill != "", Network: o.network}, nil
 }
 
 // seconds formats a duration as seconds the way the model is asked for them.

@@ -60,7 +60,7 @@ func newSandboxFixture(t testing.TB, mode string, cfg sandbox.Config) sandboxFix
 }
 
 func TestSandboxedCommandBasics(t *testing.T) {
-	f := newSandboxFixture(t, sandbox.ModeBwrap, sandbox.Config{Network: true})
+	f := newSandboxFixture(t, sandbox.ModeBwrap, sandbox.Config{Network: sandbox.NetHost})
 	out := mustOK(t, call(t, f.w, "run_command", map[string]any{"command": "echo out; echo err >&2; pwd; exit 3"}))
 	if want := "exit code: 3\nout\nerr\n" + f.dir + "\n"; out != want {
 		t.Fatalf("got %q, want %q", out, want)
@@ -81,7 +81,7 @@ func TestSandboxedCommandBasics(t *testing.T) {
 // can be read; /proc shows only the command's own processes.
 func TestSandboxConfinesCommands(t *testing.T) {
 	t.Setenv("RALPH_TEST_WORKER_SECRET", "worker-env-canary-93b2")
-	f := newSandboxFixture(t, sandbox.ModeBwrap, sandbox.Config{Network: true})
+	f := newSandboxFixture(t, sandbox.ModeBwrap, sandbox.Config{Network: sandbox.NetHost})
 	home, _ := os.UserHomeDir()
 	probes := map[string]string{
 		"write system":     "touch /etc/ralph-sandbox-test",
@@ -136,7 +136,7 @@ const interfacesCommand = "tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' ' | 
 func TestSandboxCommandEnvNamesAndNetwork(t *testing.T) {
 	t.Setenv("RALPH_TEST_PASSED", "passed-value")
 	t.Setenv("DATABASE_URL", "postgres://u:hunter2@db/x")
-	f := newSandboxFixture(t, sandbox.ModeBwrap, sandbox.Config{Network: false, CommandEnv: []string{"RALPH_TEST_PASSED"}})
+	f := newSandboxFixture(t, sandbox.ModeBwrap, sandbox.Config{Network: sandbox.NetOff, CommandEnv: []string{"RALPH_TEST_PASSED"}})
 	out := mustOK(t, call(t, f.w, "run_command", map[string]any{"command": "env"}))
 	if !strings.Contains(out, "RALPH_TEST_PASSED=passed-value\n") || strings.Contains(out, "hunter2") {
 		t.Errorf("RALPH_COMMAND_ENV not applied: %s", out)
@@ -150,7 +150,7 @@ func TestSandboxCommandEnvNamesAndNetwork(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	open := newSandboxFixture(t, sandbox.ModeBwrap, sandbox.Config{Network: true})
+	open := newSandboxFixture(t, sandbox.ModeBwrap, sandbox.Config{Network: sandbox.NetHost})
 	if out := mustOK(t, call(t, open.w, "run_command", map[string]any{"command": interfacesCommand})); out != "exit code: 0\n"+string(host) {
 		t.Errorf("network kept: got %q, the worker has %q", out, host)
 	}
@@ -203,7 +203,7 @@ func TestDetachedProcessesDieWithTheCall(t *testing.T) {
 	for _, mode := range []string{sandbox.ModeBwrap, sandbox.ModeOff} {
 		for _, end := range []string{"return", "timeout", "cancel"} {
 			t.Run(mode+"/"+end, func(t *testing.T) {
-				f := newSandboxFixture(t, mode, sandbox.Config{Network: true})
+				f := newSandboxFixture(t, mode, sandbox.Config{Network: sandbox.NetHost})
 				spawns := detachedSpawns(mode == sandbox.ModeBwrap)
 				then := "exit 0"
 				if end != "return" {
@@ -273,7 +273,7 @@ func TestSandboxHelper(t *testing.T) {
 	if root == "" {
 		t.Skip("helper process only")
 	}
-	sb, err := sandbox.New(context.Background(), sandbox.Config{Mode: sandbox.ModeBwrap, Network: true}, sandbox.Paths{
+	sb, err := sandbox.New(context.Background(), sandbox.Config{Mode: sandbox.ModeBwrap, Network: sandbox.NetHost}, sandbox.Paths{
 		WorkspaceRoot: root, SessionDir: t.TempDir(), HomesDir: t.TempDir(), Environ: os.Environ(),
 	})
 	if err != nil {

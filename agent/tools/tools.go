@@ -27,6 +27,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/ralph-temporal/ralph/internal/netproxy"
 	"github.com/ralph-temporal/ralph/internal/sandbox"
 )
 
@@ -38,6 +39,9 @@ type Result struct {
 	// arguments, timeout). It is data for the model, not a harness error. A
 	// command that exits non-zero is not a failure: the exit code is reported.
 	Failed bool
+	// Network is every connection a command asked the sandbox's proxy for
+	// (run_command in proxy mode); the session writes it to the transcript.
+	Network []netproxy.Record
 }
 
 // Tool is one function the model can call.

@@ -17,6 +17,7 @@ import (
 	"github.com/ralph-temporal/ralph/agent"
 	"github.com/ralph-temporal/ralph/agent/tools"
 	"github.com/ralph-temporal/ralph/internal/gitws"
+	"github.com/ralph-temporal/ralph/internal/netproxy"
 	"github.com/ralph-temporal/ralph/internal/sandbox"
 	"github.com/ralph-temporal/ralph/workflows"
 )
@@ -46,6 +47,9 @@ type Worker struct {
 	MetricsAddress string
 	// Connection overrides the standard TEMPORAL_* variables when set.
 	Connection Connection
+	// Warnings are said once at start: settings given in a form that is
+	// still accepted but replaced.
+	Warnings []string
 	// LogLevel and LogFormat ("text" or "json") configure the slog handler.
 	LogLevel  slog.Level
 	LogFormat string
@@ -207,8 +211,29 @@ func workerSettings() []setting {
 		{flag: "sandbox", env: "RALPH_SANDBOX", usage: "auto, bwrap or off: how the model's commands are isolated",
 			custom: enum(func(w *Worker) *string { return &w.Activities.Sandbox.Mode }, sandbox.ModeAuto, sandbox.ModeBwrap, sandbox.ModeOff),
 			def:    func(w *Worker) string { return w.Activities.Sandbox.Mode }},
-		{flag: "sandbox-network", env: "RALPH_SANDBOX_NETWORK", usage: "keep the network inside the sandbox",
-			boolp: func(w *Worker) *bool { return &w.Activities.Sandbox.Network }},
+		{flag: "sandbox-network", env: "RALPH_SANDBOX_NETWORK", usage: "proxy, off or host: commands reach the network only through the worker's filtering proxy, not at all, or as the host does",
+			custom: sandboxNetwork, def: func(w *Worker) string { return w.Activities.Sandbox.Network }},
+		{flag: "sandbox-allow-hosts", env: "RALPH_SANDBOX_ALLOW_HOSTS", usage: "comma-separated host, *.domain, host:port, ip or ip:port: the only destinations the proxy allows (private ones included)",
+			custom: func(w *Worker, source, value string) error {
+				var items []string
+				for _, it := range strings.Split(value, ",") {
+					if it = strings.TrimSpace(it); it != "" {
+						items = append(items, it)
+					}
+				}
+				if _, err := netproxy.ParseAllowList(items); err != nil {
+					return fmt.Errorf("%s: %v", source, err)
+				}
+				w.Activities.Sandbox.AllowHosts = items
+				return nil
+			},
+			def: func(w *Worker) string { return strings.Join(w.Activities.Sandbox.AllowHosts, ",") }},
+		{flag: "sandbox-tmp-mb", env: "RALPH_SANDBOX_TMP_MB", usage: "size in MB of the sandbox's private /tmp and of its /dev/shm",
+			intp: func(w *Worker) *int { return &w.Activities.Sandbox.TmpMB }},
+		{flag: "sandbox-memory-mb", env: "RALPH_SANDBOX_MEMORY_MB", usage: "memory limit in MB of each command with all it starts (its own cgroup)",
+			intp: func(w *Worker) *int { return &w.Activities.Sandbox.MemoryMB }},
+		{flag: "sandbox-pids", env: "RALPH_SANDBOX_PIDS", usage: "limit on the processes and threads of each command (its own cgroup)",
+			intp: func(w *Worker) *int { return &w.Activities.Sandbox.Pids }},
 		{flag: "sandbox-hide", env: "RALPH_SANDBOX_HIDE", usage: "':'-separated paths made invisible to commands",
 			listp: func(w *Worker) *[]string { return &w.Activities.Sandbox.Hide }},
 		{flag: "sandbox-share", env: "RALPH_SANDBOX_SHARE", usage: "':'-separated paths mounted read-write into the sandbox (shared caches)",
@@ -368,6 +393,29 @@ func splitModels(value string) []string {
 		}
 	}
 	return out
+}
+
+// sandboxNetwork parses RALPH_SANDBOX_NETWORK; the old boolean values are
+// read as what they meant (true: the host's network; false: none), with a
+// warning naming the new values.
+func sandboxNetwork(w *Worker, source, value string) error {
+	var mode string
+	switch strings.ToLower(value) {
+	case sandbox.NetProxy, sandbox.NetOff, sandbox.NetHost:
+		mode = strings.ToLower(value)
+	case "true", "1":
+		mode = sandbox.NetHost
+	case "false", "0":
+		mode = sandbox.NetOff
+	default:
+		return fmt.Errorf("%s=%q: must be one of %s, %s, %s", source, value, sandbox.NetProxy, sandbox.NetOff, sandbox.NetHost)
+	}
+	if mode != strings.ToLower(value) {
+		w.Warnings = append(w.Warnings, fmt.Sprintf("%s=%s is read as %q; the values are now %s (the default: only through the worker's filtering proxy), %s and %s",
+			source, value, mode, sandbox.NetProxy, sandbox.NetOff, sandbox.NetHost))
+	}
+	w.Activities.Sandbox.Network = mode
+	return nil
 }
 
 // enum is a custom parser accepting one of values into *dst(w).

@@ -2,21 +2,52 @@ package workerapp
 
 import (
 	"log/slog"
+	"strings"
 
 	"github.com/ralph-temporal/ralph/internal/sandbox"
 )
 
-// logSandbox says once, at start, how the model's commands run; a fallback
-// of auto mode is a warning that names what commands can then reach.
+// logSandbox says once, at start, how the model's commands run: isolation,
+// network and the limits that hold. A fallback of auto mode, a network rule
+// that cannot be enforced and a limit that does not hold are warnings that
+// name what commands can then reach or use.
 func logSandbox(logger *slog.Logger, cfg sandbox.Config, sb *sandbox.Sandbox) {
+	enforced, notLimited, why := sb.Limits()
+	limits := strings.Join(enforced, "; ")
+	if limits == "" {
+		limits = "none"
+	}
 	switch {
 	case sb.Fallback() != "":
 		logger.Warn("command sandbox: bubblewrap does not work on this machine, commands run unsandboxed (set RALPH_SANDBOX=bwrap to refuse to start instead)",
-			"sandbox", sb.Mode(), "configured", cfg.Mode, "reason", sb.Fallback(), "exposed", sandbox.Exposure)
+			"sandbox", sb.Mode(), "configured", cfg.Mode, "reason", sb.Fallback(), "exposed", sandbox.Exposure,
+			"network", "host (RALPH_SANDBOX_NETWORK="+cfg.Network+" cannot be enforced without the sandbox)", "limits", limits)
 	case sb.Mode() == sandbox.ModeOff:
-		logger.Info("command sandbox: off (RALPH_SANDBOX=off)", "sandbox", sb.Mode(), "exposed", sandbox.Exposure)
+		logger.Warn("command sandbox: off (RALPH_SANDBOX=off)", "sandbox", sb.Mode(), "exposed", sandbox.Exposure,
+			"network", "host (RALPH_SANDBOX_NETWORK="+cfg.Network+" cannot be enforced without the sandbox)", "limits", limits)
 	default:
 		logger.Info("command sandbox: bubblewrap", "sandbox", sb.Mode(), "configured", cfg.Mode,
-			"network", cfg.Network, "hidden", sb.Hidden(), "shared", cfg.Share, "commandEnv", cfg.CommandEnv)
+			"network", networkText(sb), "limits", limits,
+			"hidden", sb.Hidden(), "shared", cfg.Share, "commandEnv", cfg.CommandEnv)
+		if sb.Network() == sandbox.NetHost {
+			logger.Warn("command sandbox: RALPH_SANDBOX_NETWORK=host: commands reach every service this host reaches, the Temporal frontend, metrics and cloud metadata included")
+		}
 	}
+	if len(notLimited) > 0 {
+		logger.Warn("command sandbox: some resources of commands are not limited: one runaway command can exhaust them for the worker and every round",
+			"notLimited", notLimited, "reason", why)
+	}
+}
+
+func networkText(sb *sandbox.Sandbox) string {
+	switch sb.Network() {
+	case sandbox.NetProxy:
+		if a := sb.AllowHosts(); a != "" {
+			return "proxy (only " + a + ")"
+		}
+		return "proxy (public addresses only)"
+	case sandbox.NetOff:
+		return "off (no network)"
+	}
+	return "host"
 }

@@ -123,6 +123,9 @@ func Run(ctx context.Context, cfg config.Worker, env config.Env, logger *slog.Lo
 	if err := cfg.CheckModel(); err != nil {
 		return &UsageError{Err: err}
 	}
+	for _, w := range cfg.Warnings {
+		logger.Warn(w)
+	}
 	if err := makeNonDumpable(); err != nil {
 		return err
 	}

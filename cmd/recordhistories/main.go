@@ -3,7 +3,8 @@
 // real activities and a scripted OpenAI-compatible model — through the main
 // paths (complete, blocked, budget-limited, round-failed, cancelled,
 // continue-as-new, invalid input, invalid report, verified, stopped, paused
-// and resumed, the token, time and idle budgets) and writes each run's
+// and resumed, the token, time and idle budgets, the reviewer's approve
+// and revise) and writes each run's
 // history as JSON.
 //
 // The corpus only grows: each recording goes into a NEW directory
@@ -121,6 +122,10 @@ func scenarios() []scenario {
 		{name: "budget-idle", input: `{"objective":"scenario budget: never done"}`},
 		{name: "budget-time", input: `{"objective":"scenario slow: a round past the time budget","maxMinutes":1}`, slow: true},
 		{name: "invalid-report", input: `{"objective":"scenario invalid report"}`, queue: invalidReportQueue},
+		// Section 23 :
+		// the independent reviewer's two verdicts, under protected paths.
+		{name: "review-approve", input: `{"objective":"scenario review: write hello.txt","review":true,"protectedPaths":["tests/**"]}`},
+		{name: "review-revise", input: `{"objective":"scenario review revise: write hello.txt","review":true,"protectedPaths":["tests/**"],"maxRounds":3}`},
 	}
 }
 
@@ -130,6 +135,20 @@ func play(req fakeopenai.Request) fakeopenai.Response {
 	cont := fakeopenai.ReportArgs{Status: "continue", Summary: fmt.Sprintf("round %d done", round), NextSteps: []string{"keep going"}}
 	done := fakeopenai.ReportArgs{Status: "complete", Summary: "hello.txt written", Evidence: []string{"hello.txt exists"}}
 	switch {
+	case req.IsReview():
+		if strings.Contains(prompt, "scenario review revise") && round == 1 {
+			return fakeopenai.Tools(fakeopenai.SubmitReview(fakeopenai.ReviewArgs{Verdict: "revise", Summary: "hello.txt lacks a newline check",
+				Findings: []string{"Check that hello.txt ends with a newline"}}))
+		}
+		return fakeopenai.Tools(fakeopenai.SubmitReview(fakeopenai.ReviewArgs{Verdict: "approve", Summary: "hello.txt holds hello"}))
+	case strings.Contains(prompt, "scenario review"):
+		if step == 0 {
+			return fakeopenai.Tools(fakeopenai.CallJSON("run_command", map[string]any{"command": "printf 'hello\\n' > hello.txt && mkdir -p tests && echo weakened > tests/t.sh"}))
+		}
+		if step == 1 {
+			return fakeopenai.Tools(fakeopenai.SubmitReport(done)) // refused once: tests/t.sh is restored
+		}
+		return fakeopenai.Tools(fakeopenai.SubmitReport(done))
 	case strings.Contains(prompt, "scenario complete"):
 		if round == 1 && step == 0 {
 			return fakeopenai.Tools(fakeopenai.CallJSON("write_file", map[string]string{"path": "hello.txt", "content": "hello\n"}))
@@ -151,6 +170,10 @@ func play(req fakeopenai.Request) fakeopenai.Response {
 		return fakeopenai.Tools(fakeopenai.CallJSON("run_command", map[string]any{"command": fmt.Sprintf("echo %d > started.txt; while [ ! -e release-%d ]; do sleep 0.1; done", round, round)}))
 	case strings.Contains(prompt, "scenario slow") && step == 0:
 		return fakeopenai.Tools(fakeopenai.CallJSON("run_command", map[string]any{"command": "sleep 62", "timeout_seconds": 120}))
+	case strings.Contains(prompt, "scenario long") && step == 0:
+		// Each round changes the workspace, so the idle budget never ends
+		// the run before it crosses the continue-as-new.
+		return fakeopenai.Tools(fakeopenai.CallJSON("write_file", map[string]string{"path": fmt.Sprintf("round-%d.txt", round), "content": "done\n"}))
 	case strings.Contains(prompt, "scenario long") && round == 4:
 		return fakeopenai.Tools(fakeopenai.SubmitReport(done))
 	default:

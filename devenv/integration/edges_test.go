@@ -1,312 +1,218 @@
 package integration
 
 import (
-	"errors"
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"net"
 	"os"
-	"path/filepath"
+	"os/exec"
+	"strconv"
 	"strings"
-	"syscall"
+	"sync"
 	"testing"
 
-	"go.temporal.io/sdk/temporal"
-
+	"github.com/ralph-temporal/ralph/internal/cgroup"
 	"github.com/ralph-temporal/ralph/internal/fakeopenai"
-	"github.com/ralph-temporal/ralph/internal/names"
 	"github.com/ralph-temporal/ralph/report"
 )
 
-// The sandbox's edges (SPEC section 20), from the model's side: what the
-// model plants must never run in, or steer, the worker's own git steps.
-
-// nestedPlant is a command that makes sub/ a repository of its own whose
-// smudge and clean filters, fsmonitor and hooks append the environment
-// they get to canary (a host path: they would run as the worker), and
-// asks the outer repository to recurse into it (.gitmodules, and the outer
-// .git/config, which only works where .git is writable).
-func nestedPlant(canary string) string {
-	prog := "sh -c 'env >> " + canary + "; cat'"
-	hook := "printf '#!/bin/sh\\nenv >> " + canary + "\\n'"
-	return strings.Join([]string{
-		"git init -q sub && cd sub",
-		"git config user.name m && git config user.email m@x",
-		"echo nested > a.txt && echo '* filter=evil' > .gitattributes",
-		"git add -A && git commit -q -m nested",
-		`git config filter.evil.smudge "` + prog + `"`,
-		`git config filter.evil.clean "` + prog + `"`,
-		`git config core.fsmonitor "` + prog + `"`,
-		"mkdir -p .git/hooks",
-		"for h in post-checkout reference-transaction post-index-change; do " + hook + " > .git/hooks/$h; chmod +x .git/hooks/$h; done",
-		"cd ..",
-		`printf '[submodule "sub"]\n\tpath = sub\n\turl = ./sub\n' > .gitmodules`,
-		"git config submodule.recurse true 2>&1 || echo OUTER-CONFIG-REFUSED",
-		"git config submodule.sub.url $PWD/sub 2>&1; git config submodule.sub.active true 2>&1",
-		"echo PLANTED",
-	}, "; ")
-}
-
-func noCanaryFile(t *testing.T, canary string) {
+// listeningLoopbackPorts are the TCP ports something on this host listens
+// on at 127.0.0.1 or on every address: the Temporal frontend (gRPC and its
+// HTTP API), the scripted model, and whatever else runs here.
+func listeningLoopbackPorts(t *testing.T) []int {
 	t.Helper()
-	if data, err := os.ReadFile(canary); err == nil {
-		t.Fatalf("a program the model planted ran in a worker's git step, with:\n%s", data)
-	}
-}
-
-// requestsContain reports whether any request to the model carries s.
-func requestsContain(model *fakeopenai.Server, s string) bool {
-	for _, r := range model.Requests() {
-		if strings.Contains(string(r.Raw), s) {
-			return true
+	seen := map[int]bool{}
+	var ports []int
+	for _, file := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+		f, err := os.Open(file)
+		if err != nil {
+			continue
 		}
-	}
-	return false
-}
-
-// killAndRetry waits for round 2's long command, starts a second worker
-// and kills the first with SIGKILL, so the round's next attempt runs the
-// retry path (leftovers saved, tree reset) on the planted workspace.
-func killAndRetry(t *testing.T, e *env, first *process, dir string, extraEnv ...string) {
-	t.Helper()
-	waitForPIDs(t, filepath.Join(dir, "pids.txt"), 2)
-	e.startWorker(extraEnv...)
-	if err := first.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	<-first.done
-}
-
-// Findings 1, 5 and 7, git local, under bubblewrap, across a retried
-// attempt: .git is read-only to commands and refused by the file tools,
-// the nested repository's filter and hooks never run (not at the
-// checkpoint, not at the retry's reset), a FIFO blocks no tool, and the
-// worker's XDG directory is invisible.
-func TestRealStackEdgesGitLocalNestedRepoAcrossRetry(t *testing.T) {
-	canary := filepath.Join(t.TempDir(), "canary")
-	xdg := t.TempDir()
-	const xdgCanary = "xdg-canary-CREDENTIALS-4d21"
-	writeFile(t, filepath.Join(xdg, "gh", "hosts.yml"), xdgCanary)
-	script := agentScript(func(tn turn) fakeopenai.Response {
-		switch {
-		case tn.Round() == 1 && tn.Step() == 0:
-			return tool("run_command", map[string]any{"command": nestedPlant(canary) +
-				"; echo '[core]' >> .git/config 2>&1; ln -s /etc .git/evil 2>&1; mkfifo fifo; cat $XDG_CONFIG_HOME/gh/hosts.yml " + xdg + "/gh/hosts.yml 2>&1; true"})
-		case tn.Round() == 1 && tn.Step() == 1:
-			return tool("write_file", map[string]string{"path": ".git/config", "content": "[submodule]\n\trecurse = true\n"})
-		case tn.Round() == 1 && tn.Step() == 2:
-			return tool("write_file", map[string]string{"path": "sub/.git/hooks/post-commit", "content": "#!/bin/sh\nenv >> " + canary + "\n"})
-		case tn.Round() == 1 && tn.Step() == 3:
-			return tool("search_files", map[string]string{"pattern": "x", "path": "fifo"})
-		case tn.Round() == 1 && tn.Step() == 4:
-			return tool("read_file", map[string]string{"path": "fifo"})
-		case tn.Round() == 1:
-			return submit(continueArgs("planted a nested repository", "change it"))
-		case tn.Session == 1 && tn.Step() == 0:
-			return tool("run_command", map[string]any{"command": "echo changed > sub/a.txt; echo " + lostMarker + " > lost.txt; " + longCommand})
-		case tn.Session == 1:
-			return fakeopenai.Text("the lost session must never get here")
-		default:
-			return submit(completeArgs("finished after the retry", "the plant never ran"))
-		}
-	})
-	e, _ := sandboxedEnv(t, script, "RALPH_GIT=local", "RALPH_HEARTBEAT_TIMEOUT_SECONDS=2", "XDG_CONFIG_HOME="+xdg)
-	first := e.startWorker()
-	id := "edges-local-nested"
-	run := e.start(id, `{"objective":"plant","workspace":"edgelocal"}`)
-	dir := filepath.Join(e.root, "edgelocal")
-	killAndRetry(t, e, first, dir)
-	res, err := e.result(run)
-	if err != nil {
-		t.Fatalf("run failed: %v", err)
-	}
-	if res.Status != report.OutcomeComplete || res.RoundsStarted != 2 {
-		t.Fatalf("result = %+v", res)
-	}
-	// On the host: nothing ran, .git is as the worker left it, the nested
-	// repository never entered a checkpoint and was not checked out again.
-	noCanaryFile(t, canary)
-	cfg, _ := os.ReadFile(filepath.Join(dir, ".git", "config"))
-	if strings.Contains(string(cfg), "submodule") || strings.Contains(string(cfg), "recurse") {
-		t.Fatalf(".git/config was changed from the sandbox:\n%s", cfg)
-	}
-	if _, err := os.Lstat(filepath.Join(dir, ".git", "evil")); err == nil {
-		t.Fatal("a link was planted in .git from the sandbox")
-	}
-	for _, rev := range []string{"HEAD", "refs/ralph/abandoned/" + id + "/round-2-attempt-1"} {
-		files := git(t, dir, "ls-tree", "-r", "--name-only", rev)
-		if strings.Contains(files, "sub") || !strings.Contains(files, ".gitmodules") {
-			t.Fatalf("%s holds %q: the nested repository entered a commit", rev, files)
-		}
-	}
-	if data, _ := os.ReadFile(filepath.Join(dir, "sub", "a.txt")); string(data) != "changed\n" {
-		t.Fatalf("the worker's reset entered the nested work tree: sub/a.txt = %q", data)
-	}
-	// What reached the model: refusals, never a secret.
-	for _, want := range []string{"PLANTED", "Read-only file system", "OUTER-CONFIG-REFUSED", "not written in git modes", "is not a regular file"} {
-		if !requestsContain(e.model, want) {
-			t.Errorf("no request to the model carries %q", want)
-		}
-	}
-	assertNothingReachedModel(t, e.model, testAPIKey, temporalKeyCanary, xdgCanary)
-	e.noKeyAnywhere(id)
-}
-
-// Findings 1 and 4, git remote, without the sandbox (where the model can
-// write .git itself), across a retried attempt: the recursion the outer
-// config asks for never happens, the nested repository never reaches the
-// branch, and the command's process-group leader carries no secret.
-func TestRealStackEdgesGitRemoteNestedRepoAcrossRetry(t *testing.T) {
-	bare, _ := bareRepo(t)
-	canary := filepath.Join(t.TempDir(), "canary")
-	leader := "pg=$(ps -o pgid= $$ | tr -d ' '); echo LEADER-ENV; tr '\\0' '\\n' < /proc/$pg/environ"
-	script := agentScript(func(tn turn) fakeopenai.Response {
-		switch {
-		case tn.Round() == 1 && tn.Step() == 0:
-			return tool("run_command", map[string]any{"command": nestedPlant(canary) + "; " + leader})
-		case tn.Round() == 1:
-			return submit(continueArgs("planted a nested repository", "change it"))
-		case tn.Session == 1 && tn.Step() == 0:
-			return tool("run_command", map[string]any{"command": "echo changed > sub/a.txt; " + leader + "; " + longCommand})
-		case tn.Session == 1:
-			return fakeopenai.Text("the lost session must never get here")
-		default:
-			return submit(completeArgs("finished after the retry", "the plant never ran"))
-		}
-	})
-	e := newEnv(t, script, "RALPH_SANDBOX=off", "RALPH_GIT=remote", "RALPH_GIT_REMOTE="+bare,
-		"RALPH_HEARTBEAT_TIMEOUT_SECONDS=2", "TEMPORAL_API_KEY="+temporalKeyCanary)
-	first := e.startWorker()
-	id := "edges-remote-nested"
-	run := e.start(id, `{"objective":"plant","workspace":"edgeremote"}`)
-	dir := filepath.Join(e.root, "edgeremote")
-	killAndRetry(t, e, first, dir)
-	res, err := e.result(run)
-	if err != nil {
-		t.Fatalf("run failed: %v", err)
-	}
-	if res.Status != report.OutcomeComplete || res.RoundsStarted != 2 {
-		t.Fatalf("result = %+v", res)
-	}
-	noCanaryFile(t, canary)
-	if !strings.Contains(git(t, dir, "config", "--get", "submodule.recurse"), "true") {
-		t.Fatal("the plant did not set submodule.recurse; the test proves nothing")
-	}
-	files := git(t, bare, "ls-tree", "-r", "--name-only", "ralph/edgeremote")
-	if strings.Contains(files, "sub") || !strings.Contains(files, ".gitmodules") {
-		t.Fatalf("the branch holds %q: the nested repository was pushed", files)
-	}
-	if !requestsContain(e.model, "LEADER-ENV") || !requestsContain(e.model, "PATH=") {
-		t.Fatal("the group leader's environment did not reach the model; the test proves nothing")
-	}
-	assertNothingReachedModel(t, e.model, testAPIKey, temporalKeyCanary)
-	e.noKeyAnywhere(id)
-}
-
-// Finding 2, without the sandbox: links inside .git to another workspace's
-// objects and refs and to a host file, and (remote mode) a remote entry
-// that would redirect the push, fail the round; the other workspace, the
-// host file and the decoy remote are untouched.
-func TestRealStackEdgesLinksAndRedirectsInGitFailTheRound(t *testing.T) {
-	hostFile := filepath.Join(t.TempDir(), "host-file")
-	writeFile(t, hostFile, "host\n")
-	t.Run("local", func(t *testing.T) {
-		script := agentScript(func(tn turn) fakeopenai.Response {
-			switch {
-			case strings.Contains(tn.Prompt(), "other work") && tn.Step() == 0:
-				return tool("write_file", map[string]string{"path": "secret.txt", "content": siblingCanary + "\n"})
-			case strings.Contains(tn.Prompt(), "other work"):
-				return submit(completeArgs("wrote", "secret.txt"))
-			case tn.Step() == 0:
-				return tool("run_command", map[string]any{"command": "rm -rf .git/objects .git/refs && ln -s ../other/.git/objects .git/objects && ln -s ../other/.git/refs .git/refs && " +
-					"mkdir -p .git/logs && ln -sf " + hostFile + " .git/logs/HEAD && echo x > f.txt && echo LINKED"})
-			default:
-				return submit(continueArgs("linked", "more"))
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			fields := strings.Fields(sc.Text())
+			if len(fields) < 4 || fields[3] != "0A" { // LISTEN
+				continue
 			}
-		})
-		e := newEnv(t, script, "RALPH_SANDBOX=off", "RALPH_GIT=local")
-		e.startWorker()
-		if _, err := e.result(e.start("edges-other", `{"objective":"other work","workspace":"other"}`)); err != nil {
-			t.Fatal(err)
+			addr, portHex, _ := strings.Cut(fields[1], ":")
+			if addr != "0100007F" && strings.Trim(addr, "0") != "" && addr != "00000000000000000000000001000000" {
+				continue // only loopback and wildcard listeners
+			}
+			p, _ := strconv.ParseInt(portHex, 16, 32)
+			if !seen[int(p)] {
+				seen[int(p)] = true
+				ports = append(ports, int(p))
+			}
 		}
-		other := filepath.Join(e.root, "other")
-		before := git(t, other, "for-each-ref") + git(t, other, "rev-parse", "HEAD")
-		_, err := e.result(e.start("edges-links", `{"objective":"link","workspace":"victim"}`))
-		var appErr *temporal.ApplicationError
-		if !errors.As(err, &appErr) || appErr.Type() != "RoundFailed" || !strings.Contains(err.Error(), "symbolic link") {
-			t.Fatalf("err = %v, want RoundFailed naming the link", err)
-		}
-		if after := git(t, other, "for-each-ref") + git(t, other, "rev-parse", "HEAD"); after != before {
-			t.Fatalf("the other workspace's refs moved:\n%s\n->\n%s", before, after)
-		}
-		if data, _ := os.ReadFile(hostFile); string(data) != "host\n" {
-			t.Fatalf("the host file behind .git/logs/HEAD was written: %q", data)
-		}
-		if !requestsContain(e.model, "LINKED") {
-			t.Fatal("the links were not planted; the test proves nothing")
-		}
-	})
-	t.Run("remote", func(t *testing.T) {
-		bare, _ := bareRepo(t)
-		decoy, _ := bareRepo(t)
-		decoyRefs := git(t, decoy, "for-each-ref")
-		script := agentScript(func(tn turn) fakeopenai.Response {
+		f.Close()
+	}
+	return ports
+}
+
+// requireCgroupsIT: CI (root, cgroup v1 writable) must enforce both limits.
+func requireCgroupsIT(t *testing.T) {
+	t.Helper()
+	m, why := cgroup.Detect(cgroup.Limits{MemoryBytes: 1 << 30, Pids: 100})
+	if len(m.Enforced()) == 2 {
+		return
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("CI must be able to limit memory and pids: %s", why)
+	}
+	t.Skipf("cannot limit memory and pids here: %s", why)
+}
+
+// TestRealStackSandboxEdges: with the defaults (proxy network), one round's
+// commands try the worker host's services — every listening loopback port,
+// the Temporal frontend's among them, directly and through the proxy —,
+// fill /tmp, fork past the pids limit and allocate past the memory limit,
+// while a second round on the same worker runs a steady command. Asserted
+// on what reached the model, the transcript, the worker's start line and
+// the host.
+func TestRealStackSandboxEdges(t *testing.T) {
+	requireCgroupsIT(t)
+	_, frontPort, _ := net.SplitHostPort(suite.address)
+	ports := listeningLoopbackPorts(t)
+	var portList []string
+	for _, p := range ports {
+		portList = append(portList, strconv.Itoa(p))
+	}
+	if !strings.Contains(" "+strings.Join(portList, " ")+" ", " "+frontPort+" ") {
+		t.Fatalf("the frontend port %s is not among the listening ports %v", frontPort, portList)
+	}
+	probe := `reached=0; refused=0; for p in ` + strings.Join(portList, " ") + `; do
+  if (exec 3<>/dev/tcp/127.0.0.1/$p) 2>/dev/null; then reached=$((reached+1)); echo DIRECT-REACHED $p; fi
+  code=$(curl -s -o /tmp/body -w '%{http_code}' -m 10 --noproxy '' http://127.0.0.1:$p/)
+  if [ "$code" = 403 ] && grep -q 'refused: loopback' /tmp/body; then refused=$((refused+1)); else echo PROXY-ANSWERED $p $code; fi
+done
+echo "direct-reached=$reached proxy-refused=$refused of ` + strconv.Itoa(len(ports)) + `"
+curl -sS -m 10 --noproxy '' -k https://127.0.0.1:` + frontPort + `/ 2>&1 | tail -1`
+	const (
+		tmpFill  = `head -c 2G /dev/zero > /tmp/fill; echo "tmp-write-exit=$?"; df -m /tmp | tail -1`
+		forkLoop = `for i in $(seq 400); do sleep 7071 >/dev/null 2>&1 & done; echo loop-ended`
+		memHog   = `x=$(head -c 1G /dev/zero | tr '\0' a); echo survived ${#x}`
+	)
+	steps := []string{probe, tmpFill, forkLoop, memHog}
+	var outputs sync.Map
+	script := agentScript(func(tn turn) fakeopenai.Response {
+		if strings.Contains(tn.Prompt(), "steady-objective") {
 			if tn.Step() == 0 {
-				return tool("run_command", map[string]any{"command": "git config remote." + bare + ".url " + decoy + " && echo x > f.txt && echo REDIRECTED"})
+				return tool("run_command", map[string]any{"command": `for i in $(seq 30); do echo $i > count.txt; sleep 0.3; done; echo steady-$(cat count.txt)`, "timeout_seconds": 300})
 			}
-			return submit(continueArgs("redirected", "more"))
-		})
-		e := newEnv(t, script, "RALPH_SANDBOX=off", "RALPH_GIT=remote", "RALPH_GIT_REMOTE="+bare)
-		e.startWorker()
-		_, err := e.result(e.start("edges-redirect", `{"objective":"redirect","workspace":"redirect"}`))
-		var appErr *temporal.ApplicationError
-		if !errors.As(err, &appErr) || appErr.Type() != "RoundFailed" || !strings.Contains(err.Error(), "RALPH_GIT_REMOTE") {
-			t.Fatalf("err = %v, want RoundFailed naming RALPH_GIT_REMOTE", err)
+			outputs.Store("steady", tn.LastToolOutput())
+			return submit(completeArgs("steady", "counted"))
 		}
-		if got := git(t, decoy, "for-each-ref"); got != decoyRefs {
-			t.Fatalf("the decoy remote was written:\n%s", got)
+		if tn.Step() > 0 {
+			outputs.Store(tn.Step()-1, tn.LastToolOutput())
 		}
-		if !requestsContain(e.model, "REDIRECTED") {
-			t.Fatal("the remote entry was not planted; the test proves nothing")
+		if tn.Step() < len(steps) {
+			return tool("run_command", map[string]any{"command": steps[tn.Step()], "timeout_seconds": 600})
 		}
+		return submit(completeArgs("edges", "tried them"))
 	})
-}
+	e, _ := sandboxedEnv(t, script, "RALPH_SANDBOX_PIDS=128", "RALPH_SANDBOX_MEMORY_MB=256", "RALPH_SANDBOX_TMP_MB=128", "RALPH_CONCURRENT_ROUNDS=2")
+	w := e.startWorker()
+	edges := e.start("sandbox-edges", `{"objective":"edges-objective","workspace":"edges"}`)
+	steady := e.start("sandbox-steady", `{"objective":"steady-objective","workspace":"steady"}`)
+	if res, err := e.result(edges); err != nil || res.Status != report.OutcomeComplete {
+		t.Fatalf("edges run: %+v, %v\n%s", res, err, tail(w.out.String(), 3000))
+	}
+	if res, err := e.result(steady); err != nil || res.Status != report.OutcomeComplete {
+		t.Fatalf("steady run: %+v, %v", res, err)
+	}
+	out := func(k any) string { v, _ := outputs.Load(k); return fmt.Sprint(v) }
 
-// Finding 8: a workspace named like another's derived name gets its own
-// private home (and lock and transcript directory).
-func TestRealStackEdgesDerivedNamesAreOneToOne(t *testing.T) {
-	const homeMark = "HOME-MARK-of-team-repo-91ac"
-	script := agentScript(func(tn turn) fakeopenai.Response {
-		switch {
-		case strings.Contains(tn.Prompt(), "first") && tn.Step() == 0:
-			return tool("run_command", map[string]any{"command": "echo " + homeMark + " > $HOME/mark; echo $HOME"})
-		case strings.Contains(tn.Prompt(), "second") && tn.Step() == 0:
-			return tool("run_command", map[string]any{"command": "echo SECOND-HOME=$HOME; cat $HOME/mark 2>&1; ls -A $HOME"})
-		default:
-			return submit(completeArgs("done", "done"))
-		}
-	})
-	e := newEnv(t, script, "RALPH_SANDBOX=bwrap")
-	e.startWorker()
-	lookalike := names.Flat("team/repo")
-	if _, err := e.result(e.start("edges-names-1", `{"objective":"first","workspace":"team/repo"}`)); err != nil {
-		t.Fatal(err)
+	// Network: nothing on the host answered, directly or through the proxy.
+	if o := out(0); !strings.Contains(o, fmt.Sprintf("direct-reached=0 proxy-refused=%d of %d", len(ports), len(ports))) ||
+		!strings.Contains(o, "CONNECT tunnel failed, response 403") {
+		t.Errorf("host services from the sandbox:\n%s", o)
 	}
-	if _, err := e.result(e.start("edges-names-2", `{"objective":"second","workspace":"`+lookalike+`"}`)); err != nil {
-		t.Fatal(err)
+	// /tmp: the 2 GB write stops at 128 MB (tmpfs pages count against the
+	// memory limit too, so the test keeps /tmp below it).
+	if o := out(1); !strings.Contains(o, "No space left on device") || !strings.Contains(o, "tmp-write-exit=1") || !strings.Contains(o, " 128 ") {
+		t.Errorf("2 GB into /tmp:\n%s", o)
 	}
-	if !requestsContain(e.model, "SECOND-HOME=") {
-		t.Fatal("the second run's command did not run")
+	// pids: fork fails inside the command; nothing outlives the call.
+	if o := out(2); !strings.Contains(o, "fork: Resource temporarily unavailable") {
+		t.Errorf("fork loop:\n%s", o)
 	}
+	if left, _ := exec.Command("bash", "-c", `for p in $(pgrep -f "sleep 707[1]"); do awk '$3 != "Z"' /proc/$p/stat 2>/dev/null; done`).Output(); len(strings.TrimSpace(string(left))) > 0 {
+		t.Errorf("processes of the fork loop outlived the call: %s", left)
+	}
+	// memory: killed, and the model is told why.
+	if o := out(3); !strings.Contains(o, "killed: the command exceeded its memory limit of 256 MB") || strings.Contains(o, "survived") {
+		t.Errorf("memory hog:\n%s", o)
+	}
+	// The other round of the same worker went on untouched.
+	if o := out("steady"); !strings.Contains(o, "exit code: 0\nsteady-30") {
+		t.Errorf("the steady round:\n%s", o)
+	}
+	// What reached the model (the tool results it was sent): the refusals,
+	// never a service's answer.
 	for _, r := range e.model.Requests() {
-		if strings.Contains(r.LastToolOutput(), "SECOND-HOME=") && strings.Contains(r.LastToolOutput(), homeMark) {
-			t.Fatalf("workspace %q shares the private home of team/repo", lookalike)
+		for _, m := range r.Chat.Messages {
+			if m.Role == "tool" && (strings.Contains(m.Content, "DIRECT-REACHED") || strings.Contains(m.Content, "PROXY-ANSWERED")) {
+				t.Errorf("request %d to the model shows a host service answering: %s", r.Index, m.Content)
+			}
 		}
 	}
-	dirs, _ := os.ReadDir(e.sessions)
-	seen := map[string]bool{}
-	for _, d := range dirs {
-		seen[d.Name()] = true
+	// The transcript records each refused connection with its rule.
+	refusedFront := false
+	for _, f := range e.transcripts() {
+		data, _ := os.ReadFile(f)
+		for _, line := range strings.Split(string(data), "\n") {
+			var ev struct {
+				Kind    string `json:"kind"`
+				Network *struct {
+					Method, Host, Rule string
+					Port               int
+					Allowed            bool
+				} `json:"network"`
+			}
+			if json.Unmarshal([]byte(line), &ev) != nil || ev.Kind != "network" || ev.Network == nil {
+				continue
+			}
+			if strconv.Itoa(ev.Network.Port) == frontPort && !ev.Network.Allowed && ev.Network.Rule == "loopback" && ev.Network.Host == "127.0.0.1" {
+				refusedFront = true
+			}
+		}
 	}
-	if !seen[names.Flat("team/repo")] || !seen[names.Flat(lookalike)] || names.Flat(lookalike) == names.Flat("team/repo") {
-		t.Fatalf("transcript directories %v, want one for each workspace", seen)
+	if !refusedFront {
+		t.Errorf("no transcript record of the refused frontend connection in %v", e.transcripts())
 	}
+	// The start line says how commands reach the network and which limits hold.
+	log := w.out.String()
+	for _, want := range []string{`"network":"proxy (public addresses only)"`, "memory 256 MB", "pids 128", "/tmp and /dev/shm 128 MB each"} {
+		if !strings.Contains(log, want) {
+			t.Errorf("the worker's start line lacks %s:\n%s", want, tail(log, 3000))
+		}
+	}
+	e.noKeyAnywhere("sandbox-edges", "sandbox-steady")
 }
 
+// TestRealStackSandboxNetworkOff: with RALPH_SANDBOX_NETWORK=off a command
+// reaches nothing, not even an allowlisted address.
+func TestRealStackSandboxNetworkOff(t *testing.T) {
+	_, frontPort, _ := net.SplitHostPort(suite.address)
+	var output sync.Map
+	script := agentScript(func(tn turn) fakeopenai.Response {
+		if tn.Step() == 0 {
+			return tool("run_command", map[string]any{"command": `env | grep -ci _proxy=; (exec 3<>/dev/tcp/127.0.0.1/` + frontPort + `) 2>&1; curl -sS -m 5 -x http://127.0.0.1:3128 http://127.0.0.1:` + frontPort + `/ 2>&1; echo done`})
+		}
+		output.Store("off", tn.LastToolOutput())
+		return submit(completeArgs("off", "nothing reached"))
+	})
+	e, _ := sandboxedEnv(t, script, "RALPH_SANDBOX_NETWORK=off", "RALPH_SANDBOX_ALLOW_HOSTS=127.0.0.1")
+	w := e.startWorker()
+	if res, err := e.result(e.start("sandbox-net-off", `{"objective":"reach out","workspace":"off"}`)); err != nil || res.Status != report.OutcomeComplete {
+		t.Fatalf("run: %+v, %v", res, err)
+	}
+	o, _ := output.Load("off")
+	if s := fmt.Sprint(o); !strings.HasPrefix(s, "exit code: 0\n0\n") || !strings.Contains(s, "Connection refused") || !strings.Contains(s, "Failed to connect to 127.0.0.1 port 3128") {
+		t.Errorf("network off:\n%s", s)
+	}
+	if !strings.Contains(w.out.String(), `"network":"off (no network)"`) {
+		t.Errorf("start line:\n%s", tail(w.out.String(), 2000))
+	}
+}

@@ -9,12 +9,39 @@ const (
 	ModeOff   = "off"
 )
 
+// Modes of RALPH_SANDBOX_NETWORK.
+const (
+	// NetProxy: a network namespace of the command's own whose only way out
+	// is the worker's filtering proxy.
+	NetProxy = "proxy"
+	// NetOff: no network at all.
+	NetOff = "off"
+	// NetHost: the host's network.
+	NetHost = "host"
+)
+
+// Defaults of the resource limits (SPEC section 20).
+const (
+	DefaultTmpMB    = 1024
+	DefaultMemoryMB = 4096
+	DefaultPids     = 1024
+)
+
 // Config is the deployment's sandbox policy.
 type Config struct {
 	// Mode is ModeAuto, ModeBwrap or ModeOff.
 	Mode string
-	// Network keeps the network inside the sandbox (RALPH_SANDBOX_NETWORK).
-	Network bool
+	// Network is NetProxy, NetOff or NetHost (RALPH_SANDBOX_NETWORK).
+	Network string
+	// AllowHosts, when set, are the only destinations the proxy allows
+	// (RALPH_SANDBOX_ALLOW_HOSTS).
+	AllowHosts []string
+	// TmpMB sizes the private /tmp and /dev/shm (RALPH_SANDBOX_TMP_MB).
+	TmpMB int
+	// MemoryMB and Pids limit each command's cgroup
+	// (RALPH_SANDBOX_MEMORY_MB, RALPH_SANDBOX_PIDS).
+	MemoryMB int
+	Pids     int
 	// Hide are extra paths made invisible (RALPH_SANDBOX_HIDE).
 	Hide []string
 	// Share are paths mounted read-write (RALPH_SANDBOX_SHARE).
@@ -27,5 +54,27 @@ type Config struct {
 	ProtectGit bool
 }
 
-// DefaultConfig is auto mode with the network kept.
-func DefaultConfig() Config { return Config{Mode: ModeAuto, Network: true} }
+// DefaultConfig is auto mode, commands' network through the proxy, and the
+// default limits.
+func DefaultConfig() Config {
+	return Config{Mode: ModeAuto, Network: NetProxy, TmpMB: DefaultTmpMB, MemoryMB: DefaultMemoryMB, Pids: DefaultPids}
+}
+
+// withDefaults fills zero fields (a Config built by hand in a test or an
+// older caller) with the defaults.
+func (c Config) withDefaults() Config {
+	d := DefaultConfig()
+	if c.Network == "" {
+		c.Network = d.Network
+	}
+	if c.TmpMB == 0 {
+		c.TmpMB = d.TmpMB
+	}
+	if c.MemoryMB == 0 {
+		c.MemoryMB = d.MemoryMB
+	}
+	if c.Pids == 0 {
+		c.Pids = d.Pids
+	}
+	return c
+}

@@ -116,10 +116,16 @@ func (s *Sandbox) args(dir, home string, infoFD int, argv []string, ro ReadOnly)
 		"--die-with-parent", "--new-session", "--cap-drop", "ALL",
 		"--unshare-pid", "--unshare-ipc", "--unshare-uts",
 	}
-	if !s.network {
+	if s.network != NetHost {
+		// proxy: the command's own namespace, left only through the proxy
+		// (see Run); off: the same namespace without it.
 		a = append(a, "--unshare-net")
 	}
-	a = append(a, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", sandboxTmp)
+	// /tmp and /dev/shm are sized tmpfs (their pages belong to no process,
+	// so only a size bounds them); /dev itself is made read-only below.
+	size := fmt.Sprint(s.tmpBytes)
+	a = append(a, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+		"--size", size, "--tmpfs", sandboxTmp, "--size", size, "--tmpfs", "/dev/shm")
 	var ms []mount
 	for _, h := range s.hidden {
 		if isDir(h) {
@@ -165,7 +171,7 @@ func (s *Sandbox) args(dir, home string, infoFD int, argv []string, ro ReadOnly)
 			a = append(a, "--remount-ro", h)
 		}
 	}
-	a = append(a, "--chdir", dir)
+	a = append(a, "--remount-ro", "/dev", "--chdir", dir)
 	if infoFD >= 0 {
 		a = append(a, "--info-fd", fmt.Sprint(infoFD))
 	}

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/ralph-temporal/ralph/internal/netproxy"
 )
 
 // BwrapProgram is the bubblewrap binary looked up on PATH.
@@ -42,12 +44,29 @@ func (s *Sandbox) probe(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, ProbeTimeout)
 	defer cancel()
-	name, args := s.Command(ws, home, -1, []string{"bash", "-c", "touch probe && test -w /tmp"})
+	// The probe goes the way every command goes: its cgroup, and in proxy
+	// mode the helper that opens the proxy's port inside the namespace.
+	script := "touch probe && test -w /tmp"
+	if s.network == NetProxy {
+		script += fmt.Sprintf(" && : </dev/tcp/127.0.0.1/%d", netproxy.Port)
+	}
+	run, err := s.Prepare()
+	if err != nil {
+		return fmt.Errorf("%s probe: %w", s.bwrap, err)
+	}
+	name, args := s.CommandFor(run, ws, home, -1, 3, ReadOnly{}, []string{"bash", "-c", script})
 	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.Env = s.Env(os.Environ(), home)
+	cmd.ExtraFiles = run.Files()
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Run(); err != nil {
+	err = cmd.Start()
+	if err == nil {
+		run.Started()
+		err = cmd.Wait()
+	}
+	run.Finish()
+	if err != nil {
 		msg := strings.TrimSpace(out.String())
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			msg = "timed out after " + ProbeTimeout.String()

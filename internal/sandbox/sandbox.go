@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 
+	"github.com/ralph-temporal/ralph/internal/cgroup"
 	"github.com/ralph-temporal/ralph/internal/names"
+	"github.com/ralph-temporal/ralph/internal/netproxy"
 )
 
 // homeDirPerm: a private home holds tool caches and whatever the model puts
@@ -18,7 +21,8 @@ const homeDirPerm = 0o700
 const Exposure = "commands run as the worker's user without isolation: they can read every workspace under the workspace root, " +
 	"the session directory (transcripts of every run), the worker's home directory (.ssh, .netrc, .git-credentials, cloud configs), " +
 	"the TEMPORAL_TLS_* files and RALPH_SANDBOX_HIDE paths, and the environment of other processes of that user; " +
-	"only the allowlisted environment, the non-dumpable worker and the process-group kill still apply"
+	"only the allowlisted environment, the non-dumpable worker and the process-group kill still apply; " +
+	"no network rule can be enforced: commands reach every service the worker's host reaches, the Temporal frontend and cloud metadata included"
 
 // Paths are the worker's own places the sandbox is built around.
 type Paths struct {
@@ -42,7 +46,12 @@ type Sandbox struct {
 	mode       string // ModeBwrap or ModeOff
 	fallback   string // why auto mode runs without bubblewrap
 	bwrap      string // absolute path of bwrap
-	network    bool
+	network    string // NetProxy, NetOff or NetHost
+	allow      *netproxy.AllowList
+	tmpBytes   int64
+	cg         *cgroup.Manager
+	cgWhy      string // why some limit is not enforced
+	limits     cgroup.Limits
 	root       string
 	homes      string
 	hidden     []string // existing absolute paths
@@ -55,8 +64,25 @@ type Sandbox struct {
 // bubblewrap once with the very mounts commands get; ModeBwrap fails when
 // the probe does, ModeAuto then falls back to ModeOff (Fallback says why).
 func New(ctx context.Context, cfg Config, p Paths) (*Sandbox, error) {
-	s := &Sandbox{mode: cfg.Mode, network: cfg.Network, protectGit: cfg.ProtectGit}
+	cfg = cfg.withDefaults()
+	s := &Sandbox{mode: cfg.Mode, network: cfg.Network, protectGit: cfg.ProtectGit, tmpBytes: int64(cfg.TmpMB) << 20,
+		limits: cgroup.Limits{MemoryBytes: int64(cfg.MemoryMB) << 20, Pids: cfg.Pids}}
+	if !slices.Contains([]string{NetProxy, NetOff, NetHost}, cfg.Network) {
+		return nil, fmt.Errorf("sandbox: RALPH_SANDBOX_NETWORK must be %s, %s or %s, got %q", NetProxy, NetOff, NetHost, cfg.Network)
+	}
+	for _, v := range []struct {
+		name string
+		n    int
+	}{{"RALPH_SANDBOX_TMP_MB", cfg.TmpMB}, {"RALPH_SANDBOX_MEMORY_MB", cfg.MemoryMB}, {"RALPH_SANDBOX_PIDS", cfg.Pids}} {
+		if v.n < 1 {
+			return nil, fmt.Errorf("sandbox: %s must be a positive integer, got %d", v.name, v.n)
+		}
+	}
 	var err error
+	if s.allow, err = netproxy.ParseAllowList(cfg.AllowHosts); err != nil {
+		return nil, fmt.Errorf("sandbox: %w", err)
+	}
+	s.cg, s.cgWhy = cgroup.Detect(s.limits)
 	if s.root, err = absReal(p.WorkspaceRoot, "workspace root"); err != nil {
 		return nil, err
 	}
@@ -151,7 +177,11 @@ func (s *Sandbox) Env(environ []string, home string) []string {
 	if s.mode == ModeBwrap {
 		tmp = sandboxTmp
 	}
-	return CommandEnv(environ, s.envNames, home, tmp)
+	env := CommandEnv(environ, s.envNames, home, tmp)
+	if s.Network() == NetProxy {
+		env = append(env, netproxy.Env()...)
+	}
+	return env
 }
 
 // Command returns the program and arguments that run argv for the workspace
@@ -197,4 +227,45 @@ func absReal(dir, what string) (string, error) {
 		return "", fmt.Errorf("sandbox: %s %q: %w", what, dir, err)
 	}
 	return real, nil
+}
+
+// Network is the network mode commands get: NetProxy, NetOff or NetHost
+// under bubblewrap; without it the host's network, whatever was asked.
+func (s *Sandbox) Network() string {
+	if s == nil || s.mode != ModeBwrap {
+		return NetHost
+	}
+	return s.network
+}
+
+// AllowHosts is the proxy's allowlist as configured ("" allows every
+// public destination).
+func (s *Sandbox) AllowHosts() string {
+	if s == nil {
+		return ""
+	}
+	return s.allow.String()
+}
+
+// Limits says which resource limits hold, for the start line; notLimited
+// names the ones that do not, and why.
+func (s *Sandbox) Limits() (enforced []string, notLimited []string, why string) {
+	if s == nil {
+		return nil, []string{"memory", "pids", "/tmp"}, "no sandbox"
+	}
+	if s.mode == ModeBwrap {
+		enforced = append(enforced, fmt.Sprintf("/tmp and /dev/shm %d MB each", s.tmpBytes>>20))
+	} else {
+		notLimited = append(notLimited, "/tmp (commands write the worker's own /tmp)")
+	}
+	have := s.cg.Enforced()
+	for _, c := range []string{cgroup.Memory, cgroup.Pids} {
+		if !slices.Contains(have, c) {
+			notLimited = append(notLimited, c)
+		}
+	}
+	if len(have) > 0 {
+		enforced = append(enforced, s.cg.Describe())
+	}
+	return enforced, notLimited, s.cgWhy
 }

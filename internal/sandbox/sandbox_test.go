@@ -105,7 +105,7 @@ func TestModesWithoutBubblewrap(t *testing.T) {
 
 func TestHiddenPathsAndMountOrder(t *testing.T) {
 	f := newFixture(t)
-	sb, err := New(context.Background(), Config{Mode: ModeOff, Network: false, Share: []string{f.share}, Hide: []string{"/nonexistent/skip"}}, f.paths)
+	sb, err := New(context.Background(), Config{Mode: ModeOff, Network: NetOff, Share: []string{f.share}, Hide: []string{"/nonexistent/skip"}}, f.paths)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,7 +180,7 @@ func TestNilSandboxRunsDirectly(t *testing.T) {
 // bubblewrap is installed where the tests run: the probe must pass.
 func TestBwrapModeProbes(t *testing.T) {
 	f := newFixture(t)
-	sb, err := New(context.Background(), Config{Mode: ModeBwrap, Network: true}, f.paths)
+	sb, err := New(context.Background(), Config{Mode: ModeBwrap, Network: NetHost}, f.paths)
 	if err != nil {
 		t.Fatalf("bwrap mode: %v", err)
 	}
@@ -205,7 +205,7 @@ func TestBwrapNestedHiddenPaths(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	sb, err := New(context.Background(), Config{Mode: ModeBwrap, Network: true}, Paths{
+	sb, err := New(context.Background(), Config{Mode: ModeBwrap, Network: NetHost}, Paths{
 		WorkspaceRoot: root, SessionDir: session, HomesDir: filepath.Join(session, "homes"), Environ: []string{"HOME=" + base},
 	})
 	if err != nil {
@@ -285,7 +285,7 @@ func TestBwrapHidesXDGKeyDirAndState(t *testing.T) {
 	for name, dir := range xdg {
 		environ = append(environ, name+"="+dir)
 	}
-	sb, err := New(context.Background(), Config{Mode: ModeBwrap, Network: true, Hide: []string{state}}, Paths{
+	sb, err := New(context.Background(), Config{Mode: ModeBwrap, Network: NetHost, Hide: []string{state}}, Paths{
 		WorkspaceRoot: root, SessionDir: session, HomesDir: filepath.Join(session, "homes"), Environ: environ,
 	})
 	if err != nil {

@@ -1,0 +1,58 @@
+package config
+
+import (
+	"io"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/ralph-temporal/ralph/internal/sandbox"
+)
+
+func TestSandboxNetworkSetting(t *testing.T) {
+	w, err := LoadWorker(nil, MapEnv{}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb := w.Activities.Sandbox
+	if sb.Network != sandbox.NetProxy || sb.TmpMB != 1024 || sb.MemoryMB != 4096 || sb.Pids != 1024 || len(sb.AllowHosts) != 0 || len(w.Warnings) != 0 {
+		t.Fatalf("defaults: %+v warnings %v", sb, w.Warnings)
+	}
+	for _, c := range []struct{ value, mode string }{{"proxy", "proxy"}, {"off", "off"}, {"host", "host"}, {"true", "host"}, {"false", "off"}} {
+		w, err := LoadWorker(nil, MapEnv{"RALPH_SANDBOX_NETWORK": c.value}, io.Discard)
+		if err != nil {
+			t.Fatalf("%s: %v", c.value, err)
+		}
+		if w.Activities.Sandbox.Network != c.mode {
+			t.Errorf("%s read as %s, want %s", c.value, w.Activities.Sandbox.Network, c.mode)
+		}
+		warned := len(w.Warnings) == 1 && strings.Contains(w.Warnings[0], "RALPH_SANDBOX_NETWORK="+c.value+` is read as "`+c.mode+`"`) &&
+			strings.Contains(w.Warnings[0], "proxy") && strings.Contains(w.Warnings[0], "off") && strings.Contains(w.Warnings[0], "host")
+		if wantWarn := c.value != c.mode; warned != wantWarn {
+			t.Errorf("%s: warnings %q", c.value, w.Warnings)
+		}
+	}
+	w, err = LoadWorker([]string{"--sandbox-allow-hosts", "proxy.golang.org, *.npmjs.org,10.0.0.5:8080,"}, MapEnv{"RALPH_SANDBOX_TMP_MB": "64", "RALPH_SANDBOX_MEMORY_MB": "512", "RALPH_SANDBOX_PIDS": "99"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb = w.Activities.Sandbox
+	if !slices.Equal(sb.AllowHosts, []string{"proxy.golang.org", "*.npmjs.org", "10.0.0.5:8080"}) || sb.TmpMB != 64 || sb.MemoryMB != 512 || sb.Pids != 99 {
+		t.Errorf("parsed: %+v", sb)
+	}
+	for env, want := range map[string]string{
+		"RALPH_SANDBOX_NETWORK":     `RALPH_SANDBOX_NETWORK="open": must be one of proxy, off, host`,
+		"RALPH_SANDBOX_ALLOW_HOSTS": `RALPH_SANDBOX_ALLOW_HOSTS: RALPH_SANDBOX_ALLOW_HOSTS entry "open": `,
+		"RALPH_SANDBOX_TMP_MB":      "RALPH_SANDBOX_TMP_MB",
+		"RALPH_SANDBOX_PIDS":        "RALPH_SANDBOX_PIDS",
+	} {
+		value := "open"
+		if env == "RALPH_SANDBOX_ALLOW_HOSTS" {
+			value = "good.example,open:99999"
+			want = `RALPH_SANDBOX_ALLOW_HOSTS: RALPH_SANDBOX_ALLOW_HOSTS entry "open:99999": port "99999" must be a number from 1 to 65535`
+		}
+		if _, err := LoadWorker(nil, MapEnv{env: value}, io.Discard); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s=%s: %v, want %q", env, value, err, want)
+		}
+	}
+}

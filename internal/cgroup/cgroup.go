@@ -1,0 +1,83 @@
+// Package cgroup puts one command (with everything it starts) into its own
+// control group with a memory and a process-count limit, where the worker
+// may create groups: cgroup v2 with a delegated subtree, or writable v1
+// memory and pids hierarchies.
+package cgroup
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Limits are what every command's group holds it to; zero means unlimited.
+type Limits struct {
+	MemoryBytes int64
+	Pids        int
+}
+
+// Controllers that can be enforced.
+const (
+	Memory = "memory"
+	Pids   = "pids"
+)
+
+// Manager creates the groups of one worker's commands. A nil Manager
+// creates none.
+type Manager struct {
+	version  int    // 1 or 2
+	v2Dir    string // v2: the directory command groups are created in
+	memDir   string // v1: the memory hierarchy's directory ("": not limited)
+	pidsDir  string // v1: the pids hierarchy's directory
+	lim      Limits
+	prefix   string
+	enforced []string
+}
+
+// Enforced names the limits that hold ("memory", "pids").
+func (m *Manager) Enforced() []string {
+	if m == nil {
+		return nil
+	}
+	return append([]string(nil), m.enforced...)
+}
+
+// Version is 1 or 2 (0 for a nil Manager).
+func (m *Manager) Version() int {
+	if m == nil {
+		return 0
+	}
+	return m.version
+}
+
+// Describe is the start line's word on the limits.
+func (m *Manager) Describe() string {
+	if m == nil {
+		return "none"
+	}
+	var parts []string
+	for _, c := range m.enforced {
+		switch c {
+		case Memory:
+			parts = append(parts, fmt.Sprintf("memory %d MB", m.lim.MemoryBytes>>20))
+		case Pids:
+			parts = append(parts, fmt.Sprintf("pids %d", m.lim.Pids))
+		}
+	}
+	return fmt.Sprintf("%s (cgroup v%d)", strings.Join(parts, ", "), m.version)
+}
+
+// wrapScript moves the shell into every group it is given (its own pid,
+// before anything else runs) and then becomes the command: everything the
+// command starts is born inside the groups.
+const wrapScript = `n=$1; shift; while [ "$n" -gt 0 ]; do echo $$ > "$1" || exit 125; shift; n=$((n-1)); done; exec "$@"`
+
+// Wrap returns the program and arguments that run name args inside g.
+func (g *Group) Wrap(name string, args []string) (string, []string) {
+	if g == nil || len(g.procs) == 0 {
+		return name, args
+	}
+	a := []string{"-c", wrapScript, "ralph-cgroup", fmt.Sprint(len(g.procs))}
+	a = append(a, g.procs...)
+	a = append(a, name)
+	return "bash", append(a, args...)
+}

@@ -1,0 +1,375 @@
+package cgroup
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// mountPoint is a cgroup file system mount of this process's view.
+type mountPoint struct {
+	dir, root string // where it is mounted, and which group it shows as its root
+	v2        bool
+	opts      []string
+}
+
+func mounts() ([]mountPoint, error) {
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []mountPoint
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		// id parent dev root mountpoint opts [optional...] - fstype source superopts
+		pre, post, ok := strings.Cut(sc.Text(), " - ")
+		if !ok {
+			continue
+		}
+		a, b := strings.Fields(pre), strings.Fields(post)
+		if len(a) < 5 || len(b) < 3 || (b[0] != "cgroup" && b[0] != "cgroup2") {
+			continue
+		}
+		out = append(out, mountPoint{dir: unescape(a[4]), root: unescape(a[3]), v2: b[0] == "cgroup2", opts: strings.Split(b[2], ",")})
+	}
+	return out, sc.Err()
+}
+
+// unescape undoes mountinfo's octal escapes (\040 for a space).
+func unescape(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(n))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// ownGroups maps each v1 controller (and "" for v2) to this process's group.
+func ownGroups() (map[string]string, error) {
+	data, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		parts := strings.SplitN(line, ":", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		if parts[1] == "" {
+			out[""] = parts[2]
+			continue
+		}
+		for _, c := range strings.Split(parts[1], ",") {
+			out[c] = parts[2]
+		}
+	}
+	return out, nil
+}
+
+// dirOf is where group lives under mount m (false when m does not show it).
+func dirOf(m mountPoint, group string) (string, bool) {
+	rel, err := filepath.Rel(m.root, group)
+	if err != nil || !filepath.IsLocal(rel) && rel != "." {
+		return "", false
+	}
+	return filepath.Join(m.dir, rel), true
+}
+
+// Detect finds out which limits this process can enforce on its commands
+// (trying to create a group is the only real test). It returns nil and the
+// reason when it can enforce none.
+func Detect(lim Limits) (*Manager, string) {
+	ms, err := mounts()
+	if err != nil {
+		return nil, "reading /proc/self/mountinfo: " + err.Error()
+	}
+	own, err := ownGroups()
+	if err != nil {
+		return nil, "reading /proc/self/cgroup: " + err.Error()
+	}
+	m := &Manager{lim: lim, prefix: fmt.Sprintf("ralph-%d-", os.Getpid())}
+	var why []string
+	if v2, reason := detectV2(ms, own); v2 != "" {
+		m.version, m.v2Dir = 2, v2
+		m.enforced = []string{Memory, Pids}
+	} else {
+		if reason != "" {
+			why = append(why, reason)
+		}
+		m.version = 1
+		for _, c := range []string{Memory, Pids} {
+			dir, reason := detectV1(ms, own, c)
+			if dir == "" {
+				why = append(why, reason)
+				continue
+			}
+			if c == Memory {
+				m.memDir = dir
+			} else {
+				m.pidsDir = dir
+			}
+			m.enforced = append(m.enforced, c)
+		}
+	}
+	if len(m.enforced) == 0 {
+		return nil, strings.Join(why, "; ")
+	}
+	for _, dir := range []string{m.v2Dir, m.memDir, m.pidsDir} {
+		removeStale(dir)
+	}
+	return m, strings.Join(why, "; ")
+}
+
+func detectV1(ms []mountPoint, own map[string]string, controller string) (string, string) {
+	group, ok := own[controller]
+	if !ok {
+		return "", "no cgroup v1 " + controller + " hierarchy"
+	}
+	for _, m := range ms {
+		if m.v2 || !slices.Contains(m.opts, controller) {
+			continue
+		}
+		dir, ok := dirOf(m, group)
+		if !ok {
+			continue
+		}
+		if err := probeDir(dir); err != nil {
+			return "", fmt.Sprintf("cgroup v1 %s hierarchy %s is not writable: %v", controller, dir, err)
+		}
+		return dir, ""
+	}
+	return "", "the cgroup v1 " + controller + " hierarchy is not mounted"
+}
+
+// detectV2 returns the directory to create command groups in, when this
+// process's v2 group offers memory and pids and may delegate them.
+func detectV2(ms []mountPoint, own map[string]string) (string, string) {
+	group, ok := own[""]
+	if !ok {
+		return "", ""
+	}
+	for _, m := range ms {
+		if !m.v2 {
+			continue
+		}
+		dir, ok := dirOf(m, group)
+		if !ok {
+			continue
+		}
+		ctl, err := os.ReadFile(filepath.Join(dir, "cgroup.controllers"))
+		if err != nil {
+			return "", "cgroup v2: " + err.Error()
+		}
+		have := strings.Fields(string(ctl))
+		if !slices.Contains(have, Memory) || !slices.Contains(have, Pids) {
+			if len(have) == 0 {
+				return "", "" // a hybrid machine's empty v2 tree: the v1 hierarchies decide
+			}
+			return "", fmt.Sprintf("cgroup v2 group %s does not offer the memory and pids controllers (it offers %q)", dir, have)
+		}
+		if err := enableV2(dir); err != nil {
+			return "", fmt.Sprintf("cgroup v2 group %s: cannot delegate memory and pids to command groups: %v", dir, err)
+		}
+		if err := probeDir(dir); err != nil {
+			return "", fmt.Sprintf("cgroup v2 group %s is not writable: %v", dir, err)
+		}
+		return dir, ""
+	}
+	return "", ""
+}
+
+// enableV2 turns memory and pids on for dir's children. A group that holds
+// processes cannot (unless it is the real root): then its processes — this
+// worker, and a container's init beside it — move into a leaf first, the
+// usual shape of a delegated subtree.
+func enableV2(dir string) error {
+	ctl := filepath.Join(dir, "cgroup.subtree_control")
+	if err := os.WriteFile(ctl, []byte("+memory +pids"), 0); err == nil {
+		return nil
+	}
+	leaf := filepath.Join(dir, fmt.Sprintf("ralph-worker-%d", os.Getpid()))
+	if err := os.Mkdir(leaf, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(leaf, "cgroup.procs"), []byte(strconv.Itoa(os.Getpid())), 0); err != nil {
+		return fmt.Errorf("moving the worker into %s: %w", leaf, err)
+	}
+	for _, pid := range readPids(filepath.Join(dir, "cgroup.procs")) {
+		_ = os.WriteFile(filepath.Join(leaf, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0)
+	}
+	return os.WriteFile(ctl, []byte("+memory +pids"), 0)
+}
+
+// probeDir creates and removes a group in dir.
+func probeDir(dir string) error {
+	p := filepath.Join(dir, fmt.Sprintf("ralph-probe-%d", os.Getpid()))
+	if err := os.Mkdir(p, 0o755); err != nil {
+		return err
+	}
+	return os.Remove(p)
+}
+
+var seq atomic.Int64
+
+// Group is one command's set of groups (one per v1 hierarchy, or one v2 group).
+type Group struct {
+	dirs   []string
+	procs  []string
+	memDir string
+	v2     bool
+}
+
+// New creates a command's groups with the limits set.
+func (m *Manager) New() (*Group, error) {
+	if m == nil {
+		return nil, nil
+	}
+	name := m.prefix + strconv.FormatInt(seq.Add(1), 10)
+	g := &Group{v2: m.version == 2}
+	mk := func(parent string, files [][2]string) (string, error) {
+		dir := filepath.Join(parent, name)
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			return "", fmt.Errorf("cgroup: creating %s: %w", dir, err)
+		}
+		g.dirs = append(g.dirs, dir)
+		for _, f := range files {
+			err := os.WriteFile(filepath.Join(dir, f[0]), []byte(f[1]), 0)
+			if err != nil {
+				return "", fmt.Errorf("cgroup: setting %s in %s: %w", f[0], dir, err)
+			}
+		}
+		g.procs = append(g.procs, filepath.Join(dir, "cgroup.procs"))
+		return dir, nil
+	}
+	mem, pids := strconv.FormatInt(m.lim.MemoryBytes, 10), strconv.Itoa(m.lim.Pids)
+	var err error
+	switch {
+	case m.version == 2:
+		g.memDir, err = mk(m.v2Dir, [][2]string{{"memory.max", mem}, {"pids.max", pids}})
+		if err == nil {
+			// Swap would let a command exceed its memory quietly; not every
+			// kernel has swap accounting, so this one may fail.
+			_ = os.WriteFile(filepath.Join(g.memDir, "memory.swap.max"), []byte("0"), 0)
+		}
+	default:
+		if m.memDir != "" {
+			g.memDir, err = mk(m.memDir, [][2]string{{"memory.limit_in_bytes", mem}})
+			if err == nil {
+				_ = os.WriteFile(filepath.Join(g.memDir, "memory.memsw.limit_in_bytes"), []byte(mem), 0)
+			}
+		}
+		if err == nil && m.pidsDir != "" {
+			_, err = mk(m.pidsDir, [][2]string{{"pids.max", pids}})
+		}
+	}
+	if err != nil {
+		g.Close()
+		return nil, err
+	}
+	return g, nil
+}
+
+// OOMKilled reports whether the kernel killed a process of the group for
+// exceeding its memory limit.
+func (g *Group) OOMKilled() bool {
+	if g == nil || g.memDir == "" {
+		return false
+	}
+	file := "memory.oom_control"
+	if g.v2 {
+		file = "memory.events"
+	}
+	data, err := os.ReadFile(filepath.Join(g.memDir, file))
+	if err != nil {
+		return false
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if k, v, ok := strings.Cut(line, " "); ok && k == "oom_kill" {
+			n, _ := strconv.Atoi(strings.TrimSpace(v))
+			return n > 0
+		}
+	}
+	return false
+}
+
+// Close kills whatever is still in the groups and removes them.
+func (g *Group) Close() {
+	if g == nil {
+		return
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for _, dir := range slices.Backward(g.dirs) {
+		if g.v2 {
+			_ = os.WriteFile(filepath.Join(dir, "cgroup.kill"), []byte("1"), 0)
+		}
+		for {
+			pids := readPids(filepath.Join(dir, "cgroup.procs"))
+			for _, pid := range pids {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+			err := os.Remove(dir)
+			if err == nil || errors.Is(err, os.ErrNotExist) || time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+}
+
+func readPids(file string) []int {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil
+	}
+	var out []int
+	for _, f := range strings.Fields(string(data)) {
+		if n, err := strconv.Atoi(f); err == nil && n > 0 {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// removeStale removes the empty command groups of workers that died
+// without removing them (kill -9): their names carry the dead pid.
+func removeStale(dir string) {
+	if dir == "" {
+		return
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		rest, ok := strings.CutPrefix(e.Name(), "ralph-")
+		if !ok || !e.IsDir() {
+			continue
+		}
+		pidText, _, _ := strings.Cut(rest, "-")
+		pid, err := strconv.Atoi(pidText)
+		if err != nil || pid == os.Getpid() || syscall.Kill(pid, 0) == nil || errors.Is(syscall.Kill(pid, 0), syscall.EPERM) {
+			continue
+		}
+		_ = os.Remove(filepath.Join(dir, e.Name())) // fails, harmlessly, unless empty
+	}
+}

@@ -1,0 +1,13 @@
+//go:build !linux
+
+package cgroup
+
+// Detect: control groups exist only on Linux.
+func Detect(Limits) (*Manager, string) { return nil, "control groups exist only on Linux" }
+
+// Group is a command's groups (none outside Linux).
+type Group struct{ procs []string }
+
+func (m *Manager) New() (*Group, error) { return nil, nil }
+func (g *Group) OOMKilled() bool        { return false }
+func (g *Group) Close()                 {}
