@@ -172,7 +172,7 @@ func TestRealStackEdgesGitRemoteNestedRepoAcrossRetry(t *testing.T) {
 		}
 	})
 	e := newEnv(t, script, "RALPH_SANDBOX=off", "RALPH_GIT=remote", "RALPH_GIT_REMOTE="+bare,
-		"RALPH_HEARTBEAT_TIMEOUT_SECONDS=2", "TEMPORAL_API_KEY="+temporalKeyCanary)
+		"RALPH_HEARTBEAT_TIMEOUT_SECONDS=2", "TEMPORAL_API_KEY="+temporalKeyCanary, "TEMPORAL_TLS=false")
 	first := e.startWorker()
 	id := "edges-remote-nested"
 	run := e.start(id, `{"objective":"plant","workspace":"edgeremote"}`)
@@ -275,9 +275,9 @@ func TestRealStackEdgesDerivedNamesAreOneToOne(t *testing.T) {
 	const homeMark = "HOME-MARK-of-team-repo-91ac"
 	script := agentScript(func(tn turn) fakeopenai.Response {
 		switch {
-		case strings.Contains(tn.Prompt(), "first") && tn.Step() == 0:
+		case strings.Contains(tn.Prompt(), "OBJECTIVE-ALPHA-5e") && tn.Step() == 0:
 			return tool("run_command", map[string]any{"command": "echo " + homeMark + " > $HOME/mark; echo $HOME"})
-		case strings.Contains(tn.Prompt(), "second") && tn.Step() == 0:
+		case strings.Contains(tn.Prompt(), "OBJECTIVE-BETA-5e") && tn.Step() == 0:
 			return tool("run_command", map[string]any{"command": "echo SECOND-HOME=$HOME; cat $HOME/mark 2>&1; ls -A $HOME"})
 		default:
 			return submit(completeArgs("done", "done"))
@@ -286,10 +286,10 @@ func TestRealStackEdgesDerivedNamesAreOneToOne(t *testing.T) {
 	e := newEnv(t, script, "RALPH_SANDBOX=bwrap")
 	e.startWorker()
 	lookalike := names.Flat("team/repo")
-	if _, err := e.result(e.start("edges-names-1", `{"objective":"first","workspace":"team/repo"}`)); err != nil {
+	if _, err := e.result(e.start("edges-names-1", `{"objective":"OBJECTIVE-ALPHA-5e","workspace":"team/repo"}`)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.result(e.start("edges-names-2", `{"objective":"second","workspace":"`+lookalike+`"}`)); err != nil {
+	if _, err := e.result(e.start("edges-names-2", `{"objective":"OBJECTIVE-BETA-5e","workspace":"`+lookalike+`"}`)); err != nil {
 		t.Fatal(err)
 	}
 	if !requestsContain(e.model, "SECOND-HOME=") {
