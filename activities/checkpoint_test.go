@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -12,23 +11,12 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/ralph-temporal/ralph/activities"
+	"github.com/ralph-temporal/ralph/devenv/testkit"
 	"github.com/ralph-temporal/ralph/internal/fakeopenai"
 	"github.com/ralph-temporal/ralph/internal/gitws"
 )
 
 var validContinue = fakeopenai.ReportArgs{Status: "continue", Summary: "Wrote notes.", Evidence: []string{}, NextSteps: []string{"Review notes."}}
-
-func gitOut(t *testing.T, dir string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=P", "GIT_AUTHOR_EMAIL=p@x", "GIT_COMMITTER_NAME=P", "GIT_COMMITTER_EMAIL=p@x")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %v: %v\n%s", args, err, out)
-	}
-	return strings.TrimSpace(string(out))
-}
 
 func writes(path string) fakeopenai.Script {
 	return fakeopenai.Script{Queue: []fakeopenai.Response{
@@ -84,16 +72,16 @@ func TestRunRoundCheckpointsWithGitLocal(t *testing.T) {
 	if cp == nil || !out.WorkspaceChanged {
 		t.Fatalf("output = %+v", out)
 	}
-	if head := gitOut(t, dir, "rev-parse", "HEAD"); cp.Commit != head || cp.Parent != gitOut(t, dir, "rev-parse", "HEAD^") {
+	if head := testkit.Git(t, dir, "rev-parse", "HEAD"); cp.Commit != head || cp.Parent != testkit.Git(t, dir, "rev-parse", "HEAD^") {
 		t.Fatalf("checkpoint %+v, HEAD %s", cp, head)
 	}
 	if cp.FilesChanged != 1 || cp.Insertions != 1 {
 		t.Fatalf("checkpoint stats = %+v", cp)
 	}
-	if s := gitOut(t, dir, "log", "-1", "--format=%s"); s != "ralph: round 2/5 continue: Wrote notes." {
+	if s := testkit.Git(t, dir, "log", "-1", "--format=%s"); s != "ralph: round 2/5 continue: Wrote notes." {
 		t.Fatalf("subject = %q", s)
 	}
-	if v := gitOut(t, dir, "log", "-1", "--format=%(trailers:key=Ralph-Session,valueonly)"); v != out.SessionID {
+	if v := testkit.Git(t, dir, "log", "-1", "--format=%(trailers:key=Ralph-Session,valueonly)"); v != out.SessionID {
 		t.Fatalf("Ralph-Session = %q, want %q", v, out.SessionID)
 	}
 
@@ -116,18 +104,18 @@ func TestRunRoundCheckpointsWithGitLocal(t *testing.T) {
 func TestRunRoundRejectedPushIsAChildFailure(t *testing.T) {
 	base := t.TempDir()
 	bare := filepath.Join(base, "remote.git")
-	gitOut(t, base, "init", "-q", "--bare", "-b", "main", bare)
+	testkit.Git(t, base, "init", "-q", "--bare", "-b", "main", bare)
 	other := filepath.Join(base, "other")
-	gitOut(t, base, "clone", "-q", bare, other)
-	gitOut(t, other, "commit", "-q", "--allow-empty", "-m", "seed")
-	gitOut(t, other, "push", "-q", "origin", "HEAD:main")
-	gitOut(t, other, "push", "-q", "origin", "HEAD:ralph/repo")
+	testkit.Git(t, base, "clone", "-q", bare, other)
+	testkit.Git(t, other, "commit", "-q", "--allow-empty", "-m", "seed")
+	testkit.Git(t, other, "push", "-q", "origin", "HEAD:main")
+	testkit.Git(t, other, "push", "-q", "origin", "HEAD:ralph/repo")
 
 	// While the session runs, someone else pushes to the branch.
 	script := fakeopenai.Script{Rule: func(req fakeopenai.Request) fakeopenai.Response {
 		if req.Step() == 0 {
-			gitOut(t, other, "commit", "-q", "--allow-empty", "-m", "concurrent")
-			gitOut(t, other, "push", "-q", "origin", "HEAD:ralph/repo")
+			testkit.Git(t, other, "commit", "-q", "--allow-empty", "-m", "concurrent")
+			testkit.Git(t, other, "push", "-q", "origin", "HEAD:ralph/repo")
 			return fakeopenai.Tools(fakeopenai.CallJSON("write_file", map[string]string{"path": "mine.txt", "content": "mine\n"}))
 		}
 		return fakeopenai.Tools(fakeopenai.SubmitReport(validContinue))
@@ -141,11 +129,11 @@ func TestRunRoundRejectedPushIsAChildFailure(t *testing.T) {
 		t.Fatalf("err = %v, want a non-retryable %s", err, activities.ErrTypeChildFailed)
 	}
 	dir := filepath.Join(f.cfg.WorkspaceRoot, "repo")
-	local := gitOut(t, dir, "rev-parse", "HEAD")
+	local := testkit.Git(t, dir, "rev-parse", "HEAD")
 	if !strings.Contains(err.Error(), local) || !strings.Contains(err.Error(), "rejected") {
 		t.Fatalf("the failure %q does not name the kept commit %s", err, local)
 	}
-	if gitOut(t, dir, "show", local+":mine.txt") != "mine" {
+	if testkit.Git(t, dir, "show", local+":mine.txt") != "mine" {
 		t.Fatal("the kept commit lacks the round's work")
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ralph-temporal/ralph/internal/names"
+	"github.com/ralph-temporal/ralph/internal/wait"
 )
 
 // lockPollInterval is how often a round waiting for a busy workspace retries
@@ -55,28 +56,26 @@ func (a *Activities) acquire(ctx context.Context, name string, how int, waiting 
 		return nil, fmt.Errorf("open the workspace lock %s: %w", path, err)
 	}
 	told := false
-	for {
+	err = wait.Until(ctx, lockPollInterval, func(context.Context) error {
 		err := syscall.Flock(int(f.Fd()), how|syscall.LOCK_NB)
-		if err == nil {
-			return f, nil
+		if err != nil && !errors.Is(err, syscall.EWOULDBLOCK) && !errors.Is(err, syscall.EINTR) {
+			return wait.Final(fmt.Errorf("lock the workspace %q (%s): %w", name, path, err))
 		}
-		if !errors.Is(err, syscall.EWOULDBLOCK) && !errors.Is(err, syscall.EINTR) {
-			f.Close()
-			return nil, fmt.Errorf("lock the workspace %q (%s): %w", name, path, err)
-		}
-		if !told && waiting != nil {
+		if err != nil && !told && waiting != nil {
 			waiting()
 			told = true
 		}
-		t := time.NewTimer(lockPollInterval)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			f.Close()
-			return nil, ctx.Err()
-		case <-t.C:
-		}
+		return err
+	})
+	var timedOut *wait.TimedOut
+	if errors.As(err, &timedOut) {
+		err = timedOut.Ctx
 	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
 }
 
 // release drops every lock (closing the file releases its flock).

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/ralph-temporal/ralph/activities"
+	"github.com/ralph-temporal/ralph/devenv/testkit"
 	"github.com/ralph-temporal/ralph/internal/fakeopenai"
 	"github.com/ralph-temporal/ralph/internal/gitws"
 	"github.com/ralph-temporal/ralph/internal/sandbox"
@@ -73,10 +74,10 @@ func TestProtectedRoundThenReview(t *testing.T) {
 		t.Errorf("refusal %q", got)
 	}
 	cp := out.Checkpoint
-	if files := gitOut(t, dir, "diff", "--name-only", cp.Parent, cp.Commit); files != "notes.txt\ntests/a_test.sh" && files != "notes.txt" {
+	if files := testkit.Git(t, dir, "diff", "--name-only", cp.Parent, cp.Commit); files != "notes.txt\ntests/a_test.sh" && files != "notes.txt" {
 		t.Fatalf("checkpoint changes %q", files)
 	}
-	if got := gitOut(t, dir, "show", cp.Commit+":tests/a_test.sh"); got != "exit 1" {
+	if got := testkit.Git(t, dir, "show", cp.Commit+":tests/a_test.sh"); got != "exit 1" {
 		t.Fatalf("checkpoint holds tests/a_test.sh = %q", got)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "tests", "b_test.sh")); err == nil {
@@ -141,7 +142,7 @@ func TestProtectedRoundThenReview(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "tests", "a_test.sh")); err != nil {
 		t.Fatal("the reviewer deleted tests/a_test.sh")
 	}
-	if st := gitOut(t, dir, "status", "--porcelain"); st != "" {
+	if st := testkit.Git(t, dir, "status", "--porcelain"); st != "" {
 		t.Fatalf("work tree after the review: %q", st)
 	}
 	var reviewTranscripts int

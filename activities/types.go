@@ -91,7 +91,7 @@ func (l Limits) Deferrals() bool { return l.MaxDeferrals > 0 && l.MaxWaitMinutes
 func DefaultLimits() Limits {
 	return Limits{
 		MaxRounds:               256,
-		MaxHandoffChars:         16384,
+		MaxHandoffChars:         agent.DefaultMaxHandoffChars,
 		MaxObjectiveChars:       32768,
 		RoundTimeoutSeconds:     3600,
 		HeartbeatTimeoutSeconds: 20,

@@ -16,14 +16,22 @@ var everything = []string{"**"}
 // paths (and the reviewer's read-only workspace), and the snapshot the
 // restore check compares against.
 func openGuarded(cfg Config, req Request) (*tools.Workspace, *tools.ProtectedSnapshot, error) {
-	sets := req.ProtectedPaths
 	opts := []tools.Option{tools.WithSandbox(cfg.Sandbox)}
 	if req.Review != nil {
 		opts = append(opts, tools.ReadOnly())
 		if cfg.Sandbox.Mode() != sandbox.ModeBwrap {
-			sets = append(slices.Clone(sets), everything)
+			sets := append(slices.Clone(req.ProtectedPaths), everything)
+			if ws, snap, err := open(req, cfg, opts, sets); err == nil {
+				return ws, snap, nil
+			}
+			// A workspace too large to hold in memory: the reviewer runs
+			// with its read-only tools only (docs/guards.md).
 		}
 	}
+	return open(req, cfg, opts, req.ProtectedPaths)
+}
+
+func open(req Request, cfg Config, opts []tools.Option, sets [][]string) (*tools.Workspace, *tools.ProtectedSnapshot, error) {
 	prot, err := tools.ParseProtected(sets...)
 	if err != nil {
 		return nil, nil, err

@@ -8,22 +8,10 @@ import (
 	"testing"
 
 	"github.com/ralph-temporal/ralph/agent"
+	"github.com/ralph-temporal/ralph/devenv/testkit"
 	"github.com/ralph-temporal/ralph/internal/fakeopenai"
 	"github.com/ralph-temporal/ralph/report"
 )
-
-func writeFiles(t *testing.T, dir string, files map[string]string) {
-	t.Helper()
-	for name, content := range files {
-		p := filepath.Join(dir, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
 
 // A model that edits, creates and deletes protected files through
 // run_command (no sandbox here, so nothing stops the command itself) has its
@@ -39,7 +27,7 @@ func TestProtectedPathsRestoredBeforeReport(t *testing.T) {
 		submit(honest),
 	}})
 	h.req.ProtectedPaths = [][]string{{"tests/**"}, {"**/*.cfg"}}
-	writeFiles(t, h.req.Workspace, map[string]string{"tests/test_add.py": "assert add(1, 2) == 3\n", "tests/test_sub.py": "assert sub(3, 1) == 2\n"})
+	testkit.WriteFiles(t, h.req.Workspace, map[string]string{"tests/test_add.py": "assert add(1, 2) == 3\n", "tests/test_sub.py": "assert sub(3, 1) == 2\n"})
 	res, err := h.run()
 	if err != nil {
 		t.Fatal(err)
@@ -84,7 +72,7 @@ func TestProtectedPathsRestoredWhenSessionFails(t *testing.T) {
 		fakeopenai.Status(401, "bad key"),
 	}})
 	h.req.ProtectedPaths = [][]string{{"verify.sh"}}
-	writeFiles(t, h.req.Workspace, map[string]string{"verify.sh": "go test ./...\n"})
+	testkit.WriteFiles(t, h.req.Workspace, map[string]string{"verify.sh": "go test ./...\n"})
 	res, err := h.run()
 	if err == nil {
 		t.Fatal("want a failure")
@@ -204,5 +192,30 @@ func TestReviewerWithoutVerdictFails(t *testing.T) {
 	reqs := h.requests()
 	if got := lastMessage(reqs[len(reqs)-1]).Content; !strings.Contains(got, "Only submit_review is available now") {
 		t.Fatalf("final reminder = %q", got)
+	}
+}
+
+// Without bubblewrap nothing mounts the reviewer's workspace read-only, so
+// whatever its commands change is restored when it ends.
+func TestReviewerChangesRestoredWithoutSandbox(t *testing.T) {
+	h := reviewHarness(t, fakeopenai.Script{Queue: []fakeopenai.Response{
+		call("run_command", map[string]string{"command": "echo x > new.txt; echo y >> a.txt; rm b.txt"}),
+		fakeopenai.Tools(fakeopenai.SubmitReview(fakeopenai.ReviewArgs{Verdict: "approve", Summary: "Fine."})),
+	}})
+	testkit.WriteFiles(t, h.req.Workspace, map[string]string{"a.txt": "a\n", "b.txt": "b\n"})
+	res, err := h.run()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(res.Restored, []string{"a.txt", "b.txt", "new.txt"}) {
+		t.Fatalf("Restored = %q", res.Restored)
+	}
+	for name, content := range map[string]string{"a.txt": "a\n", "b.txt": "b\n"} {
+		if data, _ := os.ReadFile(filepath.Join(h.req.Workspace, name)); string(data) != content {
+			t.Errorf("%s = %q", name, data)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(h.req.Workspace, "new.txt")); err == nil {
+		t.Error("the reviewer's new file survived")
 	}
 }

@@ -15,7 +15,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/ralph-temporal/ralph/devenv/devserver"
+	"github.com/ralph-temporal/ralph/devenv/temporalserver"
 )
 
 type composeFile struct {
@@ -107,7 +107,7 @@ func TestComposeDependencyOrder(t *testing.T) {
 	}
 }
 
-// The server runs the same config files that devenv/cluster tests.
+// The server runs the same config files that devenv/temporalserver tests.
 func TestComposeMountsTheTestedServerConfig(t *testing.T) {
 	c := loadCompose(t)
 	for _, svc := range c.Services {
@@ -167,7 +167,7 @@ func TestComposeWorkerSettings(t *testing.T) {
 }
 
 // The dynamic config every server runs (the dev server reads the same file
-// through devserver.DynamicConfig): the latency settings, and the keys
+// through temporalserver.DynamicConfig): the latency settings, and the keys
 // Temporal can scope scoped to Ralph's namespace, so a shared cluster's other
 // namespaces keep their settings.
 func TestDynamicConfigLatencyAndScope(t *testing.T) {
@@ -184,7 +184,7 @@ func TestDynamicConfigLatencyAndScope(t *testing.T) {
 			t.Errorf("%s has constraints %v: per-queue and per-namespace keys are scoped to namespace default, cluster-wide ones have none", key, entries[0].Constraints)
 		}
 	}
-	dev := devserver.DynamicConfig()
+	dev := temporalserver.DynamicConfig()
 	for _, want := range []string{"history.transferProcessorMaxPollRPS=1000", "matching.numTaskqueueReadPartitions=1", "system.enableActivityEagerExecution=true"} {
 		if !slices.Contains(dev, want) {
 			t.Errorf("the dev server's dynamic config %v lacks %s", dev, want)

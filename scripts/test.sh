@@ -2,7 +2,7 @@
 # `make test`: every test, on a fresh machine that has Go (as root, apt-get
 # installs what is missing): static checks, go test -race ./... (unit,
 # replay, the real-stack suite on the dev server), then the real-stack suite
-# again on the PostgreSQL-backed cluster (devenv/cluster).
+# again on the PostgreSQL-backed cluster (devenv/temporalserver).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 need=()

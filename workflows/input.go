@@ -208,16 +208,7 @@ func CheckWorkspace(workspace string) error {
 // DefaultWorkspace turns a workflow id into a safe single path segment; a
 // long id is shortened with a hash suffix rather than refused.
 func DefaultWorkspace(workflowID string) string {
-	var b strings.Builder
-	for _, r := range workflowID {
-		switch {
-		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_', r == '.':
-			b.WriteRune(r)
-		default:
-			b.WriteByte('-')
-		}
-	}
-	name := strings.TrimLeft(b.String(), ".")
+	name := strings.TrimLeft(names.Sanitize(workflowID, '-'), ".")
 	if name == "" {
 		return "run"
 	}

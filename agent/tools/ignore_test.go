@@ -2,7 +2,7 @@ package tools
 
 import (
 	"fmt"
-	"os/exec"
+	"github.com/ralph-temporal/ralph/devenv/testkit"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -57,29 +57,14 @@ func ignoreFixture(t testing.TB) (*Workspace, string) {
 // gitLines runs real git in dir and returns its output lines, sorted.
 func gitLines(t *testing.T, dir string, args ...string) []string {
 	t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("git %v: %v", args, err)
-	}
-	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	lines := strings.Split(testkit.Git(t, dir, args...), "\n")
 	slices.Sort(lines)
 	return lines
 }
 
-func gitInit(t *testing.T, dir string) {
-	t.Helper()
-	// .git exists already (info/exclude); init keeps what is there.
-	cmd := exec.Command("git", "init", "-q", dir)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("git init: %v: %s", err, out)
-	}
-}
-
 func TestListFilesHonoursGitignoreLikeGit(t *testing.T) {
 	w, dir := ignoreFixture(t)
-	gitInit(t, dir)
+	testkit.Git(t, dir, "init", "-q") // .git exists already (info/exclude); init keeps it
 	want := gitLines(t, dir, "ls-files", "--others", "--exclude-standard")
 
 	out := mustOK(t, call(t, w, "list_files", `{}`))
@@ -118,7 +103,7 @@ func TestListFilesHonoursGitignoreLikeGit(t *testing.T) {
 
 func TestSearchFilesHonoursGitignoreLikeGit(t *testing.T) {
 	w, dir := ignoreFixture(t)
-	gitInit(t, dir)
+	testkit.Git(t, dir, "init", "-q") // .git exists already (info/exclude); init keeps it
 	want := gitLines(t, dir, "grep", "--untracked", "-l", "needle")
 
 	out := mustOK(t, call(t, w, "search_files", map[string]any{"pattern": "needle"}))

@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"github.com/ralph-temporal/ralph/devenv/testkit"
 	"os"
 	"path/filepath"
 	"slices"
@@ -71,15 +72,7 @@ func TestCheckProtectedPattern(t *testing.T) {
 func newProtectedWorkspace(t *testing.T, patterns []string, files map[string]string) (*Workspace, string) {
 	t.Helper()
 	dir := t.TempDir()
-	for name, content := range files {
-		p := filepath.Join(dir, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	testkit.WriteFiles(t, dir, files)
 	w, err := OpenWorkspace(dir, DefaultLimits(), WithProtected(mustProtected(t, patterns)))
 	if err != nil {
 		t.Fatal(err)

@@ -1,28 +1,13 @@
 package tools
 
 import (
-	"os"
 	"os/exec"
 	"strings"
 	"testing"
 
-	"github.com/ralph-temporal/ralph/internal/cgroup"
+	"github.com/ralph-temporal/ralph/devenv/testkit"
 	"github.com/ralph-temporal/ralph/internal/sandbox"
 )
-
-// requireCgroups fails in CI (root, writable cgroups) and skips elsewhere
-// when this machine cannot limit memory and pids.
-func requireCgroups(t *testing.T) {
-	t.Helper()
-	m, why := cgroup.Detect(cgroup.Limits{MemoryBytes: 1 << 30, Pids: 100})
-	if len(m.Enforced()) == 2 {
-		return
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("CI must be able to limit memory and pids: %s", why)
-	}
-	t.Skipf("cannot limit memory and pids here: %s", why)
-}
 
 func TestSandboxTmpIsSized(t *testing.T) {
 	f := newSandboxFixture(t, sandbox.ModeBwrap, sandbox.Config{TmpMB: 16})
@@ -39,7 +24,7 @@ func TestSandboxTmpIsSized(t *testing.T) {
 }
 
 func TestSandboxMemoryLimit(t *testing.T) {
-	requireCgroups(t)
+	testkit.RequireCgroups(t)
 	for _, mode := range []string{sandbox.ModeBwrap, sandbox.ModeOff} {
 		t.Run(mode, func(t *testing.T) {
 			f := newSandboxFixture(t, mode, sandbox.Config{MemoryMB: 64})
@@ -62,7 +47,7 @@ func TestSandboxMemoryLimit(t *testing.T) {
 }
 
 func TestSandboxPidsLimit(t *testing.T) {
-	requireCgroups(t)
+	testkit.RequireCgroups(t)
 	for _, mode := range []string{sandbox.ModeBwrap, sandbox.ModeOff} {
 		t.Run(mode, func(t *testing.T) {
 			f := newSandboxFixture(t, mode, sandbox.Config{Pids: 32})

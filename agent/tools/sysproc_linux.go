@@ -3,12 +3,10 @@
 package tools
 
 import (
-	"fmt"
-	"os"
-	"strings"
 	"syscall"
 	"time"
 
+	"github.com/ralph-temporal/ralph/internal/proc"
 	"golang.org/x/sys/unix"
 )
 
@@ -61,22 +59,11 @@ func (n *nsInit) awaitExit(d time.Duration) {
 	}
 }
 
-// parentPID reads the parent of pid from /proc (0 when it is gone).
+// parentPID is the parent of pid (0 when it is gone).
 func parentPID(pid int) int {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	st, err := proc.ReadStat(pid)
 	if err != nil {
 		return 0
 	}
-	// "pid (comm) state ppid ...": comm may hold spaces and parentheses.
-	s := string(data)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0
-	}
-	var state string
-	var ppid int
-	if _, err := fmt.Sscan(s[i+1:], &state, &ppid); err != nil {
-		return 0
-	}
-	return ppid
+	return st.PPID
 }

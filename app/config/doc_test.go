@@ -2,9 +2,9 @@ package config
 
 import (
 	"flag"
-	"os"
-	"strings"
 	"testing"
+
+	"github.com/ralph-temporal/ralph/devenv/testkit"
 )
 
 var updateDocs = flag.Bool("update-docs", false, "rewrite the settings table in docs/reference.md from the settings")
@@ -18,27 +18,8 @@ const (
 )
 
 func TestSettingsTableInDocs(t *testing.T) {
-	data, err := os.ReadFile(settingsDoc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	text := string(data)
-	start, end := strings.Index(text, tableBegin), strings.Index(text, tableEnd)
-	if start < 0 || end < start {
-		t.Fatalf("docs/reference.md lacks the generated settings table markers %q ... %q", tableBegin, tableEnd)
-	}
-	want := SettingsTable()
-	got := text[start+len(tableBegin) : end]
-	if got == want {
-		return
-	}
-	if *updateDocs {
-		if err := os.WriteFile(settingsDoc, []byte(text[:start+len(tableBegin)]+want+text[end:]), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	t.Errorf("the settings table in docs/reference.md differs from the settings; run\n  go test ./app/config -run TestSettingsTableInDocs -update-docs\nwant:\n%s", want)
+	testkit.GeneratedBlock(t, settingsDoc, tableBegin, tableEnd, SettingsTable(), *updateDocs,
+		"go test ./app/config -run TestSettingsTableInDocs -update-docs")
 }
 
 func TestEverySettingIsDocumentedOnce(t *testing.T) {

@@ -16,6 +16,7 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 
+	"github.com/ralph-temporal/ralph/internal/wait"
 	"github.com/ralph-temporal/ralph/workflows"
 )
 
@@ -103,22 +104,22 @@ func Ensure(ctx context.Context, c client.Client, namespace string, logger *slog
 		}
 	}
 	logger.Info("created the Ralph search attributes", "namespace", namespace, "count", len(missing))
-	deadline := time.Now().Add(searchAttributesVisible)
-	for {
-		still, _, err := Missing(ctx, c, namespace)
-		if err == nil && len(still) == 0 {
-			return nil
+	var still []workflows.SearchAttribute
+	err = wait.For(ctx, searchAttributesVisible, 200*time.Millisecond, func(ctx context.Context) error {
+		var err error
+		if still, _, err = Missing(ctx, c, namespace); err == nil && len(still) > 0 {
+			err = errors.New("not visible yet")
 		}
-		if time.Now().After(deadline) {
-			return &Error{Namespace: namespace, Missing: still,
-				Cause: fmt.Errorf("created, but still not visible after %s", searchAttributesVisible)}
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(200 * time.Millisecond):
-		}
+		return err
+	})
+	switch {
+	case err == nil:
+		return nil
+	case ctx.Err() != nil:
+		return ctx.Err()
 	}
+	return &Error{Namespace: namespace, Missing: still,
+		Cause: fmt.Errorf("created, but still not visible after %s", searchAttributesVisible)}
 }
 
 // Missing lists the Ralph search attributes namespace lacks, and those it

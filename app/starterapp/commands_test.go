@@ -4,11 +4,11 @@ import (
 	"bytes"
 	"flag"
 	"io"
-	"os"
 	"strings"
 	"testing"
 
 	"github.com/ralph-temporal/ralph/app/config"
+	"github.com/ralph-temporal/ralph/devenv/testkit"
 )
 
 var update = flag.Bool("update", false, "rewrite the starter block of docs/reference.md from the command declarations")
@@ -20,28 +20,8 @@ const (
 )
 
 func TestReferenceDocs(t *testing.T) {
-	const path = "../../docs/reference.md"
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	text := string(data)
-	start, end := strings.Index(text, referenceBegin), strings.Index(text, referenceEnd)
-	if start < 0 || end < start {
-		t.Fatalf("docs/reference.md lacks the generated starter reference markers %q ... %q", referenceBegin, referenceEnd)
-	}
-	want := Reference()
-	got := text[start+len(referenceBegin) : end]
-	if got == want {
-		return
-	}
-	if *update {
-		if err := os.WriteFile(path, []byte(text[:start+len(referenceBegin)]+want+text[end:]), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	t.Errorf("docs/reference.md's starter reference differs from the command declarations; run\n  go test ./app/starterapp -run TestReferenceDocs -update\nwant:\n%s", want)
+	testkit.GeneratedBlock(t, "../../docs/reference.md", referenceBegin, referenceEnd, Reference(), *update,
+		"go test ./app/starterapp -run TestReferenceDocs -update")
 }
 
 // Every declared command parses, has help that names its flags and exit

@@ -21,7 +21,7 @@ import (
 
 	"github.com/ralph-temporal/ralph/activities"
 	"github.com/ralph-temporal/ralph/app/config"
-	"github.com/ralph-temporal/ralph/devenv/devserver"
+	"github.com/ralph-temporal/ralph/devenv/temporalserver"
 	"github.com/ralph-temporal/ralph/report"
 	"github.com/ralph-temporal/ralph/usage"
 	"github.com/ralph-temporal/ralph/workflows"
@@ -90,7 +90,7 @@ func (s *scriptedRounds) RunRound(ctx context.Context, in activities.RoundInput)
 }
 
 type stack struct {
-	srv    *devserver.Server
+	srv    *temporalserver.Server
 	rounds *scriptedRounds
 	env    config.MapEnv
 }
@@ -102,7 +102,7 @@ func startStack(t *testing.T) *stack {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	srv, err := devserver.Start(ctx, devserver.Options{})
+	srv, err := temporalserver.StartDev(ctx, temporalserver.DevOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,6 +121,11 @@ func startStack(t *testing.T) *stack {
 		t.Fatal(err)
 	}
 	t.Cleanup(w.Stop)
+	// The starter refuses a start while no worker polls: wait until this
+	// one does, as a worker process would be waited for.
+	if err := temporalserver.WaitPolling(ctx, c, "ralph", os.Getpid(), nil); err != nil {
+		t.Fatal(err)
+	}
 	return &stack{srv: srv, rounds: rounds, env: config.MapEnv{
 		"TEMPORAL_ADDRESS": srv.Address, "TEMPORAL_CONFIG_FILE": "/nonexistent/temporal.toml",
 	}}

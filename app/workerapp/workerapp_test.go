@@ -15,7 +15,7 @@ import (
 
 	"github.com/ralph-temporal/ralph/activities"
 	"github.com/ralph-temporal/ralph/app/config"
-	"github.com/ralph-temporal/ralph/devenv/devserver"
+	"github.com/ralph-temporal/ralph/devenv/temporalserver"
 	"github.com/ralph-temporal/ralph/devenv/testkit"
 	"github.com/ralph-temporal/ralph/workflows"
 )
@@ -82,7 +82,7 @@ func TestDemoWorkerRunsARalphLoop(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	srv, err := devserver.Start(ctx, devserver.Options{})
+	srv, err := temporalserver.StartDev(ctx, temporalserver.DevOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +95,7 @@ func TestDemoWorkerRunsARalphLoop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var logs syncBuffer
+	var logs testkit.Buffer
 	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	runCtx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
@@ -108,12 +108,12 @@ func TestDemoWorkerRunsARalphLoop(t *testing.T) {
 	defer c.Close()
 	// WaitPolling finds this very process among the pollers, and refuses a
 	// pid that is not polling once its process is gone.
-	if err := testkit.WaitPolling(ctx, c, "demo-q", os.Getpid(), nil); err != nil {
+	if err := temporalserver.WaitPolling(ctx, c, "demo-q", os.Getpid(), nil); err != nil {
 		t.Fatalf("WaitPolling(own pid): %v", err)
 	}
 	gone := make(chan struct{})
 	close(gone)
-	if err := testkit.WaitPolling(ctx, c, "demo-q", os.Getpid()+100000, gone); err == nil || !strings.Contains(err.Error(), "exited before polling") {
+	if err := temporalserver.WaitPolling(ctx, c, "demo-q", os.Getpid()+100000, gone); err == nil || !strings.Contains(err.Error(), "exited before polling") {
 		t.Fatalf("WaitPolling(other pid, exited) = %v", err)
 	}
 	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "demo-run", TaskQueue: "demo-q"}, workflows.WorkflowName,

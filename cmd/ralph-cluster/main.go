@@ -1,5 +1,5 @@
 // Command ralph-cluster runs a PostgreSQL-backed Temporal cluster on this
-// machine (devenv/cluster): Debian's PostgreSQL 15 and the full Temporal
+// machine (devenv/temporalserver): Debian's PostgreSQL 15 and the full Temporal
 // server, with the namespace and Ralph's search attributes registered.
 //
 //	go run ./cmd/ralph-cluster                 # print export lines, serve until Ctrl-C
@@ -20,18 +20,18 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/ralph-temporal/ralph/devenv/cluster"
+	"github.com/ralph-temporal/ralph/devenv/temporalserver"
 )
 
 func main() { os.Exit(run(os.Args[1:])) }
 
 func run(args []string) int {
 	fs := flag.NewFlagSet("ralph-cluster", flag.ContinueOnError)
-	var opts cluster.Options
-	fs.StringVar(&opts.Namespace, "namespace", cluster.DefaultNamespace, "namespace to register")
+	var opts temporalserver.ClusterOptions
+	fs.StringVar(&opts.Namespace, "namespace", temporalserver.DefaultNamespace, "namespace to register")
 	fs.StringVar(&opts.Dir, "dir", "", "state directory to create (absent or empty; default: a new temp dir)")
 	fs.BoolVar(&opts.Keep, "keep", false, "keep the state directory at the end")
-	fs.StringVar(&opts.LogLevel, "log-level", cluster.DefaultLogLevel, "Temporal server log level")
+	fs.StringVar(&opts.LogLevel, "log-level", temporalserver.DefaultLogLevel, "Temporal server log level")
 	fs.BoolVar(&opts.Durable, "durable", false, "keep PostgreSQL's fsync on")
 	verbose := fs.Bool("v", false, "show the build's, PostgreSQL's and the server's output")
 	buildOnly := fs.Bool("build-only", false, "only build and cache temporal-server and temporal-sql-tool, print their directory")
@@ -48,15 +48,15 @@ func run(args []string) int {
 	defer stop()
 
 	if *buildOnly {
-		cache := cluster.DefaultCacheDir()
-		if _, err := cluster.EnsureBinaries(ctx, cache, os.Stderr); err != nil {
+		cache := temporalserver.DefaultCacheDir()
+		if _, err := temporalserver.EnsureServer(ctx, cache, os.Stderr); err != nil {
 			fmt.Fprintf(os.Stderr, "ralph-cluster: %v\n", err)
 			return 1
 		}
-		fmt.Println(cluster.BinDir(cache))
+		fmt.Println(temporalserver.ServerBinDir(cache))
 		return 0
 	}
-	s, err := cluster.Start(ctx, opts)
+	s, err := temporalserver.StartCluster(ctx, opts)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "ralph-cluster: %v\n", err)
 		return 1
@@ -71,7 +71,7 @@ func run(args []string) int {
 
 // serve prints where the cluster is and waits for a signal, or runs the
 // command with the cluster's environment and returns its exit code.
-func serve(ctx context.Context, s *cluster.Server, command []string, stdout io.Writer) int {
+func serve(ctx context.Context, s *temporalserver.Server, command []string, stdout io.Writer) int {
 	env := append(s.Env(),
 		"RALPH_CLUSTER_HTTP_ADDRESS="+s.HTTPAddress,
 		"RALPH_CLUSTER_METRICS_ADDRESS="+s.MetricsAddress,

@@ -4,8 +4,8 @@
 //	go run ./cmd/ralph-devserver --port 7233 --ui-port 8233 --db-filename .ralph/temporal.db
 //
 // It prints TEMPORAL_ADDRESS=host:port on stdout once the server is healthy.
-// With -install-only it only installs the temporal CLI when it is missing
-// and prints its path.
+// With -install-only it only installs the pinned temporal CLI into Ralph's
+// cache when it is missing and prints its path.
 package main
 
 import (
@@ -17,25 +17,20 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/ralph-temporal/ralph/devenv/devserver"
+	"github.com/ralph-temporal/ralph/devenv/temporalserver"
 )
 
 func main() {
-	var opts devserver.Options
+	var opts temporalserver.DevOptions
 	flag.IntVar(&opts.Port, "port", 7233, "frontend gRPC port (0: a free one)")
 	flag.IntVar(&opts.UIPort, "ui-port", 0, "web UI port (0: headless)")
 	flag.StringVar(&opts.DBFile, "db-filename", "", "SQLite file that keeps state across restarts (default: in memory)")
 	flag.StringVar(&opts.LogLevel, "log-level", "warn", "server log level")
-	flag.BoolVar(&opts.Install, "install", true, "go install the temporal CLI "+devserver.CLIVersion+" when it is not found")
-	installOnly := flag.Bool("install-only", false, "only install the temporal CLI when it is missing, print its path and exit")
+	installOnly := flag.Bool("install-only", false, "only install the temporal CLI "+temporalserver.CLIVersion+" into Ralph's cache when it is missing, print its path and exit")
 	flag.Parse()
 	opts.Output = os.Stderr
 	if *installOnly {
-		bin, err := devserver.FindCLI()
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "ralph-devserver: installing the temporal CLI %s (the first build takes minutes)\n", devserver.CLIVersion)
-			bin, err = devserver.InstallCLI(context.Background(), os.Stderr)
-		}
+		bin, err := temporalserver.EnsureCLI(context.Background(), os.Stderr)
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "ralph-devserver: %v\n", err)
 			os.Exit(1)
@@ -47,7 +42,7 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	startCtx, cancel := context.WithTimeout(ctx, 15*time.Minute) // a cold go install is slow
-	s, err := devserver.Start(startCtx, opts)
+	s, err := temporalserver.StartDev(startCtx, opts)
 	cancel()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "ralph-devserver: %v\n", err)

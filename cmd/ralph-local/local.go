@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -20,9 +21,7 @@ import (
 	"github.com/ralph-temporal/ralph/app/config"
 	"github.com/ralph-temporal/ralph/app/starterapp"
 	"github.com/ralph-temporal/ralph/app/workerapp"
-	"github.com/ralph-temporal/ralph/devenv/devserver"
-	"github.com/ralph-temporal/ralph/devenv/serverproc"
-	"github.com/ralph-temporal/ralph/devenv/testkit"
+	"github.com/ralph-temporal/ralph/devenv/temporalserver"
 )
 
 // Exit codes of ralph-local besides the starter's own.
@@ -125,6 +124,9 @@ func localEnv(env map[string]string, addr, state string) config.MapEnv {
 	}
 	out["TEMPORAL_ADDRESS"] = addr
 	out["TEMPORAL_NAMESPACE"] = client.DefaultNamespace
+	if out[envGit] == "" {
+		out[envGit] = defaultGitMode
+	}
 	// No profile file of the user's either.
 	out["TEMPORAL_CONFIG_FILE"] = filepath.Join(state, "no-temporal-profile.toml")
 	for key, sub := range map[string]string{"RALPH_WORKSPACE_ROOT": "workspaces", "RALPH_SESSION_DIR": "sessions"} {
@@ -146,14 +148,14 @@ func localEnv(env map[string]string, addr, state string) config.MapEnv {
 // running), or starts the dev server; the returned func stops what was
 // started.
 func (l *local) server(ctx context.Context, s settings, addr, state, logs string) (func(), error) {
-	if !serverproc.PortFree(addr) {
+	if !temporalserver.PortFree(addr) {
 		if err := temporalAnswers(ctx, addr); err != nil {
 			return nil, fmt.Errorf("port %d is in use, but no Temporal server answers there (%v); free it or pick another port with %s", s.port, err, EnvTemporalPort)
 		}
 		l.say("reusing the Temporal server already answering at %s (not started here, so it is left running)", addr)
 		return func() {}, nil
 	}
-	if !serverproc.PortFree(net.JoinHostPort("127.0.0.1", strconv.Itoa(s.uiPort))) {
+	if !temporalserver.PortFree(net.JoinHostPort("127.0.0.1", strconv.Itoa(s.uiPort))) {
 		return nil, fmt.Errorf("the UI port %d is in use; free it or pick another with %s", s.uiPort, EnvUIPort)
 	}
 	logPath := filepath.Join(logs, "temporal.log")
@@ -161,14 +163,14 @@ func (l *local) server(ctx context.Context, s settings, addr, state, logs string
 	if err != nil {
 		return nil, fmt.Errorf("open the server log: %w", err)
 	}
-	if _, err := devserver.FindCLI(); err != nil {
-		l.say("installing the Temporal CLI %s from the Go module proxy (about 5 minutes the first time)", devserver.CLIVersion)
+	if !temporalserver.CLIInstalled() {
+		l.say("installing the Temporal CLI %s from the Go module proxy (about 5 minutes the first time)", temporalserver.CLIVersion)
 	}
 	l.say("starting the Temporal dev server at %s (UI http://127.0.0.1:%d, state in %s, log %s)", addr, s.uiPort, rel(l.dir, state), rel(l.dir, logPath))
 	ctx, cancel := context.WithTimeout(ctx, s.serverTimeout+15*time.Minute) // the install may come first
 	defer cancel()
-	dev, err := devserver.Start(ctx, devserver.Options{
-		Install: true, Port: s.port, UIPort: s.uiPort, DBFile: filepath.Join(state, "temporal.db"),
+	dev, err := temporalserver.StartDev(ctx, temporalserver.DevOptions{
+		Port: s.port, UIPort: s.uiPort, DBFile: filepath.Join(state, "temporal.db"),
 		Output: logf, StartTimeout: s.serverTimeout,
 	})
 	if err != nil {
@@ -190,7 +192,7 @@ func (l *local) server(ctx context.Context, s settings, addr, state, logs string
 func temporalAnswers(ctx context.Context, addr string) error {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	c, err := client.DialContext(ctx, client.Options{HostPort: addr, Logger: serverproc.QuietLogger{}})
+	c, err := client.DialContext(ctx, client.Options{HostPort: addr, Logger: temporalserver.QuietLogger{}})
 	if err != nil {
 		return err
 	}
@@ -237,7 +239,7 @@ func (l *local) startWorker(ctx context.Context, s settings, addr string, env co
 		close(w.exited)
 	}()
 	l.say("starting the worker (log %s)", rel(l.dir, logPath))
-	c, err := client.DialContext(ctx, client.Options{HostPort: addr, Logger: serverproc.QuietLogger{}})
+	c, err := client.DialContext(ctx, client.Options{HostPort: addr, Logger: temporalserver.QuietLogger{}})
 	if err != nil {
 		w.stop(l)
 		return nil, fmt.Errorf("dial %s: %w", addr, err)
@@ -246,7 +248,7 @@ func (l *local) startWorker(ctx context.Context, s settings, addr string, env co
 	readyCtx, cancel := context.WithTimeout(ctx, s.workerTimeout)
 	defer cancel()
 	// The worker runs in this process, so its pollers carry this pid.
-	if err := testkit.WaitPolling(readyCtx, c, cfg.TaskQueue, os.Getpid(), w.exited); err != nil {
+	if err := temporalserver.WaitPolling(readyCtx, c, cfg.TaskQueue, os.Getpid(), w.exited); err != nil {
 		w.stop(l)
 		if w.err != nil {
 			return nil, fmt.Errorf("the worker stopped: %w (log %s)", w.err, rel(l.dir, logPath))
@@ -295,10 +297,22 @@ func (l *local) runStarter(s settings, addr string, env config.MapEnv, w *worker
 	l.say("workspace: %s (watch files appear: ls -la %s)", ws, ws)
 	l.say("Temporal UI: http://127.0.0.1:%d/namespaces/default/workflows/ralph-%s", s.uiPort, s.workspace)
 	l.say("objective: %s", s.objective)
+	args := []string{"run", "--address", addr, "--namespace", client.DefaultNamespace, "--workspace", s.workspace, "--objective", s.objective}
+	if s.verify != "" {
+		l.say("verify command: %s (a complete report counts only when it passes)", s.verify)
+		args = append(args, "--verify", s.verify)
+	}
+	gitMode := w.cfg.Activities.Git.Mode
+	if w.cfg.Activities.Git.Enabled() {
+		l.say("git checkpoints: %s=%s (one commit per round in the workspace)", envGit, gitMode)
+	}
 	app := &starterapp.App{Env: env, Stdin: strings.NewReader(""), Stdout: l.stdout, Stderr: l.stderr, Signals: signals}
-	rc := app.Main([]string{"run", "--address", addr, "--namespace", client.DefaultNamespace, "--workspace", s.workspace, "--objective", s.objective})
+	rc := app.Main(args)
 	if rc != exitUsage {
 		l.listWorkspace(ws)
+		if gitMode == defaultGitMode {
+			l.listCommits(ws)
+		}
 	}
 	l.say("%s", exitMeaning(rc))
 	return rc
@@ -341,6 +355,19 @@ func (l *local) listWorkspace(ws string) {
 			break
 		}
 		fmt.Fprintf(l.stderr, "    %s\n", f)
+	}
+}
+
+// listCommits prints the workspace's per-round commits, newest first.
+func (l *local) listCommits(ws string) {
+	out, err := exec.Command("git", "-C", ws, "log", "--oneline", "-n", strconv.Itoa(listLimit)).CombinedOutput()
+	if err != nil {
+		l.say("no commits to show in %s: %v: %s", ws, err, bytes.TrimSpace(out))
+		return
+	}
+	l.say("per-round commits in the workspace (git log --oneline):")
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		fmt.Fprintf(l.stderr, "    %s\n", line)
 	}
 }
 

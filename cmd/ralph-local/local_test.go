@@ -1,45 +1,26 @@
 package main
 
 import (
-	"bytes"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/ralph-temporal/ralph/devenv/serverproc"
+	"github.com/ralph-temporal/ralph/devenv/temporalserver"
+	"github.com/ralph-temporal/ralph/devenv/testkit"
 	"github.com/ralph-temporal/ralph/internal/fakeopenai"
 	"github.com/ralph-temporal/ralph/internal/proc"
 )
 
-// syncBuffer is written by the starter and the worker's error log at once.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // newLocal is a ralph-local run in a temp dir on free ports; extra are
 // environment entries.
-func newLocal(t *testing.T, signals chan os.Signal, extra ...string) (*local, *syncBuffer, *int) {
+func newLocal(t *testing.T, signals chan os.Signal, extra ...string) (*local, *testkit.Buffer, *int) {
 	t.Helper()
 	ports := make([]string, 2)
 	for i := range ports {
-		p, err := serverproc.FreePort()
+		p, err := temporalserver.FreePort()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -49,7 +30,7 @@ func newLocal(t *testing.T, signals chan os.Signal, extra ...string) (*local, *s
 		EnvTemporalPort + "=" + ports[0], EnvUIPort + "=" + ports[1],
 		// A TEMPORAL_ADDRESS of the caller's is never used.
 		"TEMPORAL_ADDRESS=192.0.2.1:7233"}, extra...)
-	out := &syncBuffer{}
+	out := &testkit.Buffer{}
 	serverPID := new(int)
 	return &local{dir: t.TempDir(), environ: environ, stdout: out, stderr: out, signals: signals,
 		serverUp: func(pid int) { *serverPID = pid }}, out, serverPID
@@ -63,7 +44,12 @@ func TestDemoRunCompletesAndStopsTheServer(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(l.dir, ".ralph", "workspaces", "demo", "greet.sh")); err != nil {
 		t.Fatalf("the demo's work is missing: %v\n%s", err, out)
 	}
-	for _, want := range []string{"model mode: demo, because OPENAI_API_KEY and RALPH_MODEL are not set", "greet.sh", "the run completed"} {
+	// The demo's objective names its check: the run is verified by it, and
+	// every round that changed the workspace is a git commit there (round 2
+	// only re-runs the test), both shown at the end.
+	for _, want := range []string{"model mode: demo, because OPENAI_API_KEY and RALPH_MODEL are not set", "greet.sh", "the run completed",
+		"the verify command passed (exit 0): bash greet_test.sh", "git checkpoints: RALPH_GIT=local",
+		"per-round commits in the workspace (git log --oneline):", "ralph: round 1/", "continue: Wrote greet.sh", "ralph: workspace initialised"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/ralph-temporal/ralph/app/config"
+	"github.com/ralph-temporal/ralph/internal/gitws"
 )
 
 // Settings of the local run (environment), with their defaults.
@@ -29,12 +30,24 @@ const (
 	listLimit = 50
 )
 
+// The demo's default run: its objective names its own check, so the run is
+// started with that verify command, and the worker keeps one git commit per
+// round, so the result can be reviewed round by round.
+const (
+	envVerifyCommand = "RALPH_VERIFY_COMMAND"
+	envGit           = gitws.SettingMode
+	defaultVerify    = "bash greet_test.sh"
+	defaultGitMode   = gitws.ModeLocal
+)
+
 const defaultObjective = "Write greet.sh, a bash script that prints 'Hello, <name>!' for the name given as its first argument (default: world), and greet_test.sh, a bash test of it; finish when 'bash greet_test.sh' passes."
 
 // settings are one local run's choices.
 type settings struct {
-	objective     string
-	workspace     string
+	objective string
+	workspace string
+	// verify is the run's verify command ("": the worker's default).
+	verify        string
 	port, uiPort  int
 	serverTimeout time.Duration
 	workerTimeout time.Duration
@@ -49,6 +62,9 @@ func parseSettings(args []string, env map[string]string) (settings, error) {
 	}
 	if strings.TrimSpace(s.objective) == "" {
 		s.objective = defaultObjective
+	}
+	if s.objective == defaultObjective && env[envVerifyCommand] == "" {
+		s.verify = defaultVerify
 	}
 	if s.workspace == "" {
 		s.workspace = defaultWorkspace

@@ -27,14 +27,13 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/ralph-temporal/ralph/devenv/bench"
-	"github.com/ralph-temporal/ralph/devenv/cluster"
-	"github.com/ralph-temporal/ralph/devenv/devserver"
+	"github.com/ralph-temporal/ralph/devenv/temporalserver"
 )
 
 var allSections = []string{"overhead", "scale", "cancel", "crash", "prompt", "history", "encryption"}
 
 // Scenarios that run only when named in -only (they take long).
-var extraSections = []string{"churn"}
+var extraSections = []string{"churn", "ratelimit"}
 
 func main() {
 	os.Exit(run())
@@ -44,7 +43,7 @@ func run() int {
 	var (
 		only         = flag.String("only", strings.Join(allSections, ","), "comma-separated benchmarks to run: "+strings.Join(allSections, ",")+" (default), and "+strings.Join(extraSections, ","))
 		clusterAddr  = flag.String("cluster", "", "address of a running PostgreSQL-backed Temporal server to measure the overhead on beside the dev server")
-		withCluster  = flag.Bool("with-cluster", false, "start a PostgreSQL-backed Temporal cluster (devenv/cluster) and measure the overhead on it beside the dev server")
+		withCluster  = flag.Bool("with-cluster", false, "start a PostgreSQL-backed Temporal cluster (devenv/temporalserver) and measure the overhead on it beside the dev server")
 		clusterNS    = flag.String("cluster-namespace", "default", "namespace on -cluster")
 		repo         = flag.String("repo", ".", "module root (to build ./worker)")
 		workerBin    = flag.String("worker-bin", "", "use this worker binary instead of building ./worker")
@@ -65,6 +64,9 @@ func run() int {
 		churnWorkers = flag.Int("churn-workers", 3, "worker processes of the churn scenario")
 		churnLatency = flag.Duration("churn-latency", 20*time.Millisecond, "scripted model latency per call in the churn scenario")
 		churnSeries  = flag.Int("churn-throughput-runs", 150, "runs of each step of the churn scenario's 1..N-worker throughput series (0 skips it)")
+		rlRuns       = flag.Int("ratelimit-runs", 20, "concurrent runs of the rate-limit scenario")
+		rlWindow     = flag.Duration("ratelimit-window", 5*time.Minute, "how long the provider rate-limits in the rate-limit scenario")
+		rlBefore     = flag.String("ratelimit-before-bin", "", "a worker binary built from an earlier commit, measured as \"before\" in the rate-limit scenario")
 	)
 	flag.Parse()
 	want := map[string]bool{}
@@ -135,7 +137,7 @@ func run() int {
 	}
 
 	fmt.Fprintln(progress, "ralphbench: starting the Temporal dev server")
-	dev, err := devserver.Start(ctx, devserver.Options{Install: true, DBFile: filepath.Join(dir, "temporal.db"), Output: io.Discard})
+	dev, err := temporalserver.StartDev(ctx, temporalserver.DevOptions{DBFile: filepath.Join(dir, "temporal.db"), Output: io.Discard})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "ralphbench:", err)
 		return 1
@@ -164,7 +166,7 @@ func run() int {
 			return 2
 		}
 		fmt.Fprintln(progress, "ralphbench: starting the PostgreSQL-backed cluster")
-		cl, err := cluster.Start(ctx, cluster.Options{})
+		cl, err := temporalserver.StartCluster(ctx, temporalserver.ClusterOptions{})
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "ralphbench:", err)
 			return 1
@@ -175,7 +177,7 @@ func run() int {
 		dbSize = func(ctx context.Context) (int64, error) { return postgresSize(ctx, cl.PostgresURL) }
 	}
 	if *clusterAddr != "" {
-		c, err := client.DialContext(ctx, client.Options{HostPort: *clusterAddr, Namespace: *clusterNS, Logger: devserver.QuietLogger{}})
+		c, err := client.DialContext(ctx, client.Options{HostPort: *clusterAddr, Namespace: *clusterNS, Logger: temporalserver.QuietLogger{}})
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "ralphbench: dial the cluster at %s: %v\n", *clusterAddr, err)
 			return 1
@@ -225,6 +227,15 @@ func run() int {
 		}},
 		{"prompt", cmdFor("prompt", ""), func() (bench.Section, error) { return h.Prompt(ctx) }},
 		{"history", cmdFor("history", ""), func() (bench.Section, error) { return h.History(ctx) }},
+		{"ratelimit", cmdFor("ratelimit", fmt.Sprintf("-ratelimit-runs %d -ratelimit-window %s -ratelimit-before-bin <worker built from the earlier commit>", *rlRuns, *rlWindow)),
+			func() (bench.Section, error) {
+				var workers []bench.LabelledWorker
+				if *rlBefore != "" {
+					workers = append(workers, bench.LabelledWorker{Label: "before: " + *rlBefore, Bin: *rlBefore})
+				}
+				workers = append(workers, bench.LabelledWorker{Label: "after: this build"})
+				return h.RateLimit(ctx, bench.RateLimitConfig{Runs: *rlRuns, Window: *rlWindow, Workers: workers})
+			}},
 		{"churn", cmdFor("churn", fmt.Sprintf("-churn-runs %d -churn-rounds %d -churn-workers %d -churn-latency %s -churn-throughput-runs %d -with-cluster",
 			*churnRuns, *churnRounds, *churnWorkers, *churnLatency, *churnSeries)), func() (bench.Section, error) {
 			if h.Cluster == nil {

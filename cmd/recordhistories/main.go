@@ -3,8 +3,9 @@
 // real activities and a scripted OpenAI-compatible model — through the main
 // paths (complete, blocked, budget-limited, round-failed, cancelled,
 // continue-as-new, invalid input, invalid report, verified, stopped, paused
-// and resumed, the token, time and idle budgets, the reviewer's approve
-// and revise) and writes each run's
+// and resumed, the token, time and idle budgets and the budget floor, the
+// reviewer's approve and revise, a deferred round with its durable wait, a
+// stop during such a wait, a fallback model) and writes each run's
 // history as JSON.
 //
 // The corpus only grows: each recording goes into a NEW directory
@@ -28,6 +29,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -40,9 +42,10 @@ import (
 
 	"github.com/ralph-temporal/ralph/activities"
 	"github.com/ralph-temporal/ralph/app/workerapp"
-	"github.com/ralph-temporal/ralph/devenv/devserver"
+	"github.com/ralph-temporal/ralph/devenv/temporalserver"
 	"github.com/ralph-temporal/ralph/internal/buildid"
 	"github.com/ralph-temporal/ralph/internal/fakeopenai"
+	"github.com/ralph-temporal/ralph/internal/wait"
 	"github.com/ralph-temporal/ralph/report"
 	"github.com/ralph-temporal/ralph/workflows"
 )
@@ -94,6 +97,8 @@ type scenario struct {
 	slow bool
 	// continues: the run must cross a continue-as-new.
 	continues bool
+	// stopWhenWaiting sends a stop once the run waits after a deferred round.
+	stopWhenWaiting bool
 }
 
 // update is one operator update a scenario sends.
@@ -120,6 +125,14 @@ func scenarios() []scenario {
 			updates: []update{{name: workflows.UpdatePause}, {name: workflows.UpdateResume}}},
 		{name: "budget-tokens", input: `{"objective":"scenario budget: never done","maxTokens":1000}`},
 		{name: "budget-idle", input: `{"objective":"scenario budget: never done"}`},
+		// Section 22: a deferred round and its durable wait, a stop during
+		// such a wait, a fallback model; and the budget floor (a round spends
+		// about 1,100 tokens here, its first request about 1,050: after two
+		// rounds the 300 left of 2,500 cannot pay for a third).
+		{name: "deferred", input: `{"objective":"scenario deferred: rate-limited once"}`},
+		{name: "deferred-stopped", input: `{"objective":"scenario deferred-stop: rate-limited for an hour"}`, stopWhenWaiting: true},
+		{name: "fallback", input: `{"objective":"scenario fallback: the primary is down"}`},
+		{name: "budget-floor", input: `{"objective":"scenario budget: never done","maxTokens":2500}`},
 		{name: "budget-time", input: `{"objective":"scenario slow: a round past the time budget","maxMinutes":1}`, slow: true},
 		{name: "invalid-report", input: `{"objective":"scenario invalid report"}`, queue: invalidReportQueue},
 		// Section 23 :
@@ -129,12 +142,47 @@ func scenarios() []scenario {
 	}
 }
 
+// The recorded worker's model and its fallback.
+const (
+	primaryModel  = "scripted"
+	fallbackModel = "scripted-fallback"
+)
+
+// sessions counts the sessions each deferral scenario started.
+var sessions = struct {
+	sync.Mutex
+	n map[string]int
+}{n: map[string]int{}}
+
+func session(name string, step int) int {
+	sessions.Lock()
+	defer sessions.Unlock()
+	if step == 0 {
+		sessions.n[name]++
+	}
+	return sessions.n[name]
+}
+
 // play scripts the model for every scenario, keyed by the objective text.
 func play(req fakeopenai.Request) fakeopenai.Response {
 	prompt, round, step := req.Prompt(), req.Round(), req.Step()
 	cont := fakeopenai.ReportArgs{Status: "continue", Summary: fmt.Sprintf("round %d done", round), NextSteps: []string{"keep going"}}
 	done := fakeopenai.ReportArgs{Status: "complete", Summary: "hello.txt written", Evidence: []string{"hello.txt exists"}}
 	switch {
+	case strings.Contains(prompt, "scenario deferred:"):
+		// The first session is told to wait longer than the worker sleeps
+		// in a session (MaxRetryAfter is 1 s here): the round is deferred.
+		if session("deferred", step) == 1 {
+			return fakeopenai.RateLimited("3")
+		}
+		return fakeopenai.Tools(fakeopenai.SubmitReport(done))
+	case strings.Contains(prompt, "scenario deferred-stop"):
+		return fakeopenai.RateLimited("3600")
+	case strings.Contains(prompt, "scenario fallback"):
+		if req.Chat.Model == primaryModel {
+			return fakeopenai.Status(503, "the primary is overloaded")
+		}
+		return fakeopenai.Tools(fakeopenai.SubmitReport(done))
 	case req.IsReview():
 		if strings.Contains(prompt, "scenario review revise") && round == 1 {
 			return fakeopenai.Tools(fakeopenai.SubmitReview(fakeopenai.ReviewArgs{Verdict: "revise", Summary: "hello.txt lacks a newline check",
@@ -176,6 +224,10 @@ func play(req fakeopenai.Request) fakeopenai.Response {
 		return fakeopenai.Tools(fakeopenai.CallJSON("write_file", map[string]string{"path": fmt.Sprintf("round-%d.txt", round), "content": "done\n"}))
 	case strings.Contains(prompt, "scenario long") && round == 4:
 		return fakeopenai.Tools(fakeopenai.SubmitReport(done))
+	case strings.Contains(prompt, "scenario long") && step == 0:
+		// Each round changes the workspace, so the idle budget does not end
+		// the run before it continues as new.
+		return fakeopenai.Tools(fakeopenai.CallJSON("write_file", map[string]string{"path": fmt.Sprintf("round-%d.txt", round), "content": "done\n"}))
 	default:
 		return fakeopenai.Tools(fakeopenai.SubmitReport(cont))
 	}
@@ -218,7 +270,7 @@ func record(parent, name, only string) error {
 	}
 	defer os.RemoveAll(tmp)
 
-	dev, err := devserver.Start(ctx, devserver.Options{Install: true, Output: os.Stderr})
+	dev, err := temporalserver.StartDev(ctx, temporalserver.DevOptions{Output: os.Stderr})
 	if err != nil {
 		return fmt.Errorf("start the dev server: %w", err)
 	}
@@ -229,7 +281,12 @@ func record(parent, name, only string) error {
 	cfg := activities.DefaultConfig()
 	cfg.WorkspaceRoot = filepath.Join(tmp, "workspaces")
 	cfg.SessionDir = filepath.Join(tmp, "sessions")
-	cfg.Agent.BaseURL, cfg.Agent.Model, cfg.Agent.APIKey = model.BaseURL(), "scripted", "sk-record-only"
+	cfg.Agent.BaseURL, cfg.Agent.Model, cfg.Agent.APIKey = model.BaseURL(), primaryModel, "sk-record-only"
+	cfg.Agent.FallbackModels = []string{fallbackModel}
+	// Short waits keep recording quick: a Retry-After over 1 s defers the
+	// round, and transient retries back off from 10 ms.
+	cfg.Agent.MaxRetryAfter = time.Second
+	cfg.Agent.RetryBaseDelay, cfg.Agent.RetryMaxDelay = 10*time.Millisecond, 50*time.Millisecond
 	cfg.Limits.MaxRounds = 8
 	cfg.Limits.RoundsPerRun = 3 // the continue-as-new scenario crosses a run boundary
 	acts, err := activities.New(cfg)
@@ -340,15 +397,23 @@ func recordScenario(ctx context.Context, c client.Client, root string, sc scenar
 			return err
 		}
 	}
+	if sc.stopWhenWaiting {
+		if err := waitPhase(ctx, c, id, workflows.PhaseWaiting); err != nil {
+			return err
+		}
+		h, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: id, UpdateName: workflows.UpdateStop,
+			Args: []any{workflows.StopRequest{Reason: "stopped while waiting"}}, WaitForStage: client.WorkflowUpdateStageCompleted})
+		if err == nil {
+			err = h.Get(ctx, nil)
+		}
+		if err != nil {
+			return fmt.Errorf("stop while waiting: %w", err)
+		}
+	}
 	if sc.cancel {
 		started := filepath.Join(root, workflows.DefaultWorkspace(id), "started.txt")
-		for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
-			if _, err := os.Stat(started); err == nil {
-				break
-			}
-			if time.Now().After(deadline) {
-				return errors.New("the round never started its command")
-			}
+		if err := waitStarted(ctx, started); err != nil {
+			return err
 		}
 		if err := c.CancelWorkflow(ctx, id, ""); err != nil {
 			return err
@@ -390,13 +455,8 @@ func recordScenario(ctx context.Context, c client.Client, root string, sc scenar
 
 func steer(ctx context.Context, c client.Client, ws, id string, updates []update) error {
 	started := filepath.Join(ws, "started.txt")
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
-		if _, err := os.Stat(started); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			return errors.New("the round never started its command")
-		}
+	if err := waitStarted(ctx, started); err != nil {
+		return err
 	}
 	for _, u := range updates {
 		h, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: id, UpdateName: u.name, Args: u.args,
@@ -424,15 +484,34 @@ func steer(ctx context.Context, c client.Client, ws, id string, updates []update
 	return nil
 }
 
+// waitStarted waits until the round's command has written started.
+func waitStarted(ctx context.Context, started string) error {
+	err := wait.For(ctx, time.Minute, 100*time.Millisecond, func(context.Context) error {
+		_, err := os.Stat(started)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("the round never started its command: %w", err)
+	}
+	return nil
+}
+
 func waitPhase(ctx context.Context, c client.Client, id, phase string) error {
-	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+	err := wait.For(ctx, time.Minute, 100*time.Millisecond, func(ctx context.Context) error {
 		v, err := c.QueryWorkflow(ctx, id, "", workflows.StatusQueryName)
 		var st workflows.Status
-		if err == nil && v.Get(&st) == nil && st.Phase == phase {
-			return nil
+		if err == nil {
+			err = v.Get(&st)
 		}
+		if err == nil && st.Phase != phase {
+			err = fmt.Errorf("phase %s", st.Phase)
+		}
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("run %s never reached phase %s: %w", id, phase, err)
 	}
-	return fmt.Errorf("run %s never reached phase %s", id, phase)
+	return nil
 }
 
 func outcome(err error) string {

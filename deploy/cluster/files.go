@@ -1,5 +1,5 @@
 // Package cluster carries the Temporal server config that every
-// PostgreSQL-backed setup runs: devenv/cluster (tests, cmd/ralph-cluster)
+// PostgreSQL-backed setup runs: devenv/temporalserver (tests, cmd/ralph-cluster)
 // writes these very bytes into its state directory, and docker compose
 // mounts the files.
 package cluster

@@ -1,6 +1,6 @@
 #!/bin/sh
 # Creates the Temporal databases and applies the schema shipped in the
-# admin-tools image (the same versioned schema devenv/cluster applies).
+# admin-tools image (the same versioned schema devenv/temporalserver applies).
 set -eu
 schema=/etc/temporal/schema/postgresql/v12
 for db in temporal temporal_visibility; do

@@ -94,7 +94,7 @@ func (h *Harness) cancelSample(ctx context.Context, w *WorkerProc, i, n int) (la
 		return 0, 0, 0, 0, err
 	}
 	firstRunID := run.GetRunID() // Get follows continue-as-new and moves GetRunID on
-	pids, err := waitForPIDs(ctx, filepath.Join(w.Root, id, "pids.txt"), 2, 60*time.Second)
+	pids, err := proc.WaitPIDFile(ctx, filepath.Join(w.Root, id, "pids.txt"), 2, 60*time.Second)
 	if err != nil {
 		return 0, 0, 0, 0, err
 	}

@@ -13,7 +13,7 @@ import (
 	"github.com/ralph-temporal/ralph/activities"
 	"github.com/ralph-temporal/ralph/agent"
 	"github.com/ralph-temporal/ralph/app/config"
-	"github.com/ralph-temporal/ralph/devenv/devserver"
+	"github.com/ralph-temporal/ralph/devenv/temporalserver"
 	"github.com/ralph-temporal/ralph/internal/fakeopenai"
 )
 
@@ -78,7 +78,7 @@ func benchContextRound(b *testing.B, window int, noUsage bool) {
 			b.Fatal(err)
 		}
 		var suite testsuite.WorkflowTestSuite
-		suite.SetLogger(devserver.QuietLogger{})
+		suite.SetLogger(temporalserver.QuietLogger{})
 		env := suite.NewTestActivityEnvironment()
 		env.RegisterActivityWithOptions(acts.RunRound, activity.RegisterOptions{Name: activities.RunRoundName})
 		val, err := env.ExecuteActivity(activities.RunRoundName, activities.RoundInput{

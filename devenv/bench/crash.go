@@ -120,7 +120,7 @@ func (h *Harness) crashSeries(ctx context.Context, hb, samples int) (resumed, fi
 			return resumed, finished, alive, sticky, err
 		}
 		firstRunID := run.GetRunID()
-		pids, err := waitForPIDs(ctx, filepath.Join(root, key, "pids.txt"), 2, 60*time.Second)
+		pids, err := proc.WaitPIDFile(ctx, filepath.Join(root, key, "pids.txt"), 2, 60*time.Second)
 		if err != nil {
 			return resumed, finished, alive, sticky, err
 		}

@@ -14,7 +14,7 @@ import (
 
 	"github.com/ralph-temporal/ralph/activities"
 	"github.com/ralph-temporal/ralph/app/config"
-	"github.com/ralph-temporal/ralph/devenv/devserver"
+	"github.com/ralph-temporal/ralph/devenv/temporalserver"
 	"github.com/ralph-temporal/ralph/internal/codec"
 	"github.com/ralph-temporal/ralph/internal/fakeopenai"
 	"github.com/ralph-temporal/ralph/report"
@@ -50,7 +50,7 @@ func (h *Harness) Encryption(ctx context.Context, cfg EncryptionConfig) (Section
 	if err != nil {
 		return sec, err
 	}
-	opts.Logger = devserver.QuietLogger{}
+	opts.Logger = temporalserver.QuietLogger{}
 	encClient, err := client.DialContext(ctx, opts)
 	if err != nil {
 		return sec, fmt.Errorf("dial the dev server with encryption: %w", err)

@@ -3,7 +3,6 @@ package bench
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -23,7 +22,7 @@ import (
 	"github.com/ralph-temporal/ralph/activities"
 	"github.com/ralph-temporal/ralph/app/config"
 	"github.com/ralph-temporal/ralph/app/workerapp"
-	"github.com/ralph-temporal/ralph/devenv/testkit"
+	"github.com/ralph-temporal/ralph/devenv/temporalserver"
 	"github.com/ralph-temporal/ralph/internal/fakeopenai"
 	"github.com/ralph-temporal/ralph/internal/proc"
 	"github.com/ralph-temporal/ralph/workflows"
@@ -162,7 +161,7 @@ func (h *Harness) StartWorkerProc(ctx context.Context, t Target, queue, baseURL 
 	p := &WorkerProc{Queue: queue, Root: env["RALPH_WORKSPACE_ROOT"], Pid: cmd.Process.Pid, cmd: cmd, done: make(chan struct{})}
 	go func() { _ = cmd.Wait(); close(p.done) }()
 	readyCtx, cancelReady := context.WithTimeout(ctx, workerReadyTimeout)
-	err = testkit.WaitPolling(readyCtx, t.Client, queue, p.Pid, p.done)
+	err = temporalserver.WaitPolling(readyCtx, t.Client, queue, p.Pid, p.done)
 	cancelReady()
 	if err != nil {
 		p.Kill()
@@ -189,54 +188,28 @@ func (p *WorkerProc) Kill() {
 
 // Memory reads VmRSS and VmHWM (peak RSS) in KiB from /proc.
 func (p *WorkerProc) Memory() (rssKiB, hwmKiB int64, err error) {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.Pid))
+	status, err := proc.ReadStatus(p.Pid)
 	if err != nil {
 		return 0, 0, err
 	}
-	for _, line := range strings.Split(string(data), "\n") {
-		f := strings.Fields(line)
-		if len(f) < 2 {
-			continue
-		}
-		n, _ := strconv.ParseInt(f[1], 10, 64)
-		switch f[0] {
-		case "VmRSS:":
-			rssKiB = n
-		case "VmHWM:":
-			hwmKiB = n
-		}
+	kib := func(key string) int64 {
+		n, _ := strconv.ParseInt(strings.TrimSuffix(status[key], " kB"), 10, 64)
+		return n
 	}
-	return rssKiB, hwmKiB, nil
+	return kib("VmRSS"), kib("VmHWM"), nil
 }
 
 // CPU is the user+system CPU time the process has used so far.
 func (p *WorkerProc) CPU() (time.Duration, error) { return ProcCPU(p.Pid) }
 
 // ProcCPU is the user+system CPU time process pid has used so far (0 for
-// the benchmark process itself means /proc/self).
+// the benchmark process itself).
 func ProcCPU(pid int) (time.Duration, error) {
-	path := "/proc/self/stat"
-	if pid > 0 {
-		path = fmt.Sprintf("/proc/%d/stat", pid)
-	}
-	data, err := os.ReadFile(path)
+	st, err := proc.ReadStat(pid)
 	if err != nil {
 		return 0, err
 	}
-	s := string(data)
-	// Fields after the command name, which may contain spaces: ") S ppid ..."
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0, errors.New("unexpected " + path)
-	}
-	f := strings.Fields(s[i+1:])
-	if len(f) < 13 {
-		return 0, errors.New("unexpected " + path)
-	}
-	utime, _ := strconv.ParseInt(f[11], 10, 64)
-	stime, _ := strconv.ParseInt(f[12], 10, 64)
-	const clkTck = 100 // USER_HZ on Linux
-	return time.Duration(utime+stime) * time.Second / clkTck, nil
+	return time.Duration(st.UTime+st.STime) * time.Second / proc.ClockTicks, nil
 }
 
 // MachineCPU reads the machine's busy and total CPU time (all cores) from
@@ -438,60 +411,13 @@ func toolCall(name string, args any) fakeopenai.Response {
 	return fakeopenai.Tools(fakeopenai.CallJSON(name, args))
 }
 
-// parentPID reads PPid from /proc/<pid>/status.
+// parentPID is the parent of pid (0 when it is gone).
 func parentPID(pid int) int {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	st, err := proc.ReadStat(pid)
 	if err != nil {
 		return 0
 	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if rest, ok := strings.CutPrefix(line, "PPid:"); ok {
-			n, _ := strconv.Atoi(strings.TrimSpace(rest))
-			return n
-		}
-	}
-	return 0
-}
-
-// readPIDs reads one pid per line; it returns what it could parse.
-func readPIDs(path string) []int {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil
-	}
-	var pids []int
-	for _, line := range strings.Split(string(data), "\n") {
-		if n, err := strconv.Atoi(strings.TrimSpace(line)); err == nil {
-			pids = append(pids, n)
-		}
-	}
-	return pids
-}
-
-// waitForPIDs waits until path lists n pids.
-func waitForPIDs(ctx context.Context, path string, n int, within time.Duration) ([]int, error) {
-	deadline := time.Now().Add(within)
-	for time.Now().Before(deadline) {
-		if pids := readPIDs(path); len(pids) >= n {
-			// A sandboxed command prints its PID namespace's numbering.
-			dir, err := filepath.EvalSymlinks(filepath.Dir(path))
-			if err != nil {
-				return nil, err
-			}
-			for i, pid := range pids {
-				if pids[i], err = proc.HostPID(pid, dir); err != nil {
-					return nil, err
-				}
-			}
-			return pids, nil
-		}
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
-	return nil, fmt.Errorf("%s did not list %d pids within %s", path, n, within)
+	return st.PPID
 }
 
 // stickyTimeouts counts workflow tasks of a chain that timed out waiting on

@@ -10,7 +10,7 @@ import (
 
 	"github.com/ralph-temporal/ralph/activities"
 	"github.com/ralph-temporal/ralph/app/config"
-	"github.com/ralph-temporal/ralph/devenv/devserver"
+	"github.com/ralph-temporal/ralph/devenv/temporalserver"
 	"github.com/ralph-temporal/ralph/internal/fakeopenai"
 )
 
@@ -38,7 +38,7 @@ func BenchmarkRunRoundInstantModel(b *testing.B) {
 		b.Fatal(err)
 	}
 	var suite testsuite.WorkflowTestSuite
-	suite.SetLogger(devserver.QuietLogger{})
+	suite.SetLogger(temporalserver.QuietLogger{})
 	env := suite.NewTestActivityEnvironment()
 	env.RegisterActivityWithOptions(acts.RunRound, activity.RegisterOptions{Name: activities.RunRoundName})
 	for i := 0; b.Loop(); i++ {

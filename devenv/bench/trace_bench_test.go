@@ -12,7 +12,7 @@ import (
 	"github.com/ralph-temporal/ralph/activities"
 	"github.com/ralph-temporal/ralph/app/config"
 	"github.com/ralph-temporal/ralph/app/traces"
-	"github.com/ralph-temporal/ralph/devenv/devserver"
+	"github.com/ralph-temporal/ralph/devenv/temporalserver"
 	"github.com/ralph-temporal/ralph/devenv/testkit"
 	"github.com/ralph-temporal/ralph/internal/fakeopenai"
 )
@@ -72,7 +72,7 @@ func benchRoundTracing(b *testing.B, on bool) {
 		b.Fatal(err)
 	}
 	var suite testsuite.WorkflowTestSuite
-	suite.SetLogger(devserver.QuietLogger{})
+	suite.SetLogger(temporalserver.QuietLogger{})
 	aenv := suite.NewTestActivityEnvironment()
 	aenv.RegisterActivityWithOptions(acts.RunRound, activity.RegisterOptions{Name: activities.RunRoundName})
 	for i := 0; b.Loop(); i++ {

@@ -13,6 +13,7 @@ import (
 
 	enumspb "go.temporal.io/api/enums/v1"
 
+	"github.com/ralph-temporal/ralph/devenv/testkit"
 	"github.com/ralph-temporal/ralph/internal/fakeopenai"
 	"github.com/ralph-temporal/ralph/internal/proc"
 	"github.com/ralph-temporal/ralph/report"
@@ -169,7 +170,7 @@ func TestRealStackStarterInterruptCancelsTheRun(t *testing.T) {
 	e.startWorker()
 	cmd := exec.Command(filepath.Join(suite.binDir, "starter"), "run", "--workspace", "interrupt", "--objective", "cli-sleep")
 	cmd.Env = append(os.Environ(), "TEMPORAL_ADDRESS="+suite.address, "TEMPORAL_NAMESPACE="+suite.namespace, "RALPH_TASK_QUEUE="+e.queue)
-	out := &lockedBuffer{}
+	out := &testkit.Buffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -21,7 +21,8 @@ import (
 	"go.temporal.io/sdk/converter"
 	"google.golang.org/protobuf/encoding/protojson"
 
-	"github.com/ralph-temporal/ralph/devenv/serverproc"
+	"github.com/ralph-temporal/ralph/devenv/temporalserver"
+	"github.com/ralph-temporal/ralph/devenv/testkit"
 	"github.com/ralph-temporal/ralph/internal/codec"
 	"github.com/ralph-temporal/ralph/internal/fakeopenai"
 )
@@ -155,7 +156,7 @@ func checkNoPlaintext(t *testing.T, history string, c *codec.Codec) (string, map
 
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	port, err := serverproc.FreePort()
+	port, err := temporalserver.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,7 +170,7 @@ func startCodecServer(t *testing.T, keyFile, tokenFile string) string {
 	addr := freeAddr(t)
 	cmd := exec.Command(filepath.Join(suite.binDir, "ralph-codec-server"), "--listen", addr, "--origins", "http://localhost:8233", "--token-file", tokenFile)
 	cmd.Env = append(os.Environ(), "RALPH_ENCRYPTION_KEY_FILE="+keyFile)
-	out := &lockedBuffer{}
+	out := &testkit.Buffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -11,10 +11,10 @@ import (
 	"testing"
 	"time"
 
-	openai "github.com/sashabaranov/go-openai"
 	"go.temporal.io/api/workflowservice/v1"
 
 	"github.com/ralph-temporal/ralph/internal/fakeopenai"
+	"github.com/ralph-temporal/ralph/internal/wait"
 	"github.com/ralph-temporal/ralph/report"
 )
 
@@ -30,29 +30,30 @@ func slowRoundsScript(tn turn) fakeopenai.Response {
 // listByQuery waits until a visibility query finds the workflow id.
 func (e *env) listByQuery(query, id string, within time.Duration) {
 	e.t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		resp, err := e.client.ListWorkflow(context.Background(), &workflowservice.ListWorkflowExecutionsRequest{
+	err := wait.For(context.Background(), within, 200*time.Millisecond, func(ctx context.Context) error {
+		resp, err := e.client.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
 			Namespace: suite.namespace, Query: query + fmt.Sprintf(" AND WorkflowId = '%s'", id),
 		})
-		if err == nil && len(resp.GetExecutions()) == 1 {
-			return
+		if err == nil && len(resp.GetExecutions()) != 1 {
+			err = fmt.Errorf("%d executions", len(resp.GetExecutions()))
 		}
-		if time.Now().After(deadline) {
-			e.t.Fatalf("visibility query %q did not find %s within %s (last error %v)", query, id, within, err)
-		}
-		time.Sleep(200 * time.Millisecond)
+		return err
+	})
+	if err != nil {
+		e.t.Fatalf("visibility query %q did not find %s within %s (last error %v)", query, id, within, err)
 	}
 }
 
 func (e *env) waitPhase(id, phase string, within time.Duration) {
 	e.t.Helper()
-	deadline := time.Now().Add(within)
-	for e.status(id).Phase != phase {
-		if time.Now().After(deadline) {
-			e.t.Fatalf("run %s did not reach phase %s within %s (status %+v)", id, phase, within, e.status(id))
+	err := wait.For(context.Background(), within, 100*time.Millisecond, func(context.Context) error {
+		if st := e.status(id); st.Phase != phase {
+			return fmt.Errorf("status %+v", st)
 		}
-		time.Sleep(100 * time.Millisecond)
+		return nil
+	})
+	if err != nil {
+		e.t.Fatalf("run %s did not reach phase %s within %s (%v)", id, phase, within, err)
 	}
 }
 
@@ -132,20 +133,23 @@ func TestRealStackUpdatesWithTheTemporalCLI(t *testing.T) {
 	}
 }
 
+// TestRealStackTokenBudgetEndsTheRun: two rounds of 1,000 tokens nearly
+// spend a budget of 2,500; the 500 left cannot pay for a round's first
+// request (900 prompt tokens last time), so the run ends with limit tokens
+// instead of running forced hand-off rounds until the idle budget ends it.
 func TestRealStackTokenBudgetEndsTheRun(t *testing.T) {
-	e := newEnv(t, agentScript(func(tn turn) fakeopenai.Response {
-		r := submit(continueArgs(fmt.Sprintf("round %d", tn.Round()), "more"))
-		r.Usage = &openai.Usage{PromptTokens: 900, CompletionTokens: 100}
-		return r
-	}), "RALPH_MAX_IDLE_ROUNDS=100")
+	e := newEnv(t, agentScript(usageScript), "RALPH_MAX_IDLE_ROUNDS=100")
 	e.startWorker()
 	res, err := e.result(e.start("token-budget", `{"objective":"spend tokens","maxTokens":2500}`))
 	if err != nil {
 		t.Fatal(err)
 	}
 	spent := res.Usage.PromptTokens + res.Usage.CompletionTokens
-	if res.Status != report.OutcomeBudgetLimited || res.Limit != "tokens" || res.RoundsStarted >= 10 || spent < 2500 || spent > 3000 {
+	if res.Status != report.OutcomeBudgetLimited || res.Limit != "tokens" || res.RoundsStarted != 2 || spent != 2000 {
 		t.Fatalf("result = %+v (spent %d)", res, spent)
+	}
+	if n := e.model.RequestCount(); n != 2 {
+		t.Fatalf("%d requests, want 2: no round starts that the budget cannot pay for", n)
 	}
 }
 
@@ -167,8 +171,9 @@ func TestRealStackIdleBudgetEndsTheRun(t *testing.T) {
 }
 
 // TestRealStackProviderOutageSurvived: the model answers 503 for 150 s; the
-// in-round retries run out, the round is retried as fresh sessions with
-// backoff, and the run completes once the provider is back.
+// in-round retries run out, the round is deferred and run again as fresh
+// sessions after durable waits (30 s doubling), and the run completes once
+// the provider is back.
 func TestRealStackProviderOutageSurvived(t *testing.T) {
 	const outage = 150 * time.Second
 	var once sync.Once

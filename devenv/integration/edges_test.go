@@ -12,7 +12,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/ralph-temporal/ralph/internal/cgroup"
+	"github.com/ralph-temporal/ralph/devenv/testkit"
 	"github.com/ralph-temporal/ralph/internal/fakeopenai"
 	"github.com/ralph-temporal/ralph/report"
 )
@@ -50,19 +50,6 @@ func listeningLoopbackPorts(t *testing.T) []int {
 	return ports
 }
 
-// requireCgroupsIT: CI (root, cgroup v1 writable) must enforce both limits.
-func requireCgroupsIT(t *testing.T) {
-	t.Helper()
-	m, why := cgroup.Detect(cgroup.Limits{MemoryBytes: 1 << 30, Pids: 100})
-	if len(m.Enforced()) == 2 {
-		return
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("CI must be able to limit memory and pids: %s", why)
-	}
-	t.Skipf("cannot limit memory and pids here: %s", why)
-}
-
 // TestRealStackSandboxEdges: with the defaults (proxy network), one round's
 // commands try the worker host's services — every listening loopback port,
 // the Temporal frontend's among them, directly and through the proxy —,
@@ -71,7 +58,7 @@ func requireCgroupsIT(t *testing.T) {
 // on what reached the model, the transcript, the worker's start line and
 // the host.
 func TestRealStackSandboxEdges(t *testing.T) {
-	requireCgroupsIT(t)
+	testkit.RequireCgroups(t)
 	_, frontPort, _ := net.SplitHostPort(suite.address)
 	ports := listeningLoopbackPorts(t)
 	var portList []string

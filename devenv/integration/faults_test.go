@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/ralph-temporal/ralph/internal/fakeopenai"
 	"github.com/ralph-temporal/ralph/internal/proc"
+	"github.com/ralph-temporal/ralph/internal/wait"
 	"github.com/ralph-temporal/ralph/report"
 )
 
@@ -25,42 +27,23 @@ const longCommand = `echo $$ >> pids.txt; sleep 300 & echo $! >> pids.txt; wait`
 
 func waitForPIDs(t *testing.T, path string, n int) []int {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for time.Now().Before(deadline) {
-		if _, err := os.Stat(path); err == nil {
-			if pids := readPIDs(t, path); len(pids) >= n {
-				// A sandboxed command prints its PID namespace's numbering.
-				for i, pid := range pids {
-					host, err := proc.HostPID(pid, filepath.Dir(path))
-					if err != nil {
-						t.Fatal(err)
-					}
-					pids[i] = host
-				}
-				return pids
-			}
-		}
-		time.Sleep(50 * time.Millisecond)
+	pids, err := proc.WaitPIDFile(context.Background(), path, n, 60*time.Second)
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Fatalf("%s did not list %d pids within 60s", path, n)
-	return nil
+	return pids
 }
 
 func assertGone(t *testing.T, pids []int, what string) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
-		alive := 0
+	_ = wait.For(context.Background(), 5*time.Second, 50*time.Millisecond, func(context.Context) error {
 		for _, pid := range pids {
 			if proc.Alive(pid) {
-				alive++
+				return fmt.Errorf("process %d still runs", pid)
 			}
 		}
-		if alive == 0 {
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	})
 	for _, pid := range pids {
 		if proc.Alive(pid) {
 			t.Errorf("%s: process %d still runs", what, pid)

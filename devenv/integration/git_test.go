@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -17,6 +16,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/ralph-temporal/ralph/activities"
+	"github.com/ralph-temporal/ralph/devenv/testkit"
 	"github.com/ralph-temporal/ralph/internal/fakeopenai"
 	"github.com/ralph-temporal/ralph/report"
 )
@@ -27,20 +27,6 @@ const (
 	lostMarker   = "LOST-ATTEMPT-CONTENT-4be1"
 	personMarker = "A-PERSONS-EDIT-90c2"
 )
-
-// git runs the real git in dir as a person would.
-func git(t *testing.T, dir string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=Person", "GIT_AUTHOR_EMAIL=person@example.com",
-		"GIT_COMMITTER_NAME=Person", "GIT_COMMITTER_EMAIL=person@example.com")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %s in %s: %v\n%s", strings.Join(args, " "), dir, err, out)
-	}
-	return strings.TrimSpace(string(out))
-}
 
 // roundOutputs decodes every completed RunRound of a workflow, in order.
 func roundOutputs(t *testing.T, e *env, id string) []activities.RoundOutput {
@@ -70,7 +56,7 @@ func roundOutputs(t *testing.T, e *env, id string) []activities.RoundOutput {
 // skipping commits without a Ralph-Round trailer.
 func commitsWithTrailers(t *testing.T, dir, rev string) []string {
 	t.Helper()
-	out := git(t, dir, "log", "--reverse", "--format=%H %(trailers:key=Ralph-Workflow-Id,valueonly,separator=) %(trailers:key=Ralph-Round,valueonly,separator=) %(trailers:key=Ralph-Session,valueonly,separator=) %(trailers:key=Ralph-Status,valueonly,separator=)", rev)
+	out := testkit.Git(t, dir, "log", "--reverse", "--format=%H %(trailers:key=Ralph-Workflow-Id,valueonly,separator=) %(trailers:key=Ralph-Round,valueonly,separator=) %(trailers:key=Ralph-Session,valueonly,separator=) %(trailers:key=Ralph-Status,valueonly,separator=)", rev)
 	var rows []string
 	for _, line := range strings.Split(out, "\n") {
 		if f := strings.Fields(line); len(f) == 5 {
@@ -127,18 +113,18 @@ func TestRealStackGitLocalCommitPerRound(t *testing.T) {
 		if cp.FilesChanged != 1 || cp.Insertions != 1 {
 			t.Fatalf("round %d stats = %+v", i+1, cp)
 		}
-		subject := git(t, dir, "log", "-1", "--format=%s", cp.Commit)
+		subject := testkit.Git(t, dir, "log", "-1", "--format=%s", cp.Commit)
 		if !strings.HasPrefix(subject, fmt.Sprintf("ralph: round %d/10 %s: round %d ", i+1, out.Report.Status, i+1)) {
 			t.Fatalf("round %d subject = %q", i+1, subject)
 		}
 	}
-	if head := git(t, dir, "rev-parse", "HEAD"); head != outs[2].Checkpoint.Commit {
+	if head := testkit.Git(t, dir, "rev-parse", "HEAD"); head != outs[2].Checkpoint.Commit {
 		t.Fatalf("HEAD %s is not the last round's checkpoint %s", head, outs[2].Checkpoint.Commit)
 	}
-	if who := git(t, dir, "log", "-1", "--format=%an <%ae>"); who != "Ralph <ralph@localhost>" {
+	if who := testkit.Git(t, dir, "log", "-1", "--format=%an <%ae>"); who != "Ralph <ralph@localhost>" {
 		t.Fatalf("author = %q", who)
 	}
-	if st := git(t, dir, "status", "--porcelain"); st != "" {
+	if st := testkit.Git(t, dir, "status", "--porcelain"); st != "" {
 		t.Fatalf("work tree not clean after the run: %q", st)
 	}
 	e.noKeyAnywhere(id)
@@ -186,14 +172,14 @@ func TestRealStackGitLocalKilledAttemptSavedOnAbandonedRef(t *testing.T) {
 		t.Fatalf("result = %+v", res)
 	}
 	ref := "refs/ralph/abandoned/" + id + "/round-2-attempt-1"
-	if got := git(t, dir, "show", ref+":lost.txt"); got != lostMarker {
+	if got := testkit.Git(t, dir, "show", ref+":lost.txt"); got != lostMarker {
 		t.Fatalf("%s:lost.txt = %q", ref, got)
 	}
 	outs := roundOutputs(t, e, id)
-	if len(outs) != 2 || git(t, dir, "rev-parse", ref+"^") != outs[0].Checkpoint.Commit {
+	if len(outs) != 2 || testkit.Git(t, dir, "rev-parse", ref+"^") != outs[0].Checkpoint.Commit {
 		t.Fatalf("the abandoned commit does not follow round 1's checkpoint (outputs %+v)", outs)
 	}
-	if files := git(t, dir, "ls-tree", "-r", "--name-only", "HEAD"); files != "base.txt\ndone.txt" {
+	if files := testkit.Git(t, dir, "ls-tree", "-r", "--name-only", "HEAD"); files != "base.txt\ndone.txt" {
 		t.Fatalf("HEAD holds %q, want base.txt and done.txt only", files)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "lost.txt")); err == nil {
@@ -229,7 +215,7 @@ func TestRealStackGitLocalPersonsEditLandsInTheNextCommit(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := filepath.Join(e.root, "gitedit")
-	first := git(t, dir, "rev-parse", "HEAD")
+	first := testkit.Git(t, dir, "rev-parse", "HEAD")
 	// Between rounds a person edits the workspace without committing.
 	if err := os.WriteFile(filepath.Join(dir, "HUMAN.md"), []byte(personMarker+"\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -241,14 +227,14 @@ func TestRealStackGitLocalPersonsEditLandsInTheNextCommit(t *testing.T) {
 	if len(outs) != 1 || outs[0].Checkpoint == nil || outs[0].Checkpoint.Parent != first {
 		t.Fatalf("second run's outputs = %+v", outs)
 	}
-	changed := git(t, dir, "diff-tree", "-r", "--name-only", "--no-commit-id", first, "HEAD")
+	changed := testkit.Git(t, dir, "diff-tree", "-r", "--name-only", "--no-commit-id", first, "HEAD")
 	if !strings.Contains(changed, "HUMAN.md") || !strings.Contains(changed, "work-") {
 		t.Fatalf("the next commit changes %q, want the person's HUMAN.md and the round's file", changed)
 	}
-	if git(t, dir, "show", "HEAD:HUMAN.md") != personMarker {
+	if testkit.Git(t, dir, "show", "HEAD:HUMAN.md") != personMarker {
 		t.Fatal("the person's edit is not in the commit")
 	}
-	if id := git(t, dir, "log", "-1", "--format=%(trailers:key=Ralph-Workflow-Id,valueonly,separator=)"); id != "edit-run-2" {
+	if id := testkit.Git(t, dir, "log", "-1", "--format=%(trailers:key=Ralph-Workflow-Id,valueonly,separator=)"); id != "edit-run-2" {
 		t.Fatalf("HEAD's workflow id = %q", id)
 	}
 	// The session saw the person's edit in the workspace.
@@ -266,15 +252,15 @@ func bareRepo(t *testing.T) (bare, clone string) {
 	t.Helper()
 	base := t.TempDir()
 	bare = filepath.Join(base, "remote.git")
-	git(t, base, "init", "-q", "--bare", "-b", "main", bare)
+	testkit.Git(t, base, "init", "-q", "--bare", "-b", "main", bare)
 	clone = filepath.Join(base, "person")
-	git(t, base, "clone", "-q", bare, clone)
+	testkit.Git(t, base, "clone", "-q", bare, clone)
 	if err := os.WriteFile(filepath.Join(clone, "README"), []byte("project\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	git(t, clone, "add", "README")
-	git(t, clone, "commit", "-q", "-m", "seed")
-	git(t, clone, "push", "-q", "origin", "HEAD:main")
+	testkit.Git(t, clone, "add", "README")
+	testkit.Git(t, clone, "commit", "-q", "-m", "seed")
+	testkit.Git(t, clone, "push", "-q", "origin", "HEAD:main")
 	return bare, clone
 }
 
@@ -347,10 +333,10 @@ func TestRealStackGitRemoteWorkersWithoutSharedStorage(t *testing.T) {
 			t.Fatalf("branch commit %d = %q, want round %d's checkpoint %s", i+1, row, i+1, outs[i].Checkpoint.Commit)
 		}
 	}
-	if files := git(t, bare, "ls-tree", "-r", "--name-only", "ralph/shared"); files != "README\nround-1.txt\nround-2.txt\nround-3.txt" {
+	if files := testkit.Git(t, bare, "ls-tree", "-r", "--name-only", "ralph/shared"); files != "README\nround-1.txt\nround-2.txt\nround-3.txt" {
 		t.Fatalf("the branch holds %q", files)
 	}
-	if git(t, bare, "rev-parse", "ralph/shared") != outs[2].Checkpoint.Commit {
+	if testkit.Git(t, bare, "rev-parse", "ralph/shared") != outs[2].Checkpoint.Commit {
 		t.Fatal("the branch head is not the last checkpoint")
 	}
 	for _, req := range e.model.Requests() {
@@ -368,12 +354,12 @@ func TestRealStackGitRemoteWorkersWithoutSharedStorage(t *testing.T) {
 
 func TestRealStackGitRemoteRejectedPushFailsTheRound(t *testing.T) {
 	bare, person := bareRepo(t)
-	git(t, person, "push", "-q", "origin", "HEAD:ralph/race")
+	testkit.Git(t, person, "push", "-q", "origin", "HEAD:ralph/race")
 	e := newEnv(t, agentScript(func(tn turn) fakeopenai.Response {
 		if tn.Step() == 0 {
 			// Someone else pushes to the branch while the round works.
-			git(t, person, "commit", "-q", "--allow-empty", "-m", "concurrent push")
-			git(t, person, "push", "-q", "origin", "HEAD:ralph/race")
+			testkit.Git(t, person, "commit", "-q", "--allow-empty", "-m", "concurrent push")
+			testkit.Git(t, person, "push", "-q", "origin", "HEAD:ralph/race")
 			return tool("write_file", map[string]string{"path": "mine.txt", "content": "mine\n"})
 		}
 		return submit(continueArgs("wrote mine", "more"))
@@ -385,14 +371,14 @@ func TestRealStackGitRemoteRejectedPushFailsTheRound(t *testing.T) {
 		t.Fatalf("err = %v, want RoundFailed", err)
 	}
 	dir := filepath.Join(e.root, "race")
-	kept := git(t, dir, "rev-parse", "refs/ralph/unpushed/git-remote-race/round-1-attempt-1")
+	kept := testkit.Git(t, dir, "rev-parse", "refs/ralph/unpushed/git-remote-race/round-1-attempt-1")
 	if !strings.Contains(err.Error(), kept) || !strings.Contains(err.Error(), "rejected") {
 		t.Fatalf("the failure %q does not name the kept commit %s", err, kept)
 	}
-	if git(t, dir, "show", kept+":mine.txt") != "mine" {
+	if testkit.Git(t, dir, "show", kept+":mine.txt") != "mine" {
 		t.Fatal("the kept commit lacks the round's work")
 	}
-	if git(t, bare, "rev-parse", "ralph/race") != git(t, person, "rev-parse", "HEAD") {
+	if testkit.Git(t, bare, "rev-parse", "ralph/race") != testkit.Git(t, person, "rev-parse", "HEAD") {
 		t.Fatal("the rejected push moved the branch")
 	}
 }

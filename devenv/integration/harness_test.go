@@ -5,7 +5,6 @@
 package integration
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -15,7 +14,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -25,10 +23,10 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 
-	"github.com/ralph-temporal/ralph/devenv/devserver"
+	"github.com/ralph-temporal/ralph/devenv/temporalserver"
 	"github.com/ralph-temporal/ralph/devenv/testkit"
-	"github.com/ralph-temporal/ralph/devenv/testserver"
 	"github.com/ralph-temporal/ralph/internal/fakeopenai"
+	"github.com/ralph-temporal/ralph/internal/wait"
 	"github.com/ralph-temporal/ralph/workflows"
 )
 
@@ -40,7 +38,7 @@ type stack struct {
 	address   string
 	namespace string
 	binDir    string
-	server    testserver.Server // the dev server or the PostgreSQL-backed cluster
+	server    *temporalserver.Server // the dev server or the PostgreSQL-backed cluster
 	cluster   bool
 }
 
@@ -79,8 +77,8 @@ func runMain(m *testing.M) (int, error) {
 	// A cold build of the Temporal CLI or server takes minutes.
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
-	suite.cluster = os.Getenv(testserver.EnvCluster) == "1"
-	srv, err := testserver.StartServer(ctx, suite.cluster, stateDir, nil)
+	suite.cluster = temporalserver.ClusterRequested()
+	srv, err := temporalserver.StartForSuite(ctx, suite.cluster, stateDir, nil)
 	if err != nil {
 		return 0, err
 	}
@@ -90,7 +88,7 @@ func runMain(m *testing.M) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("dial the %s: %w", srv.Kind, err)
 	}
-	err = testkit.SearchAttributesRegistered(ctx, c, srv.Namespace)
+	err = temporalserver.SearchAttributesRegistered(ctx, c, srv.Namespace)
 	c.Close()
 	if err != nil {
 		return 0, fmt.Errorf("the %s: %w", srv.Kind, err)
@@ -153,25 +151,8 @@ func newEnv(t *testing.T, script fakeopenai.Script, extraEnv ...string) *env {
 // process is a started binary whose output is kept for diagnosis.
 type process struct {
 	cmd  *exec.Cmd
-	out  *lockedBuffer
+	out  *testkit.Buffer
 	done chan struct{}
-}
-
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // startWorker starts the worker binary on the test's task queue and waits
@@ -180,7 +161,7 @@ func (e *env) startWorker(extraEnv ...string) *process {
 	e.t.Helper()
 	cmd := exec.Command(filepath.Join(suite.binDir, "worker"))
 	cmd.Env = append(append(os.Environ(), e.workerEnv...), extraEnv...)
-	p := &process{cmd: cmd, out: &lockedBuffer{}, done: make(chan struct{})}
+	p := &process{cmd: cmd, out: &testkit.Buffer{}, done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = p.out, p.out
 	if err := cmd.Start(); err != nil {
 		e.t.Fatalf("start worker: %v", err)
@@ -188,7 +169,7 @@ func (e *env) startWorker(extraEnv ...string) *process {
 	go func() { _ = cmd.Wait(); close(p.done) }()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	readyErr := testkit.WaitPolling(ctx, e.client, e.queue, cmd.Process.Pid, p.done)
+	readyErr := temporalserver.WaitPolling(ctx, e.client, e.queue, cmd.Process.Pid, p.done)
 	// Cleanup is registered before a readiness failure ends the test, so the
 	// process is stopped and its log shown either way.
 	e.t.Cleanup(func() {
@@ -346,32 +327,18 @@ func tool(name string, args any) fakeopenai.Response {
 // waitForFile waits until path exists with non-empty content.
 func waitForFile(t *testing.T, path string, within time.Duration) string {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for time.Now().Before(deadline) {
-		if data, err := os.ReadFile(path); err == nil && len(bytes.TrimSpace(data)) > 0 {
-			return strings.TrimSpace(string(data))
+	var text string
+	err := wait.For(context.Background(), within, 50*time.Millisecond, func(context.Context) error {
+		data, err := os.ReadFile(path)
+		if text = strings.TrimSpace(string(data)); err == nil && text == "" {
+			err = errors.New("empty")
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("%s did not appear within %v", path, within)
-	return ""
-}
-
-func readPIDs(t *testing.T, path string) []int {
-	t.Helper()
-	f, err := os.Open(path)
+		return err
+	})
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%s did not appear within %v: %v", path, within, err)
 	}
-	defer f.Close()
-	var pids []int
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if pid, err := strconv.Atoi(strings.TrimSpace(sc.Text())); err == nil {
-			pids = append(pids, pid)
-		}
-	}
-	return pids
+	return text
 }
 
 // runBinary runs one of the built binaries to completion.
@@ -397,7 +364,7 @@ func runBinary(t *testing.T, name string, env []string, args ...string) (string,
 // temporalCLI runs the temporal CLI against the suite's server.
 func temporalCLI(t *testing.T, args ...string) (string, error) {
 	t.Helper()
-	bin, err := devserver.FindCLI()
+	bin, err := temporalserver.EnsureCLI(context.Background(), nil)
 	if err != nil {
 		t.Fatalf("temporal CLI: %v", err)
 	}

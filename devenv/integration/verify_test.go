@@ -4,7 +4,6 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -115,7 +114,7 @@ func TestRealStackCancelDuringVerify(t *testing.T) {
 	const marker = "sleep 313"
 	run := e.start("verify-cancel", `{"objective":"x","verifyCommand":"echo started > verify-started; `+marker+`"}`)
 	waitForFile(t, filepath.Join(e.root, "verify-cancel", "verify-started"), 60*time.Second)
-	if n := len(processesRunning(marker)); n == 0 {
+	if n := len(proc.Matching(marker)); n == 0 {
 		t.Fatal("the verify command is not running")
 	}
 	if err := e.client.CancelWorkflow(t.Context(), "verify-cancel", ""); err != nil {
@@ -126,31 +125,10 @@ func TestRealStackCancelDuringVerify(t *testing.T) {
 	if !errors.As(err, &canceled) {
 		t.Fatalf("run error = %v, want canceled", err)
 	}
-	if left := processesRunning(marker); len(left) > 0 {
+	if left := proc.Matching(marker); len(left) > 0 {
 		t.Fatalf("the verify command outlived the cancel: pids %v", left)
 	}
 	if st := e.status("verify-cancel"); st.Outcome != "cancelled" {
 		t.Fatalf("status = %+v", st)
 	}
-}
-
-// processesRunning lists the pids whose command line contains marker
-// (zombies excluded).
-func processesRunning(marker string) []int {
-	var pids []int
-	entries, _ := os.ReadDir("/proc")
-	for _, ent := range entries {
-		pid, err := strconv.Atoi(ent.Name())
-		if err != nil {
-			continue
-		}
-		cmdline, err := os.ReadFile(filepath.Join("/proc", ent.Name(), "cmdline"))
-		if err != nil || !strings.Contains(strings.ReplaceAll(string(cmdline), "\x00", " "), marker) {
-			continue
-		}
-		if proc.Alive(pid) {
-			pids = append(pids, pid)
-		}
-	}
-	return pids
 }

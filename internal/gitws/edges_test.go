@@ -3,6 +3,7 @@ package gitws
 import (
 	"context"
 	"errors"
+	"github.com/ralph-temporal/ralph/devenv/testkit"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,23 +20,23 @@ func plantNestedRepo(t *testing.T, dir, canary string) string {
 	if err := os.MkdirAll(sub, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	sh(t, sub, "init", "-q")
+	testkit.Git(t, sub, "init", "-q")
 	write(t, sub, "a.txt", "nested\n")
 	write(t, sub, ".gitattributes", "* filter=evil\n")
-	sh(t, sub, "add", "-A")
-	sh(t, sub, "commit", "-q", "-m", "nested")
+	testkit.Git(t, sub, "add", "-A")
+	testkit.Git(t, sub, "commit", "-q", "-m", "nested")
 	prog := "sh -c 'env >> " + canary + "; cat'"
-	sh(t, sub, "config", "filter.evil.smudge", prog)
-	sh(t, sub, "config", "filter.evil.clean", prog)
-	sh(t, sub, "config", "core.fsmonitor", "sh -c 'env >> "+canary+"'")
+	testkit.Git(t, sub, "config", "filter.evil.smudge", prog)
+	testkit.Git(t, sub, "config", "filter.evil.clean", prog)
+	testkit.Git(t, sub, "config", "core.fsmonitor", "sh -c 'env >> "+canary+"'")
 	for _, hook := range []string{"post-checkout", "reference-transaction", "post-index-change"} {
 		hookScript(t, sub, ".git/hooks/"+hook, canary)
 	}
 	write(t, dir, ".gitmodules", "[submodule \"sub\"]\n\tpath = sub\n\turl = ./sub\n")
-	sh(t, dir, "config", "submodule.recurse", "true")
-	sh(t, dir, "config", "submodule.sub.url", sub)
-	sh(t, dir, "config", "submodule.sub.active", "true")
-	return sh(t, sub, "rev-parse", "HEAD")
+	testkit.Git(t, dir, "config", "submodule.recurse", "true")
+	testkit.Git(t, dir, "config", "submodule.sub.url", sub)
+	testkit.Git(t, dir, "config", "submodule.sub.active", "true")
+	return testkit.Git(t, sub, "rev-parse", "HEAD")
 }
 
 func noCanary(t *testing.T, canary string) {
@@ -56,7 +57,7 @@ func TestNestedRepositoryIsNeverEnteredLocal(t *testing.T) {
 	plantNestedRepo(t, dir, canary)
 	write(t, dir, "top.txt", "top\n")
 	cp := checkpoint(t, g, dir, p, round(1, 1), handoff("continue", "nested"))
-	if got := sh(t, dir, "ls-tree", "--name-only", cp.Commit); strings.Contains(got, "sub") {
+	if got := testkit.Git(t, dir, "ls-tree", "--name-only", cp.Commit); strings.Contains(got, "sub") {
 		t.Fatalf("the checkpoint recorded the nested repository: %q", got)
 	}
 	// Round 2's lost attempt changes the nested work tree; the retry saves
@@ -79,10 +80,10 @@ func TestNestedRepositoryIsNeverEnteredLocal(t *testing.T) {
 	}
 	// The plant is real: the same tree with the nested repository recorded
 	// (as the old steps did) makes plain git recursing run its filter.
-	sh(t, dir, "add", "sub")
-	sh(t, dir, "commit", "-q", "-m", "person records the gitlink")
+	testkit.Git(t, dir, "add", "sub")
+	testkit.Git(t, dir, "commit", "-q", "-m", "person records the gitlink")
 	write(t, dir, "sub/a.txt", "changed again\n")
-	sh(t, dir, "reset", "-q", "--hard", "HEAD")
+	testkit.Git(t, dir, "reset", "-q", "--hard", "HEAD")
 	if _, err := os.Stat(canary); err != nil {
 		t.Fatal("the planted filter does not run even for plain recursing git; the test proves nothing")
 	}
@@ -101,7 +102,7 @@ func TestNestedRepositoryIsNeverEnteredRemote(t *testing.T) {
 	// plantNestedRepo's submodule config is refused in remote mode only
 	// for remote.* keys; submodule.* stays allowed and forced off.
 	cp := checkpoint(t, g, dir, p, round(1, 1), handoff("continue", "nested"))
-	if got := sh(t, bare, "ls-tree", "--name-only", cp.Commit); strings.Contains(got, "sub") {
+	if got := testkit.Git(t, bare, "ls-tree", "--name-only", cp.Commit); strings.Contains(got, "sub") {
 		t.Fatalf("the pushed checkpoint recorded the nested repository: %q", got)
 	}
 	for r := 2; r <= 3; r++ {
@@ -169,7 +170,7 @@ func TestLinksInsideGitAreRefused(t *testing.T) {
 	po := prepare(t, g, other, round(1, 1))
 	write(t, other, "secret.txt", "other workspace\n")
 	checkpoint(t, g, other, po, round(1, 1), handoff("continue", "other"))
-	otherHead := sh(t, other, "rev-parse", "HEAD")
+	otherHead := testkit.Git(t, other, "rev-parse", "HEAD")
 	hostFile := filepath.Join(t.TempDir(), "host-file")
 	write(t, filepath.Dir(hostFile), "host-file", "host\n")
 
@@ -209,7 +210,7 @@ func TestLinksInsideGitAreRefused(t *testing.T) {
 			if _, err := g.Prepare(context.Background(), dir, round(2, 2)); !errors.Is(err, ErrUnsafeRepo) {
 				t.Fatalf("retried prepare = %v, want ErrUnsafeRepo", err)
 			}
-			if got := sh(t, other, "rev-parse", "HEAD"); got != otherHead {
+			if got := testkit.Git(t, other, "rev-parse", "HEAD"); got != otherHead {
 				t.Fatalf("the other workspace's branch moved: %s -> %s", otherHead, got)
 			}
 			if data, _ := os.ReadFile(hostFile); string(data) != "host\n" {
@@ -243,11 +244,11 @@ func TestWorkerFilesUnderGitFollowNoLink(t *testing.T) {
 // the one on the command line.
 func TestWorkspaceRemoteNeverRedirects(t *testing.T) {
 	bare, decoy := bareRemote(t), bareRemote(t)
-	decoyMain := sh(t, decoy, "rev-parse", "main")
+	decoyMain := testkit.Git(t, decoy, "rev-parse", "main")
 	g := newGit(t, ModeRemote, bare)
 	dir := workspace(t, "ws")
 	p := prepare(t, g, dir, round(1, 1))
-	sh(t, dir, "config", "remote."+bare+".url", decoy)
+	testkit.Git(t, dir, "config", "remote."+bare+".url", decoy)
 	write(t, dir, "f.txt", "x\n")
 	if _, _, err := g.Checkpoint(context.Background(), dir, p, round(1, 1), handoff("continue", "f")); !errors.Is(err, ErrUnsafeRepo) || !strings.Contains(err.Error(), "RALPH_GIT_REMOTE") {
 		t.Fatalf("checkpoint = %v, want ErrUnsafeRepo naming RALPH_GIT_REMOTE", err)
@@ -255,19 +256,19 @@ func TestWorkspaceRemoteNeverRedirects(t *testing.T) {
 	if _, err := g.Prepare(context.Background(), dir, round(1, 2)); !errors.Is(err, ErrUnsafeRepo) {
 		t.Fatalf("prepare = %v", err)
 	}
-	sh(t, dir, "config", "--remove-section", "remote."+bare)
+	testkit.Git(t, dir, "config", "--remove-section", "remote."+bare)
 	must(t, os.MkdirAll(filepath.Join(dir, ".git", "remotes"), 0o755))
 	if _, err := g.Prepare(context.Background(), dir, round(1, 2)); !errors.Is(err, ErrUnsafeRepo) {
 		t.Fatalf("prepare with .git/remotes = %v", err)
 	}
-	if out := sh(t, decoy, "for-each-ref", "--format=%(refname)"); strings.Contains(out, "ralph/") || sh(t, decoy, "rev-parse", "main") != decoyMain {
+	if out := testkit.Git(t, decoy, "for-each-ref", "--format=%(refname)"); strings.Contains(out, "ralph/") || testkit.Git(t, decoy, "rev-parse", "main") != decoyMain {
 		t.Fatalf("the decoy remote was written: %s", out)
 	}
 	// Local mode never talks to a remote: a person's origin stays allowed.
 	gl := newGit(t, ModeLocal, "")
 	ld := workspace(t, "local")
 	lp := prepare(t, gl, ld, round(1, 1))
-	sh(t, ld, "config", "remote.origin.url", decoy)
+	testkit.Git(t, ld, "config", "remote.origin.url", decoy)
 	checkpoint(t, gl, ld, lp, round(1, 1), handoff("continue", "f"))
 }
 
@@ -285,7 +286,7 @@ func TestNestedGitdirFileIsOpaque(t *testing.T) {
 	write(t, dir, "d/f.txt", "x\n")
 	write(t, dir, "top.txt", "x\n")
 	cp := checkpoint(t, g, dir, p, round(1, 1), handoff("continue", "f"))
-	if got := sh(t, dir, "ls-tree", "-r", cp.Commit); strings.Contains(got, "d") && strings.Contains(got, "commit") {
+	if got := testkit.Git(t, dir, "ls-tree", "-r", cp.Commit); strings.Contains(got, "d") && strings.Contains(got, "commit") {
 		t.Fatalf("the nested gitdir file became a gitlink: %s", got)
 	}
 	nested, err := nestedRepos(dir)

@@ -2,6 +2,7 @@ package gitws
 
 import (
 	"context"
+	"github.com/ralph-temporal/ralph/devenv/testkit"
 	"os"
 	"path/filepath"
 	"testing"
@@ -67,7 +68,7 @@ func TestWorkTreeFingerprint(t *testing.T) {
 		return s
 	}
 	base := tree()
-	if base != sh(t, dir, "rev-parse", "HEAD^{tree}") {
+	if base != testkit.Git(t, dir, "rev-parse", "HEAD^{tree}") {
 		t.Fatal("a clean work tree's fingerprint is not HEAD's tree")
 	}
 	old := time.Now().Add(-time.Hour)
@@ -83,7 +84,7 @@ func TestWorkTreeFingerprint(t *testing.T) {
 	if withUntracked == base {
 		t.Fatal("an untracked file did not change the git fingerprint")
 	}
-	if st := sh(t, dir, "status", "--porcelain", "--untracked-files=no"); st != "" {
+	if st := testkit.Git(t, dir, "status", "--porcelain", "--untracked-files=no"); st != "" {
 		t.Fatalf("the fingerprint staged into the real index: %q", st)
 	}
 	if err := os.Remove(filepath.Join(dir, "untracked.txt")); err != nil {

@@ -3,9 +3,7 @@ package gitws
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 )
 
@@ -19,21 +17,6 @@ func newGit(t *testing.T, mode, remote string) *Git {
 		t.Fatal(err)
 	}
 	return g
-}
-
-// sh runs git the way a person would (no Ralph overrides) and returns its
-// trimmed output.
-func sh(t *testing.T, dir string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=Person", "GIT_AUTHOR_EMAIL=person@example.com",
-		"GIT_COMMITTER_NAME=Person", "GIT_COMMITTER_EMAIL=person@example.com", "GIT_CEILING_DIRECTORIES="+filepath.Dir(dir))
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %s in %s: %v\n%s", strings.Join(args, " "), dir, err, out)
-	}
-	return strings.TrimSpace(string(out))
 }
 
 func write(t *testing.T, dir, rel, content string) {

@@ -2,6 +2,7 @@ package gitws
 
 import (
 	"context"
+	"github.com/ralph-temporal/ralph/devenv/testkit"
 	"os"
 	"strings"
 	"testing"
@@ -12,13 +13,13 @@ func TestLocalInitialisesWithAnEmptyFirstCommit(t *testing.T) {
 	dir := workspace(t, "ws")
 	write(t, dir, "existing.txt", "from before git\n")
 	p := prepare(t, g, dir, round(1, 1))
-	if sh(t, dir, "rev-parse", "HEAD") != p.Base {
+	if testkit.Git(t, dir, "rev-parse", "HEAD") != p.Base {
 		t.Fatalf("HEAD is not the base %s", p.Base)
 	}
-	if files := sh(t, dir, "ls-tree", "-r", "--name-only", "HEAD"); files != "" {
+	if files := testkit.Git(t, dir, "ls-tree", "-r", "--name-only", "HEAD"); files != "" {
 		t.Fatalf("the first commit is not empty: %q", files)
 	}
-	if a := sh(t, dir, "log", "-1", "--format=%an <%ae>|%cn <%ce>"); a != DefaultAuthor+"|"+DefaultAuthor {
+	if a := testkit.Git(t, dir, "log", "-1", "--format=%an <%ae>|%cn <%ce>"); a != DefaultAuthor+"|"+DefaultAuthor {
 		t.Fatalf("first commit author/committer = %q", a)
 	}
 	if exists(dir, ".git/hooks") {
@@ -51,30 +52,30 @@ func TestCheckpointMessageTrailersAndAuthor(t *testing.T) {
 	long := "Implemented the parser and\nwired it into the CLI so that every subcommand reads the same configuration file"
 	cp := checkpoint(t, g, dir, p, r, Handoff{SessionID: "s-123", Status: "continue", Summary: long})
 
-	if sh(t, dir, "rev-parse", "HEAD") != cp.Commit {
+	if testkit.Git(t, dir, "rev-parse", "HEAD") != cp.Commit {
 		t.Fatal("the checkpoint is not HEAD")
 	}
-	subject := sh(t, dir, "log", "-1", "--format=%s")
+	subject := testkit.Git(t, dir, "log", "-1", "--format=%s")
 	wantPrefix := "ralph: round 2/8 continue: Implemented the parser and wired it"
 	if !strings.HasPrefix(subject, wantPrefix) || len([]rune(strings.TrimPrefix(subject, "ralph: round 2/8 continue: "))) != 72 || !strings.HasSuffix(subject, "…") {
 		t.Fatalf("subject = %q", subject)
 	}
-	if body := sh(t, dir, "log", "-1", "--format=%b"); !strings.Contains(body, "configuration file") {
+	if body := testkit.Git(t, dir, "log", "-1", "--format=%b"); !strings.Contains(body, "configuration file") {
 		t.Fatalf("the cut summary is not kept whole in the body: %q", body)
 	}
-	trailers := sh(t, dir, "log", "-1", "--format=%(trailers:only,unfold)")
+	trailers := testkit.Git(t, dir, "log", "-1", "--format=%(trailers:only,unfold)")
 	for _, want := range []string{"Ralph-Workflow-Id: fix-tests", "Ralph-Round: 2", "Ralph-Session: s-123", "Ralph-Status: continue"} {
 		if !strings.Contains(trailers, want) {
 			t.Errorf("trailers %q lack %q", trailers, want)
 		}
 	}
-	if who := sh(t, dir, "log", "-1", "--format=%an <%ae>|%cn <%ce>"); who != "Build Bot <bot@example.com>|Build Bot <bot@example.com>" {
+	if who := testkit.Git(t, dir, "log", "-1", "--format=%an <%ae>|%cn <%ce>"); who != "Build Bot <bot@example.com>|Build Bot <bot@example.com>" {
 		t.Fatalf("author|committer = %q", who)
 	}
 	if cp.Parent != p.Base || cp.FilesChanged != 2 || cp.Insertions != 3 || cp.Deletions != 0 {
 		t.Fatalf("checkpoint = %+v", cp)
 	}
-	if parent := sh(t, dir, "rev-parse", "HEAD^"); parent != p.Base {
+	if parent := testkit.Git(t, dir, "rev-parse", "HEAD^"); parent != p.Base {
 		t.Fatalf("git parent %s, want the base %s", parent, p.Base)
 	}
 }
@@ -90,7 +91,7 @@ func TestCheckpointWithoutChangesIsTheParent(t *testing.T) {
 	if cp.Commit != first.Commit || cp.Parent != first.Commit || cp.FilesChanged != 0 {
 		t.Fatalf("an unchanged round made %+v, want commit = parent = %s", cp, first.Commit)
 	}
-	if n := sh(t, dir, "rev-list", "--count", "HEAD"); n != "2" {
+	if n := testkit.Git(t, dir, "rev-list", "--count", "HEAD"); n != "2" {
 		t.Fatalf("commits = %s, want 2 (empty first commit + round 1)", n)
 	}
 }
@@ -107,7 +108,7 @@ func TestDeletionsAreCommitted(t *testing.T) {
 		t.Fatal(err)
 	}
 	cp := checkpoint(t, g, dir, p2, round(2, 1), handoff("complete", "removed one"))
-	if files := sh(t, dir, "ls-tree", "-r", "--name-only", "HEAD"); files != "stays.txt" {
+	if files := testkit.Git(t, dir, "ls-tree", "-r", "--name-only", "HEAD"); files != "stays.txt" {
 		t.Fatalf("HEAD holds %q, want only stays.txt", files)
 	}
 	if cp.FilesChanged != 1 || cp.Deletions != 2 || cp.Insertions != 0 {
@@ -130,7 +131,7 @@ func TestRetriedAttemptSavesLeftoversAndResets(t *testing.T) {
 	write(t, dir, "lost.txt", "half done\n")
 	write(t, dir, "tracked.txt", "broken\n")
 	write(t, dir, "staged.txt", "staged\n")
-	sh(t, dir, "add", "staged.txt")
+	testkit.Git(t, dir, "add", "staged.txt")
 	write(t, dir, "cache/blob", "cache\n")
 	if err := os.Remove(dir + "/old.txt"); err != nil {
 		t.Fatal(err)
@@ -141,16 +142,16 @@ func TestRetriedAttemptSavesLeftoversAndResets(t *testing.T) {
 	if p2.Abandoned != wantRef || p2.AbandonedCommit == "" || p2.Base != cp.Commit {
 		t.Fatalf("prepared = %+v", p2)
 	}
-	if got := sh(t, dir, "show", wantRef+":lost.txt"); got != "half done" {
+	if got := testkit.Git(t, dir, "show", wantRef+":lost.txt"); got != "half done" {
 		t.Fatalf("abandoned lost.txt = %q", got)
 	}
-	if got := sh(t, dir, "show", wantRef+":tracked.txt"); got != "broken" {
+	if got := testkit.Git(t, dir, "show", wantRef+":tracked.txt"); got != "broken" {
 		t.Fatalf("abandoned tracked.txt = %q", got)
 	}
-	if files := sh(t, dir, "ls-tree", "-r", "--name-only", wantRef); strings.Contains(files, "old.txt") || strings.Contains(files, "cache/") || !strings.Contains(files, "staged.txt") {
+	if files := testkit.Git(t, dir, "ls-tree", "-r", "--name-only", wantRef); strings.Contains(files, "old.txt") || strings.Contains(files, "cache/") || !strings.Contains(files, "staged.txt") {
 		t.Fatalf("abandoned tree = %q", files)
 	}
-	if parent := sh(t, dir, "rev-parse", wantRef+"^"); parent != cp.Commit {
+	if parent := testkit.Git(t, dir, "rev-parse", wantRef+"^"); parent != cp.Commit {
 		t.Fatalf("abandoned commit's parent %s, want the checkpoint %s", parent, cp.Commit)
 	}
 	if exists(dir, "lost.txt") || exists(dir, "staged.txt") || !exists(dir, "old.txt") {
@@ -162,10 +163,10 @@ func TestRetriedAttemptSavesLeftoversAndResets(t *testing.T) {
 	if !exists(dir, "cache/blob") {
 		t.Fatal("an ignored cache was removed by the reset")
 	}
-	if st := sh(t, dir, "status", "--porcelain"); st != "" {
+	if st := testkit.Git(t, dir, "status", "--porcelain"); st != "" {
 		t.Fatalf("work tree not clean after the reset: %q", st)
 	}
-	if sh(t, dir, "rev-parse", "HEAD") != cp.Commit {
+	if testkit.Git(t, dir, "rev-parse", "HEAD") != cp.Commit {
 		t.Fatal("HEAD moved")
 	}
 
@@ -189,7 +190,7 @@ func TestPersonsEditAtAttemptOneIsKept(t *testing.T) {
 	}
 	write(t, dir, "more.go", "package x\n")
 	checkpoint(t, g, dir, p2, round(2, 1), handoff("continue", "more"))
-	if files := sh(t, dir, "diff-tree", "-r", "--name-only", "--no-commit-id", "HEAD"); files != "HUMAN.md\nmore.go" {
+	if files := testkit.Git(t, dir, "diff-tree", "-r", "--name-only", "--no-commit-id", "HEAD"); files != "HUMAN.md\nmore.go" {
 		t.Fatalf("round 2's commit changes %q, want the person's edit and the round's file", files)
 	}
 }
@@ -197,21 +198,21 @@ func TestPersonsEditAtAttemptOneIsKept(t *testing.T) {
 func TestUserRepositoryKeepsItsBranch(t *testing.T) {
 	g := newGit(t, ModeLocal, "")
 	dir := workspace(t, "ws")
-	sh(t, dir, "init", "-q", "-b", "trunk")
+	testkit.Git(t, dir, "init", "-q", "-b", "trunk")
 	write(t, dir, "README", "mine\n")
-	sh(t, dir, "add", "README")
-	sh(t, dir, "commit", "-q", "-m", "person's first commit")
-	mine := sh(t, dir, "rev-parse", "HEAD")
+	testkit.Git(t, dir, "add", "README")
+	testkit.Git(t, dir, "commit", "-q", "-m", "person's first commit")
+	mine := testkit.Git(t, dir, "rev-parse", "HEAD")
 	p := prepare(t, g, dir, round(1, 1))
 	if p.Base != mine {
 		t.Fatalf("base = %s, want the person's commit %s", p.Base, mine)
 	}
 	write(t, dir, "x.txt", "x\n")
 	checkpoint(t, g, dir, p, round(1, 1), handoff("continue", "x"))
-	if b := sh(t, dir, "rev-parse", "--abbrev-ref", "HEAD"); b != "trunk" {
+	if b := testkit.Git(t, dir, "rev-parse", "--abbrev-ref", "HEAD"); b != "trunk" {
 		t.Fatalf("branch = %s", b)
 	}
-	if parent := sh(t, dir, "rev-parse", "trunk^"); parent != mine {
+	if parent := testkit.Git(t, dir, "rev-parse", "trunk^"); parent != mine {
 		t.Fatal("the checkpoint does not follow the person's commit")
 	}
 }

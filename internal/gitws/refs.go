@@ -14,16 +14,7 @@ import (
 // and a hash of the exact id appended, so two ids never share a ref. The
 // Ralph-Workflow-Id trailer keeps the exact id.
 func refComponent(id string) string {
-	var b strings.Builder
-	for _, r := range id {
-		switch {
-		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_', r == '.':
-			b.WriteRune(r)
-		default:
-			b.WriteByte('-')
-		}
-	}
-	s := strings.TrimLeft(strings.ReplaceAll(b.String(), "..", "-."), ".")
+	s := strings.TrimLeft(strings.ReplaceAll(names.Sanitize(id, '-'), "..", "-."), ".")
 	if strings.HasSuffix(s, ".lock") || strings.HasSuffix(s, ".") {
 		s += "-"
 	}

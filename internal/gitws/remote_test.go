@@ -3,6 +3,7 @@ package gitws
 import (
 	"context"
 	"errors"
+	"github.com/ralph-temporal/ralph/devenv/testkit"
 	"io"
 	"net"
 	"os"
@@ -18,19 +19,19 @@ func bareRemote(t *testing.T) string {
 	t.Helper()
 	base := t.TempDir()
 	bare := filepath.Join(base, "remote.git")
-	sh(t, base, "init", "-q", "--bare", "-b", "main", bare)
+	testkit.Git(t, base, "init", "-q", "--bare", "-b", "main", bare)
 	seed := filepath.Join(base, "seed")
-	sh(t, base, "clone", "-q", bare, seed)
+	testkit.Git(t, base, "clone", "-q", bare, seed)
 	write(t, seed, "README", "project\n")
-	sh(t, seed, "add", "README")
-	sh(t, seed, "commit", "-q", "-m", "seed")
-	sh(t, seed, "push", "-q", "origin", "HEAD:main")
+	testkit.Git(t, seed, "add", "README")
+	testkit.Git(t, seed, "commit", "-q", "-m", "seed")
+	testkit.Git(t, seed, "push", "-q", "origin", "HEAD:main")
 	return bare
 }
 
 func TestRemoteRoundsMoveTheBranchAcrossWorkers(t *testing.T) {
 	bare := bareRemote(t)
-	main := sh(t, bare, "rev-parse", "main")
+	main := testkit.Git(t, bare, "rev-parse", "main")
 	a, b := newGit(t, ModeRemote, bare), newGit(t, ModeRemote, bare)
 	dirA, dirB := workspace(t, "ws"), workspace(t, "ws")
 
@@ -41,7 +42,7 @@ func TestRemoteRoundsMoveTheBranchAcrossWorkers(t *testing.T) {
 	}
 	write(t, dirA, "one.txt", "1\n")
 	cp1 := checkpoint(t, a, dirA, p1, round(1, 1), handoff("continue", "one"))
-	if got := sh(t, bare, "rev-parse", "ralph/ws"); got != cp1.Commit {
+	if got := testkit.Git(t, bare, "rev-parse", "ralph/ws"); got != cp1.Commit {
 		t.Fatalf("remote branch = %s, want round 1's %s", got, cp1.Commit)
 	}
 	if cp1.Parent != main {
@@ -53,7 +54,7 @@ func TestRemoteRoundsMoveTheBranchAcrossWorkers(t *testing.T) {
 	if p2.Base != cp1.Commit || !exists(dirB, "one.txt") {
 		t.Fatalf("round 2 on B did not start from round 1: %+v", p2)
 	}
-	if b := sh(t, dirB, "symbolic-ref", "HEAD"); b != "refs/heads/ralph/ws" {
+	if b := testkit.Git(t, dirB, "symbolic-ref", "HEAD"); b != "refs/heads/ralph/ws" {
 		t.Fatalf("B's HEAD = %s", b)
 	}
 	write(t, dirB, "two.txt", "2\n")
@@ -68,10 +69,10 @@ func TestRemoteRoundsMoveTheBranchAcrossWorkers(t *testing.T) {
 	if cp3.Commit != cp2.Commit {
 		t.Fatalf("an unchanged round moved the branch: %+v", cp3)
 	}
-	if n := sh(t, bare, "rev-list", "--count", "main..ralph/ws"); n != "2" {
+	if n := testkit.Git(t, bare, "rev-list", "--count", "main..ralph/ws"); n != "2" {
 		t.Fatalf("branch holds %s round commits, want 2", n)
 	}
-	if sh(t, bare, "rev-parse", "main") != main {
+	if testkit.Git(t, bare, "rev-parse", "main") != main {
 		t.Fatal("the default branch moved")
 	}
 	// The URL is never stored in the workspace's repository.
@@ -85,16 +86,16 @@ func TestRemoteRoundsMoveTheBranchAcrossWorkers(t *testing.T) {
 
 func TestRemoteEmptyRepositoryStartsFromAnEmptyCommit(t *testing.T) {
 	bare := filepath.Join(t.TempDir(), "empty.git")
-	sh(t, filepath.Dir(bare), "init", "-q", "--bare", bare)
+	testkit.Git(t, filepath.Dir(bare), "init", "-q", "--bare", bare)
 	g := newGit(t, ModeRemote, bare)
 	dir := workspace(t, "ws")
 	p := prepare(t, g, dir, round(1, 1))
-	if p.Base == "" || sh(t, dir, "ls-tree", "HEAD") != "" {
+	if p.Base == "" || testkit.Git(t, dir, "ls-tree", "HEAD") != "" {
 		t.Fatalf("prepared = %+v", p)
 	}
 	write(t, dir, "f", "x\n")
 	cp := checkpoint(t, g, dir, p, round(1, 1), handoff("continue", "f"))
-	if sh(t, bare, "rev-parse", "ralph/ws") != cp.Commit || sh(t, bare, "rev-parse", "ralph/ws^") != p.Base {
+	if testkit.Git(t, bare, "rev-parse", "ralph/ws") != cp.Commit || testkit.Git(t, bare, "rev-parse", "ralph/ws^") != p.Base {
 		t.Fatal("the branch does not hold the empty first commit and round 1")
 	}
 }
@@ -118,10 +119,10 @@ func TestRemotePushRejectedByAConcurrentPush(t *testing.T) {
 		t.Fatalf("the message %q does not name the local commit %s", err, cpB.Commit)
 	}
 	kept := "refs/ralph/unpushed/other-run/round-1-attempt-1"
-	if !strings.Contains(err.Error(), kept) || sh(t, dirB, "rev-parse", kept) != cpB.Commit {
+	if !strings.Contains(err.Error(), kept) || testkit.Git(t, dirB, "rev-parse", kept) != cpB.Commit {
 		t.Fatalf("the rejected commit is not kept on %s: %v", kept, err)
 	}
-	if sh(t, bare, "rev-parse", "ralph/ws") != cpA.Commit {
+	if testkit.Git(t, bare, "rev-parse", "ralph/ws") != cpA.Commit {
 		t.Fatal("the rejected push changed the branch")
 	}
 }
@@ -149,7 +150,7 @@ func TestRemoteLeftoversOfALostAttemptAreSavedInTheClone(t *testing.T) {
 	if p3.Abandoned != want || p3.Base != cp.Commit {
 		t.Fatalf("prepared = %+v, want leftovers on %s and base %s", p3, want, cp.Commit)
 	}
-	if sh(t, dirA, "show", want+":lost.txt") != "half" || exists(dirA, "lost.txt") || !exists(dirA, "done.txt") {
+	if testkit.Git(t, dirA, "show", want+":lost.txt") != "half" || exists(dirA, "lost.txt") || !exists(dirA, "done.txt") {
 		t.Fatal("A's leftovers were not saved or the tree not reset to the branch")
 	}
 }
@@ -216,7 +217,7 @@ func TestRemoteUsesTheWorkersGitConfiguration(t *testing.T) {
 	p := prepare(t, g, dir, round(1, 1))
 	write(t, dir, "f.txt", "x\n")
 	cp := checkpoint(t, g, dir, p, round(1, 1), handoff("continue", "f"))
-	if sh(t, bare, "rev-parse", "ralph/ws") != cp.Commit {
+	if testkit.Git(t, bare, "rev-parse", "ralph/ws") != cp.Commit {
 		t.Fatal("the push did not go through the worker's URL rewrite")
 	}
 }

@@ -3,6 +3,7 @@ package gitws
 import (
 	"context"
 	"errors"
+	"github.com/ralph-temporal/ralph/devenv/testkit"
 	"os"
 	"path/filepath"
 	"strings"
@@ -33,7 +34,7 @@ func TestWorkspaceHooksNeverRun(t *testing.T) {
 		hookScript(t, dir, ".git/hooks/"+hook, marker)
 		hookScript(t, dir, ".githooks/"+hook, marker)
 	}
-	sh(t, dir, "config", "core.hooksPath", ".githooks")
+	testkit.Git(t, dir, "config", "core.hooksPath", ".githooks")
 	write(t, dir, "f.txt", "x\n")
 	checkpoint(t, g, dir, p, round(1, 1), handoff("continue", "f"))
 	prepare(t, g, dir, round(2, 1))
@@ -41,7 +42,7 @@ func TestWorkspaceHooksNeverRun(t *testing.T) {
 		t.Fatal("a workspace hook ran during a checkpoint step")
 	}
 	// The hooks are real: a person's plain git runs them.
-	sh(t, dir, "update-ref", "refs/heads/probe", "HEAD")
+	testkit.Git(t, dir, "update-ref", "refs/heads/probe", "HEAD")
 	if _, err := os.Stat(marker); err != nil {
 		t.Fatal("the planted hook does not run even for plain git; the test proves nothing")
 	}
@@ -63,7 +64,7 @@ func TestWorkspaceConfigThatRunsProgramsIsRefused(t *testing.T) {
 			g := newGit(t, ModeLocal, "")
 			dir := workspace(t, "ws")
 			p := prepare(t, g, dir, round(1, 1))
-			sh(t, dir, "config", c.key, c.value)
+			testkit.Git(t, dir, "config", c.key, c.value)
 			write(t, dir, ".gitattributes", "* filter=evil\n")
 			write(t, dir, "f.txt", "x\n")
 			_, _, err := g.Checkpoint(context.Background(), dir, p, round(1, 1), handoff("continue", "f"))
@@ -82,9 +83,9 @@ func TestWorkspaceConfigThatRunsProgramsIsRefused(t *testing.T) {
 	g := newGit(t, ModeLocal, "")
 	dir := workspace(t, "ws")
 	p := prepare(t, g, dir, round(1, 1))
-	sh(t, dir, "config", "user.name", "Someone")
-	sh(t, dir, "config", "core.autocrlf", "false")
-	sh(t, dir, "config", "remote.origin.url", "https://example.com/x.git")
+	testkit.Git(t, dir, "config", "user.name", "Someone")
+	testkit.Git(t, dir, "config", "core.autocrlf", "false")
+	testkit.Git(t, dir, "config", "remote.origin.url", "https://example.com/x.git")
 	write(t, dir, "f.txt", "x\n")
 	checkpoint(t, g, dir, p, round(1, 1), handoff("continue", "f"))
 }
@@ -92,7 +93,7 @@ func TestWorkspaceConfigThatRunsProgramsIsRefused(t *testing.T) {
 func TestRepositoryLayoutsThatPointElsewhereAreRefused(t *testing.T) {
 	g := newGit(t, ModeLocal, "")
 	other := workspace(t, "other")
-	sh(t, other, "init", "-q")
+	testkit.Git(t, other, "init", "-q")
 	// A gitdir file and a symlinked .git both let the workspace choose the
 	// repository the worker's git writes.
 	dir := workspace(t, "ws")
@@ -158,6 +159,6 @@ func TestRefComponent(t *testing.T) {
 		if len(c) > maxRefComponentBytes {
 			t.Errorf("refComponent(%q) is %d bytes", id, len(c))
 		}
-		sh(t, dir, "check-ref-format", AbandonedRef(id, 1, 1))
+		testkit.Git(t, dir, "check-ref-format", AbandonedRef(id, 1, 1))
 	}
 }

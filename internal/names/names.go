@@ -26,21 +26,30 @@ const hashChars = 12
 // hash of the original appended, so distinct paths never share a name. The
 // result is at most 200 bytes.
 func Flat(path string) string {
-	simple := true
-	var b strings.Builder
-	for _, r := range path {
-		switch {
-		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_', r == '.':
-			b.WriteRune(r)
-		default:
-			b.WriteByte('_')
-			simple = false
-		}
-	}
-	if simple && !strings.HasPrefix(path, ".") && len(path) <= flatBytes && !HasHashSuffix(path) {
+	safe := Sanitize(path, '_')
+	if safe == path && !strings.HasPrefix(path, ".") && len(path) <= flatBytes && !HasHashSuffix(path) {
 		return path
 	}
-	return withHash(strings.TrimLeft(b.String(), "."), path, flatBytes)
+	return withHash(strings.TrimLeft(safe, "."), path, flatBytes)
+}
+
+// Safe reports whether r may stand in a file name, a ref component or a
+// workspace segment as it is: an ASCII letter or digit, '-', '_' or '.'.
+func Safe(r rune) bool {
+	return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.'
+}
+
+// Sanitize replaces every character of s that is not Safe with with.
+func Sanitize(s string, with byte) string {
+	var b strings.Builder
+	for _, r := range s {
+		if Safe(r) {
+			b.WriteRune(r)
+		} else {
+			b.WriteByte(with)
+		}
+	}
+	return b.String()
 }
 
 // HasHashSuffix reports whether name ends the way a hashed name does

@@ -13,14 +13,13 @@ import (
 // of NSpid in /proc/<pid>/status) is pid and whose working directory is cwd
 // (the command's workspace). Without a namespace that is pid itself.
 func HostPID(pid int, cwd string) (int, error) {
-	entries, err := os.ReadDir("/proc")
+	pids, err := PIDs()
 	if err != nil {
 		return 0, fmt.Errorf("finding pid %d in %s: %w", pid, cwd, err)
 	}
 	var found []int
-	for _, e := range entries {
-		host, err := strconv.Atoi(e.Name())
-		if err != nil || innermostPID(host) != pid {
+	for _, host := range pids {
+		if innermostPID(host) != pid {
 			continue
 		}
 		if dir, err := os.Readlink(fmt.Sprintf("/proc/%d/cwd", host)); err == nil && dir == cwd {
@@ -36,19 +35,18 @@ func HostPID(pid int, cwd string) (int, error) {
 // innermostPID is the last NSpid field of host, or host where the kernel
 // does not report NSpid; 0 when the process is gone.
 func innermostPID(host int) int {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", host))
+	status, err := ReadStatus(host)
 	if err != nil {
 		return 0
 	}
-	for line := range strings.Lines(string(data)) {
-		if rest, ok := strings.CutPrefix(line, "NSpid:"); ok {
-			f := strings.Fields(rest)
-			if len(f) == 0 {
-				return 0
-			}
-			n, _ := strconv.Atoi(f[len(f)-1])
-			return n
-		}
+	nspid, ok := status["NSpid"]
+	if !ok {
+		return host
 	}
-	return host
+	f := strings.Fields(nspid)
+	if len(f) == 0 {
+		return 0
+	}
+	n, _ := strconv.Atoi(f[len(f)-1])
+	return n
 }

@@ -1,4 +1,4 @@
-package cluster
+package temporalserver
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 func BenchmarkClusterStartStop(b *testing.B) {
 	ctx := context.Background()
 	for b.Loop() {
-		s, err := Start(ctx, Options{})
+		s, err := StartCluster(ctx, ClusterOptions{})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -32,7 +32,7 @@ func BenchmarkClusterRestart(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 			defer cancel()
-			s, err := Start(ctx, Options{})
+			s, err := StartCluster(ctx, ClusterOptions{})
 			if err != nil {
 				b.Fatal(err)
 			}

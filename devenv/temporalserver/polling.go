@@ -1,10 +1,8 @@
-// Package testsupport holds helpers for the integration suite, the
-// benchmarks and the local demo harness; the worker and starter binaries
-// never import it.
-package testkit
+package temporalserver
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -12,10 +10,12 @@ import (
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
+
+	"github.com/ralph-temporal/ralph/internal/wait"
 )
 
-// readyPollInterval is how often WaitPolling asks the server.
-const readyPollInterval = 50 * time.Millisecond
+// pollingInterval is how often WaitPolling asks the server.
+const pollingInterval = 50 * time.Millisecond
 
 // WaitPolling waits until the worker process pid polls both the workflow and
 // the activity tasks of queue (the SDK names pollers "<pid>@<host>@"), so a
@@ -23,25 +23,27 @@ const readyPollInterval = 50 * time.Millisecond
 // when ctx ends or exited is closed (the process died first).
 func WaitPolling(ctx context.Context, c client.Client, queue string, pid int, exited <-chan struct{}) error {
 	want := strconv.Itoa(pid) + "@"
-	for {
-		if polling(ctx, c, queue, want) {
-			return nil
-		}
+	err := wait.Until(ctx, pollingInterval, func(ctx context.Context) error {
 		select {
 		case <-exited:
-			return fmt.Errorf("worker pid %d exited before polling task queue %s", pid, queue)
-		case <-ctx.Done():
-			return fmt.Errorf("worker pid %d is not polling task queue %s: %w", pid, queue, ctx.Err())
-		case <-time.After(readyPollInterval):
+			return wait.Final(fmt.Errorf("worker pid %d exited before polling task queue %s", pid, queue))
+		default:
 		}
+		return polling(ctx, c, queue, want)
+	})
+	var timedOut *wait.TimedOut
+	if errors.As(err, &timedOut) {
+		return fmt.Errorf("worker pid %d is not polling task queue %s: %w", pid, queue, err)
 	}
+	return err
 }
 
-func polling(ctx context.Context, c client.Client, queue, identityPrefix string) bool {
+// polling says which task type of queue has no poller named identityPrefix…
+func polling(ctx context.Context, c client.Client, queue, identityPrefix string) error {
 	for _, typ := range []enumspb.TaskQueueType{enumspb.TASK_QUEUE_TYPE_WORKFLOW, enumspb.TASK_QUEUE_TYPE_ACTIVITY} {
 		resp, err := c.DescribeTaskQueue(ctx, queue, typ)
 		if err != nil {
-			return false
+			return err
 		}
 		found := false
 		for _, p := range resp.GetPollers() {
@@ -51,8 +53,8 @@ func polling(ctx context.Context, c client.Client, queue, identityPrefix string)
 			}
 		}
 		if !found {
-			return false
+			return fmt.Errorf("no %s poller %s… yet", typ, identityPrefix)
 		}
 	}
-	return true
+	return nil
 }

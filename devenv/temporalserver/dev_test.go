@@ -1,7 +1,8 @@
-package devserver
+package temporalserver
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -9,9 +10,6 @@ import (
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
-
-	"github.com/ralph-temporal/ralph/devenv/serverproc"
-	"github.com/ralph-temporal/ralph/devenv/testkit"
 )
 
 // TestStartRestartStop runs a real dev server when the temporal CLI is
@@ -23,11 +21,15 @@ func TestStartRestartStop(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	db := filepath.Join(t.TempDir(), "temporal.db")
-	s, err := Start(ctx, Options{DBFile: db})
+	s, err := StartDev(ctx, DevOptions{DBFile: db})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = s.Stop() })
+	// The pinned CLI from Ralph's cache, whatever else is on PATH.
+	if os.Getenv(EnvTemporalBin) == "" && s.Bin() != filepath.Join(cliBuild.BinDir(DefaultCacheDir()), "temporal") {
+		t.Errorf("dev server runs %s, not the cached pinned CLI", s.Bin())
+	}
 	args := strings.Join(s.Args(), " ")
 	for _, want := range []string{"--headless", "--ip 127.0.0.1", "--db-filename " + db, "--dynamic-config-value matching.numTaskqueueReadPartitions=1"} {
 		if !strings.Contains(args, want) {
@@ -39,7 +41,7 @@ func TestStartRestartStop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := testkit.SearchAttributesRegistered(ctx, c, s.Namespace); err != nil {
+	if err := SearchAttributesRegistered(ctx, c, s.Namespace); err != nil {
 		t.Fatal(err)
 	}
 	// A workflow started before the restart must still be there after it.
@@ -71,7 +73,7 @@ func TestStartRestartStop(t *testing.T) {
 	if err := s.Stop(); err != nil {
 		t.Fatalf("second Stop: %v", err)
 	}
-	if !serverproc.PortFree(s.Address) {
+	if !PortFree(s.Address) {
 		t.Errorf("port %s still taken after Stop", s.Address)
 	}
 }

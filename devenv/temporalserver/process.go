@@ -1,9 +1,9 @@
-// Package serverproc runs the long-lived local servers of the tests, the
-// benchmarks and the local demo (the Temporal dev server, PostgreSQL, the
-// Temporal server): each in its own process group, killed by the kernel if
-// the process that started it dies, with the tail of its output kept for
-// error messages.
-package serverproc
+package temporalserver
+
+// The one process runner of the servers here (the Temporal dev server,
+// PostgreSQL, the Temporal server): each in its own process group, killed by
+// the kernel if the process that started it dies, with the tail of its
+// output kept for error messages.
 
 import (
 	"fmt"
@@ -28,11 +28,11 @@ type Process struct {
 	werr error // cmd.Wait's result
 }
 
-// Start starts cmd as a server named name (for messages). Its stdout and
+// StartProcess starts cmd as a server named name (for messages). Its stdout and
 // stderr go to the kept tail and to output (when not nil); cmd's
 // SysProcAttr gains its own process group and a parent-death signal, and
 // keeps a Credential that is already set.
-func Start(name string, cmd *exec.Cmd, output io.Writer) (*Process, error) {
+func StartProcess(name string, cmd *exec.Cmd, output io.Writer) (*Process, error) {
 	p := &Process{name: name, cmd: cmd, tail: NewTail(TailBytes), done: make(chan struct{})}
 	var out io.Writer = p.tail
 	if output != nil {

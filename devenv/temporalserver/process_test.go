@@ -1,4 +1,4 @@
-package serverproc
+package temporalserver
 
 import (
 	"os/exec"
@@ -15,7 +15,7 @@ import (
 // output tail is kept.
 func TestStopReachesTheWholeGroup(t *testing.T) {
 	cmd := exec.Command("bash", "-c", `sleep 300 & echo child=$!; echo ready; wait`)
-	p, err := Start("test server", cmd, nil)
+	p, err := StartProcess("test server", cmd, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +46,7 @@ func TestStopReachesTheWholeGroup(t *testing.T) {
 // TestStopFallsBackToKill: a server that ignores SIGTERM is killed.
 func TestStopFallsBackToKill(t *testing.T) {
 	cmd := exec.Command("bash", "-c", `trap "" TERM; echo ready; while :; do sleep 0.1; done`)
-	p, err := Start("stubborn server", cmd, nil)
+	p, err := StartProcess("stubborn server", cmd, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

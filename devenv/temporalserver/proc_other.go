@@ -1,6 +1,6 @@
 //go:build unix && !linux
 
-package serverproc
+package temporalserver
 
 import "syscall"
 

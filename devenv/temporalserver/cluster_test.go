@@ -1,4 +1,4 @@
-package cluster
+package temporalserver
 
 import (
 	"context"
@@ -10,8 +10,6 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 
-	"github.com/ralph-temporal/ralph/devenv/serverproc"
-	"github.com/ralph-temporal/ralph/devenv/testkit"
 	"github.com/ralph-temporal/ralph/internal/proc"
 )
 
@@ -25,7 +23,7 @@ func TestClusterLifecycle(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute) // a cold build is slow
 	defer cancel()
-	s, err := Start(ctx, Options{})
+	s, err := StartCluster(ctx, ClusterOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +36,7 @@ func TestClusterLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	if err := testkit.SearchAttributesRegistered(ctx, c, s.Namespace); err != nil {
+	if err := SearchAttributesRegistered(ctx, c, s.Namespace); err != nil {
 		t.Fatal(err)
 	}
 	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "cluster-smoke", TaskQueue: "nobody"}, "Nothing")
@@ -82,7 +80,7 @@ func TestClusterLifecycle(t *testing.T) {
 			t.Errorf("%s pid %d alive after Stop", name, pid)
 		}
 	}
-	if !serverproc.PortFree(s.Address) {
+	if !PortFree(s.Address) {
 		t.Errorf("port %s still taken after Stop", s.Address)
 	}
 	if _, err := os.Stat(s.Dir); !os.IsNotExist(err) {

@@ -1,12 +1,10 @@
-package cluster
+package temporalserver
 
 import (
 	"errors"
 	"math/rand/v2"
 	"net"
 	"strconv"
-
-	"github.com/ralph-temporal/ralph/devenv/serverproc"
 )
 
 // Port blocks are picked below the kernel's ephemeral range (32768 and up),
@@ -44,7 +42,7 @@ func pickPorts() (ports, error) {
 
 func blockFree(base int) bool {
 	for p := base; p < base+portBlockSize; p++ {
-		if !serverproc.PortFree(net.JoinHostPort("127.0.0.1", strconv.Itoa(p))) {
+		if !PortFree(net.JoinHostPort("127.0.0.1", strconv.Itoa(p))) {
 			return false
 		}
 	}

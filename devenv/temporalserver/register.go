@@ -1,4 +1,4 @@
-package cluster
+package temporalserver
 
 import (
 	"context"
@@ -35,7 +35,7 @@ func (s *Server) register(ctx context.Context) error {
 	defer c.Close()
 	_, err = c.WorkflowService().RegisterNamespace(ctx, &workflowservice.RegisterNamespaceRequest{
 		Namespace:                        s.Namespace,
-		Description:                      "Ralph (devenv/cluster)",
+		Description:                      "Ralph (devenv/temporalserver)",
 		WorkflowExecutionRetentionPeriod: durationpb.New(namespaceRetention),
 	})
 	var exists *serviceerror.NamespaceAlreadyExists
@@ -43,7 +43,7 @@ func (s *Server) register(ctx context.Context) error {
 		return fmt.Errorf("register namespace %s: %w", s.Namespace, err)
 	}
 	proc := s.process()
-	if err := s.waitFor(ctx, proc, s.namespaceServed); err != nil {
+	if err := s.waitServes(ctx, proc, s.namespaceServed); err != nil {
 		return err
 	}
 	if _, err := c.OperatorService().AddSearchAttributes(ctx, &operatorservice.AddSearchAttributesRequest{
@@ -53,7 +53,7 @@ func (s *Server) register(ctx context.Context) error {
 	}
 	// The frontend knows new attributes only once its namespace cache has
 	// refreshed; until then a start that sets them is refused.
-	return s.waitFor(ctx, proc, s.searchAttributesUsable)
+	return s.waitServes(ctx, proc, s.searchAttributesUsable)
 }
 
 // searchAttributesUsable starts a probe workflow that sets every search

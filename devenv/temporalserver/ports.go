@@ -1,9 +1,12 @@
-package serverproc
+package temporalserver
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"time"
+
+	"github.com/ralph-temporal/ralph/internal/wait"
 )
 
 // FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
@@ -27,10 +30,13 @@ func PortFree(addr string) bool {
 }
 
 // WaitPortFree waits up to within for addr to be released (a server that
-// has just exited may hold it a moment longer).
+// has just exited may hold it a moment longer); a port still taken then
+// shows as the server's own error when it starts.
 func WaitPortFree(addr string, within time.Duration) {
-	deadline := time.Now().Add(within)
-	for !PortFree(addr) && time.Now().Before(deadline) {
-		time.Sleep(100 * time.Millisecond)
-	}
+	_ = wait.For(context.Background(), within, 100*time.Millisecond, func(context.Context) error {
+		if PortFree(addr) {
+			return nil
+		}
+		return fmt.Errorf("%s is in use", addr)
+	})
 }

@@ -1,4 +1,4 @@
-package serverproc
+package temporalserver
 
 // QuietLogger is an SDK logger that drops everything: readiness probes
 // against a starting server would otherwise log every refused dial.

@@ -1,4 +1,4 @@
-package cluster
+package temporalserver
 
 import (
 	"bytes"
@@ -13,8 +13,6 @@ import (
 	"strings"
 	"syscall"
 	"time"
-
-	"github.com/ralph-temporal/ralph/devenv/serverproc"
 )
 
 // pgOSUser is the account PostgreSQL runs as when the cluster is started
@@ -33,7 +31,7 @@ type postgresConfig struct {
 
 type postgres struct {
 	cfg  postgresConfig
-	proc *serverproc.Process
+	proc *Process
 }
 
 // startPostgres initialises a fresh database cluster whose superuser is the
@@ -78,7 +76,7 @@ func startPostgres(ctx context.Context, cfg postgresConfig) (*postgres, error) {
 	cmd := exec.Command(filepath.Join(cfg.bin, "postgres"), args...)
 	cmd.Dir = cfg.dir
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
-	proc, err := serverproc.Start("PostgreSQL", cmd, cfg.output)
+	proc, err := StartProcess("PostgreSQL", cmd, cfg.output)
 	if err != nil {
 		return nil, err
 	}
@@ -111,23 +109,17 @@ func pgCredential() (*syscall.Credential, error) {
 // waitReady waits for the status line of postmaster.pid (its 8th line)
 // to say "ready": PostgreSQL then accepts connections.
 func (pg *postgres) waitReady(ctx context.Context, pidFile string) error {
-	ctx, cancel := context.WithTimeout(ctx, pg.cfg.timeout)
-	defer cancel()
-	for {
-		if data, err := os.ReadFile(pidFile); err == nil {
-			lines := strings.Split(string(bytes.TrimSpace(data)), "\n")
-			if len(lines) >= 8 && strings.TrimSpace(lines[7]) == "ready" {
-				return nil
-			}
+	return waitReady(ctx, pg.proc, pg.cfg.timeout, func(context.Context) error {
+		data, err := os.ReadFile(pidFile)
+		if err != nil {
+			return fmt.Errorf("PostgreSQL on port %d: %w", pg.cfg.port, err)
 		}
-		select {
-		case <-pg.proc.Done():
-			return fmt.Errorf("PostgreSQL exited at start (%v); its output ends with:\n%s", pg.proc.ExitErr(), pg.proc.Output())
-		case <-ctx.Done():
-			return fmt.Errorf("PostgreSQL on port %d not ready after %s; its output ends with:\n%s", pg.cfg.port, pg.cfg.timeout, pg.proc.Output())
-		case <-time.After(50 * time.Millisecond):
+		lines := strings.Split(string(bytes.TrimSpace(data)), "\n")
+		if len(lines) >= 8 && strings.TrimSpace(lines[7]) == "ready" {
+			return nil
 		}
-	}
+		return fmt.Errorf("PostgreSQL on port %d is starting", pg.cfg.port)
+	})
 }
 
 // stop asks for a fast shutdown (SIGINT: roll back open transactions, then
