@@ -10,6 +10,7 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/ralph-temporal/ralph/devenv/testkit"
 	"github.com/ralph-temporal/ralph/internal/fakeopenai"
 	"github.com/ralph-temporal/ralph/report"
 )
@@ -130,7 +131,7 @@ func TestRealStackEdgesGitLocalNestedRepoAcrossRetry(t *testing.T) {
 		t.Fatal("a link was planted in .git from the sandbox")
 	}
 	for _, rev := range []string{"HEAD", "refs/ralph/abandoned/" + id + "/round-2-attempt-1"} {
-		files := git(t, dir, "ls-tree", "-r", "--name-only", rev)
+		files := testkit.Git(t, dir, "ls-tree", "-r", "--name-only", rev)
 		if strings.Contains(files, "sub") || !strings.Contains(files, ".gitmodules") {
 			t.Fatalf("%s holds %q: the nested repository entered a commit", rev, files)
 		}
@@ -175,13 +176,13 @@ func TestRealStackEdgesLinksAndRedirectsInGitFailTheRound(t *testing.T) {
 			t.Fatal(err)
 		}
 		other := filepath.Join(e.root, "other")
-		before := git(t, other, "for-each-ref") + git(t, other, "rev-parse", "HEAD")
+		before := testkit.Git(t, other, "for-each-ref") + testkit.Git(t, other, "rev-parse", "HEAD")
 		_, err := e.result(e.start("edges-links", `{"objective":"link","workspace":"victim"}`))
 		var appErr *temporal.ApplicationError
 		if !errors.As(err, &appErr) || appErr.Type() != "RoundFailed" || !strings.Contains(err.Error(), "symbolic link") {
 			t.Fatalf("err = %v, want RoundFailed naming the link", err)
 		}
-		if after := git(t, other, "for-each-ref") + git(t, other, "rev-parse", "HEAD"); after != before {
+		if after := testkit.Git(t, other, "for-each-ref") + testkit.Git(t, other, "rev-parse", "HEAD"); after != before {
 			t.Fatalf("the other workspace's refs moved:\n%s\n->\n%s", before, after)
 		}
 		if data, _ := os.ReadFile(hostFile); string(data) != "host\n" {
@@ -194,7 +195,7 @@ func TestRealStackEdgesLinksAndRedirectsInGitFailTheRound(t *testing.T) {
 	t.Run("remote", func(t *testing.T) {
 		bare, _ := bareRepo(t)
 		decoy, _ := bareRepo(t)
-		decoyRefs := git(t, decoy, "for-each-ref")
+		decoyRefs := testkit.Git(t, decoy, "for-each-ref")
 		script := agentScript(func(tn turn) fakeopenai.Response {
 			if tn.Step() == 0 {
 				return tool("run_command", map[string]any{"command": "git config remote." + bare + ".url " + decoy + " && echo x > f.txt && echo REDIRECTED"})
@@ -208,7 +209,7 @@ func TestRealStackEdgesLinksAndRedirectsInGitFailTheRound(t *testing.T) {
 		if !errors.As(err, &appErr) || appErr.Type() != "RoundFailed" || !strings.Contains(err.Error(), "RALPH_GIT_REMOTE") {
 			t.Fatalf("err = %v, want RoundFailed naming RALPH_GIT_REMOTE", err)
 		}
-		if got := git(t, decoy, "for-each-ref"); got != decoyRefs {
+		if got := testkit.Git(t, decoy, "for-each-ref"); got != decoyRefs {
 			t.Fatalf("the decoy remote was written:\n%s", got)
 		}
 		if !requestsContain(e.model, "REDIRECTED") {
