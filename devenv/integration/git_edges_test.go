@@ -12,6 +12,7 @@ import (
 
 	"github.com/ralph-temporal/ralph/devenv/testkit"
 	"github.com/ralph-temporal/ralph/internal/fakeopenai"
+	"github.com/ralph-temporal/ralph/internal/names"
 	"github.com/ralph-temporal/ralph/report"
 )
 
@@ -149,6 +150,57 @@ func TestRealStackEdgesGitLocalNestedRepoAcrossRetry(t *testing.T) {
 	e.noKeyAnywhere(id)
 }
 
+// Findings 1 and 4, git remote, without the sandbox (where the model can
+// write .git itself), across a retried attempt: the recursion the outer
+// config asks for never happens, the nested repository never reaches the
+// branch, and the command's process-group leader carries no secret.
+func TestRealStackEdgesGitRemoteNestedRepoAcrossRetry(t *testing.T) {
+	bare, _ := bareRepo(t)
+	canary := filepath.Join(t.TempDir(), "canary")
+	leader := "pg=$(ps -o pgid= $$ | tr -d ' '); echo LEADER-ENV; tr '\\0' '\\n' < /proc/$pg/environ"
+	script := agentScript(func(tn turn) fakeopenai.Response {
+		switch {
+		case tn.Round() == 1 && tn.Step() == 0:
+			return tool("run_command", map[string]any{"command": nestedPlant(canary) + "; " + leader})
+		case tn.Round() == 1:
+			return submit(continueArgs("planted a nested repository", "change it"))
+		case tn.Session == 1 && tn.Step() == 0:
+			return tool("run_command", map[string]any{"command": "echo changed > sub/a.txt; " + leader + "; " + longCommand})
+		case tn.Session == 1:
+			return fakeopenai.Text("the lost session must never get here")
+		default:
+			return submit(completeArgs("finished after the retry", "the plant never ran"))
+		}
+	})
+	e := newEnv(t, script, "RALPH_SANDBOX=off", "RALPH_GIT=remote", "RALPH_GIT_REMOTE="+bare,
+		"RALPH_HEARTBEAT_TIMEOUT_SECONDS=2", "TEMPORAL_API_KEY="+temporalKeyCanary, "TEMPORAL_TLS=false")
+	first := e.startWorker()
+	id := "edges-remote-nested"
+	run := e.start(id, `{"objective":"plant","workspace":"edgeremote"}`)
+	dir := filepath.Join(e.root, "edgeremote")
+	killAndRetry(t, e, first, dir)
+	res, err := e.result(run)
+	if err != nil {
+		t.Fatalf("run failed: %v", err)
+	}
+	if res.Status != report.OutcomeComplete || res.RoundsStarted != 2 {
+		t.Fatalf("result = %+v", res)
+	}
+	noCanaryFile(t, canary)
+	if !strings.Contains(testkit.Git(t, dir, "config", "--get", "submodule.recurse"), "true") {
+		t.Fatal("the plant did not set submodule.recurse; the test proves nothing")
+	}
+	files := testkit.Git(t, bare, "ls-tree", "-r", "--name-only", "ralph/edgeremote")
+	if strings.Contains(files, "sub") || !strings.Contains(files, ".gitmodules") {
+		t.Fatalf("the branch holds %q: the nested repository was pushed", files)
+	}
+	if !requestsContain(e.model, "LEADER-ENV") || !requestsContain(e.model, "PATH=") {
+		t.Fatal("the group leader's environment did not reach the model; the test proves nothing")
+	}
+	assertNothingReachedModel(t, e.model, testAPIKey, temporalKeyCanary)
+	e.noKeyAnywhere(id)
+}
+
 // Finding 2, without the sandbox: links inside .git to another workspace's
 // objects and refs and to a host file, and (remote mode) a remote entry
 // that would redirect the push, fail the round; the other workspace, the
@@ -217,3 +269,45 @@ func TestRealStackEdgesLinksAndRedirectsInGitFailTheRound(t *testing.T) {
 		}
 	})
 }
+
+// Finding 8: a workspace named like another's derived name gets its own
+// private home (and lock and transcript directory).
+func TestRealStackEdgesDerivedNamesAreOneToOne(t *testing.T) {
+	const homeMark = "HOME-MARK-of-team-repo-91ac"
+	script := agentScript(func(tn turn) fakeopenai.Response {
+		switch {
+		case strings.Contains(tn.Prompt(), "OBJECTIVE-ALPHA-5e") && tn.Step() == 0:
+			return tool("run_command", map[string]any{"command": "echo " + homeMark + " > $HOME/mark; echo $HOME"})
+		case strings.Contains(tn.Prompt(), "OBJECTIVE-BETA-5e") && tn.Step() == 0:
+			return tool("run_command", map[string]any{"command": "echo SECOND-HOME=$HOME; cat $HOME/mark 2>&1; ls -A $HOME"})
+		default:
+			return submit(completeArgs("done", "done"))
+		}
+	})
+	e := newEnv(t, script, "RALPH_SANDBOX=bwrap")
+	e.startWorker()
+	lookalike := names.Flat("team/repo")
+	if _, err := e.result(e.start("edges-names-1", `{"objective":"OBJECTIVE-ALPHA-5e","workspace":"team/repo"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.result(e.start("edges-names-2", `{"objective":"OBJECTIVE-BETA-5e","workspace":"`+lookalike+`"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if !requestsContain(e.model, "SECOND-HOME=") {
+		t.Fatal("the second run's command did not run")
+	}
+	for _, r := range e.model.Requests() {
+		if strings.Contains(r.LastToolOutput(), "SECOND-HOME=") && strings.Contains(r.LastToolOutput(), homeMark) {
+			t.Fatalf("workspace %q shares the private home of team/repo", lookalike)
+		}
+	}
+	dirs, _ := os.ReadDir(e.sessions)
+	seen := map[string]bool{}
+	for _, d := range dirs {
+		seen[d.Name()] = true
+	}
+	if !seen[names.Flat("team/repo")] || !seen[names.Flat(lookalike)] || names.Flat(lookalike) == names.Flat("team/repo") {
+		t.Fatalf("transcript directories %v, want one for each workspace", seen)
+	}
+}
+
