@@ -38,7 +38,7 @@ func (a *Activities) beginWorkspace(ctx context.Context, dir string, in RoundInp
 	info := activity.GetInfo(ctx)
 	w := &workspaceRound{git: a.git, dir: dir, logger: activity.GetLogger(ctx), tracing: a.cfg.Agent.Tracing, round: gitws.Round{
 		WorkflowID: info.WorkflowExecution.ID, Workspace: in.Workspace,
-		Round: in.Round, MaxRounds: in.MaxRounds, Attempt: int(info.Attempt),
+		Round: in.Round, MaxRounds: in.MaxRounds, Attempt: int(info.Attempt), Checkpoint: in.Checkpoint,
 	}}
 	var err error
 	if w.git == nil {
@@ -49,6 +49,10 @@ func (a *Activities) beginWorkspace(ctx context.Context, dir string, in RoundInp
 	}
 	if w.prepared, err = w.git.Prepare(ctx, dir, w.round); err != nil {
 		return nil, w.stepError(ctx, fmt.Errorf("prepare the workspace's git work tree: %w", err), details)
+	}
+	if w.prepared.Rewound != "" {
+		w.logger.Info("The run was rewound: saved what the workspace held and restored the run's checkpoint", "round", in.Round,
+			"ref", w.prepared.Rewound, "commit", w.prepared.RewoundCommit, "resetTo", in.Checkpoint)
 	}
 	if w.prepared.Abandoned != "" {
 		w.logger.Info("Saved what the lost attempt left uncommitted", "round", in.Round,

@@ -120,6 +120,10 @@ type RoundInput struct {
 	TokenBudget int `json:"tokenBudget,omitempty"`
 	// RunDeadline is when the run's time budget ends (zero: none).
 	RunDeadline time.Time `json:"runDeadline,omitzero"`
+	// Checkpoint is the commit of the last checkpoint the workflow accepted
+	// (git modes; "" before the first). A workspace whose HEAD holds later
+	// rounds of this run was rewound: the round restores this checkpoint.
+	Checkpoint string `json:"checkpoint,omitempty"`
 	// ProtectedPaths are pattern sets (the deployment's, the run's), each
 	// evaluated on its own; a path any set protects is protected.
 	ProtectedPaths [][]string `json:"protectedPaths,omitempty"`

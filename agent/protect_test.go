@@ -202,7 +202,7 @@ func TestReviewerChangesRestoredWithoutSandbox(t *testing.T) {
 		call("run_command", map[string]string{"command": "echo x > new.txt; echo y >> a.txt; rm b.txt"}),
 		fakeopenai.Tools(fakeopenai.SubmitReview(fakeopenai.ReviewArgs{Verdict: "approve", Summary: "Fine."})),
 	}})
-	writeFiles(t, h.req.Workspace, map[string]string{"a.txt": "a\n", "b.txt": "b\n"})
+	testkit.WriteFiles(t, h.req.Workspace, map[string]string{"a.txt": "a\n", "b.txt": "b\n"})
 	res, err := h.run()
 	if err != nil {
 		t.Fatal(err)

@@ -316,6 +316,9 @@ func (l *loop) runRound(ctx workflow.Context, round int) (activities.RoundOutput
 		ProtectedPaths: l.protectedSets(),
 		Deferrable:     l.limits.Deferrals(),
 	}
+	if l.checkpoint != nil {
+		in.Checkpoint = l.checkpoint.Commit
+	}
 	var out activities.RoundOutput
 	err := workflow.ExecuteActivity(actx, activities.RunRoundName, in).Get(ctx, &out)
 	if ctx.Err() != nil {
@@ -456,7 +459,12 @@ func (l *loop) stop(ctx workflow.Context, outcome string, rounds int) {
 }
 
 func (l *loop) continueAsNew(ctx workflow.Context, nextRound int) error {
-	return workflow.NewContinueAsNewError(ctx, WorkflowName, nil, &Continuation{
+	// On a versioned worker the next run starts on the deployment's current
+	// version (and is pinned there from its first task): the round boundary
+	// is where a run upgrades. Servers that predate upgrade-on-continue-as-new
+	// ignore the option and keep the run pinned to its build.
+	opts := workflow.ContinueAsNewErrorOptions{InitialVersioningBehavior: workflow.ContinueAsNewVersioningBehaviorAutoUpgrade}
+	return workflow.NewContinueAsNewErrorWithOptions(ctx, opts, WorkflowName, nil, &Continuation{
 		Objective: l.objective, Workspace: l.workspace, MaxRounds: l.maxRounds, NextRound: nextRound,
 		Limits: l.limits, Usage: l.usage, LastReport: l.last, VerifyCommand: l.verifyCommand,
 		Budget: l.budget, IdleRounds: l.idleRounds, Checkpoint: l.checkpoint, Paused: l.control.paused,

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/url"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -47,6 +48,8 @@ type Worker struct {
 	MetricsAddress string
 	// Connection overrides the standard TEMPORAL_* variables when set.
 	Connection Connection
+	// Versioning is the worker's Worker Deployment Versioning setup.
+	Versioning Versioning
 	// Warnings are said once at start: settings given in a form that is
 	// still accepted but replaced.
 	Warnings []string
@@ -67,6 +70,29 @@ type Connection struct {
 	// (RALPH_ENCRYPTION_KEY_FILE).
 	EncryptionKeyFile string
 }
+
+// Versioning: with Mode on the worker runs as Worker Deployment Version
+// <DeploymentName>.<BuildID> and runs are pinned to the build that started
+// them (SPEC section 21).
+type Versioning struct {
+	Mode           string // VersioningOn or VersioningOff
+	DeploymentName string
+	// BuildID is empty unless set: the worker derives it at start
+	// (internal/buildid: VCS revision, else a hash of its executable).
+	BuildID string
+	// SetCurrent: SetCurrentIfNone, SetCurrentAlways or SetCurrentNever.
+	SetCurrent string
+}
+
+// Values of RALPH_VERSIONING and RALPH_SET_CURRENT.
+const (
+	VersioningOn          = "on"
+	VersioningOff         = "off"
+	SetCurrentIfNone      = "if-none"
+	SetCurrentAlways      = "always"
+	SetCurrentNever       = "never"
+	DefaultDeploymentName = "ralph"
+)
 
 // Defaults of the worker's own settings (the activities' defaults live in
 // activities.DefaultConfig).
@@ -103,6 +129,7 @@ func DefaultWorker() Worker {
 		ConnectTimeout:   DefaultConnectTimeout,
 		LogLevel:         slog.LevelInfo,
 		LogFormat:        "text",
+		Versioning:       Versioning{Mode: VersioningOn, DeploymentName: DefaultDeploymentName, SetCurrent: SetCurrentIfNone},
 	}
 }
 
@@ -267,6 +294,16 @@ func workerSettings() []setting {
 			strp: func(w *Worker) *string { return &w.Activities.Git.Author }},
 		{flag: "encryption-key-file", env: EnvEncryptionKeyFile, usage: "file of '<key id> <base64 32 bytes>' lines: encrypt payloads (first key), decrypt (all)",
 			strp: func(w *Worker) *string { return &w.Connection.EncryptionKeyFile }},
+		{flag: "versioning", env: "RALPH_VERSIONING", usage: "on: Worker Deployment Versioning, runs pinned to the build that started them; off: unversioned workers (servers without it)",
+			custom: enum(func(w *Worker) *string { return &w.Versioning.Mode }, VersioningOn, VersioningOff),
+			def:    func(w *Worker) string { return w.Versioning.Mode }},
+		{flag: "deployment-name", env: "RALPH_DEPLOYMENT_NAME", usage: "Worker Deployment name; the worker's version is <deployment name>.<build id>",
+			strp: func(w *Worker) *string { return &w.Versioning.DeploymentName }},
+		{flag: "build-id", env: "RALPH_BUILD_ID", usage: "build id of the worker's version (default: the binary's VCS revision, -dirty when modified; else the first 12 hex digits of the SHA-256 of the executable)",
+			strp: func(w *Worker) *string { return &w.Versioning.BuildID }},
+		{flag: "set-current", env: "RALPH_SET_CURRENT", usage: "if-none: make this version current when the deployment has none; always; never (the worker logs the command that would)",
+			custom: enum(func(w *Worker) *string { return &w.Versioning.SetCurrent }, SetCurrentIfNone, SetCurrentAlways, SetCurrentNever),
+			def:    func(w *Worker) string { return w.Versioning.SetCurrent }},
 		{flag: "metrics-address", env: "RALPH_METRICS_ADDRESS", usage: "host:port serving Prometheus /metrics (empty: off)",
 			strp: func(w *Worker) *string { return &w.MetricsAddress }},
 		{flag: "concurrent-rounds", env: "RALPH_CONCURRENT_ROUNDS", usage: "rounds one worker runs at once",
@@ -551,7 +588,29 @@ func (w *Worker) finish() error {
 			int(t.MaxCommandTimeout/time.Second), int(t.CommandTimeout/time.Second))
 	}
 	w.Activities.HeartbeatInterval = HeartbeatInterval(lim.HeartbeatTimeoutSeconds)
+	return w.Versioning.check()
+}
+
+// Temporal refuses '.' and ':' in a deployment name (they delimit version
+// strings); build ids keep to the characters of revisions and hashes.
+var (
+	deploymentNamePattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,200}$`)
+	buildIDPattern        = regexp.MustCompile(`^[A-Za-z0-9_+-][A-Za-z0-9._+-]{0,199}$`)
+)
+
+func (v Versioning) check() error {
+	if !deploymentNamePattern.MatchString(v.DeploymentName) {
+		return fmt.Errorf("RALPH_DEPLOYMENT_NAME=%q: must be 1-200 letters, digits, '-' or '_' (Temporal refuses '.' and ':' in a deployment name)", v.DeploymentName)
+	}
+	if v.BuildID != "" && !buildIDPattern.MatchString(v.BuildID) {
+		return fmt.Errorf("RALPH_BUILD_ID=%q: must be 1-200 letters, digits, '.', '-', '_' or '+', not starting with '.'", v.BuildID)
+	}
 	return nil
+}
+
+// CheckBuildID validates a derived build id like a configured one.
+func CheckBuildID(id string) error {
+	return Versioning{DeploymentName: DefaultDeploymentName, BuildID: id}.check()
 }
 
 // HeartbeatInterval is how often a round heartbeats for a heartbeat timeout:

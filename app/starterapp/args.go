@@ -23,8 +23,10 @@ type command struct {
 	objectiveFile string
 	verify        string
 	workspace     string
-	// reason is the stop update's reason.
-	reason     string
+	// reason is the stop update's (or the rewind's) reason.
+	reason string
+	// round is the round rewind goes back to (0: not given).
+	round      int
 	workflowID string
 	// allowNoWorker starts even when nobody polls the task queue.
 	allowNoWorker bool

@@ -121,6 +121,7 @@ const (
 	cmdStop   = "stop"
 	cmdPause  = "pause"
 	cmdResume = "resume"
+	cmdRewind = "rewind"
 )
 
 // Flags every command has besides the connection flags of config.
@@ -228,6 +229,24 @@ var commands = []commandDecl{
 		detail:  "Sends the resume update: a paused run starts its next round.",
 		exits:   updateExits,
 		exec:    func(s *session, ctx context.Context) int { return s.control(ctx, workflows.UpdateResume) },
+	},
+	{
+		name:    cmdRewind,
+		summary: "reset a run to just after round K's report (--round K): it goes on at round K+1 with K's report as the handoff",
+		detail: "Resets the run (a Temporal reset, the reason recorded) to just after round K's report was accepted: " +
+			"the run goes on at round K+1 with round K's report as the handoff and its usage and budgets as they were then; " +
+			"updates sent after that point are not reapplied. In git modes the next round first restores the workspace to " +
+			"round K's checkpoint and saves what was there on refs/ralph/abandoned/<workflow id>/rewind-<n>. " +
+			"K must be between 1 and the current round minus 1, and in the current run of the workflow (a round before the " +
+			"last continue-as-new is refused, naming the rounds that can be rewound).",
+		flags: []flagDecl{
+			{name: "round", usage: "the round whose report the run goes back to (1 <= K < the current round)", count: func(c *command) *int { return &c.round }},
+			{name: "reason", usage: "why the run is rewound (recorded with the reset)", text: func(c *command) *string { return &c.reason }},
+		},
+		exits: []exitUse{{ExitComplete, "the run was reset; the new run id is printed"},
+			{ExitFailed, "no such run, or the reset failed"},
+			{ExitUsage, "--round missing or outside the rounds that can be rewound (the message names them)"}},
+		exec: (*session).rewind,
 	},
 }
 

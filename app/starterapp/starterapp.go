@@ -24,6 +24,7 @@ import (
 	"go.temporal.io/api/serviceerror"
 	workflowpb "go.temporal.io/api/workflow/v1"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 	tlog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
 
@@ -120,7 +121,11 @@ func (a *App) connected(ctx context.Context, cmd command, opts client.Options) i
 	}
 	defer c.Close()
 
-	s := &session{App: a, c: c, cmd: cmd, address: opts.HostPort, namespace: opts.Namespace}
+	dc := opts.DataConverter
+	if dc == nil {
+		dc = converter.GetDefaultDataConverter()
+	}
+	s := &session{App: a, c: c, cmd: cmd, address: opts.HostPort, namespace: opts.Namespace, dc: dc}
 	d, _ := lookupCommand(cmd.name)
 	return d.exec(s, ctx)
 }
@@ -132,6 +137,9 @@ type session struct {
 	cmd       command
 	address   string
 	namespace string
+	// dc decodes payloads the way the client encodes them (rewind reads
+	// round inputs from history).
+	dc converter.DataConverter
 }
 
 func (s *session) errorf(format string, args ...any) {

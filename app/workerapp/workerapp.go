@@ -168,7 +168,11 @@ func Run(ctx context.Context, cfg config.Worker, env config.Env, logger *slog.Lo
 		return &UsageError{Err: err}
 	}
 	opts.Logger = tlog.NewStructuredLogger(logger)
-	wopts := Options(cfg)
+	version, err := DeploymentVersion(cfg.Versioning)
+	if err != nil {
+		return &UsageError{Err: err}
+	}
+	wopts := Options(cfg, version)
 	if tp != nil {
 		ti, err := tp.ClientInterceptor()
 		if err != nil {
@@ -184,7 +188,7 @@ func Run(ctx context.Context, cfg config.Worker, env config.Env, logger *slog.Lo
 		}
 		defer stopMetrics()
 	}
-	logger.Info("starting Ralph worker", append([]any{"address", opts.HostPort, "namespace", opts.Namespace,
+	logger.Info("starting Ralph worker", append([]any{"version", VersionString(version), "address", opts.HostPort, "namespace", opts.Namespace,
 		"encryptionKeyFile", cfg.Connection.EncryptionKeyFile, "metricsAddress", cfg.MetricsAddress}, cfg.LogAttrs()...)...)
 
 	c, err := dialWithRetry(ctx, opts, env, cfg.ConnectTimeout, logger)
@@ -198,43 +202,67 @@ func Run(ctx context.Context, cfg config.Worker, env config.Env, logger *slog.Lo
 		}
 	}
 
+	fatal := make(chan error, 1)
+	wopts.OnFatalError = func(err error) {
+		select {
+		case fatal <- err:
+		default:
+		}
+	}
 	w := worker.New(c, cfg.TaskQueue, wopts)
 	Register(w, acts)
-
-	stop := make(chan any)
-	finished := make(chan struct{})
-	defer close(finished)
-	go func() {
-		select {
-		case <-ctx.Done():
-			logger.Info("stopping: draining running rounds", "stopTimeout", cfg.StopTimeout)
-			close(stop)
-		case <-finished:
+	if err := w.Start(); err != nil {
+		return fmt.Errorf("worker on task queue %q: %w", cfg.TaskQueue, err)
+	}
+	stopped := false
+	stopWorker := func() {
+		if !stopped {
+			stopped = true
+			w.Stop()
 		}
-	}()
-	logger.Info("worker is polling", "taskQueue", cfg.TaskQueue, "namespace", opts.Namespace, "address", opts.HostPort)
-	if err := w.Run(stop); err != nil {
+	}
+	defer stopWorker()
+	if version != nil {
+		if err := promote(ctx, c, *version, cfg.Versioning.SetCurrent, logger); err != nil {
+			return err
+		}
+	}
+	logger.Info("worker is polling", "taskQueue", cfg.TaskQueue, "namespace", opts.Namespace, "address", opts.HostPort,
+		"version", VersionString(version))
+	select {
+	case <-ctx.Done():
+		logger.Info("stopping: draining running rounds", "stopTimeout", cfg.StopTimeout)
+		stopWorker()
+	case err := <-fatal:
 		return fmt.Errorf("worker on task queue %q: %w", cfg.TaskQueue, err)
 	}
 	logger.Info("worker stopped")
 	return nil
 }
 
-// Options are the worker options a Ralph worker runs with.
-func Options(cfg config.Worker) worker.Options {
-	return worker.Options{
+// Options are the worker options a Ralph worker runs with; version nil
+// means an unversioned worker.
+func Options(cfg config.Worker, version *worker.WorkerDeploymentVersion) worker.Options {
+	opts := worker.Options{
 		MaxConcurrentActivityExecutionSize: cfg.ConcurrentRounds,
 		MaxHeartbeatThrottleInterval:       HeartbeatThrottle,
 		DefaultHeartbeatThrottleInterval:   HeartbeatThrottle,
 		StickyScheduleToStartTimeout:       StickyScheduleToStart,
 		WorkerStopTimeout:                  cfg.StopTimeout,
 	}
+	if version != nil {
+		opts.DeploymentOptions = worker.DeploymentOptions{UseVersioning: true, Version: *version}
+	}
+	return opts
 }
 
 // Register puts the workflow and the activities on w under their stable
 // names; the activities register themselves (one path for every worker).
+// The workflow is Pinned: on a versioned worker each run's tasks go only to
+// workers of the build that started it (unversioned workers ignore it).
 func Register(w worker.Registry, acts *activities.Activities) {
-	w.RegisterWorkflowWithOptions(workflows.Ralph, workflow.RegisterOptions{Name: workflows.WorkflowName})
+	w.RegisterWorkflowWithOptions(workflows.Ralph, workflow.RegisterOptions{Name: workflows.WorkflowName,
+		VersioningBehavior: workflow.VersioningBehaviorPinned})
 	acts.Register(w)
 }
 

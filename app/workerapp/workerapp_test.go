@@ -3,6 +3,7 @@ package workerapp
 import (
 	"bytes"
 	"context"
+	"go.temporal.io/sdk/worker"
 	"io"
 	"log/slog"
 	"os"
@@ -40,11 +41,48 @@ func TestConfigIsAcceptedByActivities(t *testing.T) {
 func TestOptions(t *testing.T) {
 	cfg := config.DefaultWorker()
 	cfg.ConcurrentRounds = 3
-	o := Options(cfg)
+	o := Options(cfg, nil)
 	if o.MaxConcurrentActivityExecutionSize != 3 || o.MaxHeartbeatThrottleInterval != time.Second ||
 		o.DefaultHeartbeatThrottleInterval != time.Second || o.WorkerStopTimeout != config.DefaultStopTimeout ||
-		o.StickyScheduleToStartTimeout != 2*time.Second {
+		o.StickyScheduleToStartTimeout != 2*time.Second || o.DeploymentOptions.UseVersioning {
 		t.Errorf("options = %+v", o)
+	}
+	v := worker.WorkerDeploymentVersion{DeploymentName: "ralph", BuildID: "abc"}
+	if o := Options(cfg, &v); !o.DeploymentOptions.UseVersioning || o.DeploymentOptions.Version != v {
+		t.Errorf("versioned options = %+v", o.DeploymentOptions)
+	}
+}
+
+// The default build id is the binary's; RALPH_BUILD_ID overrides it; off
+// means unversioned; bad names are refused naming the setting.
+func TestDeploymentVersion(t *testing.T) {
+	load := func(env config.MapEnv) (config.Worker, error) {
+		dir := t.TempDir()
+		env["RALPH_WORKSPACE_ROOT"], env["RALPH_SESSION_DIR"] = filepath.Join(dir, "ws"), filepath.Join(dir, "s")
+		return config.LoadWorker(nil, env, io.Discard)
+	}
+	cfg, err := load(config.MapEnv{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := DeploymentVersion(cfg.Versioning)
+	if err != nil || v == nil || v.DeploymentName != "ralph" || v.BuildID == "" || cfg.Versioning.SetCurrent != config.SetCurrentIfNone {
+		t.Fatalf("default version = %+v, %v (set-current %q)", v, err, cfg.Versioning.SetCurrent)
+	}
+	cfg, _ = load(config.MapEnv{"RALPH_BUILD_ID": "v1.2.3", "RALPH_DEPLOYMENT_NAME": "team-a"})
+	if v, _ := DeploymentVersion(cfg.Versioning); VersionString(v) != "team-a.v1.2.3" {
+		t.Fatalf("version = %q", VersionString(v))
+	}
+	cfg, _ = load(config.MapEnv{"RALPH_VERSIONING": "off"})
+	if v, err := DeploymentVersion(cfg.Versioning); v != nil || err != nil {
+		t.Fatalf("off: %+v, %v", v, err)
+	}
+	for env, want := range map[string]string{"RALPH_DEPLOYMENT_NAME=a.b": "RALPH_DEPLOYMENT_NAME", "RALPH_BUILD_ID=a b": "RALPH_BUILD_ID",
+		"RALPH_VERSIONING=yes": "RALPH_VERSIONING", "RALPH_SET_CURRENT=sometimes": "RALPH_SET_CURRENT"} {
+		k, val, _ := strings.Cut(env, "=")
+		if _, err := load(config.MapEnv{k: val}); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: error %v, want one naming %s", env, err, want)
+		}
 	}
 }
 

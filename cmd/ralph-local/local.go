@@ -212,6 +212,11 @@ type worker struct {
 
 func (l *local) startWorker(ctx context.Context, s settings, addr string, env config.MapEnv, logs string) (*worker, error) {
 	args := []string{"--address", addr, "--namespace", client.DefaultNamespace, "--demo=" + strconv.FormatBool(s.demo)}
+	if _, set := env["RALPH_SET_CURRENT"]; !set {
+		// The local dev server's database remembers earlier builds: a rebuilt
+		// worker must still take the new runs.
+		args = append(args, "--set-current", config.SetCurrentAlways)
+	}
 	cfg, err := config.LoadWorker(args, env, l.stderr)
 	if err != nil {
 		return nil, fmt.Errorf("worker settings: %w", err)

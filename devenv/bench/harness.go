@@ -112,7 +112,7 @@ func (h *Harness) StartInProc(t Target, prefix, baseURL string, eager bool, extr
 	if err != nil {
 		return nil, err
 	}
-	opts := workerapp.Options(cfg)
+	opts := workerapp.Options(cfg, nil)
 	opts.DisableEagerActivities = !eager
 	w := worker.New(t.Client, queue, opts)
 	workerapp.Register(w, acts)

@@ -30,6 +30,10 @@ type Round struct {
 	Round     int
 	MaxRounds int
 	Attempt   int
+	// Checkpoint is the last checkpoint the workflow accepted ("" before
+	// the first, or from histories that predate it): a HEAD past it with
+	// later rounds of this workflow means the run was rewound.
+	Checkpoint string
 }
 
 // Handoff is what the round's valid report says, for the commit message.

@@ -22,6 +22,10 @@ type Prepared struct {
 	// AbandonedCommit its commit ("" when there were none).
 	Abandoned       string
 	AbandonedCommit string
+	// Rewound is the ref that holds what a rewound run's workspace held
+	// (later rounds, uncommitted changes), and RewoundCommit its commit.
+	Rewound       string
+	RewoundCommit string
 }
 
 // Prepare makes dir ready for round r's session.
@@ -76,6 +80,13 @@ func (g *Git) prepareLocal(ctx context.Context, dir string, r Round) (Prepared, 
 		}
 	}
 	p := Prepared{Base: base}
+	if p.Rewound, p.RewoundCommit, err = g.rewind(ctx, dir, base, r); err != nil {
+		return Prepared{}, fmt.Errorf("restore the checkpoint of a rewound run: %w", err)
+	}
+	if p.Rewound != "" {
+		p.Base = r.Checkpoint
+		base = r.Checkpoint
+	}
 	if r.Attempt > 1 {
 		ref := AbandonedRef(r.WorkflowID, r.Round, r.Attempt-1)
 		if p.AbandonedCommit, err = g.saveLeftovers(ctx, dir, base, ref, r.WorkflowID, r.Round, r.Attempt-1); err != nil {

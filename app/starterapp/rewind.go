@@ -1,0 +1,142 @@
+package starterapp
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/google/uuid"
+	commonpb "go.temporal.io/api/common/v1"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/workflowservice/v1"
+
+	"github.com/ralph-temporal/ralph/activities"
+	"github.com/ralph-temporal/ralph/workflows"
+)
+
+// rewind resets the run to just after round K's report was accepted: the
+// workflow task that completed after round K's activity. Replaying up to
+// there restores the loop's state after round K (report, usage, counters);
+// the workflow then schedules round K+1, whose activity restores the
+// workspace to round K's checkpoint in git modes.
+func (s *session) rewind(ctx context.Context) int {
+	id, k := s.cmd.workflowID, s.cmd.round
+	if k == 0 {
+		s.errorf("rewind needs --round K (1 <= K < the run's current round)")
+		return ExitUsage
+	}
+	desc, err := s.c.DescribeWorkflowExecution(ctx, id, "")
+	if err != nil {
+		if isNotFound(err) {
+			s.errorf("no workflow with id %q in namespace %s", id, s.namespace)
+		} else {
+			s.errorf("describe workflow %s: %v", id, err)
+		}
+		return ExitFailed
+	}
+	runID := desc.GetWorkflowExecutionInfo().GetExecution().GetRunId()
+	rounds, current, err := s.roundsOf(ctx, id, runID)
+	if err != nil {
+		s.errorf("read the history of workflow %s: %v", id, err)
+		return ExitFailed
+	}
+	if current < 2 {
+		s.errorf("--round %d: no round of workflow %s can be rewound yet (it is at round %d; a rewind goes back to a round before the current one)", k, id, current)
+		return ExitUsage
+	}
+	if k >= current {
+		s.errorf("--round %d: must be between 1 and %d (workflow %s is at round %d)", k, current-1, id, current)
+		return ExitUsage
+	}
+	point, ok := rounds[k]
+	if !ok {
+		var ks []int
+		for r := range rounds {
+			if r < current {
+				ks = append(ks, r)
+			}
+		}
+		slices.Sort(ks)
+		if len(ks) == 0 {
+			s.errorf("--round %d: round %d ran before the run's last continue-as-new; no round of the current run can be rewound yet", k, k)
+		} else {
+			s.errorf("--round %d: round %d ran before the run's last continue-as-new; rounds %d-%d of the current run can be rewound", k, k, ks[0], ks[len(ks)-1])
+		}
+		return ExitUsage
+	}
+	reason := s.cmd.reason
+	if reason == "" {
+		reason = fmt.Sprintf("starter rewind --round %d", k)
+	} else {
+		reason = fmt.Sprintf("starter rewind --round %d: %s", k, reason)
+	}
+	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	resp, err := s.c.ResetWorkflowExecution(rctx, &workflowservice.ResetWorkflowExecutionRequest{
+		Namespace:                 s.namespace,
+		WorkflowExecution:         &commonpb.WorkflowExecution{WorkflowId: id, RunId: runID},
+		Reason:                    reason,
+		WorkflowTaskFinishEventId: point,
+		RequestId:                 uuid.NewString(),
+		// The run comes back in the state it had after round K: updates
+		// and signals sent later are not applied again.
+		ResetReapplyType: enumspb.RESET_REAPPLY_TYPE_NONE,
+	})
+	if err != nil {
+		s.errorf("reset workflow %s to after round %d: %v", id, k, err)
+		return ExitFailed
+	}
+	s.infof("workflow %s rewound to just after round %d (reset at event %d of run %s); it goes on at round %d", id, k, point, runID, k+1)
+	fmt.Fprintln(s.Stdout, resp.GetRunId())
+	return ExitComplete
+}
+
+// roundsOf reads a run's history: for each round whose report was accepted
+// in it, the workflow task completed right after its activity (the reset
+// point), and the latest round the run started.
+func (s *session) roundsOf(ctx context.Context, id, runID string) (map[int]int64, int, error) {
+	scheduled := map[int64]int{} // activity scheduled event id → round
+	completed := map[int]bool{}
+	points := map[int]int64{}
+	var waiting []int // completed rounds waiting for their workflow task
+	current := 0
+	iter := s.c.GetWorkflowHistory(ctx, id, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for iter.HasNext() {
+		ev, err := iter.Next()
+		if err != nil {
+			return nil, 0, err
+		}
+		switch {
+		case ev.GetActivityTaskScheduledEventAttributes() != nil:
+			a := ev.GetActivityTaskScheduledEventAttributes()
+			if a.GetActivityType().GetName() != activities.RunRoundName {
+				continue
+			}
+			var in activities.RoundInput
+			if err := s.dc.FromPayloads(a.GetInput(), &in); err != nil {
+				return nil, 0, fmt.Errorf("decode the input of event %d: %w", ev.GetEventId(), err)
+			}
+			scheduled[ev.GetEventId()] = in.Round
+			current = max(current, in.Round)
+		case ev.GetActivityTaskCompletedEventAttributes() != nil:
+			if r, ok := scheduled[ev.GetActivityTaskCompletedEventAttributes().GetScheduledEventId()]; ok {
+				completed[r] = true
+				waiting = append(waiting, r)
+			}
+		case ev.GetWorkflowTaskCompletedEventAttributes() != nil:
+			for _, r := range waiting {
+				points[r] = ev.GetEventId()
+			}
+			waiting = nil
+		}
+	}
+	if current == 0 {
+		// A continued run that has not scheduled its first round yet.
+		var st workflows.Status
+		if v, err := s.c.QueryWorkflow(ctx, id, runID, workflows.StatusQueryName); err == nil && v.Get(&st) == nil {
+			current = st.Round
+		}
+	}
+	return points, current, nil
+}

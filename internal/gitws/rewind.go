@@ -1,0 +1,82 @@
+package gitws
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// RewindRef names where a rewind saves what the workspace held: the rounds
+// after the checkpoint the run went back to, and uncommitted changes.
+func RewindRef(workflowID string, n int) string {
+	return fmt.Sprintf("%s%s/rewind-%d", AbandonedRefPrefix, refComponent(workflowID), n)
+}
+
+// rewind restores dir to r.Checkpoint when the work tree's HEAD holds
+// checkpoints of this workflow's later rounds: the run was reset (starter
+// rewind) to an earlier round, and the workflow hands the round the
+// checkpoint it holds. What HEAD and the work tree held is saved on the
+// next RewindRef first, so nothing is lost. A HEAD without later rounds of
+// this workflow (a person's own commits) is left alone.
+func (g *Git) rewind(ctx context.Context, dir, head string, r Round) (ref, commit string, err error) {
+	if r.Checkpoint == "" || head == "" || head == r.Checkpoint {
+		return "", "", nil
+	}
+	if c, err := g.resolve(ctx, dir, r.Checkpoint); err != nil {
+		return "", "", err
+	} else if c == "" {
+		return "", "", fmt.Errorf("the run's checkpoint %s is not in the workspace repository", r.Checkpoint)
+	}
+	if _, err := g.run(ctx, dir, cmdOpts{}, "merge-base", "--is-ancestor", r.Checkpoint, head); err != nil {
+		var ge *gitError
+		if errors.As(err, &ge) && ge.exitCode == 1 {
+			return "", "", nil // HEAD went elsewhere: not a rewind of this run
+		}
+		return "", "", err
+	}
+	later, err := g.run(ctx, dir, cmdOpts{}, "log", "--format=%H", "--fixed-strings",
+		"--grep="+TrailerWorkflowID+": "+oneLine(r.WorkflowID), r.Checkpoint+".."+head)
+	if err != nil {
+		return "", "", fmt.Errorf("list the rounds after checkpoint %s: %w", r.Checkpoint, err)
+	}
+	if strings.TrimSpace(later) == "" {
+		return "", "", nil
+	}
+	tree, err := g.WorkTree(ctx, dir)
+	if err != nil {
+		return "", "", err
+	}
+	headTree, err := g.treeOf(ctx, dir, head)
+	if err != nil {
+		return "", "", err
+	}
+	commit = head
+	if tree != headTree {
+		msg := fmt.Sprintf("ralph: rewound to round %d's checkpoint: what the work tree held uncommitted\n\n%s: %s\n%s: %d\n",
+			r.Round-1, TrailerWorkflowID, oneLine(r.WorkflowID), TrailerRound, r.Round)
+		if commit, err = g.commitTree(ctx, dir, tree, msg, head); err != nil {
+			return "", "", err
+		}
+	}
+	existing, err := g.run(ctx, dir, cmdOpts{}, "for-each-ref", "--format=%(refname)",
+		AbandonedRefPrefix+refComponent(r.WorkflowID)+"/")
+	if err != nil {
+		return "", "", fmt.Errorf("list the abandoned refs: %w", err)
+	}
+	n := 1
+	for _, name := range strings.Fields(existing) {
+		var k int
+		if _, err := fmt.Sscanf(name[strings.LastIndex(name, "/")+1:], "rewind-%d", &k); err == nil && k >= n {
+			n = k + 1
+		}
+	}
+	ref = RewindRef(r.WorkflowID, n)
+	if err := g.setRef(ctx, dir, ref, commit, ""); err != nil {
+		return "", "", err
+	}
+	if err := g.resetTo(ctx, dir, r.Checkpoint); err != nil {
+		return "", "", err
+	}
+	return ref, commit, nil
+}

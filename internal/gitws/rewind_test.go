@@ -1,0 +1,77 @@
+package gitws
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/ralph-temporal/ralph/devenv/testkit"
+)
+
+// A rewound run's next round gets the checkpoint the run went back to: the
+// work tree is restored to it, and the later rounds' commits and the
+// uncommitted changes are saved on rewind-<n> refs, numbered per rewind.
+func TestRewindRestoresTheCheckpointAndSavesTheRest(t *testing.T) {
+	g := newGit(t, ModeLocal, "")
+	dir := workspace(t, "ws")
+	p := prepare(t, g, dir, round(1, 1))
+	write(t, dir, "one.txt", "round 1\n")
+	cp1 := checkpoint(t, g, dir, p, round(1, 1), handoff("continue", "one"))
+	r2 := round(2, 1)
+	r2.Checkpoint = cp1.Commit
+	p = prepare(t, g, dir, r2)
+	if p.Rewound != "" {
+		t.Fatalf("an ordinary round 2 was taken for a rewind: %+v", p)
+	}
+	write(t, dir, "two.txt", "round 2\n")
+	cp2 := checkpoint(t, g, dir, p, r2, handoff("continue", "two"))
+	write(t, dir, "wip.txt", "uncommitted\n")
+
+	// The run was reset to just after round 1: round 2 runs again with
+	// round 1's checkpoint.
+	p = prepare(t, g, dir, r2)
+	want := "refs/ralph/abandoned/wf-1/rewind-1"
+	if p.Rewound != want || p.Base != cp1.Commit || testkit.Git(t, dir, "rev-parse", "HEAD") != cp1.Commit {
+		t.Fatalf("prepared = %+v, HEAD %s, want rewound to %s", p, testkit.Git(t, dir, "rev-parse", "HEAD"), cp1.Commit)
+	}
+	if exists(dir, "two.txt") || exists(dir, "wip.txt") || !exists(dir, "one.txt") {
+		t.Fatal("the work tree is not round 1's checkpoint")
+	}
+	if got := testkit.Git(t, dir, "show", want+":wip.txt"); got != "uncommitted" {
+		t.Fatalf("saved wip.txt = %q", got)
+	}
+	if parent := testkit.Git(t, dir, "rev-parse", want+"^"); parent != cp2.Commit {
+		t.Fatalf("the saved commit's parent is %s, want round 2's checkpoint %s", parent, cp2.Commit)
+	}
+
+	// A second rewind gets the next number; HEAD = the checkpoint is no rewind.
+	write(t, dir, "two.txt", "round 2 again\n")
+	cp2b := checkpoint(t, g, dir, p, r2, handoff("continue", "two again"))
+	if p = prepare(t, g, dir, r2); p.Rewound != "refs/ralph/abandoned/wf-1/rewind-2" ||
+		testkit.Git(t, dir, "rev-parse", "refs/ralph/abandoned/wf-1/rewind-2") != cp2b.Commit {
+		t.Fatalf("second rewind: %+v", p)
+	}
+	if p = prepare(t, g, dir, r2); p.Rewound != "" {
+		t.Fatalf("HEAD at the checkpoint was taken for a rewind: %+v", p)
+	}
+}
+
+// A person's own commit on top of the checkpoint is not a rewind: nothing
+// of this workflow's later rounds is in it, so it stays.
+func TestPersonsCommitIsNotARewind(t *testing.T) {
+	g := newGit(t, ModeLocal, "")
+	dir := workspace(t, "ws")
+	p := prepare(t, g, dir, round(1, 1))
+	write(t, dir, "one.txt", "round 1\n")
+	cp1 := checkpoint(t, g, dir, p, round(1, 1), handoff("continue", "one"))
+	write(t, dir, "HUMAN.md", "note\n")
+	testkit.Git(t, dir, "add", "HUMAN.md")
+	testkit.Git(t, dir, "-c", "user.name=P", "-c", "user.email=p@localhost", "commit", "-q", "-m", "a person's commit")
+	r2 := round(2, 1)
+	r2.Checkpoint = cp1.Commit
+	if p := prepare(t, g, dir, r2); p.Rewound != "" || !exists(dir, "HUMAN.md") {
+		t.Fatalf("a person's commit was rewound: %+v", p)
+	}
+	if refs := testkit.Git(t, dir, "for-each-ref", "refs/ralph/"); strings.Contains(refs, "rewind") {
+		t.Fatalf("refs = %q", refs)
+	}
+}
