@@ -310,4 +310,3 @@ func TestRealStackEdgesDerivedNamesAreOneToOne(t *testing.T) {
 		t.Fatalf("transcript directories %v, want one for each workspace", seen)
 	}
 }
-
