@@ -281,12 +281,8 @@ func TestRunRoundCancelStopsCommand(t *testing.T) {
 	if !ok {
 		t.Fatalf("the sleep's process was not found while it ran")
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for proc.Alive(pid) {
-		if time.Now().After(deadline) {
-			t.Fatalf("sleep %d survived the cancel", pid)
-		}
-		time.Sleep(20 * time.Millisecond)
+	if proc.WaitGone(context.Background(), 10*time.Second, pid) != nil {
+		t.Fatalf("sleep %d survived the cancel", pid)
 	}
 	if files := f.transcripts("repo"); len(files) != 1 {
 		t.Errorf("transcripts = %v", files)

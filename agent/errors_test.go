@@ -202,14 +202,7 @@ func TestCancelKillsRunningCommand(t *testing.T) {
 // its reaper counts as gone.
 func waitGone(t *testing.T, pid int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if !proc.Alive(pid) {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("process %d still runs after cancel", pid)
-		}
-		time.Sleep(20 * time.Millisecond)
+	if proc.WaitGone(context.Background(), 10*time.Second, pid) != nil {
+		t.Fatalf("process %d still runs after cancel", pid)
 	}
 }

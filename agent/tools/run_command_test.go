@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/ralph-temporal/ralph/internal/proc"
+	"github.com/ralph-temporal/ralph/internal/wait"
 )
 
 // spawnScript starts a background sleep and a foreground one, recording the
@@ -27,35 +28,30 @@ const spawnScript = `sleep 300 & echo $! > bg.pid; echo $$ > sh.pid; sleep 300`
 // readPid waits for a pid file written by spawnScript.
 func readPid(t *testing.T, path string) int {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		b, err := os.ReadFile(path)
-		if err == nil && strings.HasSuffix(string(b), "\n") {
-			pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-			if err != nil {
-				t.Fatalf("bad pid file %s: %q", path, b)
-			}
-			return pid
+	var b []byte
+	err := wait.For(context.Background(), 10*time.Second, 10*time.Millisecond, func(context.Context) error {
+		var err error
+		if b, err = os.ReadFile(path); err == nil && !strings.HasSuffix(string(b), "\n") {
+			err = errors.New("not written yet")
 		}
-		time.Sleep(10 * time.Millisecond)
+		return err
+	})
+	if err != nil {
+		t.Fatalf("pid file %s never appeared: %v", path, err)
 	}
-	t.Fatalf("pid file %s never appeared", path)
-	return 0
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatalf("bad pid file %s: %q", path, b)
+	}
+	return pid
 }
 
 // assertGone waits (generously) for every pid to be dead.
 func assertGone(t *testing.T, pids ...int) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for _, pid := range pids {
-		for proc.Alive(pid) {
-			if time.Now().After(deadline) {
-				t.Errorf("process %d still alive", pid)
-				_ = syscall.Kill(pid, syscall.SIGKILL)
-				break
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+	for _, pid := range proc.WaitGone(context.Background(), 5*time.Second, pids...) {
+		t.Errorf("process %d still alive", pid)
+		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
 }
 

@@ -20,7 +20,8 @@ import (
 // mid-run would show two workflow spans with different ids, the first cut
 // short. Here the workflow span gets ids derived from the run id, so every
 // rebuild is the same span, and it is exported only by the worker whose
-// workflow function returned: exactly once per run. (Activity and timer
+// workflow function returned live (not while replaying, as it does again
+// for a query on a closed run): once per run. (Activity and timer
 // spans are already skipped during replay by the SDK.)
 
 const (
@@ -147,7 +148,11 @@ type returnMarkerInbound struct {
 
 func (m *returnMarkerInbound) ExecuteWorkflow(ctx workflow.Context, in *interceptor.ExecuteWorkflowInput) (any, error) {
 	ret, err := m.Next.ExecuteWorkflow(ctx, in)
-	m.runs.returned.Store(workflow.GetInfo(ctx).WorkflowExecution.RunID, struct{}{})
+	// Only the live return: a query on a closed run replays its whole
+	// history and returns again, and that copy must not be exported.
+	if !workflow.IsReplaying(ctx) {
+		m.runs.returned.Store(workflow.GetInfo(ctx).WorkflowExecution.RunID, struct{}{})
+	}
 	return ret, err
 }
 

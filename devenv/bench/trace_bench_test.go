@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"syscall"
 	"testing"
+	"time"
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/testsuite"
@@ -15,6 +17,7 @@ import (
 	"github.com/ralph-temporal/ralph/devenv/temporalserver"
 	"github.com/ralph-temporal/ralph/devenv/testkit"
 	"github.com/ralph-temporal/ralph/internal/fakeopenai"
+	"github.com/ralph-temporal/ralph/internal/tracing"
 )
 
 // BenchmarkRoundTracing is the per-round cost of tracing: RunRound (as in
@@ -75,6 +78,7 @@ func benchRoundTracing(b *testing.B, on bool) {
 	suite.SetLogger(temporalserver.QuietLogger{})
 	aenv := suite.NewTestActivityEnvironment()
 	aenv.RegisterActivityWithOptions(acts.RunRound, activity.RegisterOptions{Name: activities.RunRoundName})
+	cpuBefore := processCPU(b)
 	for i := 0; b.Loop(); i++ {
 		_, err := aenv.ExecuteActivity(activities.RunRoundName, activities.RoundInput{
 			Objective: "benchmark one traced round", Round: 1, MaxRounds: 2, Workspace: fmt.Sprintf("ws-%d", i%8),
@@ -89,6 +93,10 @@ func benchRoundTracing(b *testing.B, on bool) {
 		b.Fatal(err)
 	}
 	b.StopTimer()
+	// CPU time (user+sys of the whole process: the session, the scripted
+	// model and, when on, the exporter and the receiver decoding every
+	// export) is steadier than wall time on a loaded machine.
+	b.ReportMetric(float64((processCPU(b)-cpuBefore).Microseconds())/1000/float64(b.N), "cpu-ms/round")
 	if on {
 		want := b.N * 9 // ralph.round, 4 chat, 4 execute_tool (submit_report included)
 		if got := len(rcv.Spans()); got < want {
@@ -96,4 +104,48 @@ func benchRoundTracing(b *testing.B, on bool) {
 		}
 		b.ReportMetric(float64(len(rcv.Spans()))/float64(b.N), "spans/round")
 	}
+}
+
+func processCPU(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkRoundSpans is the tracing work of one such round alone: the nine
+// spans with their attributes (a round, four model calls, four tool calls)
+// through the worker's provider, batch processor and OTLP/HTTP exporter to
+// a loopback receiver (flushed at the end, inside the timing). Run:
+// go test -run '^$' -bench RoundSpans -benchtime 200x -count 5 ./devenv/bench/
+func BenchmarkRoundSpans(b *testing.B) {
+	rcv := testkit.NewOTLPReceiver()
+	defer rcv.Close()
+	tp, err := traces.Start(context.Background(), config.Tracing{Enabled: true, Endpoint: rcv.Endpoint() + "/v1/traces",
+		Protocol: config.ProtocolHTTPProtobuf, ServiceName: "bench"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	o := tp.Options()
+	for b.Loop() {
+		ctx, round := o.Start(context.Background(), tracing.SpanRound, tracing.AttrRound.Int(1), tracing.AttrWorkspace.String("ws"),
+			tracing.AttrSessionID.String("0123456789abcdef"))
+		for i := range 4 {
+			_, chat := o.StartChat(ctx, "bench-model")
+			chat.SetAttributes(tracing.AttrResponseModel.String("bench-model"), tracing.AttrResponseID.String("chatcmpl-1"),
+				tracing.AttrFinishReasons.StringSlice([]string{"tool_calls"}), tracing.AttrInputTokens.Int(3000+i), tracing.AttrOutputTokens.Int(40))
+			chat.End()
+			_, tool := o.StartTool(ctx, "read_file", "call_1_0")
+			tool.End()
+		}
+		round.SetAttributes(tracing.AttrReportStatus.String("continue"))
+		round.End()
+	}
+	if err := tp.Shutdown(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	// The batch queue holds 2048 spans: past it the SDK drops spans rather
+	// than slow the round, which this metric would show.
+	b.ReportMetric(float64(len(rcv.Spans()))/float64(b.N), "exported-spans/round")
 }

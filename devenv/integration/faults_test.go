@@ -3,7 +3,6 @@ package integration
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -17,7 +16,6 @@ import (
 
 	"github.com/ralph-temporal/ralph/internal/fakeopenai"
 	"github.com/ralph-temporal/ralph/internal/proc"
-	"github.com/ralph-temporal/ralph/internal/wait"
 	"github.com/ralph-temporal/ralph/report"
 )
 
@@ -36,19 +34,9 @@ func waitForPIDs(t *testing.T, path string, n int) []int {
 
 func assertGone(t *testing.T, pids []int, what string) {
 	t.Helper()
-	_ = wait.For(context.Background(), 5*time.Second, 50*time.Millisecond, func(context.Context) error {
-		for _, pid := range pids {
-			if proc.Alive(pid) {
-				return fmt.Errorf("process %d still runs", pid)
-			}
-		}
-		return nil
-	})
-	for _, pid := range pids {
-		if proc.Alive(pid) {
-			t.Errorf("%s: process %d still runs", what, pid)
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-		}
+	for _, pid := range proc.WaitGone(context.Background(), 5*time.Second, pids...) {
+		t.Errorf("%s: process %d still runs", what, pid)
+		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
 }
 

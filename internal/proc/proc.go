@@ -5,6 +5,7 @@
 package proc
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -13,6 +14,9 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
+
+	"github.com/ralph-temporal/ralph/internal/wait"
 )
 
 // Stat is what this project reads of /proc/<pid>/stat.
@@ -125,4 +129,26 @@ func Alive(pid int) bool {
 		return statErr != nil // no /proc at all: trust kill(0)
 	}
 	return st.State != 'Z' && st.State != 'X'
+}
+
+// WaitGone waits up to within until none of pids runs (a zombie counts as
+// gone), and returns the ones still running then (nil when all are gone).
+func WaitGone(ctx context.Context, within time.Duration, pids ...int) []int {
+	var alive []int
+	_ = wait.For(ctx, within, 20*time.Millisecond, func(context.Context) error {
+		alive = alive[:0]
+		for _, pid := range pids {
+			if Alive(pid) {
+				alive = append(alive, pid)
+			}
+		}
+		if len(alive) > 0 {
+			return fmt.Errorf("%v still run", alive)
+		}
+		return nil
+	})
+	if len(alive) == 0 {
+		return nil
+	}
+	return alive
 }

@@ -97,3 +97,19 @@ func TestWaitPIDFile(t *testing.T) {
 		t.Fatalf("a short file: err = %v", err)
 	}
 }
+
+func TestWaitGone(t *testing.T) {
+	cmd := exec.Command("sleep", "30")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pid := cmd.Process.Pid
+	if left := WaitGone(context.Background(), 50*time.Millisecond, pid); len(left) != 1 || left[0] != pid {
+		t.Fatalf("a running sleep: WaitGone = %v", left)
+	}
+	_ = cmd.Process.Kill()
+	if left := WaitGone(context.Background(), 5*time.Second, pid); left != nil {
+		t.Fatalf("a killed sleep (a zombie until reaped): WaitGone = %v", left)
+	}
+	_ = cmd.Wait()
+}
