@@ -26,7 +26,7 @@ func (s *session) rewind(ctx context.Context) int {
 		s.errorf("rewind needs --round K (1 <= K < the run's current round)")
 		return ExitUsage
 	}
-	desc, err := s.c.DescribeWorkflowExecution(ctx, id, "")
+	d, err := s.c.DescribeWorkflow(ctx, id, "")
 	if err != nil {
 		if isNotFound(err) {
 			s.errorf("no workflow with id %q in namespace %s", id, s.namespace)
@@ -35,7 +35,7 @@ func (s *session) rewind(ctx context.Context) int {
 		}
 		return ExitFailed
 	}
-	runID := desc.GetWorkflowExecutionInfo().GetExecution().GetRunId()
+	runID := d.RawResponse.GetWorkflowExecutionInfo().GetExecution().GetRunId()
 	rounds, current, err := s.roundsOf(ctx, id, runID)
 	if err != nil {
 		s.errorf("read the history of workflow %s: %v", id, err)
@@ -80,7 +80,10 @@ func (s *session) rewind(ctx context.Context) int {
 		WorkflowTaskFinishEventId: point,
 		RequestId:                 uuid.NewString(),
 		// The run comes back in the state it had after round K: updates
-		// and signals sent later are not applied again.
+		// and signals sent later are not applied again. (The field is
+		// deprecated in favour of exclude types, but servers from 1.2x on
+		// honour it and it says "none" in one word.)
+		//lint:ignore SA1019 see above
 		ResetReapplyType: enumspb.RESET_REAPPLY_TYPE_NONE,
 	})
 	if err != nil {

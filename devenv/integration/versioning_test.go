@@ -76,10 +76,11 @@ func TestRealStackRollingUpgradeKeepsRunsPinned(t *testing.T) {
 
 	// Its continued run (round 2) moves to the current version B where the
 	// server supports upgrade-on-continue-as-new, and stays on A where not.
-	desc, err := e.client.DescribeWorkflowExecution(context.Background(), "upgrade-long", "")
+	d, err := e.client.DescribeWorkflow(context.Background(), "upgrade-long", "")
 	if err != nil {
 		t.Fatal(err)
 	}
+	desc := d.RawResponse
 	continued := desc.GetWorkflowExecutionInfo().GetExecution().GetRunId()
 	if continued == firstRun {
 		t.Fatal("the long run did not continue as new")
@@ -121,10 +122,11 @@ func upgradesAtContinueAsNew(serverVersion string) string {
 // Pinned to deployment.buildID.
 func assertPinned(t *testing.T, e *env, id, runID, deployment, buildID string) {
 	t.Helper()
-	desc, err := e.client.DescribeWorkflowExecution(context.Background(), id, runID)
+	d, err := e.client.DescribeWorkflow(context.Background(), id, runID)
 	if err != nil {
 		t.Fatal(err)
 	}
+	desc := d.RawResponse
 	vi := desc.GetWorkflowExecutionInfo().GetVersioningInfo()
 	if vi.GetBehavior() != enumspb.VERSIONING_BEHAVIOR_PINNED || vi.GetDeploymentVersion().GetBuildId() != buildID ||
 		vi.GetDeploymentVersion().GetDeploymentName() != deployment {
