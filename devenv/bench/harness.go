@@ -75,13 +75,15 @@ func (h *Harness) name(prefix string) string {
 func (h *Harness) workerEnv(queue, baseURL string, extra map[string]string) map[string]string {
 	dir := filepath.Join(h.Dir, queue)
 	env := map[string]string{
-		"RALPH_TASK_QUEUE":     queue,
-		"RALPH_MODEL":          "bench-model",
-		"OPENAI_BASE_URL":      baseURL,
-		"OPENAI_API_KEY":       benchAPIKey,
-		"RALPH_WORKSPACE_ROOT": filepath.Join(dir, "workspaces"),
-		"RALPH_SESSION_DIR":    filepath.Join(dir, "sessions"),
-		"RALPH_LOG_LEVEL":      "warn",
+		"RALPH_TASK_QUEUE": queue,
+		// One deployment per queue (see devenv/integration's harness).
+		"RALPH_DEPLOYMENT_NAME": queue,
+		"RALPH_MODEL":           "bench-model",
+		"OPENAI_BASE_URL":       baseURL,
+		"OPENAI_API_KEY":        benchAPIKey,
+		"RALPH_WORKSPACE_ROOT":  filepath.Join(dir, "workspaces"),
+		"RALPH_SESSION_DIR":     filepath.Join(dir, "sessions"),
+		"RALPH_LOG_LEVEL":       "warn",
 		// Scripted benchmark rounds change nothing; the fingerprint is still
 		// taken every round, but the idle budget must not end the runs early.
 		"RALPH_MAX_IDLE_ROUNDS": "1000000",

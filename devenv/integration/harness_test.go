@@ -136,6 +136,11 @@ func newEnv(t *testing.T, script fakeopenai.Script, extraEnv ...string) *env {
 		"TEMPORAL_ADDRESS=" + suite.address,
 		"TEMPORAL_NAMESPACE=" + suite.namespace,
 		"RALPH_TASK_QUEUE=" + e.queue,
+		// A deployment of its own per test: a new task queue joining an
+		// already-current version of a shared deployment is routed to it
+		// only once the server has propagated the version to the queue,
+		// and a run started before that waits on unversioned pollers.
+		"RALPH_DEPLOYMENT_NAME=" + e.queue,
 		"RALPH_MODEL=scripted-model",
 		"OPENAI_BASE_URL=" + e.model.BaseURL(),
 		"OPENAI_API_KEY=" + testAPIKey,
