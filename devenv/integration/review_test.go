@@ -104,4 +104,3 @@ func TestRealStackReviewerSendsBackOnce(t *testing.T) {
 	}
 	e.noKeyAnywhere("ralph-reviewed")
 }
-

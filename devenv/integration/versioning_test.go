@@ -118,6 +118,7 @@ func upgradesAtContinueAsNew(serverVersion string) string {
 	}
 	return "unknown"
 }
+
 // assertPinned checks what `temporal workflow describe` shows: the run is
 // Pinned to deployment.buildID.
 func assertPinned(t *testing.T, e *env, id, runID, deployment, buildID string) {
