@@ -11,42 +11,79 @@ import (
 	"github.com/ralph-temporal/ralph/usage"
 )
 
+// UsageHeartbeatDelay is how soon after a model answer its usage is
+// heartbeated. The next attempt of a round counts what the lost attempts
+// spent from their last heartbeat, so an answer's usage must reach the
+// server before a worker can be killed without losing it; a round that ends
+// within the delay carries the usage in its result instead, so short rounds
+// pay no extra server write. The worker's heartbeat throttle
+// (workerapp.HeartbeatThrottle) must not be longer, or the SDK would hold
+// this heartbeat back.
+const UsageHeartbeatDelay = 20 * time.Millisecond
+
 // heartbeat records HeartbeatDetails every interval for the whole round,
 // from its own goroutine, so that a long model call, a long command or a
 // Retry-After wait never falls silent (silence past the heartbeat timeout
-// makes Temporal retry the round; heartbeats also deliver cancellation).
-// It follows the session's events to report the step, the last tool and
-// the size of the last model request (contextTokens).
+// makes Temporal retry the round; heartbeats also deliver cancellation),
+// and UsageHeartbeatDelay after every model answer. It follows the
+// session's events to report the step, the last tool, the size of the last
+// model request (contextTokens) and the usage so far.
 type heartbeat struct {
+	record func(HeartbeatDetails)
+
 	mu      sync.Mutex
 	details HeartbeatDetails
 
-	stopCh chan struct{}
-	done   chan struct{}
+	answered chan struct{} // a model answer changed the usage (capacity 1)
+	stopCh   chan struct{}
+	done     chan struct{}
 }
 
 func startHeartbeat(ctx context.Context, details HeartbeatDetails, every time.Duration) *heartbeat {
-	h := &heartbeat{details: details, stopCh: make(chan struct{}), done: make(chan struct{})}
+	return startHeartbeatWith(ctx, details, every, func(d HeartbeatDetails) { activity.RecordHeartbeat(ctx, d) })
+}
+
+func startHeartbeatWith(ctx context.Context, details HeartbeatDetails, every time.Duration, record func(HeartbeatDetails)) *heartbeat {
+	h := &heartbeat{record: record, details: details,
+		answered: make(chan struct{}, 1), stopCh: make(chan struct{}), done: make(chan struct{})}
 	go h.loop(ctx, every)
 	return h
 }
 
 func (h *heartbeat) loop(ctx context.Context, every time.Duration) {
 	defer close(h.done)
-	ticker := time.NewTicker(every)
-	defer ticker.Stop()
 	// The first heartbeat waits one interval: recorded at once it costs a
 	// server round trip on the critical path of every short round
 	// (docs/benchmarks.md), and a round silent for one interval is not lost.
+	ticker := time.NewTicker(every)
+	defer ticker.Stop()
+	usageDue := time.NewTimer(UsageHeartbeatDelay)
+	usageDue.Stop()
+	defer usageDue.Stop()
+	pending := false // usageDue is armed
 	for {
 		select {
 		case <-ticker.C:
+		case <-h.answered:
+			if !pending {
+				pending = true
+				usageDue.Reset(UsageHeartbeatDelay)
+			}
+			continue
+		case <-usageDue.C:
 		case <-h.stopCh:
 			return
 		case <-ctx.Done():
 			return
 		}
-		activity.RecordHeartbeat(ctx, h.snapshot())
+		h.record(h.snapshot())
+		// This heartbeat carries every answer so far: the next is one
+		// interval away, or comes with the next answer.
+		if pending {
+			pending = false
+			usageDue.Stop()
+		}
+		ticker.Reset(every)
 	}
 }
 
@@ -73,6 +110,10 @@ func (h *heartbeat) Observe(e agent.Event) {
 			call.PromptTokens, call.CompletionTokens = e.Usage.PromptTokens, e.Usage.CompletionTokens
 		}
 		h.details.Usage = h.details.Usage.Add(call)
+		select {
+		case h.answered <- struct{}{}:
+		default: // already signalled: that heartbeat will carry this answer too
+		}
 	case agent.EventToolCall:
 		h.details.Step, h.details.LastTool = e.Step, e.Tool
 		h.details.Usage.ToolCalls++

@@ -1,9 +1,14 @@
 package activities
 
 import (
+	"context"
+	"fmt"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/ralph-temporal/ralph/agent"
+	"github.com/ralph-temporal/ralph/internal/wait"
 	"github.com/ralph-temporal/ralph/usage"
 )
 
@@ -25,5 +30,44 @@ func TestHeartbeatFollowsTheSession(t *testing.T) {
 		Usage: usage.Usage{ModelCalls: 2, ToolCalls: 2, PromptTokens: 1000}}
 	if got != want {
 		t.Errorf("details = %+v, want %+v", got, want)
+	}
+}
+
+// A killed worker loses only what its last heartbeat did not carry, so every
+// model answer's usage is heartbeated soon after it arrives, long before the
+// next periodic heartbeat (an hour away here).
+func TestEveryModelAnswerIsHeartbeated(t *testing.T) {
+	var mu sync.Mutex
+	var recorded []HeartbeatDetails
+	h := startHeartbeatWith(context.Background(), HeartbeatDetails{Round: 1, Usage: usage.Usage{ModelCalls: 3}}, time.Hour,
+		func(d HeartbeatDetails) { mu.Lock(); recorded = append(recorded, d); mu.Unlock() })
+	defer h.stop()
+	last := func() (HeartbeatDetails, int) {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(recorded) == 0 {
+			return HeartbeatDetails{}, 0
+		}
+		return recorded[len(recorded)-1], len(recorded)
+	}
+	h.Observe(agent.Event{Kind: agent.EventModelRequest, Step: 0})
+	h.Observe(agent.Event{Kind: agent.EventToolCall, Step: 0, Tool: "run_command"})
+	if _, n := last(); n != 0 {
+		t.Fatalf("%d heartbeats before any model answer and an hour before the first tick, want none", n)
+	}
+	for calls := 4; calls <= 5; calls++ {
+		h.Observe(agent.Event{Kind: agent.EventModelResponse, Step: calls - 4, Usage: &usage.Usage{PromptTokens: 100, CompletionTokens: 10}})
+		err := wait.For(context.Background(), 10*time.Second, time.Millisecond, func(context.Context) error {
+			if d, _ := last(); d.Usage.ModelCalls != calls {
+				return fmt.Errorf("last heartbeat carries %d model calls, want %d (the earlier attempts' 3 and this one's)", d.Usage.ModelCalls, calls)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if d, n := last(); n != 2 || d.Usage.PromptTokens != 200 || d.Usage.CompletionTokens != 20 || d.Usage.ToolCalls != 1 {
+		t.Errorf("after two answers: %d heartbeats, last %+v; want 2, the last with both answers' tokens and the tool call", n, d.Usage)
 	}
 }

@@ -49,8 +49,9 @@ type Limits struct {
 	RoundTimeoutSeconds int `json:"roundTimeoutSeconds"`
 	// HeartbeatTimeoutSeconds bounds the silence of a running round before
 	// Temporal counts it lost and retries it. Cancellation does not wait for
-	// it: the round heartbeats every second and the worker's heartbeat
-	// throttle is one second, so a cancel arrives with the next heartbeat.
+	// it: the round heartbeats every second (and soon after every model
+	// answer) and the worker does not throttle that, so a cancel arrives with
+	// the next heartbeat.
 	HeartbeatTimeoutSeconds int `json:"heartbeatTimeoutSeconds"`
 	// RoundAttempts bounds the attempts of one round (infrastructure failures only).
 	RoundAttempts int `json:"roundAttempts"`

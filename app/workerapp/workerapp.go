@@ -44,10 +44,13 @@ const (
 	demoAPIKey = "demo-no-key"
 )
 
-// HeartbeatThrottle is the worker's MaxHeartbeatThrottleInterval. Heartbeat
-// responses are how a cancel reaches a running round; the SDK default would
-// throttle them to 0.8 × the heartbeat timeout and slow every cancel down.
-const HeartbeatThrottle = time.Second
+// HeartbeatThrottle is the worker's MaxHeartbeatThrottleInterval. A round
+// paces its own heartbeats (every activities.DefaultHeartbeatInterval, and
+// activities.UsageHeartbeatDelay after each model answer, so a killed worker
+// loses no usage), so the SDK must not hold them back: its default would
+// throttle them to 0.8 × the heartbeat timeout, delaying every cancel (a
+// heartbeat's response is how a cancel reaches a round) and every answer's usage.
+const HeartbeatThrottle = activities.UsageHeartbeatDelay
 
 // StickyScheduleToStart bounds how long a workflow task waits on the sticky
 // queue of the worker that ran the run's last workflow task. After that

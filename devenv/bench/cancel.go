@@ -13,6 +13,7 @@ import (
 
 	"github.com/ralph-temporal/ralph/activities"
 	"github.com/ralph-temporal/ralph/app/config"
+	"github.com/ralph-temporal/ralph/app/workerapp"
 	"github.com/ralph-temporal/ralph/internal/fakeopenai"
 	"github.com/ralph-temporal/ralph/internal/proc"
 )
@@ -37,7 +38,7 @@ func (h *Harness) Cancel(ctx context.Context, cfg CancelConfig) (Section, error)
 			"until the command runs, waits a further 0–1 s (spread evenly over the samples, so the cancel lands at every phase of the "+
 			"heartbeat cycle), then cancels the workflow and measures until `run.Get` returns the cancellation: the workflow is closed, "+
 			"which with WaitForCancellation happens only after the round has stopped. %d samples, one at a time.",
-			def.HeartbeatTimeoutSeconds, config.HeartbeatInterval(def.HeartbeatTimeoutSeconds), "1s", cfg.Samples),
+			def.HeartbeatTimeoutSeconds, config.HeartbeatInterval(def.HeartbeatTimeoutSeconds), workerapp.HeartbeatThrottle, cfg.Samples),
 	}
 	model := fakeopenai.NewServer(fakeopenai.Script{Rule: func(req fakeopenai.Request) fakeopenai.Response {
 		if req.Step() == 0 {
@@ -83,7 +84,7 @@ func (h *Harness) Cancel(ctx context.Context, cfg CancelConfig) (Section, error)
 	t2.Add("ActivityTaskCanceled → WorkflowExecutionCanceled", secs(Median(toClose)), secs(Percentile(toClose, 95)), secs(Max(toClose)))
 	sec.Tables = []Table{t1, t2}
 	sec.Notes = append(sec.Notes,
-		"A cancel reaches a running round through the answer to its next heartbeat; the worker heartbeats every second and its heartbeat throttle is 1 s (workerapp.HeartbeatThrottle), so the wait is at most about one heartbeat interval plus the kill of the command's process group and two workflow tasks.")
+		"A cancel reaches a running round through the answer to its next heartbeat; the worker heartbeats every second and does not throttle that (workerapp.HeartbeatThrottle), so the wait is at most about one heartbeat interval plus the kill of the command's process group and two workflow tasks.")
 	return sec, nil
 }
 
