@@ -14,6 +14,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
+	"sync"
 	"syscall"
 	"time"
 
@@ -104,9 +105,65 @@ func (e *UsageError) Unwrap() error { return e.Err }
 // Run serves until ctx is done, then drains: running rounds get
 // cfg.StopTimeout to finish before their contexts are cancelled.
 func Run(ctx context.Context, cfg config.Worker, env config.Env, logger *slog.Logger) error {
+	s, err := Start(ctx, cfg, env, logger, Hooks{})
+	if err != nil {
+		return err
+	}
+	defer s.Stop()
+	select {
+	case <-ctx.Done():
+		logger.Info("stopping: draining running rounds", "stopTimeout", cfg.StopTimeout)
+		s.Stop()
+	case err := <-s.fatal:
+		return fmt.Errorf("worker on task queue %q: %w", cfg.TaskQueue, err)
+	}
+	logger.Info("worker stopped")
+	return nil
+}
+
+// Started is a polling Ralph worker. Client is the worker's own client: its
+// data converter (so it reads encrypted payloads) and its tracing interceptor.
+type Started struct {
+	Client  client.Client
+	Version *worker.WorkerDeploymentVersion
+
+	fatal   chan error
+	cleanup []func() // in the order they must run on Stop
+	once    sync.Once
+}
+
+// Stop drains the running rounds (cfg.StopTimeout), then closes the client
+// and flushes the traces.
+func (s *Started) Stop() {
+	s.once.Do(func() {
+		for _, f := range s.cleanup {
+			f()
+		}
+	})
+}
+
+// later registers f to run on Stop before everything registered earlier.
+func (s *Started) later(f func()) { s.cleanup = append([]func(){f}, s.cleanup...) }
+
+// Hooks let a benchmark change what the worker binary never changes.
+type Hooks struct {
+	Options  func(*worker.Options) // adjusts the worker options last
+	Register func(worker.Registry) // registers more on the same worker
+}
+
+// Start wires the worker the configuration asks for, exactly as the worker
+// binary runs it, and starts it polling. On error, what it opened is
+// released.
+func Start(ctx context.Context, cfg config.Worker, env config.Env, logger *slog.Logger, hooks Hooks) (_ *Started, err error) {
+	s := &Started{fatal: make(chan error, 1)}
+	defer func() {
+		if err != nil {
+			s.Stop()
+		}
+	}()
 	if cfg.Demo {
 		if cfg.Activities.Agent.Model != "" {
-			return &UsageError{Err: fmt.Errorf("%s=1 and %s=%q are both set: demo mode would silently replace that model with the scripted one; unset %s for a demo, or %s for a real run",
+			return nil, &UsageError{Err: fmt.Errorf("%s=1 and %s=%q are both set: demo mode would silently replace that model with the scripted one; unset %s for a demo, or %s for a real run",
 				config.EnvDemo, config.EnvModel, cfg.Activities.Agent.Model, config.EnvModel, config.EnvDemo)}
 		}
 		if cfg.Activities.Agent.APIKey != "" {
@@ -114,9 +171,9 @@ func Run(ctx context.Context, cfg config.Worker, env config.Env, logger *slog.Lo
 		}
 		srv, err := fakeopenai.Listen("127.0.0.1:0", fakeopenai.DemoScript())
 		if err != nil {
-			return fmt.Errorf("demo mode: start the scripted model server: %w", err)
+			return nil, fmt.Errorf("demo mode: start the scripted model server: %w", err)
 		}
-		defer srv.Close()
+		s.later(srv.Close)
 		cfg.Activities.Agent.BaseURL = srv.BaseURL()
 		cfg.Activities.Agent.Model = DemoModel
 		cfg.Activities.Agent.APIKey = demoAPIKey
@@ -124,19 +181,19 @@ func Run(ctx context.Context, cfg config.Worker, env config.Env, logger *slog.Lo
 			"baseURL", srv.BaseURL(), "model", DemoModel)
 	}
 	if err := cfg.CheckModel(); err != nil {
-		return &UsageError{Err: err}
+		return nil, &UsageError{Err: err}
 	}
 	for _, w := range cfg.Warnings {
 		logger.Warn(w)
 	}
 	if err := makeNonDumpable(); err != nil {
-		return err
+		return nil, err
 	}
 	if err := os.MkdirAll(cfg.Activities.WorkspaceRoot, 0o755); err != nil {
-		return fmt.Errorf("create the workspace root (RALPH_WORKSPACE_ROOT): %w", err)
+		return nil, fmt.Errorf("create the workspace root (RALPH_WORKSPACE_ROOT): %w", err)
 	}
 	if err := os.MkdirAll(cfg.Activities.SessionDir, 0o700); err != nil {
-		return fmt.Errorf("create the session directory (RALPH_SESSION_DIR): %w", err)
+		return nil, fmt.Errorf("create the session directory (RALPH_SESSION_DIR): %w", err)
 	}
 	if cfg.Connection.EncryptionKeyFile != "" {
 		// The payload key is a worker secret like the TLS files; its whole
@@ -146,40 +203,40 @@ func Run(ctx context.Context, cfg config.Worker, env config.Env, logger *slog.Lo
 	}
 	tp, err := traces.Start(ctx, cfg.Tracing)
 	if err != nil {
-		return &UsageError{Err: err}
+		return nil, &UsageError{Err: err}
 	}
 	if tp != nil {
 		// Deferred before the client's Close, so it runs after the worker
 		// has drained: the last rounds' spans are flushed at shutdown.
-		defer func() {
+		s.later(func() {
 			if err := tp.Shutdown(context.Background()); err != nil {
 				logger.Warn("flushing the traces at shutdown failed", "error", err)
 			}
-		}()
+		})
 		logger.Info("tracing on", "endpoint", cfg.Tracing.Endpoint, "protocol", cfg.Tracing.Protocol,
 			"serviceName", cfg.Tracing.ServiceName, "captureMessageContent", cfg.Tracing.CaptureContent)
 	}
 	cfg.Activities.Agent.Tracing = tp.Options()
 	acts, err := activities.New(cfg.Activities)
 	if err != nil {
-		return &UsageError{Err: fmt.Errorf("activities configuration: %w", err)}
+		return nil, &UsageError{Err: fmt.Errorf("activities configuration: %w", err)}
 	}
 	logSandbox(logger, cfg.Activities.Sandbox, acts.Sandbox())
 
 	opts, err := config.ClientOptions(env, cfg.Connection)
 	if err != nil {
-		return &UsageError{Err: err}
+		return nil, &UsageError{Err: err}
 	}
 	opts.Logger = tlog.NewStructuredLogger(logger)
 	version, err := DeploymentVersion(cfg.Versioning)
 	if err != nil {
-		return &UsageError{Err: err}
+		return nil, &UsageError{Err: err}
 	}
 	wopts := Options(cfg, version)
 	if tp != nil {
 		ti, err := tp.ClientInterceptor()
 		if err != nil {
-			return err
+			return nil, err
 		}
 		opts.Interceptors = append(opts.Interceptors, ti)
 		wopts.Interceptors = append(wopts.Interceptors, tp.WorkerInterceptor())
@@ -187,60 +244,51 @@ func Run(ctx context.Context, cfg config.Worker, env config.Env, logger *slog.Lo
 	if cfg.MetricsAddress != "" {
 		stopMetrics, err := serveMetrics(&opts, cfg.MetricsAddress, logger)
 		if err != nil {
-			return &UsageError{Err: err}
+			return nil, &UsageError{Err: err}
 		}
-		defer stopMetrics()
+		s.later(stopMetrics)
 	}
 	logger.Info("starting Ralph worker", append([]any{"version", VersionString(version), "address", opts.HostPort, "namespace", opts.Namespace,
 		"encryptionKeyFile", cfg.Connection.EncryptionKeyFile, "metricsAddress", cfg.MetricsAddress}, cfg.LogAttrs()...)...)
 
 	c, err := dialWithRetry(ctx, opts, env, cfg.ConnectTimeout, logger)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer c.Close()
+	s.Client, s.Version = c, version
+	s.later(c.Close)
 	if cfg.Activities.Limits.SearchAttributes {
 		if err := searchattrs.Ensure(ctx, c, opts.Namespace, logger); err != nil {
-			return &UsageError{Err: err}
+			return nil, &UsageError{Err: err}
 		}
 	}
 
-	fatal := make(chan error, 1)
 	wopts.OnFatalError = func(err error) {
 		select {
-		case fatal <- err:
+		case s.fatal <- err:
 		default:
 		}
 	}
+	if hooks.Options != nil {
+		hooks.Options(&wopts)
+	}
 	w := worker.New(c, cfg.TaskQueue, wopts)
 	Register(w, acts)
+	if hooks.Register != nil {
+		hooks.Register(w)
+	}
 	if err := w.Start(); err != nil {
-		return fmt.Errorf("worker on task queue %q: %w", cfg.TaskQueue, err)
+		return nil, fmt.Errorf("worker on task queue %q: %w", cfg.TaskQueue, err)
 	}
-	stopped := false
-	stopWorker := func() {
-		if !stopped {
-			stopped = true
-			w.Stop()
-		}
-	}
-	defer stopWorker()
+	s.later(w.Stop)
 	if version != nil {
 		if err := promote(ctx, c, *version, cfg.Versioning.SetCurrent, logger); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	logger.Info("worker is polling", "taskQueue", cfg.TaskQueue, "namespace", opts.Namespace, "address", opts.HostPort,
 		"version", VersionString(version))
-	select {
-	case <-ctx.Done():
-		logger.Info("stopping: draining running rounds", "stopTimeout", cfg.StopTimeout)
-		stopWorker()
-	case err := <-fatal:
-		return fmt.Errorf("worker on task queue %q: %w", cfg.TaskQueue, err)
-	}
-	logger.Info("worker stopped")
-	return nil
+	return s, nil
 }
 
 // Options are the worker options a Ralph worker runs with; version nil

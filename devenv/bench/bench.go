@@ -81,6 +81,8 @@ func Noop(ctx context.Context, in NoopInput) (int, error) {
 
 // RegisterBare puts BareLoop and Noop on w under their bench names.
 func RegisterBare(w worker.Registry) {
-	w.RegisterWorkflowWithOptions(BareLoop, workflow.RegisterOptions{Name: BareWorkflowName})
+	// Pinned like Ralph's workflow: in-process workers are versioned.
+	w.RegisterWorkflowWithOptions(BareLoop, workflow.RegisterOptions{Name: BareWorkflowName,
+		VersioningBehavior: workflow.VersioningBehaviorPinned})
 	w.RegisterActivityWithOptions(Noop, activity.RegisterOptions{Name: NoopActivityName})
 }

@@ -14,7 +14,6 @@ import (
 
 	"github.com/ralph-temporal/ralph/activities"
 	"github.com/ralph-temporal/ralph/app/config"
-	"github.com/ralph-temporal/ralph/devenv/temporalserver"
 	"github.com/ralph-temporal/ralph/internal/codec"
 	"github.com/ralph-temporal/ralph/internal/fakeopenai"
 	"github.com/ralph-temporal/ralph/report"
@@ -41,23 +40,10 @@ func (h *Harness) Encryption(ctx context.Context, cfg EncryptionConfig) (Section
 			"Per-round times come from the server's event timestamps; the round spanning the continue-as-new is left out as in benchmark 1.",
 			cfg.Rounds, cfg.Reps),
 	}
-	keyFile, err := writeBenchKeyFile(h.Dir)
+	keyFile, err := h.writeKeyFile()
 	if err != nil {
 		return sec, err
 	}
-	opts, err := config.ClientOptions(config.MapEnv{"TEMPORAL_ADDRESS": h.Dev.Address, "TEMPORAL_NAMESPACE": h.Dev.Namespace},
-		config.Connection{EncryptionKeyFile: keyFile})
-	if err != nil {
-		return sec, err
-	}
-	opts.Logger = temporalserver.QuietLogger{}
-	encClient, err := client.DialContext(ctx, opts)
-	if err != nil {
-		return sec, fmt.Errorf("dial the dev server with encryption: %w", err)
-	}
-	defer encClient.Close()
-	encTarget := Target{Name: h.Dev.Name + ", encrypted", Address: h.Dev.Address, Namespace: h.Dev.Namespace, Client: encClient}
-
 	model := fakeopenai.NewServer(fakeopenai.Script{Rule: func(fakeopenai.Request) fakeopenai.Response {
 		return submitContinue("round done")
 	}})
@@ -67,11 +53,13 @@ func (h *Harness) Encryption(ctx context.Context, cfg EncryptionConfig) (Section
 		return sec, err
 	}
 	defer plainW.Stop()
-	encW, err := h.StartInProc(encTarget, "enc-on", model.BaseURL(), true, nil)
+	encW, err := h.StartInProc(h.Dev, "enc-on", model.BaseURL(), true, map[string]string{config.EnvEncryptionKeyFile: keyFile})
 	if err != nil {
 		return sec, err
 	}
 	defer encW.Stop()
+	encTarget := encW.On(h.Dev)
+	encTarget.Name += ", encrypted"
 
 	type loop struct {
 		name    string
@@ -188,12 +176,13 @@ func checkEncoding(chain []RunHistory, encrypted bool) error {
 	return nil
 }
 
-func writeBenchKeyFile(dir string) (string, error) {
+// writeKeyFile writes a fresh payload key file (one key) into the run's dir.
+func (h *Harness) writeKeyFile() (string, error) {
 	key := make([]byte, codec.KeySize)
 	if _, err := rand.Read(key); err != nil {
 		return "", err
 	}
-	path := filepath.Join(dir, "bench.keys")
+	path := filepath.Join(h.Dir, h.name("bench")+".keys")
 	line := "bench " + base64.StdEncoding.EncodeToString(key) + "\n"
 	if err := os.WriteFile(path, []byte(line), 0o600); err != nil {
 		return "", fmt.Errorf("write the benchmark key file: %w", err)

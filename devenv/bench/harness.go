@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,7 +20,6 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 
-	"github.com/ralph-temporal/ralph/activities"
 	"github.com/ralph-temporal/ralph/app/config"
 	"github.com/ralph-temporal/ralph/app/workerapp"
 	"github.com/ralph-temporal/ralph/devenv/temporalserver"
@@ -94,39 +94,48 @@ func (h *Harness) workerEnv(queue, baseURL string, extra map[string]string) map[
 	return env
 }
 
-// InProc is a Ralph worker inside this process: the very registration and
-// worker options of the worker binary (workerapp.Register, workerapp.Options)
-// plus the bare baseline, so both loops run with the same settings.
+// InProc is a Ralph worker inside this process, wired by the worker
+// binary's own code (workerapp.Start: client, codec, tracing, versioning,
+// search attributes, options) plus the bare baseline, so both loops run
+// with the same settings. Client is the worker's own client: start runs and
+// read results with it (it decodes encrypted payloads).
 type InProc struct {
-	Queue string
-	Root  string // workspace root
-	w     worker.Worker
+	Queue  string
+	Root   string // workspace root
+	Client client.Client
+	s      *workerapp.Started
 }
 
-// StartInProc starts an in-process worker on a fresh task queue of t.
+// On is t with the worker's own client.
+func (p *InProc) On(t Target) Target {
+	t.Client = p.Client
+	return t
+}
+
+// StartInProc starts an in-process worker on a fresh task queue of t, with
+// the worker settings of every benchmark plus extra (for example an
+// encryption key file or an OTLP endpoint).
 func (h *Harness) StartInProc(t Target, prefix, baseURL string, eager bool, extra map[string]string) (*InProc, error) {
 	queue := h.name(prefix)
-	cfg, err := config.LoadWorker(nil, config.MapEnv(h.workerEnv(queue, baseURL, extra)), io.Discard)
+	env := config.MapEnv(h.workerEnv(queue, baseURL, extra))
+	env["TEMPORAL_ADDRESS"], env["TEMPORAL_NAMESPACE"] = t.Address, t.Namespace
+	cfg, err := config.LoadWorker(nil, env, io.Discard)
 	if err != nil {
 		return nil, fmt.Errorf("worker config: %w", err)
 	}
-	acts, err := activities.New(cfg.Activities)
+	logger := slog.New(slog.NewTextHandler(h.Progress, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	s, err := workerapp.Start(context.Background(), cfg, env, logger, workerapp.Hooks{
+		Options:  func(o *worker.Options) { o.DisableEagerActivities = !eager },
+		Register: RegisterBare,
+	})
 	if err != nil {
-		return nil, err
-	}
-	opts := workerapp.Options(cfg, nil)
-	opts.DisableEagerActivities = !eager
-	w := worker.New(t.Client, queue, opts)
-	workerapp.Register(w, acts)
-	RegisterBare(w)
-	if err := w.Start(); err != nil {
 		return nil, fmt.Errorf("start in-process worker: %w", err)
 	}
-	return &InProc{Queue: queue, Root: cfg.Activities.WorkspaceRoot, w: w}, nil
+	return &InProc{Queue: queue, Root: cfg.Activities.WorkspaceRoot, Client: s.Client, s: s}, nil
 }
 
-// Stop stops the in-process worker.
-func (p *InProc) Stop() { p.w.Stop() }
+// Stop drains and stops the in-process worker.
+func (p *InProc) Stop() { p.s.Stop() }
 
 // WorkerProc is the real worker binary running as a child process.
 type WorkerProc struct {

@@ -8,6 +8,8 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/ralph-temporal/ralph/activities"
+	"github.com/ralph-temporal/ralph/app/config"
+	"github.com/ralph-temporal/ralph/devenv/testkit"
 	"github.com/ralph-temporal/ralph/internal/fakeopenai"
 	"github.com/ralph-temporal/ralph/report"
 	"github.com/ralph-temporal/ralph/workflows"
@@ -73,8 +75,10 @@ func (h *Harness) Overhead(ctx context.Context, cfg OverheadConfig) (Section, er
 		Intro: fmt.Sprintf("A Ralph run whose scripted model answers every round instantly with a valid `continue` report "+
 			"(one model call per round, maxRounds %d, default worker settings, so one continue-as-new after round %d) against "+
 			"`%s`, a bare workflow running the same number of no-op activities one after the other with the same activity options. "+
-			"Both run on one in-process worker built with the worker binary's own registration and options "+
-			"(`workerapp.Register`, `workerapp.Options`), alternately, %d measured runs each after a warm-up run. "+
+			"Both run on one in-process worker wired by the worker binary's own code (`workerapp.Start`) with every feature on: "+
+			"payload encryption (`RALPH_ENCRYPTION_KEY_FILE`), tracing (`OTEL_EXPORTER_OTLP_ENDPOINT`, to an OTLP receiver in the benchmark's process), "+
+			"search attributes, budgets and Worker Versioning; runs are started and read through the worker's own client. "+
+			"The loops run alternately, %d measured runs each after a warm-up run. "+
 			"A round's time is measured from the server's event timestamps: from one round's ActivityTaskScheduled to the next one's "+
 			"(the last round: to the workflow's close). \"in activity\" is ActivityTaskStarted to ActivityTaskCompleted; "+
 			"\"orchestration\" is the rest of the round (workflow task, scheduling, dispatch).",
@@ -85,6 +89,17 @@ func (h *Harness) Overhead(ctx context.Context, cfg OverheadConfig) (Section, er
 	}})
 	defer model.Close()
 
+	// Every feature on, as a production worker runs: payload encryption and
+	// tracing (to an OTLP receiver in this process) beside the search
+	// attributes, budgets and Worker Versioning that are on by default.
+	keyFile, err := h.writeKeyFile()
+	if err != nil {
+		return sec, err
+	}
+	traces := testkit.NewOTLPReceiver()
+	defer traces.Close()
+	features := map[string]string{config.EnvEncryptionKeyFile: keyFile, config.EnvOTLPEndpoint: traces.Endpoint()}
+
 	targets := []Target{h.Dev}
 	if h.Cluster != nil {
 		targets = append(targets, *h.Cluster)
@@ -93,9 +108,10 @@ func (h *Harness) Overhead(ctx context.Context, cfg OverheadConfig) (Section, er
 	for _, t := range targets {
 		for _, eager := range []bool{true, false} {
 			c := &overheadCell{target: t, eager: eager}
-			c.w, c.err = h.StartInProc(t, "overhead", model.BaseURL(), eager, nil)
+			c.w, c.err = h.StartInProc(t, "overhead", model.BaseURL(), eager, features)
 			if c.err == nil {
 				defer c.w.Stop()
+				c.target = c.w.On(t) // its client encrypts, decrypts and traces
 			}
 			cells = append(cells, c)
 		}
@@ -160,6 +176,9 @@ func (h *Harness) Overhead(ctx context.Context, cfg OverheadConfig) (Section, er
 		chain, err := Chain(ctx, c.target, id, firstRunID)
 		if err != nil {
 			return err
+		}
+		if err := checkEncoding(chain, true); err != nil {
+			return fmt.Errorf("ralph run %s: %w", id, err)
 		}
 		rt := Timing(chain, activities.RunRoundName)
 		if len(rt.Scheduled) != rounds {
@@ -252,13 +271,14 @@ func (h *Harness) Overhead(ctx context.Context, cfg OverheadConfig) (Section, er
 		}
 	}
 	sec.Tables = []Table{summary, detail}
+	sec.Notes = append(sec.Notes, fmt.Sprintf("Every measured Ralph run's activity payloads were checked to be encrypted; the OTLP receiver got %d spans.", len(traces.Spans())))
 	sec.Notes = append(sec.Notes,
 		"*Per-round statistics leave out the round that spans Ralph's continue-as-new (after round 16 by default), shown on its own in the second table. "+
 			"It costs about 1 s here because the server gives a run that continues as new less than 1 s after it started a first-workflow-task "+
 			"backoff up to that age (history.workflowIdReuseMinimalInterval, default 1 s): with an instant model 16 rounds take far less than 1 s. "+
 			"Real rounds take seconds to minutes, so a real run never meets this floor; the client start→result column includes it.",
 		"Ralph's in-activity time is one fresh agent session: workspace lock, transcript file, one HTTP round trip to the scripted model, report validation (the round's first heartbeat comes one heartbeat interval after it starts, so a round this short records none). "+
-			"`go test -run '^$' -bench RunRound ./bench/` measures the session alone, without a server (BenchmarkRunRoundInstantModel).",
+			"`go test -run '^$' -bench RunRound ./devenv/bench/` measures the session alone, without a server (BenchmarkRunRoundInstantModel).",
 		"\"bare + 1 heartbeat\" is the bare loop whose no-op activity records one heartbeat before it returns: "+
 			"the first heartbeat is a synchronous RecordActivityTaskHeartbeat call that the server persists. It is why Ralph's rounds send their first heartbeat only after one heartbeat interval.")
 	if h.Cluster == nil {
