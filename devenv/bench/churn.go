@@ -63,7 +63,12 @@ type ChurnResult struct {
 	KillRecovery                     []time.Duration
 	ServerDown, ServerFirstRound     time.Duration
 	Retried, ServedRequests, Orphans int
-	Events                           []string
+	// DeliveredAnswers: answers the model wrote to a connected worker.
+	// InFlightRuns / InFlightAnswers: runs whose usage misses answers that a
+	// killed attempt received before its usage heartbeat went out (at most
+	// one per lost attempt, else it is a problem).
+	DeliveredAnswers, InFlightRuns, InFlightAnswers int
+	Events                                          []string
 }
 
 // churnKey finds the run's key in its objective.
@@ -75,18 +80,18 @@ const churnPromptTokens, churnCompletionTokens = 100, 10
 
 // churnModel: step 0 writes the round's file with a real command (its text
 // carries the run's key, so orphaned commands can be found in /proc), step 1
-// submits the report. It counts what it served per run and when each
-// round's first request arrived.
+// submits the report. It counts per run the requests it received and the
+// answers it delivered, and when each round's first request arrived.
 type churnModel struct {
 	rounds  int
 	latency time.Duration
 	marker  string
 
-	mu     sync.Mutex
-	served map[string]int               // run key → answers served
-	first  map[string]map[int]time.Time // run key → round → first step-0 arrival
-	total  atomic.Int64
-	done   atomic.Int64 // submit_report answers served
+	mu        sync.Mutex
+	delivered map[string]int               // run key → answers delivered to a connected worker
+	first     map[string]map[int]time.Time // run key → round → first step-0 arrival
+	total     atomic.Int64
+	done      atomic.Int64 // submit_report answers served
 }
 
 func (m *churnModel) rule(req fakeopenai.Request) fakeopenai.Response {
@@ -96,7 +101,6 @@ func (m *churnModel) rule(req fakeopenai.Request) fakeopenai.Response {
 	}
 	round := req.Round()
 	m.mu.Lock()
-	m.served[key]++
 	if req.Step() == 0 {
 		if m.first[key] == nil {
 			m.first[key] = map[int]time.Time{}
@@ -126,13 +130,23 @@ func (m *churnModel) rule(req fakeopenai.Request) fakeopenai.Response {
 	return r
 }
 
+func (m *churnModel) deliver(req fakeopenai.Request, _ fakeopenai.Response) {
+	key := ""
+	if match := churnKey.FindStringSubmatch(req.Prompt()); match != nil {
+		key = match[1]
+	}
+	m.mu.Lock()
+	m.delivered[key]++
+	m.mu.Unlock()
+}
+
 // Churn runs the scenario on t and checks every run; measurement problems
 // are returned as an error, failed checks in ChurnResult.Problems.
 func (h *Harness) Churn(ctx context.Context, t Target, cfg ChurnConfig) (*ChurnResult, error) {
 	tag := h.name("churn")
 	m := &churnModel{rounds: cfg.Rounds, latency: cfg.Latency, marker: "churn-cmd-" + tag,
-		served: map[string]int{}, first: map[string]map[int]time.Time{}}
-	model := fakeopenai.NewServer(fakeopenai.Script{Rule: m.rule})
+		delivered: map[string]int{}, first: map[string]map[int]time.Time{}}
+	model := fakeopenai.NewServer(fakeopenai.Script{Rule: m.rule, Delivered: m.deliver})
 	defer model.Close()
 	res := &ChurnResult{Runs: cfg.Runs, Rounds: cfg.Runs * cfg.Rounds, Workers: cfg.Workers}
 	logEvent := func(format string, args ...any) {
@@ -305,6 +319,11 @@ func (h *Harness) Churn(ctx context.Context, t Target, cfg ChurnConfig) (*ChurnR
 		return nil, err
 	}
 	res.ServedRequests = int(m.total.Load())
+	m.mu.Lock()
+	for _, n := range m.delivered {
+		res.DeliveredAnswers += n
+	}
+	m.mu.Unlock()
 
 	// Every run: completed once, the expected report, usage = what was served.
 	for i, id := range ids {
@@ -317,14 +336,6 @@ func (h *Harness) Churn(ctx context.Context, t Target, cfg ChurnConfig) (*ChurnR
 			continue
 		case results[i].Report == nil || results[i].Report.Summary != fmt.Sprintf("churn run %s done", id):
 			res.Problems = append(res.Problems, fmt.Sprintf("%s: unexpected final report %+v", id, results[i].Report))
-		}
-		m.mu.Lock()
-		served := m.served[id]
-		m.mu.Unlock()
-		u := results[i].Usage
-		if u.ModelCalls != served || u.PromptTokens != served*churnPromptTokens || u.CompletionTokens != served*churnCompletionTokens {
-			res.Problems = append(res.Problems, fmt.Sprintf("%s: usage %d calls / %d+%d tokens, the model served %d answers (%d+%d tokens)",
-				id, u.ModelCalls, u.PromptTokens, u.CompletionTokens, served, served*churnPromptTokens, served*churnCompletionTokens))
 		}
 	}
 	res.Problems = append(res.Problems, h.checkChurnWorkspaces(workers[0].Root, ids, cfg.Rounds)...)
@@ -350,7 +361,8 @@ func (h *Harness) Churn(ctx context.Context, t Target, cfg ChurnConfig) (*ChurnR
 		}
 	}
 
-	// Measurements from the histories.
+	// Measurements from the histories, and the usage check (it needs each
+	// run's lost attempts).
 	var events, bytes int64
 	for i, id := range ids {
 		if errs[i] != nil {
@@ -366,8 +378,9 @@ func (h *Harness) Churn(ctx context.Context, t Target, cfg ChurnConfig) (*ChurnR
 		}
 		rt := Timing(chain, activities.RunRoundName)
 		m.mu.Lock()
-		first := m.first[id]
+		first, delivered := m.first[id], m.delivered[id]
 		m.mu.Unlock()
+		lost := 0 // attempts of this run's rounds that were retried
 		for r := 1; r < len(rt.Completed); r++ {
 			if at, ok := first[r+1]; ok && !rt.Completed[r-1].IsZero() {
 				res.Dispatch = append(res.Dispatch, at.Sub(rt.Completed[r-1]))
@@ -380,12 +393,31 @@ func (h *Harness) Churn(ctx context.Context, t Target, cfg ChurnConfig) (*ChurnR
 					continue
 				}
 				res.Retried++
+				lost += int(a.GetAttempt()) - 1 // the Started event carries the last attempt
 				if !killAt.IsZero() && ev.GetEventTime().AsTime().After(killAt) {
 					if done := completedAfter(rh, a.GetScheduledEventId()); !done.IsZero() {
 						res.KillRecovery = append(res.KillRecovery, done.Sub(killAt))
 					}
 				}
 			}
+		}
+		// Usage counts every answer delivered, every attempt included, except
+		// at most the one answer an attempt received as its worker was killed,
+		// before that answer's heartbeat (activities.UsageHeartbeatDelay)
+		// reached the server: nothing can count what a killed process read.
+		u := results[i].Usage
+		switch calls := u.ModelCalls; {
+		case u.PromptTokens != calls*churnPromptTokens || u.CompletionTokens != calls*churnCompletionTokens:
+			res.Problems = append(res.Problems, fmt.Sprintf("%s: usage %d calls but %d+%d tokens, want %d+%d per call",
+				id, calls, u.PromptTokens, u.CompletionTokens, churnPromptTokens, churnCompletionTokens))
+		case calls > delivered:
+			res.Problems = append(res.Problems, fmt.Sprintf("%s: usage counts %d model calls, the model delivered %d answers", id, calls, delivered))
+		case calls < delivered-lost:
+			res.Problems = append(res.Problems, fmt.Sprintf("%s: usage counts %d model calls, the model delivered %d answers: more lost than one answer in flight for each of its %d lost attempts",
+				id, calls, delivered, lost))
+		case calls < delivered:
+			res.InFlightRuns++
+			res.InFlightAnswers += delivered - calls
 		}
 		if !serverAt.IsZero() {
 			for _, c := range rt.Completed {
@@ -570,7 +602,8 @@ func (h *Harness) ChurnSection(ctx context.Context, cfg ChurnSectionConfig) (Sec
 	if r.ServerDown > 0 {
 		add("server restart → serving again s; → first round completed s", secs(r.ServerDown)+"; "+secs(r.ServerFirstRound))
 	}
-	add("model requests served", strconv.Itoa(r.ServedRequests))
+	add("model requests received / answers delivered", fmt.Sprintf("%d / %d", r.ServedRequests, r.DeliveredAnswers))
+	add("usage short by an answer in flight at a kill (runs / answers; at most one per lost attempt)", fmt.Sprintf("%d / %d", r.InFlightRuns, r.InFlightAnswers))
 	add("orphaned command processes", strconv.Itoa(r.Orphans))
 	add("checks failed", strconv.Itoa(len(r.Problems)))
 	sec.Tables = append(sec.Tables, tbl)

@@ -42,6 +42,11 @@ type Script struct {
 	Rule         func(req Request) Response
 	ContextLimit int
 	ContextStyle ContextStyle
+	// Delivered, when set, is called for every completion written and
+	// flushed to a client that was still connected: a client that left
+	// during Delay, or whose connection broke, got nothing (a benchmark
+	// counts what a killed worker really received).
+	Delivered func(req Request, resp Response)
 }
 
 // Response is one scripted answer: a completion, or a Fault instead of one.

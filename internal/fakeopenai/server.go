@@ -193,7 +193,12 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, req Request, resp
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
-		w.Write(data)
+		if _, err := w.Write(data); err != nil || http.NewResponseController(w).Flush() != nil {
+			return
+		}
+		if s.script.Delivered != nil {
+			s.script.Delivered(req, resp)
+		}
 	}
 }
 

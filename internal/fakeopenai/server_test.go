@@ -3,15 +3,18 @@ package fakeopenai_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/ralph-temporal/ralph/internal/fakeopenai"
+	"github.com/ralph-temporal/ralph/internal/wait"
 )
 
 func client(s *fakeopenai.Server) *openai.Client {
@@ -130,5 +133,51 @@ func TestHangEndsWithClientAndListen(t *testing.T) {
 	}()
 	if _, err := client(s).CreateChatCompletion(ctx, chat(hello)); !errors.Is(err, context.Canceled) {
 		t.Errorf("hang ended with %v, want context.Canceled", err)
+	}
+}
+
+// Delivered counts only answers a connected client was given: one whose
+// client gave up during the delay is received but never delivered.
+func TestDeliveredSkipsAClientThatLeft(t *testing.T) {
+	var mu sync.Mutex
+	var delivered []int
+	s := fakeopenai.NewServer(fakeopenai.Script{
+		Rule: func(req fakeopenai.Request) fakeopenai.Response {
+			if req.Index == 0 {
+				return fakeopenai.Response{Content: "too late", Delay: time.Hour}
+			}
+			return fakeopenai.Response{Content: "in time"}
+		},
+		Delivered: func(req fakeopenai.Request, _ fakeopenai.Response) {
+			mu.Lock()
+			delivered = append(delivered, req.Index)
+			mu.Unlock()
+		},
+	})
+	defer s.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		for s.RequestCount() == 0 {
+			time.Sleep(5 * time.Millisecond)
+		}
+		cancel()
+	}()
+	if _, err := client(s).CreateChatCompletion(ctx, chat(hello)); !errors.Is(err, context.Canceled) {
+		t.Fatalf("first request ended with %v, want context.Canceled", err)
+	}
+	if _, err := client(s).CreateChatCompletion(context.Background(), chat(hello)); err != nil {
+		t.Fatal(err)
+	}
+	// Delivered runs after the flush, so the client may see the answer first.
+	err := wait.For(context.Background(), 10*time.Second, time.Millisecond, func(context.Context) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(delivered) != 1 || delivered[0] != 1 {
+			return fmt.Errorf("delivered = %v, want only request 1 (request 0's client left during the delay)", delivered)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Error(err)
 	}
 }
