@@ -5,20 +5,22 @@ import (
 	"sync"
 	"time"
 
+	openai "github.com/sashabaranov/go-openai"
 	"go.temporal.io/sdk/activity"
 
 	"github.com/ralph-temporal/ralph/agent"
 	"github.com/ralph-temporal/ralph/usage"
 )
 
-// UsageHeartbeatDelay is how soon after a model answer its usage is
-// heartbeated. The next attempt of a round counts what the lost attempts
-// spent from their last heartbeat, so an answer's usage must reach the
-// server before a worker can be killed without losing it; a round that ends
-// within the delay carries the usage in its result instead, so short rounds
-// pay no extra server write. The worker's heartbeat throttle
-// (workerapp.HeartbeatThrottle) must not be longer, or the SDK would hold
-// this heartbeat back.
+// The next attempt of a round counts what the lost attempts spent from their
+// last heartbeat, so every model answer's usage is heartbeated at once: a
+// worker killed later loses nothing, one killed before the heartbeat reached
+// the server loses that one answer. An answer that submits the report is the
+// exception: the round usually ends within UsageHeartbeatDelay and carries
+// the usage in its result, so short rounds pay no extra server write; if it
+// does not (verification, a checkpoint), the heartbeat follows after the
+// delay. The worker's heartbeat throttle (workerapp.HeartbeatThrottle) must
+// not be longer, or the SDK would hold these heartbeats back.
 const UsageHeartbeatDelay = 20 * time.Millisecond
 
 // heartbeat records HeartbeatDetails every interval for the whole round,
@@ -34,9 +36,11 @@ type heartbeat struct {
 	mu      sync.Mutex
 	details HeartbeatDetails
 
-	answered chan struct{} // a model answer changed the usage (capacity 1)
-	stopCh   chan struct{}
-	done     chan struct{}
+	// A model answer changed the usage: heartbeat now, or after
+	// UsageHeartbeatDelay (an answer submitting the report). Capacity 1.
+	answeredNow, answeredSoon chan struct{}
+	stopCh                    chan struct{}
+	done                      chan struct{}
 }
 
 func startHeartbeat(ctx context.Context, details HeartbeatDetails, every time.Duration) *heartbeat {
@@ -45,7 +49,7 @@ func startHeartbeat(ctx context.Context, details HeartbeatDetails, every time.Du
 
 func startHeartbeatWith(ctx context.Context, details HeartbeatDetails, every time.Duration, record func(HeartbeatDetails)) *heartbeat {
 	h := &heartbeat{record: record, details: details,
-		answered: make(chan struct{}, 1), stopCh: make(chan struct{}), done: make(chan struct{})}
+		answeredNow: make(chan struct{}, 1), answeredSoon: make(chan struct{}, 1), stopCh: make(chan struct{}), done: make(chan struct{})}
 	go h.loop(ctx, every)
 	return h
 }
@@ -64,7 +68,8 @@ func (h *heartbeat) loop(ctx context.Context, every time.Duration) {
 	for {
 		select {
 		case <-ticker.C:
-		case <-h.answered:
+		case <-h.answeredNow:
+		case <-h.answeredSoon:
 			if !pending {
 				pending = true
 				usageDue.Reset(UsageHeartbeatDelay)
@@ -110,8 +115,12 @@ func (h *heartbeat) Observe(e agent.Event) {
 			call.PromptTokens, call.CompletionTokens = e.Usage.PromptTokens, e.Usage.CompletionTokens
 		}
 		h.details.Usage = h.details.Usage.Add(call)
+		signal := h.answeredNow
+		if submitsReport(e.Message) {
+			signal = h.answeredSoon
+		}
 		select {
-		case h.answered <- struct{}{}:
+		case signal <- struct{}{}:
 		default: // already signalled: that heartbeat will carry this answer too
 		}
 	case agent.EventToolCall:
@@ -126,4 +135,17 @@ func (h *heartbeat) Observe(e agent.Event) {
 func (h *heartbeat) stop() {
 	close(h.stopCh)
 	<-h.done
+}
+
+// submitsReport: the answer calls only a tool that ends the session.
+func submitsReport(m *openai.ChatCompletionMessage) bool {
+	if m == nil || len(m.ToolCalls) == 0 {
+		return false
+	}
+	for _, c := range m.ToolCalls {
+		if c.Function.Name != agent.SubmitReportTool && c.Function.Name != agent.SubmitReviewTool {
+			return false
+		}
+	}
+	return true
 }

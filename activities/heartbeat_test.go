@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	openai "github.com/sashabaranov/go-openai"
+
 	"github.com/ralph-temporal/ralph/agent"
 	"github.com/ralph-temporal/ralph/internal/wait"
 	"github.com/ralph-temporal/ralph/usage"
@@ -55,8 +57,14 @@ func TestEveryModelAnswerIsHeartbeated(t *testing.T) {
 	if _, n := last(); n != 0 {
 		t.Fatalf("%d heartbeats before any model answer and an hour before the first tick, want none", n)
 	}
+	// A tool call (heartbeated at once), then the report (after
+	// UsageHeartbeatDelay, as this round goes on).
+	answers := []*openai.ChatCompletionMessage{
+		{ToolCalls: []openai.ToolCall{{Function: openai.FunctionCall{Name: "run_command"}}}},
+		{ToolCalls: []openai.ToolCall{{Function: openai.FunctionCall{Name: agent.SubmitReportTool}}}},
+	}
 	for calls := 4; calls <= 5; calls++ {
-		h.Observe(agent.Event{Kind: agent.EventModelResponse, Step: calls - 4, Usage: &usage.Usage{PromptTokens: 100, CompletionTokens: 10}})
+		h.Observe(agent.Event{Kind: agent.EventModelResponse, Step: calls - 4, Message: answers[calls-4], Usage: &usage.Usage{PromptTokens: 100, CompletionTokens: 10}})
 		err := wait.For(context.Background(), 10*time.Second, time.Millisecond, func(context.Context) error {
 			if d, _ := last(); d.Usage.ModelCalls != calls {
 				return fmt.Errorf("last heartbeat carries %d model calls, want %d (the earlier attempts' 3 and this one's)", d.Usage.ModelCalls, calls)
@@ -69,5 +77,30 @@ func TestEveryModelAnswerIsHeartbeated(t *testing.T) {
 	}
 	if d, n := last(); n != 2 || d.Usage.PromptTokens != 200 || d.Usage.CompletionTokens != 20 || d.Usage.ToolCalls != 1 {
 		t.Errorf("after two answers: %d heartbeats, last %+v; want 2, the last with both answers' tokens and the tool call", n, d.Usage)
+	}
+}
+
+func TestOnlyAReportAnswerMayWaitForTheRoundsEnd(t *testing.T) {
+	call := func(names ...string) *openai.ChatCompletionMessage {
+		m := &openai.ChatCompletionMessage{}
+		for _, n := range names {
+			m.ToolCalls = append(m.ToolCalls, openai.ToolCall{Function: openai.FunctionCall{Name: n}})
+		}
+		return m
+	}
+	for _, c := range []struct {
+		m    *openai.ChatCompletionMessage
+		want bool
+	}{
+		{nil, false},
+		{&openai.ChatCompletionMessage{Content: "thinking aloud"}, false},
+		{call("run_command"), false},
+		{call("run_command", agent.SubmitReportTool), false},
+		{call(agent.SubmitReportTool), true},
+		{call(agent.SubmitReviewTool), true},
+	} {
+		if got := submitsReport(c.m); got != c.want {
+			t.Errorf("submitsReport(%+v) = %v, want %v", c.m, got, c.want)
+		}
 	}
 }
