@@ -13,28 +13,34 @@ import (
 )
 
 // The next attempt of a round counts what the lost attempts spent from their
-// last heartbeat, so every model answer's usage is heartbeated at once: a
-// worker killed later loses nothing, one killed before the heartbeat reached
-// the server loses that one answer. An answer that submits the report is the
-// exception: the round usually ends within UsageHeartbeatDelay and carries
-// the usage in its result, so short rounds pay no extra server write; if it
-// does not (verification, a checkpoint), the heartbeat follows after the
-// delay. The worker's heartbeat throttle (workerapp.HeartbeatThrottle) must
-// not be longer, or the SDK would hold these heartbeats back.
+// last heartbeat, so a model answer's usage is heartbeated at once, and the
+// session's next model request waits until the server has that heartbeat: a
+// killed attempt loses at most the usage of the one answer it received last.
+// An answer that submits the report waits UsageHeartbeatDelay first: the
+// round usually ends sooner and carries the usage in its result, so short
+// rounds pay no extra server write.
 const UsageHeartbeatDelay = 20 * time.Millisecond
+
+// heartbeatRPCTimeout bounds one direct heartbeat call.
+const heartbeatRPCTimeout = 10 * time.Second
 
 // heartbeat records HeartbeatDetails every interval for the whole round,
 // from its own goroutine, so that a long model call, a long command or a
 // Retry-After wait never falls silent (silence past the heartbeat timeout
 // makes Temporal retry the round; heartbeats also deliver cancellation),
-// and UsageHeartbeatDelay after every model answer. It follows the
-// session's events to report the step, the last tool, the size of the last
-// model request (contextTokens) and the usage so far.
+// and after every model answer. It follows the session's events to report
+// the step, the last tool, the size of the last model request
+// (contextTokens) and the usage so far.
 type heartbeat struct {
-	record func(HeartbeatDetails)
+	// record sends details and reports whether the server has them.
+	record func(HeartbeatDetails) bool
 
 	mu      sync.Mutex
+	cond    *sync.Cond // signalled when sent changes or the loop ends
 	details HeartbeatDetails
+	answers int  // model answers observed
+	sent    int  // answers the server's copy of the details carries
+	ended   bool // the loop has returned
 
 	// A model answer changed the usage: heartbeat now, or after
 	// UsageHeartbeatDelay (an answer submitting the report). Capacity 1.
@@ -43,19 +49,54 @@ type heartbeat struct {
 	done                      chan struct{}
 }
 
-func startHeartbeat(ctx context.Context, details HeartbeatDetails, every time.Duration) *heartbeat {
-	return startHeartbeatWith(ctx, details, every, func(d HeartbeatDetails) { activity.RecordHeartbeat(ctx, d) })
+func startHeartbeat(ctx context.Context, details HeartbeatDetails, every time.Duration, throughClient bool) *heartbeat {
+	return startHeartbeatWith(ctx, details, every, recordHeartbeat(ctx, throughClient))
 }
 
-func startHeartbeatWith(ctx context.Context, details HeartbeatDetails, every time.Duration, record func(HeartbeatDetails)) *heartbeat {
+// recordHeartbeat sends details through the worker's client, so that a
+// returned call means the server has them (the SDK's RecordHeartbeat may
+// batch and returns nothing). When that fails (a cancel, a pause, a reset,
+// the attempt gone, no answer) it records them through the SDK, which acts
+// on those answers: it cancels the round's context.
+func recordHeartbeat(ctx context.Context, throughClient bool) func(HeartbeatDetails) bool {
+	if !throughClient {
+		return func(d HeartbeatDetails) bool {
+			activity.RecordHeartbeat(ctx, d)
+			return true // all this configuration can know
+		}
+	}
+	c, token := activity.GetClient(ctx), activity.GetInfo(ctx).TaskToken
+	return func(d HeartbeatDetails) bool {
+		if c != nil {
+			rctx, cancel := context.WithTimeout(ctx, heartbeatRPCTimeout)
+			err := c.RecordActivityHeartbeat(rctx, token, d)
+			cancel()
+			if err == nil {
+				return true
+			}
+		}
+		activity.RecordHeartbeat(ctx, d)
+		// Without a client (the SDK's test environment) this is all there is.
+		return c == nil
+	}
+}
+
+func startHeartbeatWith(ctx context.Context, details HeartbeatDetails, every time.Duration, record func(HeartbeatDetails) bool) *heartbeat {
 	h := &heartbeat{record: record, details: details,
 		answeredNow: make(chan struct{}, 1), answeredSoon: make(chan struct{}, 1), stopCh: make(chan struct{}), done: make(chan struct{})}
+	h.cond = sync.NewCond(&h.mu)
 	go h.loop(ctx, every)
 	return h
 }
 
 func (h *heartbeat) loop(ctx context.Context, every time.Duration) {
 	defer close(h.done)
+	defer func() {
+		h.mu.Lock()
+		h.ended = true
+		h.cond.Broadcast()
+		h.mu.Unlock()
+	}()
 	// The first heartbeat waits one interval: recorded at once it costs a
 	// server round trip on the critical path of every short round
 	// (docs/benchmarks.md), and a round silent for one interval is not lost.
@@ -81,9 +122,16 @@ func (h *heartbeat) loop(ctx context.Context, every time.Duration) {
 		case <-ctx.Done():
 			return
 		}
-		h.record(h.snapshot())
+		d, answers := h.snapshot()
+		if h.record(d) {
+			h.mu.Lock()
+			h.sent = max(h.sent, answers)
+			h.cond.Broadcast()
+			h.mu.Unlock()
+		}
 		// This heartbeat carries every answer so far: the next is one
-		// interval away, or comes with the next answer.
+		// interval away, or comes with the next answer. (One that did not
+		// reach the server is tried again at the next tick.)
 		if pending {
 			pending = false
 			usageDue.Stop()
@@ -92,19 +140,26 @@ func (h *heartbeat) loop(ctx context.Context, every time.Duration) {
 	}
 }
 
-func (h *heartbeat) snapshot() HeartbeatDetails {
+func (h *heartbeat) snapshot() (HeartbeatDetails, int) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.details
+	return h.details, h.answers
 }
 
-// Observe tracks the session's progress.
+// Observe tracks the session's progress. Before a model request it waits
+// until the server has the usage of every earlier answer.
 func (h *heartbeat) Observe(e agent.Event) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	switch e.Kind {
 	case agent.EventModelRequest:
 		h.details.Step, h.details.ContextTokens = e.Step, e.ContextTokens
+		if h.sent < h.answers && !h.ended {
+			signal(h.answeredNow) // an answer waiting for its delay is due now
+			for h.sent < h.answers && !h.ended {
+				h.cond.Wait()
+			}
+		}
 	case agent.EventModelResponse:
 		// The provider's count of the same request beats the estimate.
 		if e.ContextTokens > 0 {
@@ -115,13 +170,11 @@ func (h *heartbeat) Observe(e agent.Event) {
 			call.PromptTokens, call.CompletionTokens = e.Usage.PromptTokens, e.Usage.CompletionTokens
 		}
 		h.details.Usage = h.details.Usage.Add(call)
-		signal := h.answeredNow
+		h.answers++
 		if submitsReport(e.Message) {
-			signal = h.answeredSoon
-		}
-		select {
-		case signal <- struct{}{}:
-		default: // already signalled: that heartbeat will carry this answer too
+			signal(h.answeredSoon)
+		} else {
+			signal(h.answeredNow)
 		}
 	case agent.EventToolCall:
 		h.details.Step, h.details.LastTool = e.Step, e.Tool
@@ -131,10 +184,12 @@ func (h *heartbeat) Observe(e agent.Event) {
 	}
 }
 
-// stop ends the heartbeat and waits for its goroutine.
-func (h *heartbeat) stop() {
-	close(h.stopCh)
-	<-h.done
+// signal wakes the loop; one pending signal covers every answer so far.
+func signal(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
 }
 
 // submitsReport: the answer calls only a tool that ends the session.
@@ -148,4 +203,10 @@ func submitsReport(m *openai.ChatCompletionMessage) bool {
 		}
 	}
 	return true
+}
+
+// stop ends the heartbeat and waits for its goroutine.
+func (h *heartbeat) stop() {
+	close(h.stopCh)
+	<-h.done
 }

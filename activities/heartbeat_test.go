@@ -15,7 +15,8 @@ import (
 )
 
 func TestHeartbeatFollowsTheSession(t *testing.T) {
-	h := &heartbeat{details: HeartbeatDetails{Round: 2}}
+	h := startHeartbeatWith(context.Background(), HeartbeatDetails{Round: 2}, time.Hour, func(HeartbeatDetails) bool { return true })
+	defer h.stop()
 	for _, e := range []agent.Event{
 		{Kind: agent.EventModelRequest, Step: 1, ContextTokens: 900},
 		{Kind: agent.EventModelResponse, Step: 1, ContextTokens: 1000, Usage: &usage.Usage{PromptTokens: 1000}},
@@ -27,7 +28,7 @@ func TestHeartbeatFollowsTheSession(t *testing.T) {
 	} {
 		h.Observe(e)
 	}
-	got := h.snapshot()
+	got, _ := h.snapshot()
 	want := HeartbeatDetails{Round: 2, Step: 2, LastTool: "verify", ContextTokens: 6400,
 		Usage: usage.Usage{ModelCalls: 2, ToolCalls: 2, PromptTokens: 1000}}
 	if got != want {
@@ -42,7 +43,7 @@ func TestEveryModelAnswerIsHeartbeated(t *testing.T) {
 	var mu sync.Mutex
 	var recorded []HeartbeatDetails
 	h := startHeartbeatWith(context.Background(), HeartbeatDetails{Round: 1, Usage: usage.Usage{ModelCalls: 3}}, time.Hour,
-		func(d HeartbeatDetails) { mu.Lock(); recorded = append(recorded, d); mu.Unlock() })
+		func(d HeartbeatDetails) bool { mu.Lock(); recorded = append(recorded, d); mu.Unlock(); return true })
 	defer h.stop()
 	last := func() (HeartbeatDetails, int) {
 		mu.Lock()
@@ -102,5 +103,58 @@ func TestOnlyAReportAnswerMayWaitForTheRoundsEnd(t *testing.T) {
 		if got := submitsReport(c.m); got != c.want {
 			t.Errorf("submitsReport(%+v) = %v, want %v", c.m, got, c.want)
 		}
+	}
+}
+
+// The next model request waits until the server has the last answer's
+// usage, so a killed attempt can lose at most the answer it got last.
+func TestTheNextRequestWaitsForTheUsageHeartbeat(t *testing.T) {
+	release := make(chan struct{})
+	var mu sync.Mutex
+	var carried int // model calls the server has
+	h := startHeartbeatWith(context.Background(), HeartbeatDetails{Round: 1}, time.Hour, func(d HeartbeatDetails) bool {
+		<-release // the server is slow to answer
+		mu.Lock()
+		carried = d.Usage.ModelCalls
+		mu.Unlock()
+		return true
+	})
+	defer h.stop()
+	h.Observe(agent.Event{Kind: agent.EventModelRequest, Step: 0}) // nothing to wait for
+	h.Observe(agent.Event{Kind: agent.EventModelResponse, Step: 0,
+		Message: &openai.ChatCompletionMessage{ToolCalls: []openai.ToolCall{{Function: openai.FunctionCall{Name: "run_command"}}}}})
+	seen := make(chan int)
+	go func() {
+		h.Observe(agent.Event{Kind: agent.EventModelRequest, Step: 1})
+		mu.Lock()
+		defer mu.Unlock()
+		seen <- carried
+	}()
+	// If the request did not wait it would report 0 before the release.
+	time.Sleep(50 * time.Millisecond)
+	close(release)
+	if got := <-seen; got != 1 {
+		t.Errorf("the second request went out when the server had %d model calls, want 1", got)
+	}
+}
+
+// A heartbeat that did not reach the server does not count: the request
+// waits for the next one that does.
+func TestAFailedUsageHeartbeatIsRetried(t *testing.T) {
+	var mu sync.Mutex
+	calls := 0
+	h := startHeartbeatWith(context.Background(), HeartbeatDetails{Round: 1}, 10*time.Millisecond, func(d HeartbeatDetails) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		calls++
+		return calls >= 3 // the first two fail
+	})
+	defer h.stop()
+	h.Observe(agent.Event{Kind: agent.EventModelResponse, Step: 0})
+	h.Observe(agent.Event{Kind: agent.EventModelRequest, Step: 1})
+	mu.Lock()
+	defer mu.Unlock()
+	if calls < 3 {
+		t.Errorf("the request went out after %d heartbeat calls, want it to wait for the third (the first that succeeded)", calls)
 	}
 }

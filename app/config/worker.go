@@ -120,6 +120,7 @@ const (
 func DefaultWorker() Worker {
 	a := activities.DefaultConfig()
 	a.Agent.BaseURL = DefaultModelBaseURL
+	a.HeartbeatThroughClient = true
 	return Worker{
 		Activities:       a,
 		TaskQueue:        DefaultTaskQueue,

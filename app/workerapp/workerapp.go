@@ -46,11 +46,11 @@ const (
 )
 
 // HeartbeatThrottle is the worker's MaxHeartbeatThrottleInterval. A round
-// paces its own heartbeats (every activities.DefaultHeartbeatInterval, and
-// activities.UsageHeartbeatDelay after each model answer, so a killed worker
-// loses no usage), so the SDK must not hold them back: its default would
-// throttle them to 0.8 × the heartbeat timeout, delaying every cancel (a
-// heartbeat's response is how a cancel reaches a round) and every answer's usage.
+// paces its own heartbeats (every second, and after each model answer) and
+// sends them through the worker's client; the SDK's RecordHeartbeat carries
+// the ones whose answer was a cancel, pause or reset, so that the SDK acts
+// on it. The SDK must not hold those back: its default throttle of 0.8 × the
+// heartbeat timeout would delay every cancel.
 const HeartbeatThrottle = activities.UsageHeartbeatDelay
 
 // StickyScheduleToStart bounds how long a workflow task waits on the sticky
