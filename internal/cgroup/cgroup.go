@@ -68,7 +68,8 @@ func (m *Manager) Describe() string {
 
 // wrapScript moves the shell into every group it is given (its own pid,
 // before anything else runs) and then becomes the command: everything the
-// command starts is born inside the groups.
+// command starts is born inside the groups. It is POSIX sh: a minimal sh
+// (dash) starts in half the time bash takes, once per command.
 const wrapScript = `n=$1; shift; while [ "$n" -gt 0 ]; do echo $$ > "$1" || exit 125; shift; n=$((n-1)); done; exec "$@"`
 
 // Wrap returns the program and arguments that run name args inside g.
@@ -79,5 +80,5 @@ func (g *Group) Wrap(name string, args []string) (string, []string) {
 	a := []string{"-c", wrapScript, "ralph-cgroup", fmt.Sprint(len(g.procs))}
 	a = append(a, g.procs...)
 	a = append(a, name)
-	return "bash", append(a, args...)
+	return "sh", append(a, args...)
 }
