@@ -78,7 +78,14 @@ func offerFor(defs []openai.Tool) (offer, error) {
 // (each part length-prefixed, so no two lists share a key); false when a
 // definition holds something it cannot name, which is then never cached.
 func offerKey(defs []openai.Tool) (string, bool) {
-	var b []byte
+	n := 0
+	for _, d := range defs {
+		if d.Function != nil {
+			p, _ := d.Function.Parameters.(json.RawMessage)
+			n += len(d.Type) + len(d.Function.Name) + len(d.Function.Description) + len(p) + 5*binary.MaxVarintLen64
+		}
+	}
+	b := make([]byte, 0, n) // one allocation: the key is about as long as the definitions
 	add := func(s []byte) {
 		b = binary.AppendUvarint(b, uint64(len(s)))
 		b = append(b, s...)
