@@ -22,6 +22,7 @@ import (
 	"github.com/ralph-temporal/ralph/activities"
 	"github.com/ralph-temporal/ralph/app/config"
 	"github.com/ralph-temporal/ralph/devenv/temporalserver"
+	"github.com/ralph-temporal/ralph/internal/wait"
 	"github.com/ralph-temporal/ralph/report"
 	"github.com/ralph-temporal/ralph/usage"
 	"github.com/ralph-temporal/ralph/workflows"
@@ -78,11 +79,9 @@ func (s *scriptedRounds) RunRound(ctx context.Context, in activities.RoundInput)
 		}
 		for {
 			activity.RecordHeartbeat(ctx, activities.HeartbeatDetails{Round: in.Round})
-			select {
-			case <-ctx.Done():
+			if err := wait.Sleep(ctx, 200*time.Millisecond); err != nil {
 				s.cancelled.Add(1)
-				return activities.RoundOutput{}, ctx.Err()
-			case <-time.After(200 * time.Millisecond):
+				return activities.RoundOutput{}, err
 			}
 		}
 	}

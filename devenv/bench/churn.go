@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/ralph-temporal/ralph/activities"
 	"github.com/ralph-temporal/ralph/internal/fakeopenai"
+	"github.com/ralph-temporal/ralph/internal/wait"
 	"github.com/ralph-temporal/ralph/report"
 	"github.com/ralph-temporal/ralph/workflows"
 )
@@ -203,14 +205,13 @@ func (h *Harness) Churn(ctx context.Context, t Target, cfg ChurnConfig) (*ChurnR
 	// The disruptions, driven by how much of the work has been served.
 	totalRounds := int64(cfg.Runs * cfg.Rounds)
 	waitShare := func(share float64) error {
-		for m.done.Load() < int64(share*float64(totalRounds)) {
-			select {
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-time.After(20 * time.Millisecond):
+		want := int64(share * float64(totalRounds))
+		return wait.Until(ctx, 20*time.Millisecond, func(context.Context) error {
+			if n := m.done.Load(); n < want {
+				return fmt.Errorf("%d of %d rounds served, waiting for %d", n, totalRounds, want)
 			}
-		}
-		return nil
+			return nil
+		})
 	}
 	var peakRSS atomic.Int64
 	sampleRSS := func() {
@@ -491,21 +492,26 @@ func processesWith(marker string) []int {
 // countWorkflows counts the runs matching query, polling until the count is
 // want or 10 s passed (visibility is eventually consistent).
 func countWorkflows(ctx context.Context, t Target, query string, want int64) (int64, error) {
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	var n int64
+	err := wait.For(ctx, 10*time.Second, 200*time.Millisecond, func(context.Context) error {
+		// ctx, not the 10 s one: a count in flight at the deadline still
+		// answers, and its number is what the caller reports.
 		resp, err := t.Client.CountWorkflow(ctx, &workflowservice.CountWorkflowExecutionsRequest{Namespace: t.Namespace, Query: query})
 		if err != nil {
-			return 0, fmt.Errorf("count %q: %w", query, err)
+			return wait.Final(fmt.Errorf("count %q: %w", query, err))
 		}
-		if resp.GetCount() == want || time.Now().After(deadline) {
-			return resp.GetCount(), nil
+		if n = resp.GetCount(); n != want {
+			return fmt.Errorf("%d runs match %q, want %d", n, query, want)
 		}
-		select {
-		case <-ctx.Done():
-			return 0, ctx.Err()
-		case <-time.After(200 * time.Millisecond):
-		}
+		return nil
+	})
+	if _, timedOut := errors.AsType[*wait.TimedOut](err); timedOut && ctx.Err() == nil {
+		return n, nil // the 10 s passed: the caller reports the count
 	}
+	if err != nil {
+		return 0, err
+	}
+	return n, nil
 }
 
 // ChurnSectionConfig sizes the whole load-and-churn benchmark: a throughput

@@ -2,18 +2,13 @@ package bench
 
 import (
 	"fmt"
-	"io"
 	"strconv"
 	"strings"
 	"testing"
 
-	"go.temporal.io/sdk/activity"
-	"go.temporal.io/sdk/testsuite"
-
 	"github.com/ralph-temporal/ralph/activities"
 	"github.com/ralph-temporal/ralph/agent"
 	"github.com/ralph-temporal/ralph/app/config"
-	"github.com/ralph-temporal/ralph/devenv/temporalserver"
 	"github.com/ralph-temporal/ralph/internal/fakeopenai"
 )
 
@@ -64,27 +59,8 @@ func benchContextRound(b *testing.B, window int, noUsage bool) {
 	var served, calls, handoffs, compacted, refused, rounds int
 	for i := 0; b.Loop(); i++ {
 		model := fakeopenai.NewServer(contextScript(window, noUsage))
-		dir := b.TempDir()
-		cfg, err := config.LoadWorker(nil, config.MapEnv{
-			"RALPH_MODEL": "bench-model", "OPENAI_BASE_URL": model.BaseURL(), "OPENAI_API_KEY": benchAPIKey,
-			"RALPH_WORKSPACE_ROOT": dir + "/workspaces", "RALPH_SESSION_DIR": dir + "/sessions",
-			"RALPH_CONTEXT_TOKENS": strconv.Itoa(window),
-		}, io.Discard)
-		if err != nil {
-			b.Fatal(err)
-		}
-		acts, err := activities.New(cfg.Activities)
-		if err != nil {
-			b.Fatal(err)
-		}
-		var suite testsuite.WorkflowTestSuite
-		suite.SetLogger(temporalserver.QuietLogger{})
-		env := suite.NewTestActivityEnvironment()
-		env.RegisterActivityWithOptions(acts.RunRound, activity.RegisterOptions{Name: activities.RunRoundName})
-		val, err := env.ExecuteActivity(activities.RunRoundName, activities.RoundInput{
-			Objective: "fill the context", Round: 1, MaxRounds: 2, Workspace: "ctx",
-			MaxHandoffChars: cfg.Activities.Limits.MaxHandoffChars,
-		})
+		cfg := roundWorkerConfig(b, model, config.MapEnv{"RALPH_CONTEXT_TOKENS": strconv.Itoa(window)})
+		val, err := roundRunner(b, cfg)("fill the context", "ctx")
 		rounds++
 		if err == nil {
 			var out activities.RoundOutput

@@ -3,18 +3,12 @@ package bench
 import (
 	"context"
 	"fmt"
-	"io"
 	"syscall"
 	"testing"
 	"time"
 
-	"go.temporal.io/sdk/activity"
-	"go.temporal.io/sdk/testsuite"
-
-	"github.com/ralph-temporal/ralph/activities"
 	"github.com/ralph-temporal/ralph/app/config"
 	"github.com/ralph-temporal/ralph/app/traces"
-	"github.com/ralph-temporal/ralph/devenv/temporalserver"
 	"github.com/ralph-temporal/ralph/devenv/testkit"
 	"github.com/ralph-temporal/ralph/internal/fakeopenai"
 	"github.com/ralph-temporal/ralph/internal/tracing"
@@ -53,38 +47,20 @@ func benchRoundTracing(b *testing.B, on bool) {
 	defer model.Close()
 	rcv := testkit.NewOTLPReceiver()
 	defer rcv.Close()
-	dir := b.TempDir()
-	env := config.MapEnv{
-		"RALPH_MODEL": "bench-model", "OPENAI_BASE_URL": model.BaseURL(), "OPENAI_API_KEY": benchAPIKey,
-		"RALPH_WORKSPACE_ROOT": dir + "/workspaces", "RALPH_SESSION_DIR": dir + "/sessions",
-	}
+	extra := config.MapEnv{}
 	if on {
-		env[config.EnvOTLPEndpoint] = rcv.Endpoint()
+		extra[config.EnvOTLPEndpoint] = rcv.Endpoint()
 	}
-	cfg, err := config.LoadWorker(nil, env, io.Discard)
-	if err != nil {
-		b.Fatal(err)
-	}
+	cfg := roundWorkerConfig(b, model, extra)
 	tp, err := traces.Start(context.Background(), cfg.Tracing)
 	if err != nil {
 		b.Fatal(err)
 	}
 	cfg.Activities.Agent.Tracing = tp.Options()
-	acts, err := activities.New(cfg.Activities)
-	if err != nil {
-		b.Fatal(err)
-	}
-	var suite testsuite.WorkflowTestSuite
-	suite.SetLogger(temporalserver.QuietLogger{})
-	aenv := suite.NewTestActivityEnvironment()
-	aenv.RegisterActivityWithOptions(acts.RunRound, activity.RegisterOptions{Name: activities.RunRoundName})
+	run := roundRunner(b, cfg)
 	cpuBefore := processCPU(b)
 	for i := 0; b.Loop(); i++ {
-		_, err := aenv.ExecuteActivity(activities.RunRoundName, activities.RoundInput{
-			Objective: "benchmark one traced round", Round: 1, MaxRounds: 2, Workspace: fmt.Sprintf("ws-%d", i%8),
-			MaxHandoffChars: cfg.Activities.Limits.MaxHandoffChars,
-		})
-		if err != nil {
+		if _, err := run("benchmark one traced round", fmt.Sprintf("ws-%d", i%8)); err != nil {
 			b.Fatal(err)
 		}
 	}

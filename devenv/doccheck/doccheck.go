@@ -7,6 +7,7 @@ package doccheck
 
 import (
 	"fmt"
+	"iter"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -85,30 +86,43 @@ var (
 // spans (where brackets are code, not links).
 func Links(text string) []Link {
 	var links []Link
-	fence := ""
-	for i, line := range strings.Split(text, "\n") {
-		trimmed := strings.TrimSpace(line)
-		if fence != "" {
-			if strings.HasPrefix(trimmed, fence) {
-				fence = ""
-			}
-			continue
-		}
-		if strings.HasPrefix(trimmed, "```") || strings.HasPrefix(trimmed, "~~~") {
-			fence = trimmed[:3]
-			continue
-		}
+	for n, line := range unfenced(text) {
 		if strings.HasPrefix(line, "    ") || strings.HasPrefix(line, "\t") {
 			continue // an indented code block line
 		}
 		line = codeSpan.ReplaceAllString(line, "")
 		for _, re := range []*regexp.Regexp{inlineLink, autoLink, refDef} {
 			for _, m := range re.FindAllStringSubmatch(line, -1) {
-				links = append(links, Link{Target: m[1], Line: i + 1})
+				links = append(links, Link{Target: m[1], Line: n})
 			}
 		}
 	}
 	return links
+}
+
+// unfenced yields the lines of a Markdown text outside fenced code blocks
+// (``` or ~~~, fence lines included), each with its 1-based line number: the
+// one place both the link scan and the heading scan learn what is code.
+func unfenced(text string) iter.Seq2[int, string] {
+	return func(yield func(int, string) bool) {
+		fence := ""
+		for i, line := range strings.Split(text, "\n") {
+			trimmed := strings.TrimSpace(line)
+			if fence != "" {
+				if strings.HasPrefix(trimmed, fence) {
+					fence = ""
+				}
+				continue
+			}
+			if strings.HasPrefix(trimmed, "```") || strings.HasPrefix(trimmed, "~~~") {
+				fence = trimmed[:3]
+				continue
+			}
+			if !yield(i+1, line) {
+				return
+			}
+		}
+	}
 }
 
 // checkLink says what is wrong with one target of page, or "".
@@ -165,19 +179,7 @@ var heading = regexp.MustCompile(`^#{1,6}\s+(.*?)\s*#*\s*$`)
 func Anchors(text string) map[string]bool {
 	anchors := map[string]bool{}
 	seen := map[string]int{}
-	fence := ""
-	for _, line := range strings.Split(text, "\n") {
-		trimmed := strings.TrimSpace(line)
-		if fence != "" {
-			if strings.HasPrefix(trimmed, fence) {
-				fence = ""
-			}
-			continue
-		}
-		if strings.HasPrefix(trimmed, "```") || strings.HasPrefix(trimmed, "~~~") {
-			fence = trimmed[:3]
-			continue
-		}
+	for _, line := range unfenced(text) {
 		m := heading.FindStringSubmatch(line)
 		if m == nil {
 			continue

@@ -84,3 +84,23 @@ func TestAnchorsAsGitHubMakesThem(t *testing.T) {
 		t.Error("a line in a code fence made an anchor")
 	}
 }
+
+// TestFencedCodeIsNeitherLinkNorHeading feeds one text to both scans: a link
+// or heading inside a ``` or ~~~ fence (including a ``` line inside a ~~~
+// fence, which does not close it) is code to both, and the lines after a
+// fence keep their numbers.
+func TestFencedCodeIsNeitherLinkNorHeading(t *testing.T) {
+	text := "# Outside\n" +
+		"```sh\n# fenced heading\n[fenced](fenced.md)\n```\n" +
+		"~~~\n```\n## Tilde heading\n<https://tilde.example>\n~~~\n" +
+		"## After\n[after](after.md)\n"
+
+	links := Links(text)
+	if len(links) != 1 || links[0].Target != "after.md" || links[0].Line != 12 {
+		t.Errorf("links %+v, want only after.md on line 12", links)
+	}
+	a := Anchors(text)
+	if len(a) != 2 || !a["outside"] || !a["after"] {
+		t.Errorf("anchors %v, want only outside and after", a)
+	}
+}

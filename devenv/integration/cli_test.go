@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 	"github.com/ralph-temporal/ralph/devenv/testkit"
 	"github.com/ralph-temporal/ralph/internal/fakeopenai"
 	"github.com/ralph-temporal/ralph/internal/proc"
+	"github.com/ralph-temporal/ralph/internal/wait"
 	"github.com/ralph-temporal/ralph/report"
 	"github.com/ralph-temporal/ralph/workflows"
 )
@@ -107,21 +109,23 @@ func TestRealStackTemporalCLI(t *testing.T) {
 
 func waitClosed(t *testing.T, e *env, id string, want enumspb.WorkflowExecutionStatus) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for time.Now().Before(deadline) {
+	err := wait.For(context.Background(), 60*time.Second, 100*time.Millisecond, func(context.Context) error {
 		desc, err := e.client.DescribeWorkflow(context.Background(), id, "")
 		if err != nil {
-			t.Fatal(err)
+			return wait.Final(err)
 		}
-		if got := desc.RawResponse.GetWorkflowExecutionInfo().GetStatus(); got != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
-			if got != want {
-				t.Fatalf("%s closed as %v, want %v", id, got, want)
-			}
-			return
+		switch got := desc.RawResponse.GetWorkflowExecutionInfo().GetStatus(); got {
+		case enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING:
+			return fmt.Errorf("%s still running after 60s", id)
+		case want:
+			return nil
+		default:
+			return wait.Final(fmt.Errorf("%s closed as %v, want %v", id, got, want))
 		}
-		time.Sleep(100 * time.Millisecond)
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Fatalf("%s still running after 60s", id)
 }
 
 func TestRealStackStarterExitCodes(t *testing.T) {

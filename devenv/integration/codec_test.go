@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -25,6 +26,7 @@ import (
 	"github.com/ralph-temporal/ralph/devenv/testkit"
 	"github.com/ralph-temporal/ralph/internal/codec"
 	"github.com/ralph-temporal/ralph/internal/fakeopenai"
+	"github.com/ralph-temporal/ralph/internal/wait"
 )
 
 // Markers that must never appear in plaintext anywhere in an encrypted history.
@@ -183,16 +185,17 @@ func startCodecServer(t *testing.T, keyFile, tokenFile string) string {
 		}
 	})
 	endpoint := "http://" + addr
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		if resp, err := http.Post(endpoint+"/decode", "application/json", strings.NewReader(`{"payloads":[]}`)); err == nil {
+	err := wait.For(context.Background(), 30*time.Second, 100*time.Millisecond, func(context.Context) error {
+		resp, err := http.Post(endpoint+"/decode", "application/json", strings.NewReader(`{"payloads":[]}`))
+		if err == nil {
 			resp.Body.Close()
-			return endpoint
 		}
-		time.Sleep(100 * time.Millisecond)
+		return err
+	})
+	if err != nil {
+		t.Fatalf("codec server did not answer on %s: %v", addr, err)
 	}
-	t.Fatalf("codec server did not answer on %s", addr)
-	return ""
+	return endpoint
 }
 
 // An encrypted run: its history carries no objective or report text in
@@ -288,12 +291,13 @@ func TestRealStackKeyRotation(t *testing.T) {
 		t.Fatalf("starter start: exit %d\n%s", code, out)
 	}
 	const id = "ralph-rot-ws"
-	deadline := time.Now().Add(60 * time.Second)
-	for !sawRound(e.model, 2) {
-		if time.Now().After(deadline) {
-			t.Fatal("round 2 never reached the model")
+	if err := wait.For(context.Background(), 60*time.Second, 50*time.Millisecond, func(context.Context) error {
+		if !sawRound(e.model, 2) {
+			return errors.New("round 2 never reached the model")
 		}
-		time.Sleep(50 * time.Millisecond)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
 	}
 	if err := first.cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
@@ -359,12 +363,13 @@ func TestRealStackWorkerWithoutTheKeyFailsLoudly(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("starter start: exit %d\n%s", code, out)
 	}
-	deadline := time.Now().Add(60 * time.Second)
-	for !strings.Contains(wrong.out.String(), `key id \"A\"`) {
-		if time.Now().After(deadline) {
-			t.Fatal(`the worker without key A did not report a failure naming key id "A"`)
+	if err := wait.For(context.Background(), 60*time.Second, 100*time.Millisecond, func(context.Context) error {
+		if !strings.Contains(wrong.out.String(), `key id \"A\"`) {
+			return errors.New(`the worker without key A did not report a failure naming key id "A"`)
 		}
-		time.Sleep(100 * time.Millisecond)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
 	}
 	if strings.Contains(wrong.out.String(), secretObjective) {
 		t.Fatal("the worker without the key logged the objective")

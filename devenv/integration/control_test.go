@@ -88,12 +88,13 @@ func TestRealStackPauseListResumeStop(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "resume accepted") {
 		t.Fatalf("starter resume: exit %d\n%s", code, out)
 	}
-	deadline := time.Now().Add(60 * time.Second)
-	for e.status(id).Round <= paused.Round {
-		if time.Now().After(deadline) {
-			t.Fatalf("no round after resume: %+v", e.status(id))
+	if err := wait.For(context.Background(), 60*time.Second, 100*time.Millisecond, func(context.Context) error {
+		if st := e.status(id); st.Round <= paused.Round {
+			return fmt.Errorf("no round after resume: %+v", st)
 		}
-		time.Sleep(100 * time.Millisecond)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
 	}
 	out, code = runBinary(t, "starter", starterEnv, "stop", id, "--reason", "enough files")
 	if code != 0 || !strings.Contains(out, "stop accepted") || !strings.Contains(out, `"stopRequested": true`) {
@@ -244,15 +245,14 @@ func TestRealStackRollingDeploysDuringOneRound(t *testing.T) {
 // waitForLines waits until path has at least n lines.
 func waitForLines(t *testing.T, path string, n int, within time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
+	err := wait.For(context.Background(), within, 100*time.Millisecond, func(context.Context) error {
 		data, _ := os.ReadFile(path)
-		if strings.Count(string(data), "\n") >= n {
-			return
+		if got := strings.Count(string(data), "\n"); got < n {
+			return fmt.Errorf("%s has %d line(s) after %s, want %d", path, got, within, n)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s has %d line(s) after %s, want %d", path, strings.Count(string(data), "\n"), within, n)
-		}
-		time.Sleep(100 * time.Millisecond)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }

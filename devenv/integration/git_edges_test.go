@@ -75,6 +75,50 @@ func killAndRetry(t *testing.T, e *env, first *process, dir string, extraEnv ...
 	<-first.done
 }
 
+// nestedAttack is the script both git modes face: round 1 plays plant (the
+// nested repository and the mode's own probes, one step each) and continues;
+// round 2's first session changes the nested work tree, runs probe and then
+// the long command, and is lost with its worker; the retry completes.
+func nestedAttack(plant []fakeopenai.Response, probe string) fakeopenai.Script {
+	return agentScript(func(tn turn) fakeopenai.Response {
+		switch {
+		case tn.Round() == 1 && tn.Step() < len(plant):
+			return plant[tn.Step()]
+		case tn.Round() == 1:
+			return submit(continueArgs("planted a nested repository", "change it"))
+		case tn.Session == 1 && tn.Step() == 0:
+			return tool("run_command", map[string]any{"command": "echo changed > sub/a.txt; " + probe + "; " + longCommand})
+		case tn.Session == 1:
+			return fakeopenai.Text("the lost session must never get here")
+		default:
+			return submit(completeArgs("finished after the retry", "the plant never ran"))
+		}
+	})
+}
+
+// runNestedAttack runs the nested attack under git mode (run
+// "edges-<mode>-nested", workspace "edge<mode>"), killing the worker in
+// round 2 so the next attempt takes the retry path. The run must complete
+// after 2 rounds with no planted program run; it returns the run's id and
+// workspace directory.
+func runNestedAttack(t *testing.T, e *env, mode, canary string) (id, dir string) {
+	t.Helper()
+	first := e.startWorker()
+	id = "edges-" + mode + "-nested"
+	run := e.start(id, `{"objective":"plant","workspace":"edge`+mode+`"}`)
+	dir = filepath.Join(e.root, "edge"+mode)
+	killAndRetry(t, e, first, dir)
+	res, err := e.result(run)
+	if err != nil {
+		t.Fatalf("run failed: %v", err)
+	}
+	if res.Status != report.OutcomeComplete || res.RoundsStarted != 2 {
+		t.Fatalf("result = %+v", res)
+	}
+	noCanaryFile(t, canary)
+	return id, dir
+}
+
 // Findings 1, 5 and 7, git local, under bubblewrap, across a retried
 // attempt: .git is read-only to commands and refused by the file tools,
 // the nested repository's filter and hooks never run (not at the
@@ -85,45 +129,18 @@ func TestRealStackEdgesGitLocalNestedRepoAcrossRetry(t *testing.T) {
 	xdg := t.TempDir()
 	const xdgCanary = "xdg-canary-CREDENTIALS-4d21"
 	writeFile(t, filepath.Join(xdg, "gh", "hosts.yml"), xdgCanary)
-	script := agentScript(func(tn turn) fakeopenai.Response {
-		switch {
-		case tn.Round() == 1 && tn.Step() == 0:
-			return tool("run_command", map[string]any{"command": nestedPlant(canary) +
-				"; echo '[core]' >> .git/config 2>&1; ln -s /etc .git/evil 2>&1; mkfifo fifo; cat $XDG_CONFIG_HOME/gh/hosts.yml " + xdg + "/gh/hosts.yml 2>&1; true"})
-		case tn.Round() == 1 && tn.Step() == 1:
-			return tool("write_file", map[string]string{"path": ".git/config", "content": "[submodule]\n\trecurse = true\n"})
-		case tn.Round() == 1 && tn.Step() == 2:
-			return tool("write_file", map[string]string{"path": "sub/.git/hooks/post-commit", "content": "#!/bin/sh\nenv >> " + canary + "\n"})
-		case tn.Round() == 1 && tn.Step() == 3:
-			return tool("search_files", map[string]string{"pattern": "x", "path": "fifo"})
-		case tn.Round() == 1 && tn.Step() == 4:
-			return tool("read_file", map[string]string{"path": "fifo"})
-		case tn.Round() == 1:
-			return submit(continueArgs("planted a nested repository", "change it"))
-		case tn.Session == 1 && tn.Step() == 0:
-			return tool("run_command", map[string]any{"command": "echo changed > sub/a.txt; echo " + lostMarker + " > lost.txt; " + longCommand})
-		case tn.Session == 1:
-			return fakeopenai.Text("the lost session must never get here")
-		default:
-			return submit(completeArgs("finished after the retry", "the plant never ran"))
-		}
-	})
+	script := nestedAttack([]fakeopenai.Response{
+		tool("run_command", map[string]any{"command": nestedPlant(canary) +
+			"; echo '[core]' >> .git/config 2>&1; ln -s /etc .git/evil 2>&1; mkfifo fifo; cat $XDG_CONFIG_HOME/gh/hosts.yml " + xdg + "/gh/hosts.yml 2>&1; true"}),
+		tool("write_file", map[string]string{"path": ".git/config", "content": "[submodule]\n\trecurse = true\n"}),
+		tool("write_file", map[string]string{"path": "sub/.git/hooks/post-commit", "content": "#!/bin/sh\nenv >> " + canary + "\n"}),
+		tool("search_files", map[string]string{"pattern": "x", "path": "fifo"}),
+		tool("read_file", map[string]string{"path": "fifo"}),
+	}, "echo "+lostMarker+" > lost.txt")
 	e, _ := sandboxedEnv(t, script, "RALPH_GIT=local", "RALPH_HEARTBEAT_TIMEOUT_SECONDS=2", "XDG_CONFIG_HOME="+xdg)
-	first := e.startWorker()
-	id := "edges-local-nested"
-	run := e.start(id, `{"objective":"plant","workspace":"edgelocal"}`)
-	dir := filepath.Join(e.root, "edgelocal")
-	killAndRetry(t, e, first, dir)
-	res, err := e.result(run)
-	if err != nil {
-		t.Fatalf("run failed: %v", err)
-	}
-	if res.Status != report.OutcomeComplete || res.RoundsStarted != 2 {
-		t.Fatalf("result = %+v", res)
-	}
+	id, dir := runNestedAttack(t, e, "local", canary)
 	// On the host: nothing ran, .git is as the worker left it, the nested
 	// repository never entered a checkpoint and was not checked out again.
-	noCanaryFile(t, canary)
 	cfg, _ := os.ReadFile(filepath.Join(dir, ".git", "config"))
 	if strings.Contains(string(cfg), "submodule") || strings.Contains(string(cfg), "recurse") {
 		t.Fatalf(".git/config was changed from the sandbox:\n%s", cfg)
@@ -158,35 +175,12 @@ func TestRealStackEdgesGitRemoteNestedRepoAcrossRetry(t *testing.T) {
 	bare, _ := bareRepo(t)
 	canary := filepath.Join(t.TempDir(), "canary")
 	leader := "pg=$(ps -o pgid= $$ | tr -d ' '); echo LEADER-ENV; tr '\\0' '\\n' < /proc/$pg/environ"
-	script := agentScript(func(tn turn) fakeopenai.Response {
-		switch {
-		case tn.Round() == 1 && tn.Step() == 0:
-			return tool("run_command", map[string]any{"command": nestedPlant(canary) + "; " + leader})
-		case tn.Round() == 1:
-			return submit(continueArgs("planted a nested repository", "change it"))
-		case tn.Session == 1 && tn.Step() == 0:
-			return tool("run_command", map[string]any{"command": "echo changed > sub/a.txt; " + leader + "; " + longCommand})
-		case tn.Session == 1:
-			return fakeopenai.Text("the lost session must never get here")
-		default:
-			return submit(completeArgs("finished after the retry", "the plant never ran"))
-		}
-	})
+	script := nestedAttack([]fakeopenai.Response{
+		tool("run_command", map[string]any{"command": nestedPlant(canary) + "; " + leader}),
+	}, leader)
 	e := newEnv(t, script, "RALPH_SANDBOX=off", "RALPH_GIT=remote", "RALPH_GIT_REMOTE="+bare,
 		"RALPH_HEARTBEAT_TIMEOUT_SECONDS=2", "TEMPORAL_API_KEY="+temporalKeyCanary, "TEMPORAL_TLS=false")
-	first := e.startWorker()
-	id := "edges-remote-nested"
-	run := e.start(id, `{"objective":"plant","workspace":"edgeremote"}`)
-	dir := filepath.Join(e.root, "edgeremote")
-	killAndRetry(t, e, first, dir)
-	res, err := e.result(run)
-	if err != nil {
-		t.Fatalf("run failed: %v", err)
-	}
-	if res.Status != report.OutcomeComplete || res.RoundsStarted != 2 {
-		t.Fatalf("result = %+v", res)
-	}
-	noCanaryFile(t, canary)
+	id, dir := runNestedAttack(t, e, "remote", canary)
 	if !strings.Contains(testkit.Git(t, dir, "config", "--get", "submodule.recurse"), "true") {
 		t.Fatal("the plant did not set submodule.recurse; the test proves nothing")
 	}

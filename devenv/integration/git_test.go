@@ -18,6 +18,7 @@ import (
 	"github.com/ralph-temporal/ralph/activities"
 	"github.com/ralph-temporal/ralph/devenv/testkit"
 	"github.com/ralph-temporal/ralph/internal/fakeopenai"
+	"github.com/ralph-temporal/ralph/internal/wait"
 	"github.com/ralph-temporal/ralph/report"
 )
 
@@ -297,17 +298,18 @@ func TestRealStackGitRemoteWorkersWithoutSharedStorage(t *testing.T) {
 
 	// Find the host running round 2's first session and kill it.
 	victim := -1
-	deadline := time.Now().Add(90 * time.Second)
-	for victim < 0 && time.Now().Before(deadline) {
+	if err := wait.For(context.Background(), 90*time.Second, 50*time.Millisecond, func(context.Context) error {
 		for i, h := range hosts {
 			if _, err := os.Stat(filepath.Join(h, "workspaces", "shared", "pids.txt")); err == nil {
 				victim = i
 			}
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	if victim < 0 {
-		t.Fatal("round 2 did not start on either worker")
+		if victim < 0 {
+			return errors.New("round 2 did not start on either worker")
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
 	}
 	pids := waitForPIDs(t, filepath.Join(hosts[victim], "workspaces", "shared", "pids.txt"), 2)
 	if err := workers[victim].cmd.Process.Signal(syscall.SIGKILL); err != nil {

@@ -177,14 +177,18 @@ func (e *env) startWorker(extraEnv ...string) *process {
 	readyErr := temporalserver.WaitPolling(ctx, e.client, e.queue, cmd.Process.Pid, p.done)
 	// A versioned worker says it polls once its version's routing is settled
 	// (RALPH_SET_CURRENT done), so runs started next reach it.
-	for readyErr == nil && !strings.Contains(p.out.String(), "worker is polling") {
-		select {
-		case <-p.done:
-			readyErr = fmt.Errorf("worker pid %d exited before it was ready", cmd.Process.Pid)
-		case <-ctx.Done():
-			readyErr = fmt.Errorf("worker pid %d never logged that it polls: %w", cmd.Process.Pid, ctx.Err())
-		case <-time.After(50 * time.Millisecond):
-		}
+	if readyErr == nil {
+		readyErr = wait.Until(ctx, 50*time.Millisecond, func(context.Context) error {
+			if strings.Contains(p.out.String(), "worker is polling") {
+				return nil
+			}
+			select {
+			case <-p.done:
+				return wait.Final(fmt.Errorf("worker pid %d exited before it was ready", cmd.Process.Pid))
+			default:
+				return fmt.Errorf("worker pid %d never logged that it polls", cmd.Process.Pid)
+			}
+		})
 	}
 	// Cleanup is registered before a readiness failure ends the test, so the
 	// process is stopped and its log shown either way.

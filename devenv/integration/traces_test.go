@@ -2,6 +2,7 @@ package integration
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/ralph-temporal/ralph/devenv/testkit"
 	"github.com/ralph-temporal/ralph/internal/fakeopenai"
+	"github.com/ralph-temporal/ralph/internal/wait"
 	"github.com/ralph-temporal/ralph/report"
 )
 
@@ -30,17 +32,17 @@ func withUsage(req fakeopenai.Request, r fakeopenai.Response) fakeopenai.Respons
 // waitForSpans polls the receiver until ok holds for its spans.
 func waitForSpans(t *testing.T, rcv *testkit.OTLPReceiver, within time.Duration, what string, ok func([]testkit.Span) bool) []testkit.Span {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		spans := rcv.Spans()
-		if ok(spans) {
-			return spans
+	var spans []testkit.Span
+	err := wait.For(context.Background(), within, 100*time.Millisecond, func(context.Context) error {
+		if spans = rcv.Spans(); !ok(spans) {
+			return fmt.Errorf("after %s the collector has %d spans, still not %s:\n%s", within, len(spans), what, spanList(spans))
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after %s the collector has %d spans, still not %s:\n%s", within, len(spans), what, spanList(spans))
-		}
-		time.Sleep(100 * time.Millisecond)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
+	return spans
 }
 
 func spanList(spans []testkit.Span) string {
