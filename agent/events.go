@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"encoding/json"
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
@@ -71,11 +72,12 @@ type Event struct {
 	BaseURL   string `json:"baseUrl,omitempty"`
 
 	// model_request: the messages appended since the previous request (the
-	// conversation only ever grows), the tools offered by name, and their
-	// full definitions on the first request.
+	// conversation only ever grows), the tools offered by name, and on the
+	// first request every tool's full definition: the JSON array exactly as
+	// the request sends it (encoded once per worker, not once per session).
 	Messages        []openai.ChatCompletionMessage `json:"messages,omitempty"`
 	Tools           []string                       `json:"tools,omitempty"`
-	ToolDefinitions []openai.Tool                  `json:"toolDefinitions,omitempty"`
+	ToolDefinitions json.RawMessage                `json:"toolDefinitions,omitempty"`
 	// ContextTokens is the request's size in tokens as the session knows it
 	// (reported prompt tokens plus an estimate of what was appended); on
 	// model_response it is the prompt tokens the provider reported.

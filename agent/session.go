@@ -7,6 +7,7 @@
 package agent
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -139,7 +140,9 @@ type session struct {
 	allDefs   []openai.Tool
 	reportDef openai.Tool // the tool that ends the session: submit_report, or submit_review
 	finish    string      // its name
-	// The estimated size of each offer, taken once: the definitions never change.
+	// allDefs as JSON and the estimated size of each offer, built once per
+	// worker (definitions.go); allDefsJSON is shared, never changed.
+	allDefsJSON                    []byte
 	allDefsTokens, reportDefTokens int
 
 	messages []openai.ChatCompletionMessage
@@ -186,19 +189,22 @@ func newSession(cfg Config, req Request, ws *tools.Workspace, obs Observer) (*se
 			Function: &openai.FunctionDefinition{Name: t.Name(), Description: t.Description(), Parameters: t.Parameters()},
 		})
 	}
-	def, err := submitReportDefinition(req.handoffCap())
 	s.finish = SubmitReportTool
 	if req.Review != nil {
-		def, err = submitReviewDefinition(req.handoffCap())
 		s.finish = SubmitReviewTool
 	}
+	def, err := finishingTool(s.finish, req.handoffCap())
 	if err != nil {
 		return nil, err
 	}
 	s.reportDef = def
 	s.allDefs = append(s.allDefs, s.reportDef)
 	s.toolNames = append(s.toolNames, s.finish)
-	s.allDefsTokens, s.reportDefTokens = toolsTokens(s.allDefs), toolsTokens([]openai.Tool{s.reportDef})
+	o, err := offerFor(s.allDefs)
+	if err != nil {
+		return nil, err
+	}
+	s.allDefsJSON, s.allDefsTokens, s.reportDefTokens = o.encoded, o.allTokens, o.finishTokens
 	s.handoffAt, s.handoffBound = s.timeBound()
 	return s, nil
 }
@@ -320,7 +326,7 @@ func (s *session) callModel(ctx context.Context, step int, offered []openai.Tool
 	ev := Event{Kind: EventModelRequest, Step: step, Messages: slices.Clone(s.messages[s.sent:]), Tools: toolNames(offered),
 		ContextTokens: size, Compacted: s.compacted && s.sent == 0}
 	if !s.defsSent {
-		ev.ToolDefinitions, s.defsSent = s.allDefs, true
+		ev.ToolDefinitions, s.defsSent = bytes.Clone(s.allDefsJSON), true // the event's own copy
 	}
 	s.emit(ev)
 	s.sent = len(s.messages)

@@ -27,6 +27,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/ralph-temporal/ralph/internal/memo"
 	"github.com/ralph-temporal/ralph/internal/netproxy"
 	"github.com/ralph-temporal/ralph/internal/sandbox"
 )
@@ -188,36 +189,62 @@ func OpenWorkspace(dir string, limits Limits, opts ...Option) (*Workspace, error
 	return w, nil
 }
 
+// specCache holds the six tools' specs per description data: they depend on
+// nothing else, so a worker renders the templates and generates the schemas
+// once per distinct set of limits rather than once per session. A few
+// entries cover every deployment (limits are resolved once per run).
+var specCache = memo.New[descriptionData, toolSpecs](8)
+
+// toolSpecs is what the model is told about each tool. Shared by every
+// workspace with the same limits, so it is never changed: spec's fields are
+// only read, and Parameters hands out copies.
+type toolSpecs struct {
+	list   spec[listFilesParams]
+	read   spec[readFileParams]
+	write  spec[writeFileParams]
+	edit   spec[editFileParams]
+	search spec[searchFilesParams]
+	run    spec[runCommandParams]
+}
+
+func buildSpecs(data descriptionData) (toolSpecs, error) {
+	var (
+		t    toolSpecs
+		errs []error
+		err  error
+	)
+	add := func(err error) { errs = append(errs, err) }
+	t.list, err = newSpec[listFilesParams]("list_files", data)
+	add(err)
+	t.read, err = newSpec[readFileParams]("read_file", data)
+	add(err)
+	t.write, err = newSpec[writeFileParams]("write_file", data)
+	add(err)
+	t.edit, err = newSpec[editFileParams]("edit_file", data)
+	add(err)
+	t.search, err = newSpec[searchFilesParams]("search_files", data)
+	add(err)
+	t.run, err = newSpec[runCommandParams]("run_command", data)
+	add(err)
+	if err := errors.Join(errs...); err != nil {
+		return toolSpecs{}, fmt.Errorf("building the tools: %w", err)
+	}
+	return t, nil
+}
+
 // buildTools prepares the six tools in their documented order.
 func (w *Workspace) buildTools() ([]Tool, error) {
 	data := newDescriptionData(w.limits)
-	var errs []error
-	add := func(err error) { errs = append(errs, err) }
-	var (
-		list   listFilesTool
-		read   readFileTool
-		write  writeFileTool
-		edit   editFileTool
-		search searchFilesTool
-		run    runCommandTool
-		err    error
-	)
-	list.spec, err = newSpec[listFilesParams]("list_files", data)
-	add(err)
-	read.spec, err = newSpec[readFileParams]("read_file", data)
-	add(err)
-	write.spec, err = newSpec[writeFileParams]("write_file", data)
-	add(err)
-	edit.spec, err = newSpec[editFileParams]("edit_file", data)
-	add(err)
-	search.spec, err = newSpec[searchFilesParams]("search_files", data)
-	add(err)
-	run.spec, err = newSpec[runCommandParams]("run_command", data)
-	add(err)
-	if err := errors.Join(errs...); err != nil {
-		return nil, fmt.Errorf("building the tools: %w", err)
+	specs, err := specCache.Get(data, func() (toolSpecs, error) { return buildSpecs(data) })
+	if err != nil {
+		return nil, err
 	}
-	list.w, read.w, write.w, edit.w, search.w, run.w = w, w, w, w, w, w
+	list := listFilesTool{spec: specs.list, w: w}
+	read := readFileTool{spec: specs.read, w: w}
+	write := writeFileTool{spec: specs.write, w: w}
+	edit := editFileTool{spec: specs.edit, w: w}
+	search := searchFilesTool{spec: specs.search, w: w}
+	run := runCommandTool{spec: specs.run, w: w}
 	if w.reviewOnly {
 		return []Tool{list, read, search, run}, nil
 	}
