@@ -59,7 +59,7 @@ func (a *Activities) ReviewCompletion(ctx context.Context, in ReviewInput) (out 
 	}
 	defer lock.release()
 
-	transcript, closeTranscript, path, err := a.openTranscript(in.Workspace, fmt.Sprintf("review-%d-attempt-%d-%s.jsonl", in.Round, info.Attempt, sessionID))
+	transcript, closeTranscript, path, err := a.openTranscript(ctx, in.Workspace, fmt.Sprintf("review-%d-attempt-%d-%s.jsonl", in.Round, info.Attempt, sessionID))
 	if err != nil {
 		return ReviewOutput{}, err
 	}

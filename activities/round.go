@@ -80,7 +80,7 @@ func (a *Activities) RunRound(ctx context.Context, in RoundInput) (out RoundOutp
 	}
 	defer lock.release()
 
-	transcript, closeTranscript, path, err := a.openTranscript(in.Workspace, fmt.Sprintf("round-%d-attempt-%d-%s.jsonl", in.Round, info.Attempt, sessionID))
+	transcript, closeTranscript, path, err := a.openTranscript(ctx, in.Workspace, fmt.Sprintf("round-%d-attempt-%d-%s.jsonl", in.Round, info.Attempt, sessionID))
 	if err != nil {
 		return RoundOutput{}, setupError(ctx, err, before)
 	}
@@ -200,17 +200,19 @@ func (a *Activities) prepareWorkspace(workspace string) (string, error) {
 	return filepath.Join(a.cfg.WorkspaceRoot, workspace), nil
 }
 
-func (a *Activities) openTranscript(workspace, name string) (*agent.Transcript, func(), string, error) {
+func (a *Activities) openTranscript(ctx context.Context, workspace, name string) (*agent.Transcript, func(), string, error) {
 	dir := a.TranscriptDir(workspace)
 	if err := os.MkdirAll(dir, sessionDirPerm); err != nil {
 		return nil, nil, "", fmt.Errorf("create the transcript directory: %w", err)
 	}
 	path := filepath.Join(dir, name)
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, transcriptFilePerm)
-	if err != nil {
-		return nil, nil, "", fmt.Errorf("create the transcript: %w", err)
+	f := createTranscriptFile(path)
+	closeFile := func() {
+		if err := f.close(); err != nil {
+			activity.GetLogger(ctx).Error("The session's transcript is missing or incomplete", "transcript", path, "error", err)
+		}
 	}
-	return agent.NewTranscript(f, a.cfg.Agent.APIKey), func() { f.Close() }, path, nil
+	return agent.NewTranscript(f, a.cfg.Agent.APIKey), closeFile, path, nil
 }
 
 // roundDeadline is the session's own deadline: Temporal's deadline for this
