@@ -42,8 +42,8 @@ func TestOptions(t *testing.T) {
 	cfg := config.DefaultWorker()
 	cfg.ConcurrentRounds = 3
 	o := Options(cfg, nil)
-	if o.MaxConcurrentActivityExecutionSize != 3 || o.MaxHeartbeatThrottleInterval != time.Second ||
-		o.DefaultHeartbeatThrottleInterval != time.Second || o.WorkerStopTimeout != config.DefaultStopTimeout ||
+	if o.MaxConcurrentActivityExecutionSize != 3 || o.MaxHeartbeatThrottleInterval != HeartbeatThrottle || HeartbeatThrottle > time.Second ||
+		o.DefaultHeartbeatThrottleInterval != HeartbeatThrottle || o.WorkerStopTimeout != config.DefaultStopTimeout ||
 		o.StickyScheduleToStartTimeout != 2*time.Second || o.DeploymentOptions.UseVersioning {
 		t.Errorf("options = %+v", o)
 	}

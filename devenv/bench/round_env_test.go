@@ -32,6 +32,9 @@ func roundWorkerConfig(b *testing.B, model *fakeopenai.Server, extra config.MapE
 	if err != nil {
 		b.Fatal(err)
 	}
+	// The SDK's test activity environment has no server: its client is a
+	// mock, so heartbeats go through the SDK (as they do in unit tests).
+	cfg.Activities.HeartbeatThroughClient = false
 	return cfg
 }
 
