@@ -20,7 +20,7 @@ func (g *Git) Checkpoint(ctx context.Context, dir string, p Prepared, r Round, h
 	if err := g.checkRepo(ctx, dir); err != nil {
 		return Checkpoint{}, "", err
 	}
-	spec, err := workPathspec(dir)
+	spec, err := g.workPathspec(dir)
 	if err != nil {
 		return Checkpoint{}, "", err
 	}

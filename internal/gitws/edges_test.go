@@ -289,7 +289,7 @@ func TestNestedGitdirFileIsOpaque(t *testing.T) {
 	if got := testkit.Git(t, dir, "ls-tree", "-r", cp.Commit); strings.Contains(got, "d") && strings.Contains(got, "commit") {
 		t.Fatalf("the nested gitdir file became a gitlink: %s", got)
 	}
-	nested, err := nestedRepos(dir)
+	nested, err := nestedRepos(g.dirs, dir)
 	if err != nil || len(nested) != 1 || nested[0] != "d" {
 		t.Fatalf("nestedRepos = %v, %v", nested, err)
 	}

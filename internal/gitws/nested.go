@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 )
 
@@ -15,40 +14,33 @@ import (
 // reading its HEAD, refs and config, possibly outside the workspace; the
 // worker's steps pass these as excluded pathspecs instead, so no step ever
 // looks inside one. Symbolic links are not followed. Directory entries
-// carry their type, so only directories are read.
-func nestedRepos(dir string) ([]string, error) {
+// carry their type, so only directories are read, and only those changed
+// since the last walk (see dirCache).
+func nestedRepos(c *dirCache, dir string) ([]string, error) {
 	var found []string
+	noCheck := func(string, []fs.DirEntry) error { return nil }
 	var walk func(abs, rel string) error
 	walk = func(abs, rel string) error {
-		f, err := os.Open(abs)
-		if errors.Is(err, fs.ErrPermission) && rel != "" {
+		l, err := c.list(walkWork, abs, rel == "", noCheck)
+		var nd *notDirError
+		switch {
+		case errors.As(err, &nd) && rel != "":
+			return nil // no longer a directory: git sees no directory either
+		case errors.Is(err, fs.ErrPermission) && rel != "":
 			return nil // git cannot read it either: it warns and goes on
-		}
-		if err != nil {
+		case err != nil:
 			return err
 		}
-		entries, err := f.ReadDir(-1)
-		f.Close()
-		if err != nil {
-			return err
+		if rel != "" && l.hasGit {
+			found = append(found, rel)
+			return nil // opaque: nothing below it is ours either
 		}
-		if rel != "" {
-			for _, e := range entries {
-				if e.Name() == ".git" {
-					found = append(found, rel)
-					return nil // opaque: nothing below it is ours either
-				}
-			}
-		}
-		for _, e := range entries {
-			if !e.IsDir() || (rel == "" && e.Name() == ".git") {
-				continue
-			}
-			sub := e.Name()
+		for _, name := range l.subdirs {
+			sub := name
 			if rel != "" {
-				sub = rel + "/" + e.Name()
+				sub = rel + "/" + name
 			}
-			if err := walk(filepath.Join(abs, e.Name()), sub); err != nil {
+			if err := walk(filepath.Join(abs, name), sub); err != nil {
 				return err
 			}
 		}
@@ -62,8 +54,8 @@ func nestedRepos(dir string) ([]string, error) {
 
 // workPathspec is the pathspec of a step that walks the work tree: all of
 // it but the nested repositories.
-func workPathspec(dir string) ([]string, error) {
-	nested, err := nestedRepos(dir)
+func (g *Git) workPathspec(dir string) ([]string, error) {
+	nested, err := nestedRepos(g.dirs, dir)
 	if err != nil {
 		return nil, err
 	}

@@ -158,7 +158,7 @@ func (g *Git) resetTo(ctx context.Context, dir, commit string) error {
 	if _, err := g.run(ctx, dir, cmdOpts{}, "reset", "-q", "--hard", commit); err != nil {
 		return fmt.Errorf("reset the work tree to %s: %w", commit, err)
 	}
-	spec, err := workPathspec(dir)
+	spec, err := g.workPathspec(dir)
 	if err != nil {
 		return err
 	}

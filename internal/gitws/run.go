@@ -20,6 +20,8 @@ type Git struct {
 	hooksDir    string
 	authorName  string
 	authorEmail string
+	// dirs spares the safety walks the directories they read unchanged before.
+	dirs *dirCache
 }
 
 // New returns a Git for cfg (already validated). hooksDir is created empty:
@@ -43,7 +45,7 @@ func New(cfg Config, hooksDir string) (*Git, error) {
 	if len(entries) != 0 {
 		return nil, fmt.Errorf("the git hooks directory %s must be empty", hooksDir)
 	}
-	return &Git{cfg: cfg, hooksDir: hooksDir, authorName: name, authorEmail: email}, nil
+	return &Git{cfg: cfg, hooksDir: hooksDir, authorName: name, authorEmail: email, dirs: newDirCache(defaultDirCacheBytes)}, nil
 }
 
 // Config is the policy this Git runs.

@@ -53,7 +53,7 @@ func (g *Git) checkRepo(ctx context.Context, dir string) error {
 			return fmt.Errorf("%w: %s exists (it would bring configuration from outside .git/config)", ErrUnsafeRepo, filepath.Join(gitDir, name))
 		}
 	}
-	if err := checkGitTree(gitDir); err != nil {
+	if err := checkGitTree(g.dirs, gitDir); err != nil {
 		return err
 	}
 	if g.cfg.Mode == ModeRemote {
@@ -107,40 +107,56 @@ var alternatesFiles = []string{"objects/info/alternates", "objects/info/http-alt
 // .git, and an alternates file: through any of them a step would read or
 // write another workspace's refs and objects, or a host file, or block on
 // a FIFO. Directory entries carry their type, so this reads directories
-// only and never stats or opens a file.
-func checkGitTree(gitDir string) error {
+// only and never stats or opens a file; a directory unchanged since the
+// last walk (see dirCache) is not read again.
+func checkGitTree(c *dirCache, gitDir string) error {
 	for _, rel := range alternatesFiles {
 		if _, err := os.Lstat(filepath.Join(gitDir, rel)); err == nil {
 			return fmt.Errorf("%w: %s exists (it would make the worker's git read another repository's objects)", ErrUnsafeRepo, filepath.Join(gitDir, rel))
 		}
 	}
-	var walk func(dir string) error
-	walk = func(dir string) error {
-		f, err := os.Open(dir)
-		if err != nil {
-			return fmt.Errorf("read %s: %w", dir, err)
-		}
-		entries, err := f.ReadDir(-1)
-		f.Close()
-		if err != nil {
-			return fmt.Errorf("read %s: %w", dir, err)
-		}
-		for _, e := range entries {
-			path := filepath.Join(dir, e.Name())
-			switch t := e.Type(); {
-			case t.IsDir():
-				if err := walk(path); err != nil {
+	var walk func(dir string, root bool) error
+	walk = func(dir string, root bool) error {
+		l, err := c.list(walkGitDir, dir, root, func(dir string, entries []fs.DirEntry) error {
+			for _, e := range entries {
+				if err := gitTreeEntry(filepath.Join(dir, e.Name()), e.Type()); err != nil {
 					return err
 				}
-			case t&fs.ModeSymlink != 0:
-				return fmt.Errorf("%w: %s is a symbolic link (inside .git it would let the workspace choose what the worker's git reads and writes)", ErrUnsafeRepo, path)
-			case !t.IsRegular():
-				return fmt.Errorf("%w: %s is not a regular file or directory", ErrUnsafeRepo, path)
 			}
+			return nil
+		})
+		var nd *notDirError
+		if errors.As(err, &nd) {
+			return gitTreeEntry(nd.path, nd.mode)
+		}
+		if err != nil {
+			return fmt.Errorf("read %s: %w", dir, err)
+		}
+		for _, name := range l.subdirs {
+			if err := walk(filepath.Join(dir, name), false); err != nil {
+				return err
+			}
+		}
+		if l.hasGit {
+			// .git inside .git: a directory walks like any other.
+			return walk(filepath.Join(dir, ".git"), false)
 		}
 		return nil
 	}
-	return walk(gitDir)
+	return walk(gitDir, false) // checkRepo found .git a directory; a link now is refused
+}
+
+// gitTreeEntry refuses an entry of .git that is neither a regular file nor
+// a directory.
+func gitTreeEntry(path string, t fs.FileMode) error {
+	switch {
+	case t.IsDir(), t.IsRegular():
+		return nil
+	case t&fs.ModeSymlink != 0:
+		return fmt.Errorf("%w: %s is a symbolic link (inside .git it would let the workspace choose what the worker's git reads and writes)", ErrUnsafeRepo, path)
+	default:
+		return fmt.Errorf("%w: %s is not a regular file or directory", ErrUnsafeRepo, path)
+	}
 }
 
 // deniedKey says why a config key is refused, or "" when it is allowed.

@@ -25,7 +25,7 @@ func (g *Git) WorkTree(ctx context.Context, dir string) (string, error) {
 	if err := copyIndex(dir, path); err != nil {
 		return "", err
 	}
-	spec, err := workPathspec(dir)
+	spec, err := g.workPathspec(dir)
 	if err != nil {
 		return "", err
 	}
