@@ -124,13 +124,7 @@ func TestHangEndsWithClientAndListen(t *testing.T) {
 	if !strings.HasPrefix(s.BaseURL(), "http://127.0.0.1:") || !strings.HasSuffix(s.BaseURL(), "/v1") {
 		t.Errorf("BaseURL = %q", s.BaseURL())
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	go func() {
-		for s.RequestCount() == 0 {
-			time.Sleep(5 * time.Millisecond)
-		}
-		cancel()
-	}()
+	ctx := cancelledOnArrival(t, s)
 	if _, err := client(s).CreateChatCompletion(ctx, chat(hello)); !errors.Is(err, context.Canceled) {
 		t.Errorf("hang ended with %v, want context.Canceled", err)
 	}
@@ -155,13 +149,7 @@ func TestDeliveredSkipsAClientThatLeft(t *testing.T) {
 		},
 	})
 	defer s.Close()
-	ctx, cancel := context.WithCancel(context.Background())
-	go func() {
-		for s.RequestCount() == 0 {
-			time.Sleep(5 * time.Millisecond)
-		}
-		cancel()
-	}()
+	ctx := cancelledOnArrival(t, s)
 	if _, err := client(s).CreateChatCompletion(ctx, chat(hello)); !errors.Is(err, context.Canceled) {
 		t.Fatalf("first request ended with %v, want context.Canceled", err)
 	}
@@ -180,4 +168,20 @@ func TestDeliveredSkipsAClientThatLeft(t *testing.T) {
 	if err != nil {
 		t.Error(err)
 	}
+}
+
+// cancelledOnArrival is a context cancelled once s has received a request.
+func cancelledOnArrival(t *testing.T, s *fakeopenai.Server) context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go func() {
+		defer cancel()
+		_ = wait.Until(ctx, 5*time.Millisecond, func(context.Context) error {
+			if s.RequestCount() == 0 {
+				return errors.New("no request yet")
+			}
+			return nil
+		})
+	}()
+	return ctx
 }
