@@ -546,7 +546,12 @@ func TestStatusQueryBeforeDuringAndAfterRounds(t *testing.T) {
 	if err := env.GetWorkflowError(); err != nil {
 		t.Fatal(err)
 	}
-	if before.Phase == PhaseFinished || before.MaxRounds != 4 || len(before.Rounds) != 0 || before.LastReport != nil {
+	// At 1 ms the run is either still resolving its limits (a local
+	// activity that takes real time, so a loaded machine sees this: the
+	// input is not applied yet) or already in round 1; nothing has finished.
+	starting := before.Phase == PhaseStarting && before.MaxRounds == 0 && before.Objective == ""
+	inRound1 := before.Phase == PhaseRunning && before.MaxRounds == 4 && before.Round == 1 && before.Objective == "fix it"
+	if !(starting || inRound1) || len(before.Rounds) != 0 || before.LastReport != nil {
 		t.Fatalf("status before rounds = %+v", before)
 	}
 	if during1.Phase != PhaseRunning || during1.Round != 1 || len(during1.Rounds) != 0 || during1.LastReport != nil {
