@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 
 	"github.com/ralph-temporal/ralph/internal/fakeopenai"
+	"github.com/ralph-temporal/ralph/internal/wait"
 	"github.com/ralph-temporal/ralph/workflows"
 )
 
@@ -49,8 +50,22 @@ func TestRealStackRollingUpgradeKeepsRunsPinned(t *testing.T) {
 	if !strings.Contains(b.out.String(), wantCmd) {
 		t.Fatalf("worker B did not log the promote command %q:\n%s", wantCmd, tail(b.out.String(), 2000))
 	}
-	if out, err := temporalCLI(t, append(strings.Fields(wantCmd)[1:], "--yes")...); err != nil {
-		t.Fatalf("set-current-version: %v\n%s", err, out)
+	// The server refuses the promotion until it has seen B's pollers on the
+	// task queue A serves ("missing active task queues"): an operator runs
+	// the command again, and so does the test.
+	err := wait.For(context.Background(), time.Minute, 500*time.Millisecond, func(context.Context) error {
+		out, err := temporalCLI(t, append(strings.Fields(wantCmd)[1:], "--yes")...)
+		switch {
+		case err == nil:
+			return nil
+		case strings.Contains(out, "missing active task queues"):
+			return fmt.Errorf("set-current-version: %v\n%s", err, out)
+		default:
+			return wait.Final(fmt.Errorf("set-current-version: %v\n%s", err, out))
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 	fresh := e.start("upgrade-fresh", `{"objective":"fresh run","workspace":"fresh"}`)
 	if res, err := e.result(fresh); err != nil || res.Status != "complete" {
