@@ -9,15 +9,11 @@ import (
 	"path/filepath"
 	"time"
 
-	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 
-	"github.com/ralph-temporal/ralph/activities"
 	"github.com/ralph-temporal/ralph/app/config"
 	"github.com/ralph-temporal/ralph/internal/codec"
 	"github.com/ralph-temporal/ralph/internal/fakeopenai"
-	"github.com/ralph-temporal/ralph/report"
-	"github.com/ralph-temporal/ralph/workflows"
 )
 
 // EncryptionConfig sizes the encryption-overhead benchmark.
@@ -63,53 +59,16 @@ func (h *Harness) Encryption(ctx context.Context, cfg EncryptionConfig) (Section
 
 	type loop struct {
 		name    string
-		run     func(ctx context.Context, rounds int) (RoundTimes, error)
+		run     func(ctx context.Context, rounds int) (loopRun, error)
 		periods []time.Duration
 		execs   []time.Duration
 	}
-	ralph := func(t Target, w *InProc, encrypted bool) func(context.Context, int) (RoundTimes, error) {
-		return func(ctx context.Context, rounds int) (RoundTimes, error) {
-			id := h.name("enc-ralph")
-			run, err := StartRalph(ctx, t, w.Queue, id, ralphInput{Objective: "benchmark payload encryption", MaxRounds: rounds})
-			if err != nil {
-				return RoundTimes{}, err
-			}
-			first := run.GetRunID()
-			var res workflows.Result
-			if err := run.Get(ctx, &res); err != nil {
-				return RoundTimes{}, fmt.Errorf("ralph run %s: %w", id, err)
-			}
-			if res.Status != report.OutcomeBudgetLimited || res.RoundsStarted != rounds {
-				return RoundTimes{}, fmt.Errorf("ralph run %s: result %+v", id, res)
-			}
-			chain, err := Chain(ctx, t, id, first)
-			if err != nil {
-				return RoundTimes{}, err
-			}
-			if err := checkEncoding(chain, encrypted); err != nil {
-				return RoundTimes{}, fmt.Errorf("ralph run %s: %w", id, err)
-			}
-			return Timing(chain, activities.RunRoundName), nil
-		}
+	ralph := func(t Target, w *InProc, encrypted bool) func(context.Context, int) (loopRun, error) {
+		l := ralphLoop{objective: "benchmark payload encryption", encrypted: encrypted}
+		return func(ctx context.Context, rounds int) (loopRun, error) { return l.run(ctx, h, t, w.Queue, rounds, true) }
 	}
-	bare := func(ctx context.Context, rounds int) (RoundTimes, error) {
-		id := h.name("enc-bare")
-		run, err := h.Dev.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-			ID: id, TaskQueue: plainW.Queue, WorkflowExecutionTimeout: 5 * time.Minute,
-		}, BareWorkflowName, BareInput{Rounds: rounds})
-		if err != nil {
-			return RoundTimes{}, err
-		}
-		first := run.GetRunID()
-		var n int
-		if err := run.Get(ctx, &n); err != nil {
-			return RoundTimes{}, fmt.Errorf("bare run %s: %w", id, err)
-		}
-		chain, err := Chain(ctx, h.Dev, id, first)
-		if err != nil {
-			return RoundTimes{}, err
-		}
-		return Timing(chain, NoopActivityName), nil
+	bare := func(ctx context.Context, rounds int) (loopRun, error) {
+		return h.bareLoopRun(ctx, h.Dev, plainW.Queue, rounds, false, true)
 	}
 	loops := []*loop{
 		{name: "bare", run: bare},
@@ -119,14 +78,14 @@ func (h *Harness) Encryption(ctx context.Context, cfg EncryptionConfig) (Section
 	once := func(l *loop, rounds int, record bool) error {
 		rctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 		defer cancel()
-		rt, err := l.run(rctx, rounds)
+		r, err := l.run(rctx, rounds)
 		if err != nil {
 			return err
 		}
 		if record {
-			within, _ := rt.SplitPeriods()
+			within, _ := r.rounds.SplitPeriods()
 			l.periods = append(l.periods, within...)
-			l.execs = append(l.execs, rt.Executions()...)
+			l.execs = append(l.execs, r.rounds.Executions()...)
 		}
 		return nil
 	}

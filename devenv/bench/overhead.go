@@ -5,14 +5,10 @@ import (
 	"fmt"
 	"time"
 
-	"go.temporal.io/sdk/client"
-
 	"github.com/ralph-temporal/ralph/activities"
 	"github.com/ralph-temporal/ralph/app/config"
 	"github.com/ralph-temporal/ralph/devenv/testkit"
 	"github.com/ralph-temporal/ralph/internal/fakeopenai"
-	"github.com/ralph-temporal/ralph/report"
-	"github.com/ralph-temporal/ralph/workflows"
 )
 
 // OverheadConfig sizes the orchestration-overhead benchmark.
@@ -224,75 +220,31 @@ func (o *overheadBench) attempt(ctx context.Context, c *overheadCell, fn loopFn,
 // once when heartbeat.
 func (o *overheadBench) bareLoop(heartbeat bool) loopFn {
 	return func(ctx context.Context, c *overheadCell, rounds int, record bool) error {
-		id := o.h.name("bare")
-		start := time.Now()
-		run, err := c.target.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-			ID: id, TaskQueue: c.w.Queue, WorkflowExecutionTimeout: 5 * time.Minute,
-		}, BareWorkflowName, BareInput{Rounds: rounds, Heartbeat: heartbeat})
-		if err != nil {
+		r, err := o.h.bareLoopRun(ctx, c.target, c.w.Queue, rounds, heartbeat, record)
+		if err != nil || !record {
 			return err
 		}
-		firstRunID := run.GetRunID() // Get follows continue-as-new and moves GetRunID on
-		var n int
-		if err := run.Get(ctx, &n); err != nil {
-			return fmt.Errorf("bare run %s: %w", id, err)
-		}
-		e2e := time.Since(start)
-		if !record {
-			return nil
-		}
-		chain, err := Chain(ctx, c.target, id, firstRunID)
-		if err != nil {
-			return err
-		}
-		rt := Timing(chain, NoopActivityName)
 		if heartbeat {
-			c.bareHB.add(rt, e2e, rounds)
-			c.bareHBOrch = append(c.bareHBOrch, orchestration(rt)...)
+			c.bareHB.add(r.rounds, r.e2e, rounds)
+			c.bareHBOrch = append(c.bareHBOrch, orchestration(r.rounds)...)
 		} else {
-			c.bare.add(rt, e2e, rounds)
-			c.bareOrch = append(c.bareOrch, orchestration(rt)...)
+			c.bare.add(r.rounds, r.e2e, rounds)
+			c.bareOrch = append(c.bareOrch, orchestration(r.rounds)...)
 		}
 		return nil
 	}
 }
 
-// ralphLoop is one Ralph run of rounds, checked to end budget-limited
-// after all of them with encrypted payloads.
+// ralphLoop is one Ralph run of rounds with budgets on, checked to end
+// budget-limited after all of them with encrypted payloads.
 func (o *overheadBench) ralphLoop(ctx context.Context, c *overheadCell, rounds int, record bool) error {
-	id := o.h.name("ralph")
-	start := time.Now()
-	run, err := StartRalph(ctx, c.target, c.w.Queue, id, ralphInput{Objective: "benchmark the orchestration overhead", MaxRounds: rounds,
-		// Budgets on, so their checks and the search attributes are part of the measured loop.
-		MaxTokens: 1_000_000_000, MaxMinutes: 600})
-	if err != nil {
+	l := ralphLoop{objective: "benchmark the orchestration overhead", budgets: true, encrypted: true}
+	r, err := l.run(ctx, o.h, c.target, c.w.Queue, rounds, record)
+	if err != nil || !record {
 		return err
 	}
-	firstRunID := run.GetRunID()
-	var res workflows.Result
-	if err := run.Get(ctx, &res); err != nil {
-		return fmt.Errorf("ralph run %s: %w", id, err)
-	}
-	e2e := time.Since(start)
-	if res.Status != report.OutcomeBudgetLimited || res.RoundsStarted != rounds {
-		return fmt.Errorf("ralph run %s: result %+v, want budget-limited after %d rounds", id, res, rounds)
-	}
-	if !record {
-		return nil
-	}
-	chain, err := Chain(ctx, c.target, id, firstRunID)
-	if err != nil {
-		return err
-	}
-	if err := checkEncoding(chain, true); err != nil {
-		return fmt.Errorf("ralph run %s: %w", id, err)
-	}
-	rt := Timing(chain, activities.RunRoundName)
-	if len(rt.Scheduled) != rounds {
-		return fmt.Errorf("ralph run %s: %d rounds in history, want %d", id, len(rt.Scheduled), rounds)
-	}
-	c.ralph.add(rt, e2e, rounds)
-	c.ralphOrch = append(c.ralphOrch, orchestration(rt)...)
+	c.ralph.add(r.rounds, r.e2e, rounds)
+	c.ralphOrch = append(c.ralphOrch, orchestration(r.rounds)...)
 	return nil
 }
 
