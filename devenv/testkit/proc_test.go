@@ -26,9 +26,14 @@ func TestAwaitPIDReadsWhatTheShellWrote(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmdline, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline"))
-	if err != nil || !strings.HasPrefix(string(cmdline), "sleep\x0030") {
-		t.Errorf("pid %d runs %q (%v), want the background sleep 30", pid, cmdline, err)
+	// The shell's child: between its fork and its exec it may still run sh.
+	stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		t.Fatalf("pid %d: %v", pid, err)
+	}
+	fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+	if len(fields) < 2 || fields[1] != strconv.Itoa(cmd.Process.Pid) {
+		t.Errorf("pid %d has stat %q, want a child of the shell %d", pid, stat, cmd.Process.Pid)
 	}
 }
 
