@@ -46,6 +46,9 @@ type Worker struct {
 	Demo bool
 	// MetricsAddress serves Prometheus /metrics when set (RALPH_METRICS_ADDRESS).
 	MetricsAddress string
+	// HealthAddress serves the /healthz and /readyz probes when set
+	// (RALPH_HEALTH_ADDRESS).
+	HealthAddress string
 	// Connection overrides the standard TEMPORAL_* variables when set.
 	Connection Connection
 	// Versioning is the worker's Worker Deployment Versioning setup.
@@ -307,6 +310,8 @@ func workerSettings() []setting {
 			def:    func(w *Worker) string { return w.Versioning.SetCurrent }},
 		{flag: "metrics-address", env: "RALPH_METRICS_ADDRESS", usage: "host:port serving Prometheus /metrics (empty: off)",
 			strp: func(w *Worker) *string { return &w.MetricsAddress }},
+		{flag: "health-address", env: "RALPH_HEALTH_ADDRESS", usage: "host:port serving /healthz (alive) and /readyz (polling with a working sandbox, Temporal frontend reachable) for Kubernetes probes (empty: off)",
+			strp: func(w *Worker) *string { return &w.HealthAddress }},
 		{flag: "concurrent-rounds", env: "RALPH_CONCURRENT_ROUNDS", usage: "rounds one worker runs at once",
 			intp: func(w *Worker) *int { return &w.ConcurrentRounds }},
 		{flag: "stop-timeout-seconds", env: "RALPH_WORKER_STOP_TIMEOUT_SECONDS", usage: "graceful drain on SIGINT/SIGTERM before running rounds are cancelled",

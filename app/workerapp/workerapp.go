@@ -128,6 +128,7 @@ type Started struct {
 	Version *worker.WorkerDeploymentVersion
 
 	fatal   chan error
+	ready   *readiness
 	cleanup []func() // in the order they must run on Stop
 	once    sync.Once
 }
@@ -156,12 +157,21 @@ type Hooks struct {
 // released. Each step below is one part of the wiring, in the order the
 // worker needs them.
 func Start(ctx context.Context, cfg config.Worker, env config.Env, logger *slog.Logger, hooks Hooks) (_ *Started, err error) {
-	s := &Started{fatal: make(chan error, 1)}
+	s := &Started{fatal: make(chan error, 1), ready: newReadiness()}
 	defer func() {
 		if err != nil {
 			s.Stop()
 		}
 	}()
+	if cfg.HealthAddress != "" {
+		// First, so that liveness answers while the worker waits for its
+		// server, and last to stop, so that it answers during the drain.
+		stopHealth, err := serveHealth(cfg.HealthAddress, s.ready, logger)
+		if err != nil {
+			return nil, &UsageError{Err: err}
+		}
+		s.later(stopHealth)
+	}
 	if cfg.Demo {
 		if err := s.startDemo(&cfg, logger); err != nil {
 			return nil, err
@@ -180,6 +190,7 @@ func Start(ctx context.Context, cfg config.Worker, env config.Env, logger *slog.
 		return nil, &UsageError{Err: fmt.Errorf("activities configuration: %w", err)}
 	}
 	logSandbox(logger, cfg.Activities.Sandbox, acts.Sandbox())
+	s.ready.setSandbox(acts.Sandbox())
 	w, err := s.newWorkerOptions(cfg, env, tp, logger)
 	if err != nil {
 		return nil, err
@@ -316,6 +327,10 @@ func (s *Started) connect(ctx context.Context, cfg config.Worker, env config.Env
 	}
 	s.Client = c
 	s.later(c.Close)
+	s.ready.setFrontend(func(ctx context.Context) error {
+		_, err := c.CheckHealth(ctx, &client.CheckHealthRequest{})
+		return err
+	})
 	if cfg.Activities.Limits.SearchAttributes {
 		if err := searchattrs.Ensure(ctx, c, opts.Namespace, logger); err != nil {
 			return &UsageError{Err: err}
@@ -347,11 +362,14 @@ func (s *Started) startPolling(ctx context.Context, cfg config.Worker, setup wor
 		return fmt.Errorf("worker on task queue %q: %w", cfg.TaskQueue, err)
 	}
 	s.later(w.Stop)
+	// Not ready from the moment the drain begins.
+	s.later(func() { s.ready.setPolling(false) })
 	if v := setup.version; v != nil {
 		if err := promote(ctx, s.Client, *v, cfg.Versioning.SetCurrent, logger); err != nil {
 			return err
 		}
 	}
+	s.ready.setPolling(true)
 	logger.Info("worker is polling", "taskQueue", cfg.TaskQueue, "namespace", setup.client.Namespace, "address", setup.client.HostPort,
 		"version", VersionString(setup.version))
 	return nil
