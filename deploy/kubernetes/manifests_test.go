@@ -248,9 +248,11 @@ func checkPod(t *testing.T, tmpl corev1.PodTemplateSpec) {
 		t.Errorf("prometheus.io/port = %q, want %q", got, want)
 	}
 
-	grace := spec.TerminationGracePeriodSeconds
-	if grace == nil || time.Duration(*grace)*time.Second <= cfg.StopTimeout {
-		t.Errorf("terminationGracePeriodSeconds = %v, want more than the worker's stop timeout %s", grace, cfg.StopTimeout)
+	switch g := spec.TerminationGracePeriodSeconds; {
+	case g == nil:
+		t.Errorf("terminationGracePeriodSeconds is unset, want more than the worker's stop timeout %s", cfg.StopTimeout)
+	case time.Duration(*g)*time.Second <= cfg.StopTimeout:
+		t.Errorf("terminationGracePeriodSeconds = %d, want more than the worker's stop timeout %s", *g, cfg.StopTimeout)
 	}
 	checkSecurity(t, spec, c)
 }
