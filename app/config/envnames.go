@@ -25,7 +25,7 @@ func EnvNames() []string {
 	}
 	names = append(names, temporalClientVars()...)
 	names = append(names, EnvControllerDeploymentName, EnvControllerBuildID,
-		EnvOTLPEndpoint, EnvOTLPTracesEndpoint, EnvOTLPProtocol, EnvOTLPTracesProtocol, EnvOTelServiceName, EnvOTelResourceAttrs)
+		EnvOTLPEndpoint, EnvOTLPTracesEndpoint, EnvOTLPProtocol, EnvOTLPTracesProtocol, EnvOTelServiceName, EnvOTelResourceAttrs, EnvCaptureContent)
 	slices.Sort(names)
 	return slices.Compact(names)
 }
