@@ -23,6 +23,9 @@ go vet ./...
 go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 go run go.temporal.io/sdk/contrib/tools/workflowcheck@v0.6.0 -config scripts/workflowcheck.yaml ./workflows/...
 
+echo "== deploy/kubernetes: the manifests' structure test (a Go module of its own: ./... skips it)"
+(cd deploy/kubernetes && go vet ./... && go test -count=1 ./...)
+
 echo "== go test -race (unit, replay, dev-server integration)"
 # -p 1: one package at a time, so the real-stack suite never shares two
 # cores with another package's dev server (timeouts would measure the load).

@@ -46,6 +46,9 @@ type Worker struct {
 	Demo bool
 	// MetricsAddress serves Prometheus /metrics when set (RALPH_METRICS_ADDRESS).
 	MetricsAddress string
+	// HealthAddress serves the /healthz and /readyz probes when set
+	// (RALPH_HEALTH_ADDRESS).
+	HealthAddress string
 	// Connection overrides the standard TEMPORAL_* variables when set.
 	Connection Connection
 	// Versioning is the worker's Worker Deployment Versioning setup.
@@ -288,15 +291,17 @@ func workerSettings() []setting {
 		{flag: "versioning", env: "RALPH_VERSIONING", usage: "on: Worker Deployment Versioning, runs pinned to the build that started them; off: unversioned workers (servers without it)",
 			custom: enum(func(w *Worker) *string { return &w.Versioning.Mode }, VersioningOn, VersioningOff),
 			def:    func(w *Worker) string { return w.Versioning.Mode }},
-		{flag: "deployment-name", env: "RALPH_DEPLOYMENT_NAME", usage: "Worker Deployment name; the worker's version is <deployment name>.<build id>",
+		{flag: "deployment-name", env: "RALPH_DEPLOYMENT_NAME", usage: "Worker Deployment name; the worker's version is <deployment name>.<build id> (unset: TEMPORAL_DEPLOYMENT_NAME when Temporal's Worker Controller sets it)",
 			strp: func(w *Worker) *string { return &w.Versioning.DeploymentName }},
-		{flag: "build-id", env: "RALPH_BUILD_ID", usage: "build id of the worker's version (default: the binary's VCS revision, -dirty when modified; else the first 12 hex digits of the SHA-256 of the executable)",
+		{flag: "build-id", env: "RALPH_BUILD_ID", usage: "build id of the worker's version (default: TEMPORAL_WORKER_BUILD_ID when Temporal's Worker Controller sets it, else the binary's VCS revision, -dirty when modified; else the first 12 hex digits of the SHA-256 of the executable)",
 			strp: func(w *Worker) *string { return &w.Versioning.BuildID }},
 		{flag: "set-current", env: "RALPH_SET_CURRENT", usage: "if-none: make this version current when the deployment has none; always; never (the worker logs the command that would)",
 			custom: enum(func(w *Worker) *string { return &w.Versioning.SetCurrent }, SetCurrentIfNone, SetCurrentAlways, SetCurrentNever),
 			def:    func(w *Worker) string { return w.Versioning.SetCurrent }},
 		{flag: "metrics-address", env: "RALPH_METRICS_ADDRESS", usage: "host:port serving Prometheus /metrics (empty: off)",
 			strp: func(w *Worker) *string { return &w.MetricsAddress }},
+		{flag: "health-address", env: "RALPH_HEALTH_ADDRESS", usage: "host:port serving /healthz (alive) and /readyz (polling with a working sandbox, Temporal frontend reachable) for Kubernetes probes (empty: off)",
+			strp: func(w *Worker) *string { return &w.HealthAddress }},
 		{flag: "concurrent-rounds", env: "RALPH_CONCURRENT_ROUNDS", usage: "rounds one worker runs at once",
 			intp: func(w *Worker) *int { return &w.ConcurrentRounds }},
 		{flag: "stop-timeout-seconds", env: "RALPH_WORKER_STOP_TIMEOUT_SECONDS", usage: "graceful drain on SIGINT/SIGTERM before running rounds are cancelled",
@@ -468,6 +473,7 @@ var ErrHelp = flag.ErrHelp
 // here: call CheckModel once demo mode had its chance to fill it in.
 func LoadWorker(args []string, env Env, usage io.Writer) (Worker, error) {
 	w := DefaultWorker()
+	w.Versioning.fromWorkerController(env)
 	settings := workerSettings()
 	defaults := DefaultWorker()
 
@@ -574,13 +580,13 @@ func (w *Worker) finish() error {
 // Temporal refuses '.' and ':' in a deployment name (they delimit version
 // strings); build ids keep to the characters of revisions and hashes.
 var (
-	deploymentNamePattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,200}$`)
+	deploymentNamePattern = regexp.MustCompile(`^[A-Za-z0-9_/-]{1,200}$`)
 	buildIDPattern        = regexp.MustCompile(`^[A-Za-z0-9_+-][A-Za-z0-9._+-]{0,199}$`)
 )
 
 func (v Versioning) check() error {
 	if !deploymentNamePattern.MatchString(v.DeploymentName) {
-		return fmt.Errorf("RALPH_DEPLOYMENT_NAME=%q: must be 1-200 letters, digits, '-' or '_' (Temporal refuses '.' and ':' in a deployment name)", v.DeploymentName)
+		return fmt.Errorf("RALPH_DEPLOYMENT_NAME=%q: must be 1-200 letters, digits, '-', '_' or '/' (Temporal refuses '.' and ':' in a deployment name)", v.DeploymentName)
 	}
 	if v.BuildID != "" && !buildIDPattern.MatchString(v.BuildID) {
 		return fmt.Errorf("RALPH_BUILD_ID=%q: must be 1-200 letters, digits, '.', '-', '_' or '+', not starting with '.'", v.BuildID)

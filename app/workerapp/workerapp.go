@@ -128,6 +128,7 @@ type Started struct {
 	Version *worker.WorkerDeploymentVersion
 
 	fatal   chan error
+	ready   *readiness
 	cleanup []func() // in the order they must run on Stop
 	once    sync.Once
 }
@@ -153,68 +154,35 @@ type Hooks struct {
 
 // Start wires the worker the configuration asks for, exactly as the worker
 // binary runs it, and starts it polling. On error, what it opened is
-// released.
+// released. Each step below is one part of the wiring, in the order the
+// worker needs them.
 func Start(ctx context.Context, cfg config.Worker, env config.Env, logger *slog.Logger, hooks Hooks) (_ *Started, err error) {
-	s := &Started{fatal: make(chan error, 1)}
+	s := &Started{fatal: make(chan error, 1), ready: newReadiness()}
 	defer func() {
 		if err != nil {
 			s.Stop()
 		}
 	}()
-	if cfg.Demo {
-		if cfg.Activities.Agent.Model != "" {
-			return nil, &UsageError{Err: fmt.Errorf("%s=1 and %s=%q are both set: demo mode would silently replace that model with the scripted one; unset %s for a demo, or %s for a real run",
-				config.EnvDemo, config.EnvModel, cfg.Activities.Agent.Model, config.EnvModel, config.EnvDemo)}
-		}
-		if cfg.Activities.Agent.APIKey != "" {
-			logger.Warn("demo mode: " + config.EnvAPIKey + " is set and ignored; rounds talk to the scripted model")
-		}
-		srv, err := fakeopenai.Listen("127.0.0.1:0", fakeopenai.DemoScript())
+	if cfg.HealthAddress != "" {
+		// First, so that liveness answers while the worker waits for its
+		// server, and last to stop, so that it answers during the drain.
+		stopHealth, err := serveHealth(cfg.HealthAddress, s.ready, logger)
 		if err != nil {
-			return nil, fmt.Errorf("demo mode: start the scripted model server: %w", err)
+			return nil, &UsageError{Err: err}
 		}
-		s.later(srv.Close)
-		cfg.Activities.Agent.BaseURL = srv.BaseURL()
-		cfg.Activities.Agent.Model = DemoModel
-		cfg.Activities.Agent.APIKey = demoAPIKey
-		logger.Warn("demo mode: every round talks to the scripted local model server, not a real model",
-			"baseURL", srv.BaseURL(), "model", DemoModel)
+		s.later(stopHealth)
 	}
-	if err := cfg.CheckModel(); err != nil {
-		return nil, &UsageError{Err: err}
+	if cfg.Demo {
+		if err := s.startDemo(&cfg, logger); err != nil {
+			return nil, err
+		}
 	}
-	for _, w := range cfg.Warnings {
-		logger.Warn(w)
-	}
-	if err := makeNonDumpable(); err != nil {
+	if err := prepareHost(&cfg, logger); err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(cfg.Activities.WorkspaceRoot, 0o755); err != nil {
-		return nil, fmt.Errorf("create the workspace root (RALPH_WORKSPACE_ROOT): %w", err)
-	}
-	if err := os.MkdirAll(cfg.Activities.SessionDir, 0o700); err != nil {
-		return nil, fmt.Errorf("create the session directory (RALPH_SESSION_DIR): %w", err)
-	}
-	if cfg.Connection.EncryptionKeyFile != "" {
-		// The payload key is a worker secret like the TLS files; its whole
-		// directory goes (copies and rotated keys lie beside it).
-		cfg.Activities.Sandbox.Hide = append(slices.Clip(cfg.Activities.Sandbox.Hide),
-			cfg.Connection.EncryptionKeyFile, filepath.Dir(cfg.Connection.EncryptionKeyFile))
-	}
-	tp, err := traces.Start(ctx, cfg.Tracing)
+	tp, err := s.startTracing(ctx, cfg.Tracing, logger)
 	if err != nil {
-		return nil, &UsageError{Err: err}
-	}
-	if tp != nil {
-		// Deferred before the client's Close, so it runs after the worker
-		// has drained: the last rounds' spans are flushed at shutdown.
-		s.later(func() {
-			if err := tp.Shutdown(context.Background()); err != nil {
-				logger.Warn("flushing the traces at shutdown failed", "error", err)
-			}
-		})
-		logger.Info("tracing on", "endpoint", cfg.Tracing.Endpoint, "protocol", cfg.Tracing.Protocol,
-			"serviceName", cfg.Tracing.ServiceName, "captureMessageContent", cfg.Tracing.CaptureContent)
+		return nil, err
 	}
 	cfg.Activities.Agent.Tracing = tp.Options()
 	acts, err := activities.New(cfg.Activities)
@@ -222,21 +190,118 @@ func Start(ctx context.Context, cfg config.Worker, env config.Env, logger *slog.
 		return nil, &UsageError{Err: fmt.Errorf("activities configuration: %w", err)}
 	}
 	logSandbox(logger, cfg.Activities.Sandbox, acts.Sandbox())
+	s.ready.setSandbox(acts.Sandbox())
+	w, err := s.newWorkerOptions(cfg, env, tp, logger)
+	if err != nil {
+		return nil, err
+	}
+	s.Version = w.version
+	if err := s.connect(ctx, cfg, env, w.client, logger); err != nil {
+		return nil, err
+	}
+	if err := s.startPolling(ctx, cfg, w, acts, hooks, logger); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
 
-	opts, err := config.ClientOptions(env, cfg.Connection)
+// startDemo runs the scripted model server and points the model
+// configuration at it.
+func (s *Started) startDemo(cfg *config.Worker, logger *slog.Logger) error {
+	if cfg.Activities.Agent.Model != "" {
+		return &UsageError{Err: fmt.Errorf("%s=1 and %s=%q are both set: demo mode would silently replace that model with the scripted one; unset %s for a demo, or %s for a real run",
+			config.EnvDemo, config.EnvModel, cfg.Activities.Agent.Model, config.EnvModel, config.EnvDemo)}
+	}
+	if cfg.Activities.Agent.APIKey != "" {
+		logger.Warn("demo mode: " + config.EnvAPIKey + " is set and ignored; rounds talk to the scripted model")
+	}
+	srv, err := fakeopenai.Listen("127.0.0.1:0", fakeopenai.DemoScript())
+	if err != nil {
+		return fmt.Errorf("demo mode: start the scripted model server: %w", err)
+	}
+	s.later(srv.Close)
+	cfg.Activities.Agent.BaseURL = srv.BaseURL()
+	cfg.Activities.Agent.Model = DemoModel
+	cfg.Activities.Agent.APIKey = demoAPIKey
+	logger.Warn("demo mode: every round talks to the scripted local model server, not a real model",
+		"baseURL", srv.BaseURL(), "model", DemoModel)
+	return nil
+}
+
+// prepareHost checks the model settings, says the configuration's warnings,
+// makes the worker non-dumpable, creates its directories and hides the
+// payload key from commands.
+func prepareHost(cfg *config.Worker, logger *slog.Logger) error {
+	if err := cfg.CheckModel(); err != nil {
+		return &UsageError{Err: err}
+	}
+	for _, w := range cfg.Warnings {
+		logger.Warn(w)
+	}
+	if err := makeNonDumpable(); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(cfg.Activities.WorkspaceRoot, 0o755); err != nil {
+		return fmt.Errorf("create the workspace root (RALPH_WORKSPACE_ROOT): %w", err)
+	}
+	if err := os.MkdirAll(cfg.Activities.SessionDir, 0o700); err != nil {
+		return fmt.Errorf("create the session directory (RALPH_SESSION_DIR): %w", err)
+	}
+	if cfg.Connection.EncryptionKeyFile != "" {
+		// The payload key is a worker secret like the TLS files; its whole
+		// directory goes (copies and rotated keys lie beside it).
+		cfg.Activities.Sandbox.Hide = append(slices.Clip(cfg.Activities.Sandbox.Hide),
+			cfg.Connection.EncryptionKeyFile, filepath.Dir(cfg.Connection.EncryptionKeyFile))
+	}
+	return nil
+}
+
+// startTracing starts the trace exporter the OTEL_* settings ask for (nil
+// when tracing is off) and flushes it on Stop.
+func (s *Started) startTracing(ctx context.Context, cfg config.Tracing, logger *slog.Logger) (*traces.Provider, error) {
+	tp, err := traces.Start(ctx, cfg)
 	if err != nil {
 		return nil, &UsageError{Err: err}
+	}
+	if tp == nil {
+		return nil, nil
+	}
+	// Registered before the client's Close, so it runs after the worker
+	// has drained: the last rounds' spans are flushed at shutdown.
+	s.later(func() {
+		if err := tp.Shutdown(context.Background()); err != nil {
+			logger.Warn("flushing the traces at shutdown failed", "error", err)
+		}
+	})
+	logger.Info("tracing on", "endpoint", cfg.Endpoint, "protocol", cfg.Protocol,
+		"serviceName", cfg.ServiceName, "captureMessageContent", cfg.CaptureContent)
+	return tp, nil
+}
+
+// workerSetup is what the client and the worker are built from.
+type workerSetup struct {
+	client  client.Options
+	worker  worker.Options
+	version *worker.WorkerDeploymentVersion
+}
+
+// newWorkerOptions resolves the client and worker options: the connection,
+// the deployment version, the tracing interceptors and the metrics server.
+func (s *Started) newWorkerOptions(cfg config.Worker, env config.Env, tp *traces.Provider, logger *slog.Logger) (workerSetup, error) {
+	opts, err := config.ClientOptions(env, cfg.Connection)
+	if err != nil {
+		return workerSetup{}, &UsageError{Err: err}
 	}
 	opts.Logger = tlog.NewStructuredLogger(logger)
 	version, err := DeploymentVersion(cfg.Versioning)
 	if err != nil {
-		return nil, &UsageError{Err: err}
+		return workerSetup{}, &UsageError{Err: err}
 	}
 	wopts := Options(cfg, version)
 	if tp != nil {
 		ti, err := tp.ClientInterceptor()
 		if err != nil {
-			return nil, err
+			return workerSetup{}, err
 		}
 		opts.Interceptors = append(opts.Interceptors, ti)
 		wopts.Interceptors = append(wopts.Interceptors, tp.WorkerInterceptor())
@@ -244,25 +309,41 @@ func Start(ctx context.Context, cfg config.Worker, env config.Env, logger *slog.
 	if cfg.MetricsAddress != "" {
 		stopMetrics, err := serveMetrics(&opts, cfg.MetricsAddress, logger)
 		if err != nil {
-			return nil, &UsageError{Err: err}
+			return workerSetup{}, &UsageError{Err: err}
 		}
 		s.later(stopMetrics)
 	}
-	logger.Info("starting Ralph worker", append([]any{"version", VersionString(version), "address", opts.HostPort, "namespace", opts.Namespace,
-		"encryptionKeyFile", cfg.Connection.EncryptionKeyFile, "metricsAddress", cfg.MetricsAddress}, cfg.LogAttrs()...)...)
+	return workerSetup{client: opts, worker: wopts, version: version}, nil
+}
 
+// connect dials the Temporal frontend (retrying while it is unreachable)
+// and registers the search attributes when the worker upserts them.
+func (s *Started) connect(ctx context.Context, cfg config.Worker, env config.Env, opts client.Options, logger *slog.Logger) error {
+	logger.Info("starting Ralph worker", append([]any{"version", VersionString(s.Version), "address", opts.HostPort, "namespace", opts.Namespace,
+		"encryptionKeyFile", cfg.Connection.EncryptionKeyFile, "metricsAddress", cfg.MetricsAddress}, cfg.LogAttrs()...)...)
 	c, err := dialWithRetry(ctx, opts, env, cfg.ConnectTimeout, logger)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	s.Client, s.Version = c, version
+	s.Client = c
 	s.later(c.Close)
+	s.ready.setFrontend(func(ctx context.Context) error {
+		_, err := c.CheckHealth(ctx, &client.CheckHealthRequest{})
+		return err
+	})
 	if cfg.Activities.Limits.SearchAttributes {
 		if err := searchattrs.Ensure(ctx, c, opts.Namespace, logger); err != nil {
-			return nil, &UsageError{Err: err}
+			return &UsageError{Err: err}
 		}
 	}
+	return nil
+}
 
+// startPolling builds the worker on the task queue, registers the workflow
+// and the activities, starts polling and promotes the worker's version as
+// RALPH_SET_CURRENT says.
+func (s *Started) startPolling(ctx context.Context, cfg config.Worker, setup workerSetup, acts *activities.Activities, hooks Hooks, logger *slog.Logger) error {
+	wopts := setup.worker
 	wopts.OnFatalError = func(err error) {
 		select {
 		case s.fatal <- err:
@@ -272,23 +353,26 @@ func Start(ctx context.Context, cfg config.Worker, env config.Env, logger *slog.
 	if hooks.Options != nil {
 		hooks.Options(&wopts)
 	}
-	w := worker.New(c, cfg.TaskQueue, wopts)
+	w := worker.New(s.Client, cfg.TaskQueue, wopts)
 	Register(w, acts)
 	if hooks.Register != nil {
 		hooks.Register(w)
 	}
 	if err := w.Start(); err != nil {
-		return nil, fmt.Errorf("worker on task queue %q: %w", cfg.TaskQueue, err)
+		return fmt.Errorf("worker on task queue %q: %w", cfg.TaskQueue, err)
 	}
 	s.later(w.Stop)
-	if version != nil {
-		if err := promote(ctx, c, *version, cfg.Versioning.SetCurrent, logger); err != nil {
-			return nil, err
+	// Not ready from the moment the drain begins.
+	s.later(func() { s.ready.setPolling(false) })
+	if v := setup.version; v != nil {
+		if err := promote(ctx, s.Client, *v, cfg.Versioning.SetCurrent, logger); err != nil {
+			return err
 		}
 	}
-	logger.Info("worker is polling", "taskQueue", cfg.TaskQueue, "namespace", opts.Namespace, "address", opts.HostPort,
-		"version", VersionString(version))
-	return s, nil
+	s.ready.setPolling(true)
+	logger.Info("worker is polling", "taskQueue", cfg.TaskQueue, "namespace", setup.client.Namespace, "address", setup.client.HostPort,
+		"version", VersionString(setup.version))
+	return nil
 }
 
 // Options are the worker options a Ralph worker runs with; version nil
