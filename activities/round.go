@@ -120,7 +120,7 @@ func (a *Activities) RunRound(ctx context.Context, in RoundInput) (out RoundOutp
 		return RoundOutput{}, a.roundError(ctx, err, in.Round, FailureDetails{SessionID: sessionID, Usage: spent})
 	}
 	out = RoundOutput{Report: res.Report, Usage: spent, SessionID: sessionID, Verification: res.Verification, Model: res.Model,
-		FirstRequestTokens: res.FirstPromptTokens, Restored: res.Restored}
+		FirstRequestTokens: res.FirstPromptTokens, Restored: res.Restored, BudgetForced: budgetForced(res.ForcedBound)}
 	if len(out.Restored) > 0 {
 		logger.Info("Restored protected paths the session changed", "round", in.Round, "paths", out.Restored)
 	}

@@ -175,6 +175,20 @@ type RoundOutput struct {
 	// Deferred is set instead of a report when the round was deferred;
 	// Usage is then what the deferred session spent.
 	Deferred *Deferred `json:"deferred,omitempty"`
+	// BudgetForced names the run budget that forced the session's hand-off:
+	// tokens or time ("" when no budget did). Such a round is the run's last.
+	BudgetForced string `json:"budgetForced,omitempty"`
+}
+
+// budgetForced maps a session's forced bound to the run budget behind it.
+func budgetForced(bound string) string {
+	switch bound {
+	case agent.BoundTokenBudget:
+		return report.LimitTokens
+	case agent.BoundRunTime:
+		return report.LimitTime
+	}
+	return ""
 }
 
 // ReviewInput is what an independent reviewer checks: the accepted

@@ -84,7 +84,8 @@ func RunSession(ctx context.Context, cfg Config, req Request, obs Observer) (Res
 		end.Error = Redact(err.Error(), cfg.APIKey)
 	}
 	s.emit(end)
-	res := Result{Report: rep, Usage: s.usage, Model: s.reportModel(), FirstPromptTokens: s.firstPrompt, Restored: s.restoredList()}
+	res := Result{Report: rep, Usage: s.usage, Model: s.reportModel(), FirstPromptTokens: s.firstPrompt, Restored: s.restoredList(),
+		ForcedBound: s.forced}
 	if err == nil {
 		res.Verification = s.verification
 		res.Review = s.review

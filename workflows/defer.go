@@ -24,6 +24,9 @@ const (
 	// RalphPhase=starting before its first round (the search attributes
 	// carried over from the previous run already show it running).
 	versionNoStartingUpsert = "no-starting-upsert-in-continued-runs"
+	// versionBudgetLastRound: a round whose hand-off a run budget forced is
+	// the run's last, and the time floor is max(10 s, a tenth of the budget).
+	versionBudgetLastRound = "budget-forced-round-is-last"
 )
 
 // Deferral waits: the provider's delay when it gave one, else
