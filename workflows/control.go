@@ -63,10 +63,18 @@ func (l *loop) validateStop(req StopRequest) error {
 	return nil
 }
 
-func (l *loop) onStop(_ workflow.Context, req StopRequest) (Status, error) {
+func (l *loop) onStop(_ workflow.Context, req StopRequest) (Ack, error) {
 	l.control.stopRequested = true
 	l.control.stopReason = strings.TrimSpace(req.Reason)
-	return l.snapshot(), nil
+	return l.ack(), nil
+}
+
+// ack is an update's answer: the few fields that show what it did. Every
+// update result is written to history, so it never carries the rounds, the
+// objective or a report (the status query has them).
+func (l *loop) ack() Ack {
+	return Ack{Phase: l.status.Phase, Round: l.status.Round,
+		StopRequested: l.control.stopRequested, PauseRequested: l.control.paused}
 }
 
 func (l *loop) validatePause() error {
@@ -81,12 +89,12 @@ func (l *loop) validatePause() error {
 	return nil
 }
 
-func (l *loop) onPause(workflow.Context) (Status, error) {
+func (l *loop) onPause(workflow.Context) (Ack, error) {
 	l.control.paused = true
 	if !l.roundRunning && l.status.Phase != PhaseStarting {
 		l.status.Phase = PhasePaused
 	}
-	return l.snapshot(), nil
+	return l.ack(), nil
 }
 
 func (l *loop) validateResume() error {
@@ -99,12 +107,12 @@ func (l *loop) validateResume() error {
 	return nil
 }
 
-func (l *loop) onResume(workflow.Context) (Status, error) {
+func (l *loop) onResume(workflow.Context) (Ack, error) {
 	l.control.paused = false
 	if l.status.Phase == PhasePaused {
 		l.status.Phase = PhaseRunning
 	}
-	return l.snapshot(), nil
+	return l.ack(), nil
 }
 
 // waitWhilePaused holds the loop between rounds while a pause applies: a

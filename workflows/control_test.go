@@ -33,7 +33,7 @@ func slowRounds(env *testsuite.TestWorkflowEnvironment, s *script, roundTime tim
 type updateResult struct {
 	rejected error
 	failed   error
-	status   Status
+	ack      Ack
 	done     bool
 }
 
@@ -45,8 +45,8 @@ func sendUpdate(env *testsuite.TestWorkflowEnvironment, at time.Duration, name s
 			OnAccept: func() {},
 			OnComplete: func(v any, err error) {
 				r.done, r.failed = true, err
-				if st, ok := v.(Status); ok {
-					r.status = st
+				if a, ok := v.(Ack); ok {
+					r.ack = a
 				}
 			},
 		}, args...)
@@ -64,7 +64,7 @@ func TestStopDuringARoundEndsTheRunAfterIt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if stop.rejected != nil || !stop.done || !stop.status.StopRequested {
+	if stop.rejected != nil || !stop.done || !stop.ack.StopRequested {
 		t.Fatalf("stop update = %+v", stop)
 	}
 	if again.rejected == nil || !strings.Contains(again.rejected.Error(), "already pending") {

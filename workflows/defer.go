@@ -27,6 +27,9 @@ const (
 	// versionBudgetLastRound: a round whose hand-off a run budget forced is
 	// the run's last, and the time floor is max(10 s, a tenth of the budget).
 	versionBudgetLastRound = "budget-forced-round-is-last"
+	// versionObjectiveBytes: an objective over MaxObjectiveBytes as JSON is
+	// refused (the marker is written only for such objectives).
+	versionObjectiveBytes = "objective-bytes-bound"
 )
 
 // Deferral waits: the provider's delay when it gave one, else

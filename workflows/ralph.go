@@ -98,6 +98,9 @@ func (l *loop) begin(ctx workflow.Context, input json.RawMessage) error {
 	}
 	l.limits = limits
 	r, err := parseInput(input, limits, workflow.GetInfo(ctx).WorkflowExecution.ID)
+	if err == nil {
+		err = objectiveSize(ctx, r.objective)
+	}
 	if err != nil {
 		return temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeInvalidInput, nil)
 	}
@@ -174,6 +177,7 @@ func checkLimits(limits activities.Limits) error {
 // phase, outcome, rounds) plus what derives from its state.
 func (l *loop) snapshot() Status {
 	st := l.status
+	st.Rounds, st.RoundsOmitted = boundedRounds(l.status.Rounds)
 	st.MaxRounds = l.maxRounds
 	st.LastReport = l.last
 	st.Usage = l.usage

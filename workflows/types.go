@@ -13,7 +13,7 @@ const (
 	StatusQueryName  = "status"
 )
 
-// Update names (operator control): each returns the Status.
+// Update names (operator control): each returns an Ack.
 const (
 	UpdateStop   = "stop"
 	UpdatePause  = "pause"
@@ -161,6 +161,14 @@ type BudgetStatus struct {
 	IdleRounds *int `json:"idleRounds"`
 }
 
+// Ack is what an update returns (it is written to history: small on purpose).
+type Ack struct {
+	Phase          string `json:"phase"`
+	Round          int    `json:"round"`
+	StopRequested  bool   `json:"stopRequested"`
+	PauseRequested bool   `json:"pauseRequested"`
+}
+
 // Status answers the status query.
 type Status struct {
 	Round      int            `json:"round"`
@@ -168,9 +176,12 @@ type Status struct {
 	Phase      string         `json:"phase"`
 	Outcome    string         `json:"outcome"` // "" until the run finishes
 	LastReport *report.Report `json:"lastReport"`
-	// Rounds lists the rounds finished by this workflow run; rounds of runs
-	// before a continue-as-new are summarised by LastReport and Usage only.
-	Rounds    []RoundSummary `json:"rounds"`
+	// Rounds lists the last (at most MaxStatusRounds) rounds finished by
+	// this workflow run, each summary cut at MaxStatusSummaryChars;
+	// RoundsOmitted counts the earlier ones left out. Rounds of runs before a
+	// continue-as-new are summarised by LastReport and Usage only.
+	Rounds        []RoundSummary `json:"rounds"`
+	RoundsOmitted int            `json:"roundsOmitted"`
 	Usage     usage.Usage    `json:"usage"`
 	Objective string         `json:"objective"`
 	Workspace string         `json:"workspace"`

@@ -134,6 +134,15 @@ func DefaultWorker() Worker {
 	}
 }
 
+// Ceilings of the limits that size what a run writes to history (see
+// docs/reference.md, "Small history"): at them, with 4-byte characters,
+// no payload the workflow writes passes 1 MiB.
+const (
+	RoundsPerRunCeiling      = 100
+	MaxHandoffCharsCeiling   = 65536
+	MaxObjectiveCharsCeiling = 262144
+)
+
 // setting is one configurable value: a flag that mirrors an env var.
 type setting struct {
 	flag  string // without dashes; empty means env only
@@ -147,6 +156,9 @@ type setting struct {
 	listp func(*Worker) *[]string // split on ':' and ','
 	// optional ints may stay unset (0); a value given must still be positive.
 	optional bool
+	// ceiling, when set, is the most an int may be: the bounds that keep
+	// every payload a run writes to history small.
+	ceiling int
 	// custom parses values that are neither (log level).
 	custom func(w *Worker, source, value string) error
 	def    func(w *Worker) string
@@ -159,14 +171,14 @@ func workerSettings() []setting {
 	return []setting{
 		{flag: "max-rounds", env: "RALPH_MAX_ROUNDS", usage: "default and ceiling of the round cap of one run",
 			intp: func(w *Worker) *int { return &lim(w).MaxRounds }},
-		{flag: "max-handoff-chars", env: "RALPH_MAX_HANDOFF_CHARS", usage: "max compact-JSON code points of one handoff report",
-			intp: func(w *Worker) *int { return &lim(w).MaxHandoffChars }},
+		{flag: "max-handoff-chars", env: "RALPH_MAX_HANDOFF_CHARS", usage: "max compact-JSON code points of one handoff report (at most 65536)",
+			intp: func(w *Worker) *int { return &lim(w).MaxHandoffChars }, ceiling: MaxHandoffCharsCeiling},
 		{flag: "max-result-chars", env: "RALPH_MAX_RESULT_CHARS", usage: "max code points of a human-facing result text",
 			intp: func(w *Worker) *int { return &w.MaxResultChars }},
-		{flag: "max-objective-chars", env: "RALPH_MAX_OBJECTIVE_CHARS", usage: "max code points of an objective",
-			intp: func(w *Worker) *int { return &lim(w).MaxObjectiveChars }},
-		{flag: "rounds-per-run", env: "RALPH_ROUNDS_PER_RUN", usage: "rounds per workflow run before continue-as-new",
-			intp: func(w *Worker) *int { return &lim(w).RoundsPerRun }},
+		{flag: "max-objective-chars", env: "RALPH_MAX_OBJECTIVE_CHARS", usage: "max code points of an objective (at most 262144)",
+			intp: func(w *Worker) *int { return &lim(w).MaxObjectiveChars }, ceiling: MaxObjectiveCharsCeiling},
+		{flag: "rounds-per-run", env: "RALPH_ROUNDS_PER_RUN", usage: "rounds per workflow run before continue-as-new (at most 100)",
+			intp: func(w *Worker) *int { return &lim(w).RoundsPerRun }, ceiling: RoundsPerRunCeiling},
 		{flag: "round-timeout-seconds", env: "RALPH_ROUND_TIMEOUT_SECONDS", usage: "bound of one attempt of one round",
 			intp: func(w *Worker) *int { return &lim(w).RoundTimeoutSeconds }},
 		{flag: "heartbeat-timeout-seconds", env: "RALPH_HEARTBEAT_TIMEOUT_SECONDS", usage: "silence after which a running round counts as lost and is retried (a cancel does not wait for it: rounds heartbeat every second)",
@@ -387,6 +399,9 @@ func (s setting) apply(w *Worker, source, value string) error {
 		n, err := ParsePositiveInt(source, value)
 		if err != nil {
 			return err
+		}
+		if s.ceiling > 0 && n > s.ceiling {
+			return fmt.Errorf("%s is %d, above its ceiling of %d (the bound that keeps a run's history payloads small)", source, n, s.ceiling)
 		}
 		*s.intp(w) = n
 	case s.secp != nil:
