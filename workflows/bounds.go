@@ -11,11 +11,14 @@ import (
 // The status query's bounds, so its answer stays far below Temporal's
 // message limits however long a run goes: the last MaxStatusRounds rounds,
 // each summary cut at MaxStatusSummaryChars code points with cutMarker and
-// at most MaxStatusRestored restored paths named (then how many more).
+// at most MaxStatusRestored restored paths named (each cut at
+// MaxStatusPathChars; then how many more). So the describe update's answer,
+// which is written to history, stays under 1 MiB too.
 const (
 	MaxStatusRounds       = 50
 	MaxStatusSummaryChars = 500
-	MaxStatusRestored     = 10
+	MaxStatusRestored     = 3
+	MaxStatusPathChars    = 128
 	cutMarker             = " [cut at %d of %d characters]"
 )
 
@@ -25,30 +28,44 @@ func boundedRounds(rounds []RoundSummary) ([]RoundSummary, int) {
 	omitted := max(len(rounds)-MaxStatusRounds, 0)
 	shown := make([]RoundSummary, 0, len(rounds)-omitted)
 	for _, r := range rounds[omitted:] {
-		r.Summary = cutSummary(r.Summary)
-		if n := len(r.Restored); n > MaxStatusRestored {
-			r.Restored = append(r.Restored[:MaxStatusRestored:MaxStatusRestored], fmt.Sprintf("... and %d more", n-MaxStatusRestored))
-		}
+		r.Summary = cutText(r.Summary, MaxStatusSummaryChars)
+		r.Restored = boundedPaths(r.Restored)
 		shown = append(shown, r)
 	}
 	return shown, omitted
 }
 
-// cutSummary keeps the first MaxStatusSummaryChars code points of s and
-// says where and how much it cut.
-func cutSummary(s string) string {
+// boundedPaths names at most MaxStatusRestored paths, each cut, then how
+// many more there are.
+func boundedPaths(paths []string) []string {
+	if len(paths) == 0 {
+		return paths
+	}
+	shown := make([]string, 0, MaxStatusRestored+1)
+	for _, p := range paths[:min(len(paths), MaxStatusRestored)] {
+		shown = append(shown, cutText(p, MaxStatusPathChars))
+	}
+	if n := len(paths); n > MaxStatusRestored {
+		shown = append(shown, fmt.Sprintf("... and %d more", n-MaxStatusRestored))
+	}
+	return shown
+}
+
+// cutText keeps the first limit code points of s and says where and how
+// much it cut.
+func cutText(s string, limit int) string {
 	n := utf8.RuneCountInString(s)
-	if n <= MaxStatusSummaryChars {
+	if n <= limit {
 		return s
 	}
 	cut, i := 0, 0
 	for i = range s {
-		if cut == MaxStatusSummaryChars {
+		if cut == limit {
 			break
 		}
 		cut++
 	}
-	return s[:i] + fmt.Sprintf(cutMarker, MaxStatusSummaryChars, n)
+	return s[:i] + fmt.Sprintf(cutMarker, limit, n)
 }
 
 // MaxObjectiveBytes bounds an objective's size as JSON. Every round's input,

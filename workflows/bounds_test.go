@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/stretchr/testify/mock"
@@ -68,7 +70,7 @@ func TestNoHistoryPayloadPassesOneMiBAtTheCeilings(t *testing.T) {
 	out := activities.RoundOutput{Report: full, SessionID: strings.Repeat("s", 64), WorkspaceChanged: true,
 		Usage: usage.Usage{ModelCalls: 1, PromptTokens: 10}, Model: "primary", Restored: protected}
 	note("round output", out)
-	env.OnActivity(activities.RunRoundName, mock.Anything, mock.Anything).Return(
+	env.OnActivity(activities.RunRoundName, mock.Anything, mock.Anything).After(time.Second).Return(
 		func(_ context.Context, in activities.RoundInput) (activities.RoundOutput, error) {
 			note("round input", in)
 			return out, nil
@@ -79,17 +81,29 @@ func TestNoHistoryPayloadPassesOneMiBAtTheCeilings(t *testing.T) {
 		if i%2 == 1 {
 			name = UpdateResume
 		}
-		acks = append(acks, sendUpdate(env, 0, name))
+		acks = append(acks, sendUpdate(env, time.Duration(i)*time.Second+250*time.Millisecond, name))
 	}
+	// Rounds take a second; after 70 s more than 50 have finished.
+	desc := sendUpdate(env, 70*time.Second, UpdateDescribe)
 	objective := strings.Repeat(fourBytes, MaxObjectiveBytes/4)
 	input, _ := json.Marshal(map[string]any{"objective": objective, "protectedPaths": protected, "verifyCommand": limits.VerifyCommand})
 	env.ExecuteWorkflow(WorkflowName, json.RawMessage(input), (*Continuation)(nil))
 	for _, a := range acks {
+		if a.rejected != nil || !a.done {
+			t.Fatalf("update: %+v", a)
+		}
 		note("update result", a.ack)
 	}
+	if len(desc.status.Rounds) != MaxStatusRounds {
+		t.Fatalf("describe shows %d rounds", len(desc.status.Rounds))
+	}
+	note("describe result", desc.status)
 	st := queryStatus(t, env)
-	if data, _ := json.Marshal(st); len(data) > 2*mib {
-		t.Errorf("the status query's answer is %d bytes, over 2 MiB", len(data))
+	if data, _ := json.Marshal(st); len(data) > 2*mib || testing.Verbose() {
+		t.Logf("status query: %d bytes", len(data))
+		if len(data) > 2*mib {
+			t.Errorf("the status query's answer is %d bytes, over 2 MiB", len(data))
+		}
 	}
 	var cont *workflow.ContinueAsNewError
 	if !errors.As(env.GetWorkflowError(), &cont) {
@@ -98,7 +112,7 @@ func TestNoHistoryPayloadPassesOneMiBAtTheCeilings(t *testing.T) {
 	for _, p := range cont.Input.GetPayloads() {
 		largest["continuation"] = max(largest["continuation"], len(p.GetData()))
 	}
-	if len(largest) != 4 || len(st.Rounds) != MaxStatusRounds || st.RoundsOmitted != 10 || largest["update result"] > 200 {
+	if len(largest) != 5 || len(st.Rounds) != MaxStatusRounds || st.RoundsOmitted != 10 || largest["update result"] > 200 {
 		t.Fatalf("measured %v; status shows %d rounds, %d omitted", largest, len(st.Rounds), st.RoundsOmitted)
 	}
 	for what, n := range largest {
@@ -111,10 +125,14 @@ func TestNoHistoryPayloadPassesOneMiBAtTheCeilings(t *testing.T) {
 
 func TestStatusSummariesAreCutAndMarked(t *testing.T) {
 	long := strings.Repeat(fourBytes, MaxStatusSummaryChars+7)
-	got := cutSummary(long)
+	got := cutText(long, MaxStatusSummaryChars)
 	want := strings.Repeat(fourBytes, MaxStatusSummaryChars) + " [cut at 500 of 507 characters]"
-	if got != want || cutSummary("short") != "short" || utf8.RuneCountInString(cutSummary(long[:MaxStatusSummaryChars*4])) != MaxStatusSummaryChars {
-		t.Fatalf("cutSummary = %q", got)
+	if got != want || cutText("short", 5) != "short" || utf8.RuneCountInString(cutText(long[:MaxStatusSummaryChars*4], MaxStatusSummaryChars)) != MaxStatusSummaryChars {
+		t.Fatalf("cutText = %q", got)
+	}
+	paths := boundedPaths([]string{"a", "b", strings.Repeat("c", 130), "d", "e"})
+	if want := []string{"a", "b", strings.Repeat("c", 128) + " [cut at 128 of 130 characters]", "... and 2 more"}; !slices.Equal(paths, want) {
+		t.Fatalf("boundedPaths = %q", paths)
 	}
 }
 

@@ -41,6 +41,8 @@ func (l *loop) register(ctx workflow.Context) error {
 		{UpdateStop, l.onStop, l.validateStop},
 		{UpdatePause, l.onPause, l.validatePause},
 		{UpdateResume, l.onResume, l.validateResume},
+		{UpdateExtend, l.onExtend, l.validateExtend},
+		{UpdateDescribe, l.onDescribe, nil},
 	}
 	for _, u := range updates {
 		if err := workflow.SetUpdateHandlerWithOptions(ctx, u.name, u.handler,

@@ -34,6 +34,7 @@ type updateResult struct {
 	rejected error
 	failed   error
 	ack      Ack
+	status   Status // describe's answer
 	done     bool
 }
 
@@ -45,8 +46,11 @@ func sendUpdate(env *testsuite.TestWorkflowEnvironment, at time.Duration, name s
 			OnAccept: func() {},
 			OnComplete: func(v any, err error) {
 				r.done, r.failed = true, err
-				if a, ok := v.(Ack); ok {
+				switch a := v.(type) {
+				case Ack:
 					r.ack = a
+				case Status:
+					r.status = a
 				}
 			},
 		}, args...)

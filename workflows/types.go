@@ -13,12 +13,25 @@ const (
 	StatusQueryName  = "status"
 )
 
-// Update names (operator control): each returns an Ack.
+// Update names (operator control): each returns an Ack, except describe,
+// which returns the (bounded) Status.
 const (
 	UpdateStop   = "stop"
 	UpdatePause  = "pause"
 	UpdateResume = "resume"
+	// UpdateExtend raises a running run's budgets: an ExtendRequest.
+	UpdateExtend = "extend"
+	// UpdateDescribe changes nothing; starters send it with Update-with-Start.
+	UpdateDescribe = "describe"
 )
+
+// ExtendRequest is the extend update's argument as the starter sends it
+// (the workflow reads the raw JSON, so a float or an unknown key is named).
+type ExtendRequest struct {
+	MaxRounds  int `json:"maxRounds,omitempty"`
+	MaxTokens  int `json:"maxTokens,omitempty"`
+	MaxMinutes int `json:"maxMinutes,omitempty"`
+}
 
 // Search attributes the workflow upserts (when the deployment has them on).
 const (
