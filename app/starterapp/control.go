@@ -53,6 +53,8 @@ func (s *session) control(ctx context.Context, name string, args ...any) int {
 		s.infof("pause accepted: workflow %s starts no new round until resume", id)
 	case workflows.UpdateResume:
 		s.infof("resume accepted: workflow %s goes on", id)
+	case workflows.UpdateExtend:
+		s.infof("extend accepted: workflow %s has its new budgets (see `starter status %s`)", id, id)
 	}
 	if err := writeJSON(s.Stdout, st); err != nil {
 		s.errorf("encode the answer: %v", err)

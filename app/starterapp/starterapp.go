@@ -176,11 +176,14 @@ func (s *session) run(ctx context.Context, foreground bool) int {
 		WorkflowExecutionErrorWhenAlreadyStarted: true,
 		StaticSummary:                            staticSummary(cmd.objective),
 	}
+	if cmd.ifRunning == ifRunningAttach {
+		return s.attach(ctx, opts, foreground)
+	}
 	run, err := s.c.ExecuteWorkflow(ctx, opts, workflows.WorkflowName, cmd.input())
 	if err != nil {
 		var started *serviceerror.WorkflowExecutionAlreadyStarted
 		if errors.As(err, &started) {
-			s.errorf("a run with workflow id %q is already open (run id %s), so this start was refused: two loops never share a workspace. Follow it with `starter status %s`, wait with `starter result %s`, or stop it with `starter cancel %s`",
+			s.errorf("a run with workflow id %q is already open (run id %s), so this start was refused: two loops never share a workspace. Join it with --if-running attach, follow it with `starter status %s`, wait with `starter result %s`, or stop it with `starter cancel %s`",
 				cmd.workflowID, started.RunId, cmd.workflowID, cmd.workflowID, cmd.workflowID)
 			return ExitFailed
 		}
@@ -195,6 +198,47 @@ func (s *session) run(ctx context.Context, foreground bool) int {
 	}
 	s.infof("started workflow %s (run %s) on task queue %s; Ctrl-C cancels the run", run.GetID(), run.GetRunID(), tq)
 	return s.follow(ctx, run.GetID(), run.GetRunID(), true, true)
+}
+
+// attach starts the run, or joins the one open under its workflow id, in
+// one call (Update-with-Start with the describe update), so a retried job
+// never starts a second loop. The run then is followed (foreground) or its
+// id and status are printed.
+func (s *session) attach(ctx context.Context, opts client.StartWorkflowOptions, foreground bool) int {
+	opts.WorkflowIDConflictPolicy = enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING
+	opts.WorkflowExecutionErrorWhenAlreadyStarted = false
+	op := s.c.NewWithStartWorkflowOperation(opts, workflows.WorkflowName, s.cmd.input())
+	h, err := s.c.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
+		StartWorkflowOperation: op,
+		UpdateOptions: client.UpdateWorkflowOptions{UpdateName: workflows.UpdateDescribe,
+			WaitForStage: client.WorkflowUpdateStageCompleted},
+	})
+	var st workflows.Status
+	if err == nil {
+		err = h.Get(ctx, &st)
+	}
+	var run client.WorkflowRun
+	if err == nil {
+		run, err = op.Get(ctx)
+	}
+	if err != nil {
+		s.errorf("start or join workflow %q: %v", opts.ID, err)
+		return ExitFailed
+	}
+	what := "joined the open"
+	if st.Phase == workflows.PhaseStarting {
+		what = "started"
+	}
+	s.infof("%s workflow %s (run %s, phase %s, round %d) on task queue %s", what, run.GetID(), run.GetRunID(), st.Phase, st.Round, opts.TaskQueue)
+	if foreground {
+		return s.follow(ctx, run.GetID(), run.GetRunID(), true, true)
+	}
+	fmt.Fprintln(s.Stdout, run.GetID())
+	if err := writeJSON(s.Stdout, st); err != nil {
+		s.errorf("encode the status: %v", err)
+		return ExitFailed
+	}
+	return ExitComplete
 }
 
 // pollers counts the workers polling the workflow task queue.
