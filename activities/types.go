@@ -207,6 +207,9 @@ type ReviewInput struct {
 	MaxHandoffChars int       `json:"maxHandoffChars"`
 	TokenBudget     int       `json:"tokenBudget,omitempty"`
 	RunDeadline     time.Time `json:"runDeadline,omitzero"`
+	// Deferrable: provider limits end the review as deferred
+	// (ReviewOutput.Deferred) instead of failing it, as a round's do.
+	Deferrable bool `json:"deferrable,omitempty"`
 }
 
 // ReviewOutput is the reviewer's verdict, its usage and its session id.
@@ -214,6 +217,9 @@ type ReviewOutput struct {
 	Review    report.Review `json:"review"`
 	Usage     usage.Usage   `json:"usage"`
 	SessionID string        `json:"sessionId"`
+	// Deferred is set instead of a review when the provider said "not now";
+	// Usage is then what the deferred session spent.
+	Deferred *Deferred `json:"deferred,omitempty"`
 }
 
 // Checkpoint is the commit a round ended with (Commit == Parent when the

@@ -246,9 +246,9 @@ func (l *loop) afterRound(ctx workflow.Context, round int, out activities.RoundO
 		if !l.review {
 			return l.finishComplete(ctx, round, out.Verification, nil), nil
 		}
-		rv, err := l.runReview(ctx, round, out)
-		if err != nil {
-			return nil, err
+		rv, res, err := l.runReview(ctx, round, out)
+		if res != nil || err != nil {
+			return res, err
 		}
 		if rv.Verdict == report.VerdictApprove {
 			return l.finishComplete(ctx, round, out.Verification, &rv), nil
