@@ -169,7 +169,7 @@ func toolsOf(r fakeopenai.Request) []string {
 func TestReviewDeferredByTheProvider(t *testing.T) {
 	f := newFixture(t, fakeopenai.Script{Queue: []fakeopenai.Response{fakeopenai.RateLimited("120")}}, context.Background(), nil)
 	in := activities.ReviewInput{Objective: "Write notes.txt.", Round: 2, MaxRounds: 5, Workspace: "review-deferred",
-		Report: report.Report{Status: "complete", Summary: "Done.", Evidence: []string{"notes.txt exists"}, NextSteps: []string{}},
+		Report:          report.Report{Status: "complete", Summary: "Done.", Evidence: []string{"notes.txt exists"}, NextSteps: []string{}},
 		MaxHandoffChars: 16384, Deferrable: true}
 	val, err := f.env.ExecuteActivity(activities.ReviewCompletionName, in)
 	if err != nil {

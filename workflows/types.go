@@ -195,9 +195,9 @@ type Status struct {
 	// continue-as-new are summarised by LastReport and Usage only.
 	Rounds        []RoundSummary `json:"rounds"`
 	RoundsOmitted int            `json:"roundsOmitted"`
-	Usage     usage.Usage    `json:"usage"`
-	Objective string         `json:"objective"`
-	Workspace string         `json:"workspace"`
+	Usage         usage.Usage    `json:"usage"`
+	Objective     string         `json:"objective"`
+	Workspace     string         `json:"workspace"`
 	// StopRequested: a stop update was accepted; the run ends after the running round.
 	StopRequested bool `json:"stopRequested"`
 	// PauseRequested: a pause update was accepted and no resume since; the phase
