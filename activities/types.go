@@ -83,6 +83,9 @@ type Limits struct {
 	// as before.
 	MaxWaitMinutes int `json:"maxWaitMinutes,omitempty"`
 	MaxDeferrals   int `json:"maxDeferrals,omitempty"`
+	// MaxPauseHours ends a run paused longer (stopped); 0 (histories from
+	// before it) means a pause has no end.
+	MaxPauseHours int `json:"maxPauseHours,omitempty"`
 }
 
 // Deferrals reports whether rounds may end as deferred under these limits.
@@ -102,6 +105,7 @@ func DefaultLimits() Limits {
 		SearchAttributes:        true,
 		MaxWaitMinutes:          360,
 		MaxDeferrals:            50,
+		MaxPauseHours:           168,
 	}
 }
 

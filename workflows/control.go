@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"go.temporal.io/sdk/workflow"
@@ -118,17 +119,54 @@ func (l *loop) onResume(workflow.Context) (Ack, error) {
 }
 
 // waitWhilePaused holds the loop between rounds while a pause applies: a
-// durable wait of any length that ends on resume, stop or cancel.
-func (l *loop) waitWhilePaused(ctx workflow.Context) error {
+// durable wait that ends on resume, stop or cancel, or (see awaitResume)
+// at the time budget's deadline or after RALPH_MAX_PAUSE_HOURS.
+func (l *loop) waitWhilePaused(ctx workflow.Context, done int) (*Result, error) {
 	if !l.control.paused {
-		return nil
+		return nil, nil
 	}
 	l.status.Phase = PhasePaused
 	workflow.SetCurrentDetails(ctx, fmt.Sprintf("Paused before round %d of %d", l.status.Round+1, l.maxRounds))
 	l.upsertVisibility(ctx)
-	err := workflow.Await(ctx, func() bool { return !l.control.paused || l.control.stopRequested })
-	if err == nil && !l.control.stopRequested {
+	res, err := l.awaitResume(ctx, done)
+	if res == nil && err == nil && !l.control.stopRequested {
 		l.status.Phase = PhaseRunning
 	}
-	return err
+	return res, err
+}
+
+// awaitResume waits until a resume or a stop. A paused run still ends at
+// its time budget's deadline (budget-limited, time) and after
+// MaxPauseHours (stopped, with the reason saying so), so a forgotten pause
+// never keeps a run, and the build it runs on, for ever. done is the
+// rounds finished. Runs recorded before these ends wait as they did.
+func (l *loop) awaitResume(ctx workflow.Context, done int) (*Result, error) {
+	resumed := func() bool { return !l.control.paused || l.control.stopRequested }
+	if workflow.GetVersion(ctx, versionPauseEnds, workflow.DefaultVersion, 1) == workflow.DefaultVersion ||
+		(l.limits.MaxPauseHours == 0 && l.budget.Deadline.IsZero()) {
+		return nil, workflow.Await(ctx, resumed)
+	}
+	pausedAt := workflow.Now(ctx)
+	for {
+		now := workflow.Now(ctx)
+		if limit := l.budget.exhausted(l.usage, now); limit != "" {
+			return l.finishBudget(ctx, limit, done), nil
+		}
+		end := l.budget.Deadline
+		if l.limits.MaxPauseHours > 0 {
+			maxEnd := pausedAt.Add(time.Duration(l.limits.MaxPauseHours) * time.Hour)
+			if !now.Before(maxEnd) {
+				l.control.stopRequested = true
+				l.control.stopReason = fmt.Sprintf("paused for more than %d hours", l.limits.MaxPauseHours)
+				return l.finishStopped(ctx, done), nil
+			}
+			if end.IsZero() || maxEnd.Before(end) {
+				end = maxEnd
+			}
+		}
+		ok, err := workflow.AwaitWithTimeout(ctx, end.Sub(now), resumed)
+		if err != nil || ok {
+			return nil, err
+		}
+	}
 }

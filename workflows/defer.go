@@ -33,6 +33,9 @@ const (
 	// versionReviewDeferrals: a deferred review waits on a durable timer
 	// and runs again (histories from before it never hold one).
 	versionReviewDeferrals = "deferred-reviews"
+	// versionPauseEnds: a pause ends at the time budget's deadline and
+	// after RALPH_MAX_PAUSE_HOURS.
+	versionPauseEnds = "pause-ends-at-deadline"
 )
 
 // Deferral waits: the provider's delay when it gave one, else
@@ -131,8 +134,11 @@ func (l *loop) waitDeferred(ctx workflow.Context, w deferredWork, d activities.D
 					w.what, d.Reason, l.status.WaitingUntil))
 				l.upsertVisibility(ctx)
 			}
-			if err := workflow.Await(ctx, func() bool { return !l.control.paused || l.control.stopRequested }); err != nil {
-				return nil, l.cancelled(ctx, w.done, err)
+			if res, err := l.awaitResume(ctx, w.done); res != nil || err != nil {
+				if err != nil {
+					return nil, l.cancelled(ctx, w.done, err)
+				}
+				return res, nil
 			}
 			continue
 		}

@@ -218,8 +218,11 @@ func (l *loop) run(ctx workflow.Context, continued bool) (*Result, error) {
 // beforeRound holds a paused run and ends the run before round when a stop
 // is pending or a budget cannot pay for the round (a nil result: go on).
 func (l *loop) beforeRound(ctx workflow.Context, round int) (*Result, error) {
-	if err := l.waitWhilePaused(ctx); err != nil {
-		return nil, l.cancelled(ctx, round-1, err)
+	if res, err := l.waitWhilePaused(ctx, round-1); res != nil || err != nil {
+		if err != nil {
+			return nil, l.cancelled(ctx, round-1, err)
+		}
+		return res, nil
 	}
 	if l.control.stopRequested {
 		return l.finishStopped(ctx, round-1), nil

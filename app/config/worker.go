@@ -290,6 +290,8 @@ func workerSettings() []setting {
 			intp: func(w *Worker) *int { return &lim(w).MaxWaitMinutes }},
 		{flag: "max-deferrals", env: "RALPH_MAX_DEFERRALS", usage: "consecutive deferrals of one round before the run fails with RoundFailed",
 			intp: func(w *Worker) *int { return &lim(w).MaxDeferrals }},
+		{flag: "max-pause-hours", env: "RALPH_MAX_PAUSE_HOURS", usage: "a run paused longer ends stopped (reason: paused for more than N hours), so a forgotten pause never keeps a run open for ever",
+			intp: func(w *Worker) *int { return &lim(w).MaxPauseHours }},
 		{flag: "fallback-models", env: "RALPH_FALLBACK_MODELS", usage: "comma-separated models of the same endpoint that take over a round's conversation, in order, when the current model's retries are spent",
 			custom: func(w *Worker, _, value string) error {
 				w.Activities.Agent.FallbackModels = splitModels(value)
