@@ -1,0 +1,111 @@
+package integration
+
+import (
+	"encoding/json"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ralph-temporal/ralph/internal/fakeopenai"
+	"github.com/ralph-temporal/ralph/report"
+	"github.com/ralph-temporal/ralph/workflows"
+)
+
+// Runs that last days, on the real stack with the worker and starter
+// binaries: a retried start joins the open run (Update-with-Start, update
+// describe) instead of failing or starting a second loop; extend raises
+// the round cap of the running run.
+func TestRealStackStartAttachAndExtend(t *testing.T) {
+	e := newEnv(t, agentScript(func(tn turn) fakeopenai.Response {
+		if tn.Step() == 0 && len(tn.Chat.Tools) > 1 {
+			return tool("run_command", map[string]any{"command": "sleep 3; date >> log.txt"})
+		}
+		return submit(continueArgs("logged the date", "log it again"))
+	}), "RALPH_MAX_IDLE_ROUNDS=100")
+	e.startWorker()
+	env := []string{"TEMPORAL_ADDRESS=" + suite.address, "TEMPORAL_NAMESPACE=" + suite.namespace, "RALPH_TASK_QUEUE=" + e.queue}
+	start := []string{"start", "--workspace", "attach", "--objective", "log dates", "--max-rounds", "2"}
+	if out, code := runBinary(t, "starter", env, start...); code != 0 || strings.TrimSpace(out) == "" {
+		t.Fatalf("start: exit %d\n%s", code, out)
+	}
+	if out, code := runBinary(t, "starter", env, start...); code != 1 || !strings.Contains(out, "already open") {
+		t.Fatalf("a second start without --if-running attach: exit %d\n%s", code, out)
+	}
+	out, code := runBinary(t, "starter", env, append(start, "--if-running", "attach")...)
+	if code != 0 || !strings.Contains(out, "joined the open workflow ralph-attach") {
+		t.Fatalf("start --if-running attach: exit %d\n%s", code, out)
+	}
+	var st workflows.Status
+	if err := json.Unmarshal([]byte(out[strings.Index(out, "{"):strings.LastIndex(out, "}")+1]), &st); err != nil || st.MaxRounds != 2 || st.Objective != "log dates" {
+		t.Fatalf("the joined run's status: %v\n%s", err, out)
+	}
+	if out, code := runBinary(t, "starter", env, "extend", "ralph-attach", "--max-rounds", "1"); code != 1 || !strings.Contains(out, "maxRounds: 1 is lower than the run's 2") {
+		t.Fatalf("extend lower: exit %d\n%s", code, out)
+	}
+	if out, code := runBinary(t, "starter", env, "extend", "ralph-attach", "--max-rounds", "3"); code != 0 || !strings.Contains(out, `"phase"`) {
+		t.Fatalf("extend: exit %d\n%s", code, out)
+	}
+	out, code = runBinary(t, "starter", env, "run", "--workspace", "attach", "--objective", "log dates", "--if-running", "attach")
+	if code != 4 || !strings.Contains(out, "The 3-round limit was reached with work remaining.") {
+		t.Fatalf("run --if-running attach: exit %d, want the joined run's result after the extended 3 rounds\n%s", code, out)
+	}
+	runs, err := temporalCLI(t, "workflow", "count", "--query", "WorkflowId='ralph-attach'")
+	if err != nil || !strings.Contains(runs, "Total: 1") {
+		t.Fatalf("runs of ralph-attach: %v\n%s", err, runs)
+	}
+}
+
+// A 429 during the review defers it: the run waits (phase waiting) and the
+// review runs again; the verified completion is approved, not failed.
+func TestRealStackReviewDeferredBy429(t *testing.T) {
+	var reviews atomic.Int32 // review sessions begun
+	e := newEnv(t, agentScript(func(tn turn) fakeopenai.Response {
+		if tn.IsReview() {
+			if tn.Step() == 0 && reviews.Add(1) == 1 {
+				return fakeopenai.RateLimited("61")
+			}
+			return fakeopenai.Tools(fakeopenai.SubmitReview(fakeopenai.ReviewArgs{Verdict: "approve", Summary: "done is done"}))
+		}
+		if tn.Step() == 0 {
+			return tool("write_file", map[string]string{"path": "done.txt", "content": "done\n"})
+		}
+		return submit(completeArgs("done.txt written", "done.txt exists"))
+	}), "RALPH_REVIEW=on")
+	e.startWorker()
+	const id = "review-429"
+	run := e.start(id, `{"objective":"write done.txt","workspace":"review-429"}`)
+	e.waitPhase(id, "waiting", 60*time.Second)
+	if st := e.status(id); st.WaitReason != "rate-limited" || st.Round != 1 {
+		t.Fatalf("status while the review waits: %+v", st)
+	}
+	res, err := e.result(run)
+	if err != nil || res.Status != report.OutcomeComplete || res.Review == nil || res.Review.Verdict != "approve" {
+		t.Fatalf("result = %+v, %v", res, err)
+	}
+}
+
+// A paused run whose time budget runs out ends at the deadline, not at a
+// resume that never comes.
+func TestRealStackPausePastTheDeadline(t *testing.T) {
+	e := newEnv(t, agentScript(func(tn turn) fakeopenai.Response {
+		if tn.Step() == 0 && len(tn.Chat.Tools) > 1 {
+			return tool("run_command", map[string]any{"command": "sleep 5; date >> log.txt"})
+		}
+		return submit(continueArgs("logged", "log again"))
+	}))
+	e.startWorker()
+	const id = "pause-deadline"
+	started := time.Now()
+	run := e.start(id, `{"objective":"log dates","workspace":"pause-deadline","maxMinutes":1}`)
+	if out, err := temporalCLI(t, "workflow", "update", "execute", "--workflow-id", id, "--name", "pause"); err != nil {
+		t.Fatalf("pause: %v\n%s", err, out)
+	}
+	res, err := e.result(run)
+	if err != nil || res.Status != report.OutcomeBudgetLimited || res.Limit != "time" || res.RoundsStarted != 1 {
+		t.Fatalf("result = %+v, %v", res, err)
+	}
+	if took := time.Since(started); took > 75*time.Second {
+		t.Fatalf("the paused run closed %s after its start, want at its one-minute deadline", took)
+	}
+}
