@@ -1,13 +1,18 @@
 package integration
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/ralph-temporal/ralph/internal/fakeopenai"
+	"github.com/ralph-temporal/ralph/internal/wait"
 	"github.com/ralph-temporal/ralph/report"
 	"github.com/ralph-temporal/ralph/workflows"
 )
@@ -107,5 +112,52 @@ func TestRealStackPausePastTheDeadline(t *testing.T) {
 	}
 	if took := time.Since(started); took > 75*time.Second {
 		t.Fatalf("the paused run closed %s after its start, want at its one-minute deadline", took)
+	}
+}
+
+// The recurring loop of docs/operations.md: `temporal schedule create` with
+// overlap policy Skip starts Ralph on a fixed workspace; one triggered
+// action runs to its result.
+func TestRealStackScheduledStart(t *testing.T) {
+	e := newEnv(t, agentScript(func(tn turn) fakeopenai.Response {
+		if tn.Step() == 0 {
+			return tool("write_file", map[string]string{"path": "nightly.txt", "content": "checked\n"})
+		}
+		return submit(completeArgs("nightly check done", "nightly.txt written"))
+	}))
+	e.startWorker()
+	const sid = "nightly-myrepo"
+	out, err := temporalCLI(t, "schedule", "create", "--schedule-id", sid, "--interval", "24h", "--overlap-policy", "Skip",
+		"--workflow-id", "ralph-nightly-myrepo", "--type", "Ralph", "--task-queue", e.queue,
+		"--input", `{"objective":"run the nightly checks","workspace":"myrepo","maxMinutes":120}`)
+	if err != nil {
+		t.Fatalf("temporal schedule create: %v\n%s", err, out)
+	}
+	t.Cleanup(func() { _, _ = temporalCLI(t, "schedule", "delete", "--schedule-id", sid) })
+	if out, err := temporalCLI(t, "schedule", "trigger", "--schedule-id", sid); err != nil {
+		t.Fatalf("temporal schedule trigger: %v\n%s", err, out)
+	}
+	h := e.client.ScheduleClient().GetHandle(context.Background(), sid)
+	var wid, rid string
+	err = wait.For(context.Background(), time.Minute, 200*time.Millisecond, func(ctx context.Context) error {
+		d, err := h.Describe(ctx)
+		if err != nil {
+			return err
+		}
+		if len(d.Info.RecentActions) == 0 {
+			return errors.New("no action yet")
+		}
+		wid, rid = d.Info.RecentActions[0].StartWorkflowResult.WorkflowID, d.Info.RecentActions[0].StartWorkflowResult.FirstExecutionRunID
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("the schedule started nothing: %v", err)
+	}
+	res, err := e.result(e.client.GetWorkflow(context.Background(), wid, rid))
+	if err != nil || res.Status != report.OutcomeComplete || !strings.HasPrefix(wid, "ralph-nightly-myrepo") {
+		t.Fatalf("scheduled run %s: %+v, %v", wid, res, err)
+	}
+	if _, err := os.Stat(filepath.Join(e.root, "myrepo", "nightly.txt")); err != nil {
+		t.Fatalf("the scheduled run did not work in the schedule's workspace: %v", err)
 	}
 }
