@@ -41,7 +41,7 @@ func (a *Activities) ReviewCompletion(ctx context.Context, in ReviewInput) (out 
 		tracing.AttrAttempt.Int(int(info.Attempt)), tracing.AttrWorkspace.String(in.Workspace), tracing.AttrSessionID.String(sessionID))
 	defer func() { endSpan(span, err, a.cfg.Agent.APIKey, tracing.AttrReviewVerdict.String(out.Review.Verdict)) }()
 	spentBefore := earlierAttemptsUsage(ctx)
-	hb := startHeartbeat(ctx, HeartbeatDetails{Round: in.Round, Attempt: int(info.Attempt), SessionID: sessionID, Usage: spentBefore}, a.cfg.HeartbeatInterval, a.cfg.HeartbeatThroughClient)
+	hb := startHeartbeat(ctx, HeartbeatDetails{Round: in.Round, Attempt: int(info.Attempt), SessionID: sessionID, Usage: spentBefore}, a.cfg.HeartbeatInterval, a.cfg.RecordHeartbeat)
 	defer hb.stop()
 
 	dir, err := a.prepareWorkspace(in.Workspace)

@@ -64,7 +64,7 @@ func (a *Activities) RunRound(ctx context.Context, in RoundInput) (out RoundOutp
 		tracing.AttrAttempt.Int(int(info.Attempt)), tracing.AttrWorkspace.String(in.Workspace), tracing.AttrSessionID.String(sessionID))
 	defer func() { endRoundSpan(span, out, err, a.cfg.Agent.APIKey) }()
 	spentBefore := earlierAttemptsUsage(ctx)
-	hb := startHeartbeat(ctx, HeartbeatDetails{Round: in.Round, Attempt: int(info.Attempt), SessionID: sessionID, Usage: spentBefore}, a.cfg.HeartbeatInterval, a.cfg.HeartbeatThroughClient)
+	hb := startHeartbeat(ctx, HeartbeatDetails{Round: in.Round, Attempt: int(info.Attempt), SessionID: sessionID, Usage: spentBefore}, a.cfg.HeartbeatInterval, a.cfg.RecordHeartbeat)
 	defer hb.stop()
 
 	before := FailureDetails{SessionID: sessionID, Usage: spentBefore}

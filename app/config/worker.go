@@ -120,7 +120,7 @@ const (
 func DefaultWorker() Worker {
 	a := activities.DefaultConfig()
 	a.Agent.BaseURL = DefaultModelBaseURL
-	a.HeartbeatThroughClient = true
+	a.RecordHeartbeat = activities.HeartbeatThroughClient
 	return Worker{
 		Activities:       a,
 		TaskQueue:        DefaultTaskQueue,
