@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -31,17 +30,8 @@ func (l *loop) parseExtend(raw json.RawMessage) (extension, error) {
 	if len(fields) == 0 {
 		return extension{}, fmt.Errorf("extend names nothing to raise (give some of %s)", strings.Join(extendKeys(), ", "))
 	}
-	var unknown []string
-	// Collected and sorted below, so the message never depends on map order.
-	//workflowcheck:ignore
-	for key := range fields {
-		if !slices.Contains(extendKeys(), key) {
-			unknown = append(unknown, key)
-		}
-	}
-	if len(unknown) > 0 {
-		slices.Sort(unknown)
-		return extension{}, fmt.Errorf("extend: %s is not a known field (allowed: %s)", unknown[0], strings.Join(extendKeys(), ", "))
+	if key := firstUnknown(fields, extendKeys()); key != "" {
+		return extension{}, fmt.Errorf("extend: %s is not a known field (allowed: %s)", key, strings.Join(extendKeys(), ", "))
 	}
 	var x extension
 	targets := []struct {
