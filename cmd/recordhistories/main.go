@@ -148,6 +148,8 @@ func scenarios() []scenario {
 			updates: []update{{name: workflows.UpdateExtend, args: []any{json.RawMessage(`{"maxRounds":2}`)}}, {name: workflows.UpdateDescribe}}},
 		{name: "pause-deadline", input: `{"objective":"scenario steer: wait for release","maxMinutes":1}`,
 			updates: []update{{name: workflows.UpdatePause}}, slow: true},
+		// An objective one 4-byte character over the bound (as JSON) is refused.
+		{name: "objective-too-large", input: `{"objective":"` + strings.Repeat("𝄞", workflows.MaxObjectiveBytes/4+1) + `"}`},
 	}
 }
 
