@@ -32,6 +32,9 @@ type command struct {
 	allowNoWorker bool
 	// noWait makes cancel return once the cancel is requested.
 	noWait bool
+	// keepWorkspace lets rewind reset a run whose workspace has no git
+	// checkpoints to restore (RALPH_GIT=off).
+	keepWorkspace bool
 	// jsonOut prints the workflow result as JSON instead of the result text.
 	jsonOut bool
 	// ifRunning says what a start does when a run with its workflow id is

@@ -272,10 +272,11 @@ var commands = []commandDecl{
 		flags: []flagDecl{
 			{name: "round", usage: "the round whose report the run goes back to (1 <= K < the current round)", count: func(c *command) *int { return &c.round }},
 			{name: "reason", usage: "why the run is rewound (recorded with the reset)", text: func(c *command) *string { return &c.reason }},
+			{name: "keep-workspace", usage: "rewind a run without git checkpoints (RALPH_GIT=off): its state goes back, its files stay as they are", on: func(c *command) *bool { return &c.keepWorkspace }},
 		},
 		exits: []exitUse{{ExitComplete, "the run was reset; the new run id is printed"},
 			{ExitFailed, "no such run, or the reset failed"},
-			{ExitUsage, "--round missing or outside the rounds that can be rewound (the message names them)"}},
+			{ExitUsage, "--round missing or outside the rounds that can be rewound (the message names them), or the run keeps no git checkpoints (RALPH_GIT=off) and --keep-workspace is not given"}},
 		exec: (*session).rewind,
 	},
 }

@@ -161,3 +161,37 @@ func TestRealStackScheduledStart(t *testing.T) {
 		t.Fatalf("the scheduled run did not work in the schedule's workspace: %v", err)
 	}
 }
+
+// With RALPH_GIT=off there is no checkpoint to restore: rewind refuses
+// (exit 2, naming RALPH_GIT) unless --keep-workspace says the files may stay.
+func TestRealStackRewindWithoutGitNeedsKeepWorkspace(t *testing.T) {
+	e := newEnv(t, agentScript(func(tn turn) fakeopenai.Response {
+		if tn.Step() == 0 && len(tn.Chat.Tools) > 1 {
+			return tool("run_command", map[string]any{"command": "sleep 2; date >> log.txt"})
+		}
+		return submit(continueArgs("logged", "log again"))
+	}), "RALPH_GIT=off", "RALPH_MAX_IDLE_ROUNDS=100")
+	e.startWorker()
+	const id = "rewind-no-git"
+	e.start(id, `{"objective":"log dates","workspace":"rewind-no-git","maxRounds":6}`)
+	if err := wait.For(context.Background(), time.Minute, 200*time.Millisecond, func(context.Context) error {
+		if st := e.status(id); st.Round < 3 {
+			return errors.New("before round 3")
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"TEMPORAL_ADDRESS=" + suite.address, "TEMPORAL_NAMESPACE=" + suite.namespace, "RALPH_TASK_QUEUE=" + e.queue}
+	out, code := runBinary(t, "starter", env, "rewind", id, "--round", "1")
+	if code != 2 || !strings.Contains(out, "RALPH_GIT=off") || !strings.Contains(out, "--keep-workspace") {
+		t.Fatalf("rewind without git: exit %d, want 2 naming RALPH_GIT\n%s", code, out)
+	}
+	if out, code := runBinary(t, "starter", env, "rewind", id, "--round", "1", "--keep-workspace"); code != 0 {
+		t.Fatalf("rewind --keep-workspace: exit %d\n%s", code, out)
+	}
+	res, err := e.result(e.client.GetWorkflow(context.Background(), id, ""))
+	if err != nil || res.Status != report.OutcomeBudgetLimited {
+		t.Fatalf("the rewound run: %+v, %v", res, err)
+	}
+}
