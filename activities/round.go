@@ -229,7 +229,7 @@ func roundDeadline(info activity.Info) time.Time {
 // expects. The API key never appears in a message.
 func (a *Activities) roundError(ctx context.Context, err error, round int, details FailureDetails) error {
 	if ctx.Err() != nil {
-		return ctx.Err()
+		return cancelError(ctx, details)
 	}
 	msg := agent.Redact(fmt.Sprintf("round %d: %v", round, err), a.cfg.Agent.APIKey)
 	switch {
@@ -242,13 +242,25 @@ func (a *Activities) roundError(ctx context.Context, err error, round int, detai
 	}
 }
 
+// cancelError is what an attempt whose context ended returns: when the
+// server asked for the cancel (the run was cancelled), a CanceledError
+// carrying what the attempts spent, so the run's usage counts the cancelled
+// round; otherwise (a worker shutting down, a pause, a reset) the context's
+// own error, as the SDK expects.
+func cancelError(ctx context.Context, details FailureDetails) error {
+	if errors.Is(ctx.Err(), context.Canceled) && temporal.IsCanceledError(context.Cause(ctx)) {
+		return temporal.NewCanceledError(details)
+	}
+	return ctx.Err()
+}
+
 // setupError maps a failure before the session started: a cancel stays a
 // cancel, typed errors pass, anything else is a retryable RoundError that
 // carries what earlier attempts spent (so a last attempt that fails here
 // does not drop their usage from the run).
 func setupError(ctx context.Context, err error, details FailureDetails) error {
 	if ctx.Err() != nil {
-		return ctx.Err()
+		return cancelError(ctx, details)
 	}
 	var appErr *temporal.ApplicationError
 	if errors.As(err, &appErr) {

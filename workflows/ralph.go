@@ -369,14 +369,13 @@ func (l *loop) runRound(ctx workflow.Context, round int) (activities.RoundOutput
 	}
 	var out activities.RoundOutput
 	err := workflow.ExecuteActivity(actx, activities.RunRoundName, in).Get(ctx, &out)
-	if ctx.Err() != nil {
-		// A cancel wins over whatever the stopping round returned.
+	if ctx.Err() != nil || temporal.IsCanceledError(err) {
+		// A cancel wins over whatever the stopping round returned; what the
+		// cancelled round spent still counts.
+		l.usage = l.usage.Add(cancelledUsage(err))
 		return out, l.cancelled(ctx, round, err)
 	}
 	if err != nil {
-		if temporal.IsCanceledError(err) {
-			return out, l.cancelled(ctx, round, err)
-		}
 		spent := failedUsage(err)
 		l.usage = l.usage.Add(spent)
 		l.stop(ctx, OutcomeFailed, round)
@@ -435,6 +434,17 @@ func failedUsage(err error) usage.Usage {
 	}
 	var d activities.FailureDetails
 	if appErr.Details(&d) != nil {
+		return usage.Usage{}
+	}
+	return d.Usage
+}
+
+// cancelledUsage is what a cancelled round's attempts spent, as its
+// CanceledError carries it (nothing from workers that predate that).
+func cancelledUsage(err error) usage.Usage {
+	var ce *temporal.CanceledError
+	var d activities.FailureDetails
+	if !errors.As(err, &ce) || !ce.HasDetails() || ce.Details(&d) != nil {
 		return usage.Usage{}
 	}
 	return d.Usage

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	openai "github.com/sashabaranov/go-openai"
+
 	"github.com/ralph-temporal/ralph/internal/fakeopenai"
 	"github.com/ralph-temporal/ralph/internal/wait"
 	"github.com/ralph-temporal/ralph/report"
@@ -193,5 +195,28 @@ func TestRealStackRewindWithoutGitNeedsKeepWorkspace(t *testing.T) {
 	res, err := e.result(e.client.GetWorkflow(context.Background(), id, ""))
 	if err != nil || res.Status != report.OutcomeBudgetLimited {
 		t.Fatalf("the rewound run: %+v, %v", res, err)
+	}
+}
+
+// A cancelled round's usage (what it had spent when the cancel reached it)
+// counts in the run's usage: the status after the cancel shows it.
+func TestRealStackCancelledRoundUsageCounts(t *testing.T) {
+	e := newEnv(t, agentScript(func(tn turn) fakeopenai.Response {
+		r := tool("run_command", map[string]any{"command": "echo started > started.txt; sleep 120"})
+		r.Usage = &openai.Usage{PromptTokens: 700, CompletionTokens: 20}
+		return r
+	}))
+	e.startWorker()
+	const id = "cancelled-usage"
+	run := e.start(id, `{"objective":"sleep","workspace":"cancelled-usage"}`)
+	waitForFile(t, filepath.Join(e.root, "cancelled-usage", "started.txt"), time.Minute)
+	if err := e.client.CancelWorkflow(context.Background(), id, ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.result(run); err == nil {
+		t.Fatal("the cancelled run completed")
+	}
+	if st := e.status(id); st.Outcome != "cancelled" || st.Usage.PromptTokens != 700 || st.Usage.ModelCalls != 1 {
+		t.Fatalf("status after the cancel: outcome %q, usage %+v; want the round's 700 prompt tokens", st.Outcome, st.Usage)
 	}
 }
