@@ -158,12 +158,12 @@ func (s *session) run(ctx context.Context, foreground bool) int {
 	switch {
 	case err != nil:
 		s.errorf("warning: could not check task queue %q for workers: %v", tq, err)
-	case pollers == 0 && !cmd.allowNoWorker:
-		s.errorf("no worker is polling task queue %q (namespace %s at %s): start one (`worker`, or `worker --demo` without a model key), or pass --allow-no-worker to queue the run until one starts",
-			tq, s.namespace, s.address)
+	case pollers.takers == 0 && !cmd.allowNoWorker:
+		s.errorf("%s: start one (`worker`, or `worker --demo` without a model key), or pass --allow-no-worker to queue the run until one starts",
+			noTakerMessage(pollers, tq, s.namespace, s.address))
 		return ExitFailed
-	case pollers == 0:
-		s.errorf("warning: no worker is polling task queue %q yet; the run waits until one starts", tq)
+	case pollers.takers == 0:
+		s.errorf("warning: %s; the run waits until one does", noTakerMessage(pollers, tq, s.namespace, s.address))
 	}
 
 	opts := client.StartWorkflowOptions{
@@ -241,15 +241,17 @@ func (s *session) attach(ctx context.Context, opts client.StartWorkflowOptions, 
 	return ExitComplete
 }
 
-// pollers counts the workers polling the workflow task queue.
-func (s *session) pollers(ctx context.Context, tq string) (int, error) {
-	qctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	resp, err := s.c.DescribeTaskQueue(qctx, tq, enumspb.TASK_QUEUE_TYPE_WORKFLOW)
-	if err != nil {
-		return 0, err
+// noTakerMessage says why no worker can take a new run on tq.
+func noTakerMessage(q queuePollers, tq, namespace, address string) string {
+	if q.all > 0 && q.current != "" {
+		return fmt.Sprintf("%d worker(s) poll task queue %q (namespace %s at %s), but none of the deployment's current version %s, where new runs go: "+
+			"start workers of that build, or make a polling version current (temporal worker deployment set-current-version)", q.all, tq, namespace, address, q.current)
 	}
-	return len(resp.GetPollers()), nil
+	if q.all > 0 {
+		return fmt.Sprintf("%d versioned worker(s) poll task queue %q (namespace %s at %s), but their deployment has no current version, so no worker takes a new run: "+
+			"make one current (temporal worker deployment set-current-version)", q.all, tq, namespace, address)
+	}
+	return fmt.Sprintf("no worker is polling task queue %q (namespace %s at %s)", tq, namespace, address)
 }
 
 // staticSummary is the run's one-line summary in the Temporal UI.
@@ -569,7 +571,7 @@ func (s *session) describeHint(ctx context.Context, id string) string {
 	}
 	tq := info.GetTaskQueue()
 	hint := fmt.Sprintf(" (the run is %s on task queue %s", statusName(info.GetStatus()), tq)
-	if n, err := s.pollers(ctx, tq); err == nil && n == 0 {
+	if q, err := s.pollers(ctx, tq); err == nil && q.all == 0 {
 		hint += fmt.Sprintf("; no worker is polling task queue %s, and queries need one", tq)
 	}
 	return hint + ")"
