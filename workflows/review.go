@@ -36,11 +36,13 @@ func (l *loop) runReview(ctx workflow.Context, round int, out activities.RoundOu
 		if err != nil {
 			return report.Review{}, nil, err
 		}
-		if rv.Deferred == nil || !l.limits.Deferrals() {
+		// A deferred review in a run recorded before review deferrals is
+		// taken as it was then: a review without a verdict, refused.
+		if rv.Deferred == nil || !l.limits.Deferrals() ||
+			workflow.GetVersion(ctx, versionReviewDeferrals, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
 			review, err := l.acceptReview(ctx, round, out, rv)
 			return review, nil, err
 		}
-		workflow.GetVersion(ctx, versionReviewDeferrals, workflow.DefaultVersion, 1)
 		l.usage = l.usage.Add(rv.Usage)
 		deferrals++
 		d := *rv.Deferred
