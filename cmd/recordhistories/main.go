@@ -298,7 +298,7 @@ func record(parent, name, only string) error {
 	cfg.Agent.RetryBaseDelay, cfg.Agent.RetryMaxDelay = 10*time.Millisecond, 50*time.Millisecond
 	cfg.Limits.MaxRounds = 8
 	cfg.Limits.MaxObjectiveChars = 262144 // the ceiling: objective-too-large meets the byte bound first
-	cfg.Limits.RoundsPerRun = 3 // the continue-as-new scenario crosses a run boundary
+	cfg.Limits.RoundsPerRun = 3           // the continue-as-new scenario crosses a run boundary
 	acts, err := activities.New(cfg)
 	if err != nil {
 		return fmt.Errorf("activities: %w", err)
