@@ -23,12 +23,12 @@ type Config struct {
 	// HeartbeatInterval is how often a running round heartbeats; keep it well
 	// under Limits.HeartbeatTimeoutSeconds.
 	HeartbeatInterval time.Duration
-	// HeartbeatThroughClient sends heartbeats through the worker's client
-	// (activity.GetClient), so that a returned call means the server has
-	// them and a session's next model request can wait for its last
-	// answer's usage to be recorded. Every worker sets it; it is off by
-	// default because the SDK's test environment gives a mock client.
-	HeartbeatThroughClient bool
+	// RecordHeartbeat builds, for one attempt, how its heartbeats are sent.
+	// Every worker uses HeartbeatThroughClient (a returned call means the
+	// server has them, so a session's next model request can wait for its
+	// last answer's usage to be recorded); nil means HeartbeatThroughSDK,
+	// for the SDK's test environment, whose client is a mock.
+	RecordHeartbeat HeartbeatRecorder
 	// Sandbox is how the model's commands and the verify command run.
 	Sandbox sandbox.Config
 	// Git is how the workspace is checkpointed.

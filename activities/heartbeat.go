@@ -2,11 +2,14 @@ package activities
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/ralph-temporal/ralph/agent"
 	"github.com/ralph-temporal/ralph/usage"
@@ -49,36 +52,59 @@ type heartbeat struct {
 	done                      chan struct{}
 }
 
-func startHeartbeat(ctx context.Context, details HeartbeatDetails, every time.Duration, throughClient bool) *heartbeat {
-	return startHeartbeatWith(ctx, details, every, recordHeartbeat(ctx, throughClient))
+func startHeartbeat(ctx context.Context, details HeartbeatDetails, every time.Duration, recorder HeartbeatRecorder) *heartbeat {
+	if recorder == nil {
+		recorder = HeartbeatThroughSDK
+	}
+	return startHeartbeatWith(ctx, details, every, recorder(ctx))
 }
 
-// recordHeartbeat sends details through the worker's client, so that a
-// returned call means the server has them (the SDK's RecordHeartbeat may
-// batch and returns nothing). When that fails (a cancel, a pause, a reset,
-// the attempt gone, no answer) it records them through the SDK, which acts
-// on those answers: it cancels the round's context.
-func recordHeartbeat(ctx context.Context, throughClient bool) func(HeartbeatDetails) bool {
-	if !throughClient {
-		return func(d HeartbeatDetails) bool {
-			activity.RecordHeartbeat(ctx, d)
-			return true // all this configuration can know
-		}
-	}
-	c, token := activity.GetClient(ctx), activity.GetInfo(ctx).TaskToken
+// HeartbeatRecorder returns the function that sends one attempt's
+// heartbeats and reports whether the server has them.
+type HeartbeatRecorder func(ctx context.Context) func(HeartbeatDetails) bool
+
+// HeartbeatThroughSDK records heartbeats with the SDK's RecordHeartbeat,
+// which may batch them and returns nothing.
+func HeartbeatThroughSDK(ctx context.Context) func(HeartbeatDetails) bool {
 	return func(d HeartbeatDetails) bool {
-		if c != nil {
-			rctx, cancel := context.WithTimeout(ctx, heartbeatRPCTimeout)
-			err := c.RecordActivityHeartbeat(rctx, token, d)
-			cancel()
-			if err == nil {
-				return true
-			}
-		}
 		activity.RecordHeartbeat(ctx, d)
-		// Without a client (the SDK's test environment) this is all there is.
-		return c == nil
+		return true // all this recorder can know
 	}
+}
+
+// HeartbeatThroughClient sends heartbeats through the worker's client, so
+// that a returned call means the server has them. Only the server's answers
+// that end the attempt (cancel requested, paused, reset, the attempt gone)
+// are handed to the SDK's RecordHeartbeat, which acts on them by cancelling
+// the round's context; a transient error (a network blip, a failover) is
+// not, since the SDK would cancel the round after about a second of failing
+// calls: the heartbeat is sent again at the next tick, and only silence
+// past the heartbeat timeout makes Temporal retry the round.
+func HeartbeatThroughClient(ctx context.Context) func(HeartbeatDetails) bool {
+	c, token := activity.GetClient(ctx), activity.GetInfo(ctx).TaskToken
+	if c == nil {
+		return HeartbeatThroughSDK(ctx)
+	}
+	return func(d HeartbeatDetails) bool {
+		rctx, cancel := context.WithTimeout(ctx, heartbeatRPCTimeout)
+		err := c.RecordActivityHeartbeat(rctx, token, d)
+		cancel()
+		if err == nil {
+			return true
+		}
+		if endsAttempt(err) {
+			activity.RecordHeartbeat(ctx, d)
+		}
+		return false
+	}
+}
+
+// endsAttempt reports whether a heartbeat error is the server's answer that
+// the attempt must stop, rather than a failure to reach the server.
+func endsAttempt(err error) bool {
+	var notFound *serviceerror.NotFound
+	return temporal.IsCanceledError(err) || errors.Is(err, activity.ErrActivityPaused) ||
+		errors.Is(err, activity.ErrActivityReset) || errors.As(err, &notFound)
 }
 
 func startHeartbeatWith(ctx context.Context, details HeartbeatDetails, every time.Duration, record func(HeartbeatDetails) bool) *heartbeat {

@@ -2,12 +2,16 @@ package activities
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/ralph-temporal/ralph/agent"
 	"github.com/ralph-temporal/ralph/internal/wait"
@@ -156,5 +160,28 @@ func TestAFailedUsageHeartbeatIsRetried(t *testing.T) {
 	defer mu.Unlock()
 	if calls < 3 {
 		t.Errorf("the request went out after %d heartbeat calls, want it to wait for the third (the first that succeeded)", calls)
+	}
+}
+
+// Only the server's answers that end an attempt reach the SDK's
+// RecordHeartbeat (which cancels the round); a transient failure to reach
+// the server never does, so a network blip does not end the round.
+func TestOnlyAnswersThatEndTheAttemptGoThroughTheSDK(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		ends bool
+	}{
+		{temporal.NewCanceledError(), true},
+		{activity.ErrActivityPaused, true},
+		{activity.ErrActivityReset, true},
+		{serviceerror.NewNotFound("activity not found"), true},
+		{serviceerror.NewUnavailable("connection refused"), false},
+		{context.DeadlineExceeded, false},
+		{serviceerror.NewDeadlineExceeded("timeout"), false},
+		{errors.New("transport is closing"), false},
+	} {
+		if got := endsAttempt(tc.err); got != tc.ends {
+			t.Errorf("endsAttempt(%v) = %v, want %v", tc.err, got, tc.ends)
+		}
 	}
 }

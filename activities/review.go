@@ -41,7 +41,7 @@ func (a *Activities) ReviewCompletion(ctx context.Context, in ReviewInput) (out 
 		tracing.AttrAttempt.Int(int(info.Attempt)), tracing.AttrWorkspace.String(in.Workspace), tracing.AttrSessionID.String(sessionID))
 	defer func() { endSpan(span, err, a.cfg.Agent.APIKey, tracing.AttrReviewVerdict.String(out.Review.Verdict)) }()
 	spentBefore := earlierAttemptsUsage(ctx)
-	hb := startHeartbeat(ctx, HeartbeatDetails{Round: in.Round, Attempt: int(info.Attempt), SessionID: sessionID, Usage: spentBefore}, a.cfg.HeartbeatInterval, a.cfg.HeartbeatThroughClient)
+	hb := startHeartbeat(ctx, HeartbeatDetails{Round: in.Round, Attempt: int(info.Attempt), SessionID: sessionID, Usage: spentBefore}, a.cfg.HeartbeatInterval, a.cfg.RecordHeartbeat)
 	defer hb.stop()
 
 	dir, err := a.prepareWorkspace(in.Workspace)
@@ -82,7 +82,7 @@ func (a *Activities) ReviewCompletion(ctx context.Context, in ReviewInput) (out 
 	res, err := a.provider(cfg).Run(ctx, agent.Request{
 		SessionID: sessionID, Objective: in.Objective, Round: in.Round, MaxRounds: in.MaxRounds,
 		Workspace: dir, MaxHandoffChars: in.MaxHandoffChars, Deadline: roundDeadline(info),
-		TokenBudget: in.TokenBudget, RunDeadline: in.RunDeadline, Review: subject,
+		TokenBudget: in.TokenBudget, RunDeadline: in.RunDeadline, Review: subject, Deferrable: in.Deferrable,
 	}, agent.Observers(transcript, hb, tally))
 	verdict := agent.Outcome(err)
 	if err == nil {
@@ -95,6 +95,13 @@ func (a *Activities) ReviewCompletion(ctx context.Context, in ReviewInput) (out 
 	logger.Info("Review ended", "round", in.Round, "sessionId", sessionID, "verdict", verdict,
 		"modelCalls", res.Usage.ModelCalls, "toolCalls", res.Usage.ToolCalls)
 	spent := spentBefore.Add(res.Usage)
+	if d, ok := agent.AsDeferred(err); ok && ctx.Err() == nil {
+		// Not a failure: the workflow waits durably and runs the review again.
+		logger.Info("Review deferred", "round", in.Round, "sessionId", sessionID, "reason", d.Reason,
+			"retryAfterSeconds", d.RetryAfterSeconds(), "model", d.Model, "error", agent.Redact(d.Last, a.cfg.Agent.APIKey))
+		return ReviewOutput{Usage: spent, SessionID: sessionID,
+			Deferred: &Deferred{Reason: d.Reason, RetryAfterSeconds: d.RetryAfterSeconds()}}, nil
+	}
 	if err != nil {
 		return ReviewOutput{}, a.roundError(ctx, fmt.Errorf("review: %w", err), in.Round, FailureDetails{SessionID: sessionID, Usage: spent})
 	}

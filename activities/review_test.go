@@ -163,3 +163,24 @@ func toolsOf(r fakeopenai.Request) []string {
 	}
 	return names
 }
+
+// A 429 with a long Retry-After during the review defers it (the workflow
+// waits and runs it again) instead of failing the verified completion.
+func TestReviewDeferredByTheProvider(t *testing.T) {
+	f := newFixture(t, fakeopenai.Script{Queue: []fakeopenai.Response{fakeopenai.RateLimited("120")}}, context.Background(), nil)
+	in := activities.ReviewInput{Objective: "Write notes.txt.", Round: 2, MaxRounds: 5, Workspace: "review-deferred",
+		Report:          report.Report{Status: "complete", Summary: "Done.", Evidence: []string{"notes.txt exists"}, NextSteps: []string{}},
+		MaxHandoffChars: 16384, Deferrable: true}
+	val, err := f.env.ExecuteActivity(activities.ReviewCompletionName, in)
+	if err != nil {
+		t.Fatalf("a deferred review failed: %v", err)
+	}
+	var rv activities.ReviewOutput
+	if err := val.Get(&rv); err != nil {
+		t.Fatal(err)
+	}
+	if rv.Deferred == nil || *rv.Deferred != (activities.Deferred{Reason: activities.DeferRateLimited, RetryAfterSeconds: 120}) ||
+		rv.Review.Verdict != "" || rv.Usage.ModelCalls != 0 || rv.SessionID == "" {
+		t.Fatalf("review output %+v (deferred %+v)", rv, rv.Deferred)
+	}
+}

@@ -64,7 +64,7 @@ func (a *Activities) RunRound(ctx context.Context, in RoundInput) (out RoundOutp
 		tracing.AttrAttempt.Int(int(info.Attempt)), tracing.AttrWorkspace.String(in.Workspace), tracing.AttrSessionID.String(sessionID))
 	defer func() { endRoundSpan(span, out, err, a.cfg.Agent.APIKey) }()
 	spentBefore := earlierAttemptsUsage(ctx)
-	hb := startHeartbeat(ctx, HeartbeatDetails{Round: in.Round, Attempt: int(info.Attempt), SessionID: sessionID, Usage: spentBefore}, a.cfg.HeartbeatInterval, a.cfg.HeartbeatThroughClient)
+	hb := startHeartbeat(ctx, HeartbeatDetails{Round: in.Round, Attempt: int(info.Attempt), SessionID: sessionID, Usage: spentBefore}, a.cfg.HeartbeatInterval, a.cfg.RecordHeartbeat)
 	defer hb.stop()
 
 	before := FailureDetails{SessionID: sessionID, Usage: spentBefore}
@@ -120,7 +120,7 @@ func (a *Activities) RunRound(ctx context.Context, in RoundInput) (out RoundOutp
 		return RoundOutput{}, a.roundError(ctx, err, in.Round, FailureDetails{SessionID: sessionID, Usage: spent})
 	}
 	out = RoundOutput{Report: res.Report, Usage: spent, SessionID: sessionID, Verification: res.Verification, Model: res.Model,
-		FirstRequestTokens: res.FirstPromptTokens, Restored: res.Restored}
+		FirstRequestTokens: res.FirstPromptTokens, Restored: res.Restored, BudgetForced: budgetForced(res.ForcedBound)}
 	if len(out.Restored) > 0 {
 		logger.Info("Restored protected paths the session changed", "round", in.Round, "paths", out.Restored)
 	}
@@ -236,7 +236,7 @@ func roundDeadline(info activity.Info) time.Time {
 // expects. The API key never appears in a message.
 func (a *Activities) roundError(ctx context.Context, err error, round int, details FailureDetails) error {
 	if ctx.Err() != nil {
-		return ctx.Err()
+		return cancelError(ctx, details)
 	}
 	msg := agent.Redact(fmt.Sprintf("round %d: %v", round, err), a.cfg.Agent.APIKey)
 	switch {
@@ -249,13 +249,25 @@ func (a *Activities) roundError(ctx context.Context, err error, round int, detai
 	}
 }
 
+// cancelError is what an attempt whose context ended returns: when the
+// server asked for the cancel (the run was cancelled), a CanceledError
+// carrying what the attempts spent, so the run's usage counts the cancelled
+// round; otherwise (a worker shutting down, a pause, a reset) the context's
+// own error, as the SDK expects.
+func cancelError(ctx context.Context, details FailureDetails) error {
+	if errors.Is(ctx.Err(), context.Canceled) && temporal.IsCanceledError(context.Cause(ctx)) {
+		return temporal.NewCanceledError(details)
+	}
+	return ctx.Err()
+}
+
 // setupError maps a failure before the session started: a cancel stays a
 // cancel, typed errors pass, anything else is a retryable RoundError that
 // carries what earlier attempts spent (so a last attempt that fails here
 // does not drop their usage from the run).
 func setupError(ctx context.Context, err error, details FailureDetails) error {
 	if ctx.Err() != nil {
-		return ctx.Err()
+		return cancelError(ctx, details)
 	}
 	var appErr *temporal.ApplicationError
 	if errors.As(err, &appErr) {

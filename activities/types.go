@@ -83,6 +83,9 @@ type Limits struct {
 	// as before.
 	MaxWaitMinutes int `json:"maxWaitMinutes,omitempty"`
 	MaxDeferrals   int `json:"maxDeferrals,omitempty"`
+	// MaxPauseHours ends a run paused longer (stopped); 0 (histories from
+	// before it) means a pause has no end.
+	MaxPauseHours int `json:"maxPauseHours,omitempty"`
 }
 
 // Deferrals reports whether rounds may end as deferred under these limits.
@@ -102,6 +105,7 @@ func DefaultLimits() Limits {
 		SearchAttributes:        true,
 		MaxWaitMinutes:          360,
 		MaxDeferrals:            50,
+		MaxPauseHours:           168,
 	}
 }
 
@@ -175,6 +179,20 @@ type RoundOutput struct {
 	// Deferred is set instead of a report when the round was deferred;
 	// Usage is then what the deferred session spent.
 	Deferred *Deferred `json:"deferred,omitempty"`
+	// BudgetForced names the run budget that forced the session's hand-off:
+	// tokens or time ("" when no budget did). Such a round is the run's last.
+	BudgetForced string `json:"budgetForced,omitempty"`
+}
+
+// budgetForced maps a session's forced bound to the run budget behind it.
+func budgetForced(bound string) string {
+	switch bound {
+	case agent.BoundTokenBudget:
+		return report.LimitTokens
+	case agent.BoundRunTime:
+		return report.LimitTime
+	}
+	return ""
 }
 
 // ReviewInput is what an independent reviewer checks: the accepted
@@ -193,6 +211,9 @@ type ReviewInput struct {
 	MaxHandoffChars int       `json:"maxHandoffChars"`
 	TokenBudget     int       `json:"tokenBudget,omitempty"`
 	RunDeadline     time.Time `json:"runDeadline,omitzero"`
+	// Deferrable: provider limits end the review as deferred
+	// (ReviewOutput.Deferred) instead of failing it, as a round's do.
+	Deferrable bool `json:"deferrable,omitempty"`
 }
 
 // ReviewOutput is the reviewer's verdict, its usage and its session id.
@@ -200,6 +221,9 @@ type ReviewOutput struct {
 	Review    report.Review `json:"review"`
 	Usage     usage.Usage   `json:"usage"`
 	SessionID string        `json:"sessionId"`
+	// Deferred is set instead of a review when the provider said "not now";
+	// Usage is then what the deferred session spent.
+	Deferred *Deferred `json:"deferred,omitempty"`
 }
 
 // Checkpoint is the commit a round ended with (Commit == Parent when the

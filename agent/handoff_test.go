@@ -28,8 +28,8 @@ func untilReportOnly(work func(r fakeopenai.Request) fakeopenai.Response) fakeop
 
 func wantHandoff(t *testing.T, h *harness, res agent.Result, err error, bound string, notice ...string) fakeopenai.Request {
 	t.Helper()
-	if err != nil || res.Report.Status != "continue" {
-		t.Fatalf("result = %+v, %v; want the hand-off report", res, err)
+	if err != nil || res.Report.Status != "continue" || res.ForcedBound != bound {
+		t.Fatalf("result = %+v, %v; want the hand-off report forced by %s", res, err, bound)
 	}
 	hs := h.events.ofKind(agent.EventHandoff)
 	if len(hs) != 1 || hs[0].Bound != bound {

@@ -93,4 +93,7 @@ type Result struct {
 	// FirstPromptTokens is what the provider counted for the session's first
 	// request (0: not reported): the fixed cost of starting a round.
 	FirstPromptTokens int
+	// ForcedBound names the bound that forced the session's hand-off (""
+	// when none did): the workflow ends the run after a round a budget forced.
+	ForcedBound string
 }

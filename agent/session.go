@@ -92,7 +92,8 @@ func (s *session) end(rep report.Report, err error) Result {
 		end.Error = Redact(err.Error(), s.cfg.APIKey)
 	}
 	s.emit(end)
-	res := Result{Report: rep, Usage: s.usage, Model: s.reportModel(), FirstPromptTokens: s.firstPrompt, Restored: s.restoredList()}
+	res := Result{Report: rep, Usage: s.usage, Model: s.reportModel(), FirstPromptTokens: s.firstPrompt, Restored: s.restoredList(),
+		ForcedBound: s.bounds.forced}
 	if err == nil {
 		res.Verification = s.verification
 		res.Review = s.review

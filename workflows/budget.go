@@ -38,13 +38,15 @@ func (b RunBudget) exhausted(spent usage.Usage, now time.Time) string {
 
 // The budget floor: a round starts only when the budget's remainder can pay
 // for a useful round. Time: at least max(minRoundTime, a tenth of the
-// budget) left. Tokens: at least the fixed cost of a round's first request
+// budget) left (oldMinRoundTime in runs recorded before the last-round
+// rule: a floor of a minute left a short budget's remainder unused). Tokens: at least the fixed cost of a round's first request
 // left, taken from the last round's first request when the provider
 // reported it, else estimated as baseFirstRequestTokens (the round prompt
 // and the tool definitions are about 12 KB) plus a token per four code
 // points of the objective.
 const (
-	minRoundTime           = 60 * time.Second
+	minRoundTime           = 10 * time.Second
+	oldMinRoundTime        = 60 * time.Second
 	baseFirstRequestTokens = 3000
 )
 
@@ -58,9 +60,9 @@ func firstRequestEstimate(lastFirstRequest int, objective string) int {
 
 // floor names the budget whose remainder cannot pay for a useful round
 // ("" when both can, or when no such budget applies).
-func (b RunBudget) floor(spent usage.Usage, now time.Time, firstRequestTokens int) string {
+func (b RunBudget) floor(spent usage.Usage, now time.Time, firstRequestTokens int, minTime time.Duration) string {
 	if b.MaxMinutes > 0 && !b.Deadline.IsZero() {
-		need := max(minRoundTime, time.Duration(b.MaxMinutes)*time.Minute/10)
+		need := max(minTime, time.Duration(b.MaxMinutes)*time.Minute/10)
 		if b.Deadline.Sub(now) < need {
 			return LimitTime
 		}

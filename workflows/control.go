@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"go.temporal.io/sdk/workflow"
@@ -41,6 +42,8 @@ func (l *loop) register(ctx workflow.Context) error {
 		{UpdateStop, l.onStop, l.validateStop},
 		{UpdatePause, l.onPause, l.validatePause},
 		{UpdateResume, l.onResume, l.validateResume},
+		{UpdateExtend, l.onExtend, l.validateExtend},
+		{UpdateDescribe, l.onDescribe, nil},
 	}
 	for _, u := range updates {
 		if err := workflow.SetUpdateHandlerWithOptions(ctx, u.name, u.handler,
@@ -63,10 +66,18 @@ func (l *loop) validateStop(req StopRequest) error {
 	return nil
 }
 
-func (l *loop) onStop(_ workflow.Context, req StopRequest) (Status, error) {
+func (l *loop) onStop(_ workflow.Context, req StopRequest) (Ack, error) {
 	l.control.stopRequested = true
 	l.control.stopReason = strings.TrimSpace(req.Reason)
-	return l.snapshot(), nil
+	return l.ack(), nil
+}
+
+// ack is an update's answer: the few fields that show what it did. Every
+// update result is written to history, so it never carries the rounds, the
+// objective or a report (the status query has them).
+func (l *loop) ack() Ack {
+	return Ack{Phase: l.status.Phase, Round: l.status.Round,
+		StopRequested: l.control.stopRequested, PauseRequested: l.control.paused}
 }
 
 func (l *loop) validatePause() error {
@@ -81,12 +92,12 @@ func (l *loop) validatePause() error {
 	return nil
 }
 
-func (l *loop) onPause(workflow.Context) (Status, error) {
+func (l *loop) onPause(workflow.Context) (Ack, error) {
 	l.control.paused = true
 	if !l.roundRunning && l.status.Phase != PhaseStarting {
 		l.status.Phase = PhasePaused
 	}
-	return l.snapshot(), nil
+	return l.ack(), nil
 }
 
 func (l *loop) validateResume() error {
@@ -99,26 +110,63 @@ func (l *loop) validateResume() error {
 	return nil
 }
 
-func (l *loop) onResume(workflow.Context) (Status, error) {
+func (l *loop) onResume(workflow.Context) (Ack, error) {
 	l.control.paused = false
 	if l.status.Phase == PhasePaused {
 		l.status.Phase = PhaseRunning
 	}
-	return l.snapshot(), nil
+	return l.ack(), nil
 }
 
 // waitWhilePaused holds the loop between rounds while a pause applies: a
-// durable wait of any length that ends on resume, stop or cancel.
-func (l *loop) waitWhilePaused(ctx workflow.Context) error {
+// durable wait that ends on resume, stop or cancel, or (see awaitResume)
+// at the time budget's deadline or after RALPH_MAX_PAUSE_HOURS.
+func (l *loop) waitWhilePaused(ctx workflow.Context, done int) (*Result, error) {
 	if !l.control.paused {
-		return nil
+		return nil, nil
 	}
 	l.status.Phase = PhasePaused
 	workflow.SetCurrentDetails(ctx, fmt.Sprintf("Paused before round %d of %d", l.status.Round+1, l.maxRounds))
 	l.upsertVisibility(ctx)
-	err := workflow.Await(ctx, func() bool { return !l.control.paused || l.control.stopRequested })
-	if err == nil && !l.control.stopRequested {
+	res, err := l.awaitResume(ctx, done)
+	if res == nil && err == nil && !l.control.stopRequested {
 		l.status.Phase = PhaseRunning
 	}
-	return err
+	return res, err
+}
+
+// awaitResume waits until a resume or a stop. A paused run still ends at
+// its time budget's deadline (budget-limited, time) and after
+// MaxPauseHours (stopped, with the reason saying so), so a forgotten pause
+// never keeps a run, and the build it runs on, for ever. done is the
+// rounds finished. Runs recorded before these ends wait as they did.
+func (l *loop) awaitResume(ctx workflow.Context, done int) (*Result, error) {
+	resumed := func() bool { return !l.control.paused || l.control.stopRequested }
+	if workflow.GetVersion(ctx, versionPauseEnds, workflow.DefaultVersion, 1) == workflow.DefaultVersion ||
+		(l.limits.MaxPauseHours == 0 && l.budget.Deadline.IsZero()) {
+		return nil, workflow.Await(ctx, resumed)
+	}
+	pausedAt := workflow.Now(ctx)
+	for {
+		now := workflow.Now(ctx)
+		if limit := l.budget.exhausted(l.usage, now); limit != "" {
+			return l.finishBudget(ctx, limit, done), nil
+		}
+		end := l.budget.Deadline
+		if l.limits.MaxPauseHours > 0 {
+			maxEnd := pausedAt.Add(time.Duration(l.limits.MaxPauseHours) * time.Hour)
+			if !now.Before(maxEnd) {
+				l.control.stopRequested = true
+				l.control.stopReason = fmt.Sprintf("paused for more than %d hours", l.limits.MaxPauseHours)
+				return l.finishStopped(ctx, done), nil
+			}
+			if end.IsZero() || maxEnd.Before(end) {
+				end = maxEnd
+			}
+		}
+		ok, err := workflow.AwaitWithTimeout(ctx, end.Sub(now), resumed)
+		if err != nil || ok {
+			return nil, err
+		}
+	}
 }

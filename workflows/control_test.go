@@ -33,7 +33,8 @@ func slowRounds(env *testsuite.TestWorkflowEnvironment, s *script, roundTime tim
 type updateResult struct {
 	rejected error
 	failed   error
-	status   Status
+	ack      Ack
+	status   Status // describe's answer
 	done     bool
 }
 
@@ -45,8 +46,11 @@ func sendUpdate(env *testsuite.TestWorkflowEnvironment, at time.Duration, name s
 			OnAccept: func() {},
 			OnComplete: func(v any, err error) {
 				r.done, r.failed = true, err
-				if st, ok := v.(Status); ok {
-					r.status = st
+				switch a := v.(type) {
+				case Ack:
+					r.ack = a
+				case Status:
+					r.status = a
 				}
 			},
 		}, args...)
@@ -64,7 +68,7 @@ func TestStopDuringARoundEndsTheRunAfterIt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if stop.rejected != nil || !stop.done || !stop.status.StopRequested {
+	if stop.rejected != nil || !stop.done || !stop.ack.StopRequested {
 		t.Fatalf("stop update = %+v", stop)
 	}
 	if again.rejected == nil || !strings.Contains(again.rejected.Error(), "already pending") {

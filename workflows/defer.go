@@ -24,6 +24,18 @@ const (
 	// RalphPhase=starting before its first round (the search attributes
 	// carried over from the previous run already show it running).
 	versionNoStartingUpsert = "no-starting-upsert-in-continued-runs"
+	// versionBudgetLastRound: a round whose hand-off a run budget forced is
+	// the run's last, and the time floor is max(10 s, a tenth of the budget).
+	versionBudgetLastRound = "budget-forced-round-is-last"
+	// versionObjectiveBytes: an objective over MaxObjectiveBytes as JSON is
+	// refused (the marker is written only for such objectives).
+	versionObjectiveBytes = "objective-bytes-bound"
+	// versionReviewDeferrals: a deferred review waits on a durable timer
+	// and runs again (histories from before it never hold one).
+	versionReviewDeferrals = "deferred-reviews"
+	// versionPauseEnds: a pause ends at the time budget's deadline and
+	// after RALPH_MAX_PAUSE_HOURS.
+	versionPauseEnds = "pause-ends-at-deadline"
 )
 
 // Deferral waits: the provider's delay when it gave one, else
@@ -80,7 +92,8 @@ func (l *loop) playRound(ctx workflow.Context, round int) (activities.RoundOutpu
 				fmt.Sprintf("round %d failed: deferred %d times in a row (last: %s), the limit of RALPH_MAX_DEFERRALS", round, deferrals, d.Reason),
 				ErrTypeRoundFailed, nil, RoundFailedDetails{FailedRound: round, LastHandoff: l.last, Usage: spent})
 		}
-		if res, err := l.waitDeferred(ctx, round, d, deferralWait(d, deferrals, l.limits.MaxWaitMinutes)); res != nil || err != nil {
+		w := deferredWork{round: round, done: round - 1, what: fmt.Sprintf("round %d of %d", round, l.maxRounds)}
+		if res, err := l.waitDeferred(ctx, w, d, deferralWait(d, deferrals, l.limits.MaxWaitMinutes)); res != nil || err != nil {
 			return out, res, err
 		}
 	}
@@ -92,7 +105,14 @@ func (l *loop) playRound(ctx workflow.Context, round int) (activities.RoundOutpu
 // run at once, a pause holds it (the wait goes on, or the round runs, on
 // resume), a cancel ends it, and a time budget that runs out during the wait
 // ends it budget-limited. A nil result and error mean: run the round now.
-func (l *loop) waitDeferred(ctx workflow.Context, round int, d activities.Deferred, wait time.Duration) (*Result, error) {
+// deferredWork is what waits: round's session (done = round-1 rounds
+// finished) or the review of round's completion (done = round).
+type deferredWork struct {
+	round, done int
+	what        string // "round R of N" or "the review of round R of N"
+}
+
+func (l *loop) waitDeferred(ctx workflow.Context, w deferredWork, d activities.Deferred, wait time.Duration) (*Result, error) {
 	until := workflow.Now(ctx).Add(wait)
 	l.status.WaitingUntil = until.UTC().Format(time.RFC3339)
 	l.status.WaitReason = d.Reason
@@ -100,37 +120,40 @@ func (l *loop) waitDeferred(ctx workflow.Context, round int, d activities.Deferr
 	shown := ""
 	for {
 		if l.control.stopRequested {
-			return l.finishStopped(ctx, round-1), nil
+			return l.finishStopped(ctx, w.done), nil
 		}
 		now := workflow.Now(ctx)
 		if limit := l.budget.exhausted(l.usage, now); limit != "" {
-			return l.finishBudget(ctx, limit, round-1), nil
+			return l.finishBudget(ctx, limit, w.done), nil
 		}
 		if l.control.paused {
 			if shown != PhasePaused {
 				shown = PhasePaused
 				l.status.Phase = PhasePaused
-				workflow.SetCurrentDetails(ctx, fmt.Sprintf("Paused while round %d of %d waits for the provider (%s) until %s",
-					round, l.maxRounds, d.Reason, l.status.WaitingUntil))
+				workflow.SetCurrentDetails(ctx, fmt.Sprintf("Paused while %s waits for the provider (%s) until %s",
+					w.what, d.Reason, l.status.WaitingUntil))
 				l.upsertVisibility(ctx)
 			}
-			if err := workflow.Await(ctx, func() bool { return !l.control.paused || l.control.stopRequested }); err != nil {
-				return nil, l.cancelled(ctx, round-1, err)
+			if res, err := l.awaitResume(ctx, w.done); res != nil || err != nil {
+				if err != nil {
+					return nil, l.cancelled(ctx, w.done, err)
+				}
+				return res, nil
 			}
 			continue
 		}
 		if !now.Before(until) {
 			// The round starts again only if the budget can still pay for it.
 			if limit := l.budgetFloor(ctx, now); limit != "" {
-				return l.finishBudget(ctx, limit, round-1), nil
+				return l.finishBudget(ctx, limit, w.done), nil
 			}
 			return nil, nil
 		}
 		if shown != PhaseWaiting {
 			shown = PhaseWaiting
 			l.status.Phase = PhaseWaiting
-			workflow.SetCurrentDetails(ctx, fmt.Sprintf("Waiting until %s before running round %d of %d again: the provider is %s",
-				l.status.WaitingUntil, round, l.maxRounds, d.Reason))
+			workflow.SetCurrentDetails(ctx, fmt.Sprintf("Waiting until %s before running %s again: the provider is %s",
+				l.status.WaitingUntil, w.what, d.Reason))
 			l.upsertVisibility(ctx)
 		}
 		end := until
@@ -140,7 +163,7 @@ func (l *loop) waitDeferred(ctx workflow.Context, round int, d activities.Deferr
 		if _, err := workflow.AwaitWithTimeout(ctx, end.Sub(now), func() bool {
 			return l.control.stopRequested || l.control.paused
 		}); err != nil {
-			return nil, l.cancelled(ctx, round-1, err)
+			return nil, l.cancelled(ctx, w.done, err)
 		}
 	}
 }

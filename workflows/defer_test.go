@@ -236,14 +236,15 @@ func TestRunsWithOldLimitsDoNotDefer(t *testing.T) {
 }
 
 func TestTimeBudgetFloorEndsTheRunBeforeAUselessRound(t *testing.T) {
-	// maxMinutes 1 with 25-second rounds: after round 1, 35 s are left, less
-	// than a round's minimum of 60 s, so the run ends instead of starting
-	// rounds that can only hand off at once.
+	// maxMinutes 1 with 28-second rounds (never cut by the deadline): round
+	// 2 starts with 32 s left; after it 4 s are left, less than a round's
+	// minimum of 10 s, so the run ends instead of starting a round that
+	// could only hand off at once.
 	s := &script{}
 	env := newEnv(t, testLimits(), s)
-	slowRounds(env, s, 25*time.Second)
+	slowRounds(env, s, 28*time.Second)
 	res, err := execute(t, env, `{"objective":"fix it","maxMinutes":1}`)
-	if err != nil || res.Status != report.OutcomeBudgetLimited || res.Limit != LimitTime || res.RoundsStarted != 1 || len(s.inputs) != 1 {
+	if err != nil || res.Status != report.OutcomeBudgetLimited || res.Limit != LimitTime || res.RoundsStarted != 2 || len(s.inputs) != 2 {
 		t.Fatalf("result = %+v, %v after %d rounds", res, err, len(s.inputs))
 	}
 	// A long budget needs a tenth of itself: 600 min leaves 60 min per round.

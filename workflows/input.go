@@ -73,17 +73,8 @@ func parseInput(raw []byte, limits activities.Limits, workflowID string) (run, e
 	if err := json.Unmarshal(trimmed, &fields); err != nil {
 		return run{}, inputErr("input", "must be a JSON object with the fields %s: %v", strings.Join(inputKeys(), ", "), err)
 	}
-	var unknown []string
-	// Collected and sorted below, so the message never depends on map order.
-	//workflowcheck:ignore
-	for key := range fields {
-		if !slices.Contains(inputKeys(), key) {
-			unknown = append(unknown, key)
-		}
-	}
-	if len(unknown) > 0 {
-		slices.Sort(unknown)
-		return run{}, inputErr(unknown[0], "is not a known field (allowed: %s)", strings.Join(inputKeys(), ", "))
+	if key := firstUnknown(fields, inputKeys()); key != "" {
+		return run{}, inputErr(key, "is not a known field (allowed: %s)", strings.Join(inputKeys(), ", "))
 	}
 
 	var r run
@@ -113,6 +104,23 @@ func parseInput(raw []byte, limits activities.Limits, workflowID string) (run, e
 		return run{}, err
 	}
 	return r, nil
+}
+
+// firstUnknown is the first key of fields, in sorted order, that allowed
+// does not list ("" when none), so a message never depends on map order.
+func firstUnknown(fields map[string]json.RawMessage, allowed []string) string {
+	var unknown []string
+	//workflowcheck:ignore
+	for key := range fields {
+		if !slices.Contains(allowed, key) {
+			unknown = append(unknown, key)
+		}
+	}
+	if len(unknown) == 0 {
+		return ""
+	}
+	slices.Sort(unknown)
+	return unknown[0]
 }
 
 func isNull(raw json.RawMessage) bool {

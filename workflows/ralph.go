@@ -98,6 +98,9 @@ func (l *loop) begin(ctx workflow.Context, input json.RawMessage) error {
 	}
 	l.limits = limits
 	r, err := parseInput(input, limits, workflow.GetInfo(ctx).WorkflowExecution.ID)
+	if err == nil {
+		err = objectiveSize(ctx, r.objective)
+	}
 	if err != nil {
 		return temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeInvalidInput, nil)
 	}
@@ -174,6 +177,7 @@ func checkLimits(limits activities.Limits) error {
 // phase, outcome, rounds) plus what derives from its state.
 func (l *loop) snapshot() Status {
 	st := l.status
+	st.Rounds, st.RoundsOmitted = boundedRounds(l.status.Rounds)
 	st.MaxRounds = l.maxRounds
 	st.LastReport = l.last
 	st.Usage = l.usage
@@ -192,20 +196,8 @@ func (l *loop) run(ctx workflow.Context, continued bool) (*Result, error) {
 	}
 	roundsThisRun := 0
 	for round := l.nextRound; round <= l.maxRounds; round++ {
-		if err := l.waitWhilePaused(ctx); err != nil {
-			return nil, l.cancelled(ctx, round-1, err)
-		}
-		if l.control.stopRequested {
-			return l.finishStopped(ctx, round-1), nil
-		}
-		if limit := l.budget.exhausted(l.usage, workflow.Now(ctx)); limit != "" {
-			return l.finishBudget(ctx, limit, round-1), nil
-		}
-		// The run's first round is exempt from the floor: the caller chose the budget.
-		if round > 1 {
-			if limit := l.budgetFloor(ctx, workflow.Now(ctx)); limit != "" {
-				return l.finishBudget(ctx, limit, round-1), nil
-			}
+		if res, err := l.beforeRound(ctx, round); res != nil || err != nil {
+			return res, err
 		}
 		if roundsThisRun >= l.limits.RoundsPerRun || (roundsThisRun > 0 && workflow.GetInfo(ctx).GetContinueAsNewSuggested()) {
 			return nil, l.continueAsNew(ctx, round)
@@ -216,39 +208,91 @@ func (l *loop) run(ctx workflow.Context, continued bool) (*Result, error) {
 			return res, err
 		}
 		l.record(ctx, round, out)
-
-		switch l.last.Status {
-		case report.StatusComplete:
-			if !l.review {
-				return l.finishComplete(ctx, round, out.Verification, nil), nil
-			}
-			rv, err := l.runReview(ctx, round, out)
-			if err != nil {
-				return nil, err
-			}
-			if rv.Verdict == report.VerdictApprove {
-				return l.finishComplete(ctx, round, out.Verification, &rv), nil
-			}
-			// revise: the run goes on with the reviewer's findings as the
-			// handoff; at the last round the round cap ends it below.
-		case report.StatusBlocked:
-			return l.finish(ctx, report.OutcomeBlocked, round), nil
-		}
-		if l.control.stopRequested {
-			return l.finishStopped(ctx, round), nil
-		}
-		// At the last round the round cap is what ended the run.
-		if round < l.maxRounds && l.limits.MaxIdleRounds > 0 && l.idleRounds >= l.limits.MaxIdleRounds {
-			return l.finishBudget(ctx, LimitIdle, round), nil
+		if res, err := l.afterRound(ctx, round, out); res != nil || err != nil {
+			return res, err
 		}
 	}
 	return l.finishBudget(ctx, LimitRounds, l.maxRounds), nil
 }
 
+// beforeRound holds a paused run and ends the run before round when a stop
+// is pending or a budget cannot pay for the round (a nil result: go on).
+func (l *loop) beforeRound(ctx workflow.Context, round int) (*Result, error) {
+	if res, err := l.waitWhilePaused(ctx, round-1); res != nil || err != nil {
+		if err != nil {
+			return nil, l.cancelled(ctx, round-1, err)
+		}
+		return res, nil
+	}
+	if l.control.stopRequested {
+		return l.finishStopped(ctx, round-1), nil
+	}
+	if limit := l.budget.exhausted(l.usage, workflow.Now(ctx)); limit != "" {
+		return l.finishBudget(ctx, limit, round-1), nil
+	}
+	// The run's first round is exempt from the floor: the caller chose the budget.
+	if round > 1 {
+		if limit := l.budgetFloor(ctx, workflow.Now(ctx)); limit != "" {
+			return l.finishBudget(ctx, limit, round-1), nil
+		}
+	}
+	return nil, nil
+}
+
+// afterRound decides what a recorded round's report means for the run: a
+// complete (after the reviewer's approval, when one applies) or a blocked
+// ends it, then a pending stop, a budget that forced the round's hand-off,
+// and the idle budget. A nil result and error: the next round.
+func (l *loop) afterRound(ctx workflow.Context, round int, out activities.RoundOutput) (*Result, error) {
+	switch l.last.Status {
+	case report.StatusComplete:
+		if !l.review {
+			return l.finishComplete(ctx, round, out.Verification, nil), nil
+		}
+		rv, res, err := l.runReview(ctx, round, out)
+		if res != nil || err != nil {
+			return res, err
+		}
+		if rv.Verdict == report.VerdictApprove {
+			return l.finishComplete(ctx, round, out.Verification, &rv), nil
+		}
+		// revise: the run goes on with the reviewer's findings as the
+		// handoff; at the last round the round cap ends it below.
+	case report.StatusBlocked:
+		return l.finish(ctx, report.OutcomeBlocked, round), nil
+	}
+	if l.control.stopRequested {
+		return l.finishStopped(ctx, round), nil
+	}
+	if limit := l.forcedLimit(ctx, out); limit != "" {
+		return l.finishBudget(ctx, limit, round), nil
+	}
+	// At the last round the round cap is what ended the run.
+	if round < l.maxRounds && l.limits.MaxIdleRounds > 0 && l.idleRounds >= l.limits.MaxIdleRounds {
+		return l.finishBudget(ctx, LimitIdle, round), nil
+	}
+	return nil, nil
+}
+
+// forcedLimit names the run budget that forced out's hand-off: such a round
+// is the run's last, so the run ends with the budget that constrained it
+// instead of ever-shorter rounds that end idle. Runs recorded before this
+// rule go on as they did.
+func (l *loop) forcedLimit(ctx workflow.Context, out activities.RoundOutput) string {
+	if out.BudgetForced == "" {
+		return ""
+	}
+	if workflow.GetVersion(ctx, versionBudgetLastRound, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return ""
+	}
+	return out.BudgetForced
+}
+
 // budgetFloor names the budget whose remainder cannot pay for a useful
 // round, so the run ends before the round starts instead of handing off at
 // once round after round ("Zeno rounds"). Runs recorded before the floor
-// keep the old path.
+// keep the old path; runs recorded before the last-round rule keep the old
+// floor of a minute.
 func (l *loop) budgetFloor(ctx workflow.Context, now time.Time) string {
 	if l.budget.MaxTokens == 0 && l.budget.MaxMinutes == 0 {
 		return ""
@@ -256,7 +300,11 @@ func (l *loop) budgetFloor(ctx workflow.Context, now time.Time) string {
 	if workflow.GetVersion(ctx, versionBudgetFloor, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
 		return ""
 	}
-	return l.budget.floor(l.usage, now, firstRequestEstimate(l.firstRequestTokens, l.objective))
+	minTime := oldMinRoundTime
+	if workflow.GetVersion(ctx, versionBudgetLastRound, workflow.DefaultVersion, 1) >= 1 {
+		minTime = minRoundTime
+	}
+	return l.budget.floor(l.usage, now, firstRequestEstimate(l.firstRequestTokens, l.objective), minTime)
 }
 
 // record keeps a finished round's outcome: usage, report, checkpoint and the
@@ -321,14 +369,13 @@ func (l *loop) runRound(ctx workflow.Context, round int) (activities.RoundOutput
 	}
 	var out activities.RoundOutput
 	err := workflow.ExecuteActivity(actx, activities.RunRoundName, in).Get(ctx, &out)
-	if ctx.Err() != nil {
-		// A cancel wins over whatever the stopping round returned.
+	if ctx.Err() != nil || temporal.IsCanceledError(err) {
+		// A cancel wins over whatever the stopping round returned; what the
+		// cancelled round spent still counts.
+		l.usage = l.usage.Add(cancelledUsage(err))
 		return out, l.cancelled(ctx, round, err)
 	}
 	if err != nil {
-		if temporal.IsCanceledError(err) {
-			return out, l.cancelled(ctx, round, err)
-		}
 		spent := failedUsage(err)
 		l.usage = l.usage.Add(spent)
 		l.stop(ctx, OutcomeFailed, round)
@@ -387,6 +434,17 @@ func failedUsage(err error) usage.Usage {
 	}
 	var d activities.FailureDetails
 	if appErr.Details(&d) != nil {
+		return usage.Usage{}
+	}
+	return d.Usage
+}
+
+// cancelledUsage is what a cancelled round's attempts spent, as its
+// CanceledError carries it (nothing from workers that predate that).
+func cancelledUsage(err error) usage.Usage {
+	var ce *temporal.CanceledError
+	var d activities.FailureDetails
+	if !errors.As(err, &ce) || !ce.HasDetails() || ce.Details(&d) != nil {
 		return usage.Usage{}
 	}
 	return d.Usage

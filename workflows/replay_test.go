@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 )
@@ -125,5 +127,44 @@ func TestReplayDetectsNonDeterminism(t *testing.T) {
 	replayer.RegisterWorkflowWithOptions(changed, workflow.RegisterOptions{Name: WorkflowName})
 	if err := replayer.ReplayWorkflowHistoryFromJSONFile(nil, file); err == nil {
 		t.Fatalf("a changed workflow replayed %s without a non-determinism error", file)
+	}
+}
+
+// TestCorpusHoldsEveryVersionMarker: every GetVersion change id the
+// workflow uses appears in at least one recorded history, so the replay
+// test runs both sides of every guard (the old path in histories from
+// before the change, the new one in a history that recorded the marker).
+func TestCorpusHoldsEveryVersionMarker(t *testing.T) {
+	inUse := []string{versionDeferrals, versionBudgetFloor, versionNoStartingUpsert, versionBudgetLastRound,
+		versionObjectiveBytes, versionReviewDeferrals, versionPauseEnds}
+	seen := map[string]bool{}
+	dc := converter.GetDefaultDataConverter()
+	for _, dir := range releases(t) {
+		for _, file := range histories(t, dir) {
+			f, err := os.Open(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			hist, err := client.HistoryFromJSON(f, client.HistoryJSONOptions{})
+			f.Close()
+			if err != nil {
+				t.Fatalf("%s: %v", file, err)
+			}
+			for _, ev := range hist.GetEvents() {
+				m := ev.GetMarkerRecordedEventAttributes()
+				if m == nil || m.GetMarkerName() != "Version" {
+					continue
+				}
+				var id string
+				if err := dc.FromPayloads(m.GetDetails()["change-id"], &id); err == nil {
+					seen[id] = true
+				}
+			}
+		}
+	}
+	for _, id := range inUse {
+		if !seen[id] {
+			t.Errorf("no recorded history holds the GetVersion marker %q: record one (`make histories NAME=<new dir>`)", id)
+		}
 	}
 }

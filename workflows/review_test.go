@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
@@ -31,6 +32,10 @@ func (r *reviewer) review(_ context.Context, in activities.ReviewInput) (activit
 	r.inputs = append(r.inputs, in)
 	v := r.verdicts[len(r.inputs)-1]
 	spent := usage.Usage{ModelCalls: 1, ToolCalls: 1, PromptTokens: 50, CompletionTokens: 5}
+	if v == "defer" {
+		return activities.ReviewOutput{Usage: spent, SessionID: "review-deferred",
+			Deferred: &activities.Deferred{Reason: activities.DeferRateLimited, RetryAfterSeconds: 120}}, nil
+	}
 	if v == "fail" {
 		return activities.ReviewOutput{}, temporal.NewNonRetryableApplicationError("review: no valid verdict", activities.ErrTypeChildFailed, nil,
 			activities.FailureDetails{SessionID: "review-x", Usage: spent})
@@ -179,5 +184,34 @@ func TestInvalidReviewRefused(t *testing.T) {
 	_, err := execute(t, env, `{"objective":"fix it","review":true}`)
 	if appErr := applicationError(t, err, ErrTypeInvalidReport); !strings.Contains(appErr.Error(), "at least one finding") {
 		t.Fatalf("error %v", err)
+	}
+}
+
+// A provider limit during the review defers it: the run waits (phase
+// waiting) and the review runs again; a verified complete never fails
+// because the provider said "later".
+func TestDeferredReviewWaitsAndRunsAgain(t *testing.T) {
+	s := &script{reports: map[int]report.Report{1: completeReport(1)}}
+	r := &reviewer{verdicts: []string{"defer", "defer", "approve"}}
+	env := newReviewEnv(t, testLimits(), s, r)
+	var during Status
+	env.RegisterDelayedCallback(func() { during = queryStatus(t, env) }, time.Minute)
+	start := env.Now()
+	res, err := execute(t, env, `{"objective":"fix it","review":true}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != report.OutcomeComplete || res.RoundsStarted != 1 || res.Review == nil || res.Review.SessionID != "review-3" || len(r.inputs) != 3 {
+		t.Fatalf("result %+v after %d reviews", res, len(r.inputs))
+	}
+	if !r.inputs[0].Deferrable || env.Now().Sub(start) != 4*time.Minute {
+		t.Fatalf("reviews deferrable=%v; the run took %s, want the two 120 s waits", r.inputs[0].Deferrable, env.Now().Sub(start))
+	}
+	if during.Phase != PhaseWaiting || during.WaitReason != activities.DeferRateLimited {
+		t.Fatalf("status during the wait: phase %s, reason %q", during.Phase, during.WaitReason)
+	}
+	// Every review session's usage counts: the round (110 tokens) and three reviews (55 each).
+	if got := tokens(res.Usage); got != 110+3*55 {
+		t.Fatalf("usage %+v", res.Usage)
 	}
 }

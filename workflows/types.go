@@ -13,12 +13,25 @@ const (
 	StatusQueryName  = "status"
 )
 
-// Update names (operator control): each returns the Status.
+// Update names (operator control): each returns an Ack, except describe,
+// which returns the (bounded) Status.
 const (
 	UpdateStop   = "stop"
 	UpdatePause  = "pause"
 	UpdateResume = "resume"
+	// UpdateExtend raises a running run's budgets: an ExtendRequest.
+	UpdateExtend = "extend"
+	// UpdateDescribe changes nothing; starters send it with Update-with-Start.
+	UpdateDescribe = "describe"
 )
+
+// ExtendRequest is the extend update's argument as the starter sends it
+// (the workflow reads the raw JSON, so a float or an unknown key is named).
+type ExtendRequest struct {
+	MaxRounds  int `json:"maxRounds,omitempty"`
+	MaxTokens  int `json:"maxTokens,omitempty"`
+	MaxMinutes int `json:"maxMinutes,omitempty"`
+}
 
 // Search attributes the workflow upserts (when the deployment has them on).
 const (
@@ -161,6 +174,14 @@ type BudgetStatus struct {
 	IdleRounds *int `json:"idleRounds"`
 }
 
+// Ack is what an update returns (it is written to history: small on purpose).
+type Ack struct {
+	Phase          string `json:"phase"`
+	Round          int    `json:"round"`
+	StopRequested  bool   `json:"stopRequested"`
+	PauseRequested bool   `json:"pauseRequested"`
+}
+
 // Status answers the status query.
 type Status struct {
 	Round      int            `json:"round"`
@@ -168,12 +189,15 @@ type Status struct {
 	Phase      string         `json:"phase"`
 	Outcome    string         `json:"outcome"` // "" until the run finishes
 	LastReport *report.Report `json:"lastReport"`
-	// Rounds lists the rounds finished by this workflow run; rounds of runs
-	// before a continue-as-new are summarised by LastReport and Usage only.
-	Rounds    []RoundSummary `json:"rounds"`
-	Usage     usage.Usage    `json:"usage"`
-	Objective string         `json:"objective"`
-	Workspace string         `json:"workspace"`
+	// Rounds lists the last (at most MaxStatusRounds) rounds finished by
+	// this workflow run, each summary cut at MaxStatusSummaryChars;
+	// RoundsOmitted counts the earlier ones left out. Rounds of runs before a
+	// continue-as-new are summarised by LastReport and Usage only.
+	Rounds        []RoundSummary `json:"rounds"`
+	RoundsOmitted int            `json:"roundsOmitted"`
+	Usage         usage.Usage    `json:"usage"`
+	Objective     string         `json:"objective"`
+	Workspace     string         `json:"workspace"`
 	// StopRequested: a stop update was accepted; the run ends after the running round.
 	StopRequested bool `json:"stopRequested"`
 	// PauseRequested: a pause update was accepted and no resume since; the phase

@@ -70,12 +70,12 @@ func TestLoadWorkerValues(t *testing.T) {
 			"RALPH_WORKER_STOP_TIMEOUT_SECONDS": "2", "RALPH_MAX_COMMAND_TIMEOUT_SECONDS": "600",
 			"RALPH_MAX_RUN_TOKENS": "5000", "RALPH_MAX_RUN_MINUTES": "90", "RALPH_MAX_IDLE_ROUNDS": "2",
 			"RALPH_SEARCH_ATTRIBUTES": "false", "RALPH_VERIFY_COMMAND": " go test ./... ",
-			"RALPH_MAX_WAIT_MINUTES": "15", "RALPH_MAX_DEFERRALS": "4", "RALPH_FALLBACK_MODELS": " gpt-b, qwen2.5-coder:32b ,,",
+			"RALPH_MAX_WAIT_MINUTES": "15", "RALPH_MAX_DEFERRALS": "4", "RALPH_MAX_PAUSE_HOURS": "48", "RALPH_FALLBACK_MODELS": " gpt-b, qwen2.5-coder:32b ,,",
 		}, func(t *testing.T, w Worker) {
 			want := activities.Limits{MaxRounds: 12, MaxHandoffChars: 100, MaxObjectiveChars: 77, RoundTimeoutSeconds: 600,
 				HeartbeatTimeoutSeconds: 10, RoundAttempts: 2, RoundsPerRun: 4, VerifyCommand: "go test ./...",
 				MaxRunTokens: 5000, MaxRunMinutes: 90, MaxIdleRounds: 2, SearchAttributes: false,
-				MaxWaitMinutes: 15, MaxDeferrals: 4}
+				MaxWaitMinutes: 15, MaxDeferrals: 4, MaxPauseHours: 48}
 			if got := strings.Join(w.Activities.Agent.FallbackModels, "|"); got != "gpt-b|qwen2.5-coder:32b" {
 				t.Errorf("fallback models = %q", got)
 			}
@@ -213,6 +213,9 @@ func TestLoadWorkerErrors(t *testing.T) {
 			[]string{"RALPH_WORKSPACE_ROOT", "RALPH_SESSION_DIR"}},
 		{"max command timeout below default", nil, MapEnv{"RALPH_COMMAND_TIMEOUT_SECONDS": "60", "RALPH_MAX_COMMAND_TIMEOUT_SECONDS": "30"},
 			[]string{"RALPH_MAX_COMMAND_TIMEOUT_SECONDS", "RALPH_COMMAND_TIMEOUT_SECONDS"}},
+		{"rounds per run ceiling", nil, MapEnv{"RALPH_ROUNDS_PER_RUN": "101"}, []string{"RALPH_ROUNDS_PER_RUN", "101", "ceiling of 100"}},
+		{"handoff ceiling", []string{"--max-handoff-chars", "65537"}, MapEnv{}, []string{"--max-handoff-chars", "ceiling of 65536"}},
+		{"objective ceiling", nil, MapEnv{"RALPH_MAX_OBJECTIVE_CHARS": "262145"}, []string{"RALPH_MAX_OBJECTIVE_CHARS", "ceiling of 262144"}},
 		{"log level", nil, MapEnv{"RALPH_LOG_LEVEL": "loud"}, []string{"RALPH_LOG_LEVEL", "loud"}},
 		{"unknown flag", []string{"--max-roundz=3"}, MapEnv{}, []string{"max-roundz"}},
 		{"positional", []string{"extra"}, MapEnv{}, []string{`"extra"`}},

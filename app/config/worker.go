@@ -123,7 +123,7 @@ const (
 func DefaultWorker() Worker {
 	a := activities.DefaultConfig()
 	a.Agent.BaseURL = DefaultModelBaseURL
-	a.HeartbeatThroughClient = true
+	a.RecordHeartbeat = activities.HeartbeatThroughClient
 	return Worker{
 		Activities:       a,
 		TaskQueue:        DefaultTaskQueue,
@@ -136,6 +136,15 @@ func DefaultWorker() Worker {
 		Versioning:       Versioning{Mode: VersioningOn, DeploymentName: DefaultDeploymentName, SetCurrent: SetCurrentIfNone},
 	}
 }
+
+// Ceilings of the limits that size what a run writes to history (see
+// docs/reference.md, "Small history"): at them, with 4-byte characters,
+// no payload the workflow writes passes 1 MiB.
+const (
+	RoundsPerRunCeiling      = 100
+	MaxHandoffCharsCeiling   = 65536
+	MaxObjectiveCharsCeiling = 262144
+)
 
 // setting is one configurable value: a flag that mirrors an env var.
 type setting struct {
@@ -150,6 +159,9 @@ type setting struct {
 	listp func(*Worker) *[]string // split on ':' and ','
 	// optional ints may stay unset (0); a value given must still be positive.
 	optional bool
+	// ceiling, when set, is the most an int may be: the bounds that keep
+	// every payload a run writes to history small.
+	ceiling int
 	// custom parses values that are neither (log level).
 	custom func(w *Worker, source, value string) error
 	def    func(w *Worker) string
@@ -162,14 +174,14 @@ func workerSettings() []setting {
 	return []setting{
 		{flag: "max-rounds", env: "RALPH_MAX_ROUNDS", usage: "default and ceiling of the round cap of one run",
 			intp: func(w *Worker) *int { return &lim(w).MaxRounds }},
-		{flag: "max-handoff-chars", env: "RALPH_MAX_HANDOFF_CHARS", usage: "max compact-JSON code points of one handoff report",
-			intp: func(w *Worker) *int { return &lim(w).MaxHandoffChars }},
+		{flag: "max-handoff-chars", env: "RALPH_MAX_HANDOFF_CHARS", usage: "max compact-JSON code points of one handoff report (at most 65536)",
+			intp: func(w *Worker) *int { return &lim(w).MaxHandoffChars }, ceiling: MaxHandoffCharsCeiling},
 		{flag: "max-result-chars", env: "RALPH_MAX_RESULT_CHARS", usage: "max code points of a human-facing result text",
 			intp: func(w *Worker) *int { return &w.MaxResultChars }},
-		{flag: "max-objective-chars", env: "RALPH_MAX_OBJECTIVE_CHARS", usage: "max code points of an objective",
-			intp: func(w *Worker) *int { return &lim(w).MaxObjectiveChars }},
-		{flag: "rounds-per-run", env: "RALPH_ROUNDS_PER_RUN", usage: "rounds per workflow run before continue-as-new",
-			intp: func(w *Worker) *int { return &lim(w).RoundsPerRun }},
+		{flag: "max-objective-chars", env: "RALPH_MAX_OBJECTIVE_CHARS", usage: "max code points of an objective (at most 262144)",
+			intp: func(w *Worker) *int { return &lim(w).MaxObjectiveChars }, ceiling: MaxObjectiveCharsCeiling},
+		{flag: "rounds-per-run", env: "RALPH_ROUNDS_PER_RUN", usage: "rounds per workflow run before continue-as-new (at most 100)",
+			intp: func(w *Worker) *int { return &lim(w).RoundsPerRun }, ceiling: RoundsPerRunCeiling},
 		{flag: "round-timeout-seconds", env: "RALPH_ROUND_TIMEOUT_SECONDS", usage: "bound of one attempt of one round",
 			intp: func(w *Worker) *int { return &lim(w).RoundTimeoutSeconds }},
 		{flag: "heartbeat-timeout-seconds", env: "RALPH_HEARTBEAT_TIMEOUT_SECONDS", usage: "silence after which a running round counts as lost and is retried (a cancel does not wait for it: rounds heartbeat every second)",
@@ -271,6 +283,8 @@ func workerSettings() []setting {
 			intp: func(w *Worker) *int { return &lim(w).MaxWaitMinutes }},
 		{flag: "max-deferrals", env: "RALPH_MAX_DEFERRALS", usage: "consecutive deferrals of one round before the run fails with RoundFailed",
 			intp: func(w *Worker) *int { return &lim(w).MaxDeferrals }},
+		{flag: "max-pause-hours", env: "RALPH_MAX_PAUSE_HOURS", usage: "a run paused longer ends stopped (reason: paused for more than N hours), so a forgotten pause never keeps a run open for ever",
+			intp: func(w *Worker) *int { return &lim(w).MaxPauseHours }},
 		{flag: "fallback-models", env: "RALPH_FALLBACK_MODELS", usage: "comma-separated models of the same endpoint that take over a round's conversation, in order, when the current model's retries are spent",
 			custom: func(w *Worker, _, value string) error {
 				w.Activities.Agent.FallbackModels = splitList(value, ",") // model names may hold ':', as Ollama's "qwen2.5-coder:32b"
@@ -382,6 +396,9 @@ func (s setting) apply(w *Worker, source, value string) error {
 		n, err := ParsePositiveInt(source, value)
 		if err != nil {
 			return err
+		}
+		if s.ceiling > 0 && n > s.ceiling {
+			return fmt.Errorf("%s is %d, above its ceiling of %d (the bound that keeps a run's history payloads small)", source, n, s.ceiling)
 		}
 		*s.intp(w) = n
 	case s.secp != nil:

@@ -32,9 +32,15 @@ type command struct {
 	allowNoWorker bool
 	// noWait makes cancel return once the cancel is requested.
 	noWait bool
+	// keepWorkspace lets rewind reset a run whose workspace has no git
+	// checkpoints to restore (RALPH_GIT=off).
+	keepWorkspace bool
 	// jsonOut prints the workflow result as JSON instead of the result text.
 	jsonOut bool
-	cfg     config.Starter
+	// ifRunning says what a start does when a run with its workflow id is
+	// open: fail (the default) or attach to it.
+	ifRunning string
+	cfg       config.Starter
 }
 
 // usageError is bad usage: the starter exits with ExitUsage.
@@ -136,26 +142,47 @@ func parseArgs(args []string, env config.Env, stdin io.Reader, stderr io.Writer)
 		}
 		*f.count(&cmd) = n
 	}
-	if !d.starts {
-		return cmd, nil
+	if d.check != nil {
+		if err := d.check(&cmd, fs, stdin); err != nil {
+			return command{}, err
+		}
 	}
+	return cmd, nil
+}
+
+// checkStart completes and checks what a command that starts a run was
+// given: the objective (inline or from a file), --verify, --if-running.
+func checkStart(cmd *command, fs *flag.FlagSet, stdin io.Reader) error {
 	if cmd.objectiveFile != "" {
 		if cmd.objective != "" {
-			return command{}, usagef("give --objective or --objective-file, not both")
+			return usagef("give --objective or --objective-file, not both")
 		}
 		data, err := readObjective(cmd.objectiveFile, stdin)
 		if err != nil {
-			return command{}, usagef("--objective-file: %v", err)
+			return usagef("--objective-file: %v", err)
 		}
 		cmd.objective = data
 	}
 	if strings.TrimSpace(cmd.objective) == "" {
-		return command{}, usagef("--objective is required and must not be blank")
+		return usagef("--objective is required and must not be blank")
 	}
 	if set := flagSet(fs, "verify"); set && strings.TrimSpace(cmd.verify) == "" {
-		return command{}, usagef("--verify must not be blank (leave it out to use the worker's default)")
+		return usagef("--verify must not be blank (leave it out to use the worker's default)")
 	}
-	return cmd, nil
+	switch cmd.ifRunning {
+	case "", ifRunningFail, ifRunningAttach: // "": fail
+	default:
+		return usagef("--if-running must be %s or %s, got %q", ifRunningAttach, ifRunningFail, cmd.ifRunning)
+	}
+	return nil
+}
+
+// checkExtend: extend raises at least one budget.
+func checkExtend(cmd *command, _ *flag.FlagSet, _ io.Reader) error {
+	if cmd.maxRounds == 0 && cmd.maxTokens == 0 && cmd.maxMinutes == 0 {
+		return usagef("extend needs at least one of --max-rounds, --max-tokens, --max-minutes")
+	}
+	return nil
 }
 
 func flagSet(fs *flag.FlagSet, name string) bool {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/ralph-temporal/ralph/app/config"
@@ -110,6 +111,8 @@ type commandDecl struct {
 	flags  []flagDecl
 	exits  []exitUse
 	exec   func(s *session, ctx context.Context) int
+	// check completes and checks the parsed command (nil: nothing to check).
+	check func(c *command, fs *flag.FlagSet, stdin io.Reader) error
 }
 
 // Subcommands.
@@ -123,6 +126,13 @@ const (
 	cmdPause  = "pause"
 	cmdResume = "resume"
 	cmdRewind = "rewind"
+	cmdExtend = "extend"
+)
+
+// Values of --if-running.
+const (
+	ifRunningFail   = "fail"
+	ifRunningAttach = "attach"
 )
 
 // Flags every command has besides the connection flags of config.
@@ -140,6 +150,7 @@ var startFlags = []flagDecl{
 	{name: "max-tokens", usage: "token budget of the run, prompt + completion (default: the worker's RALPH_MAX_RUN_TOKENS)", count: func(c *command) *int { return &c.maxTokens }},
 	{name: "max-minutes", usage: "wall-clock budget of the run in minutes (default: the worker's RALPH_MAX_RUN_MINUTES)", count: func(c *command) *int { return &c.maxMinutes }},
 	{name: "allow-no-worker", usage: "start even when no worker polls the task queue (the run waits for one)", on: func(c *command) *bool { return &c.allowNoWorker }},
+	{name: "if-running", usage: "when a run with this workflow id is open: fail (default), or attach to it (Update-with-Start), so a retried job never starts a second loop", text: func(c *command) *string { return &c.ifRunning }},
 }
 
 var jsonFlag = flagDecl{name: "json", usage: "print the workflow result as JSON instead of the result text", on: func(c *command) *bool { return &c.jsonOut }}
@@ -168,6 +179,7 @@ var commands = []commandDecl{
 		flags:  append(append([]flagDecl{}, startFlags...), jsonFlag),
 		exits:  outcomeExits("the run was cancelled (Ctrl-C), or a second Ctrl-C stopped waiting"),
 		exec:   func(s *session, ctx context.Context) int { return s.run(ctx, true) },
+		check:  checkStart,
 	},
 	{
 		name:    cmdStart,
@@ -175,10 +187,11 @@ var commands = []commandDecl{
 		detail:  "Starts a run and prints its workflow id on stdout; the run goes on without the starter.",
 		starts:  true,
 		flags:   startFlags,
-		exits: []exitUse{{ExitComplete, "the run started"},
+		exits: []exitUse{{ExitComplete, "the run started (with --if-running attach: or an open run was joined; its status is printed)"},
 			{ExitFailed, "the run did not start (no worker polls the task queue, a run with that id is open, or the server refused)"},
 			{ExitUsage, ""}},
-		exec: func(s *session, ctx context.Context) int { return s.run(ctx, false) },
+		exec:  func(s *session, ctx context.Context) int { return s.run(ctx, false) },
+		check: checkStart,
 	},
 	{
 		name:    cmdStatus,
@@ -232,6 +245,23 @@ var commands = []commandDecl{
 		exec:    func(s *session, ctx context.Context) int { return s.control(ctx, workflows.UpdateResume) },
 	},
 	{
+		name:    cmdExtend,
+		summary: "raise a running run's budgets (--max-rounds, --max-tokens, --max-minutes); never lowers them",
+		detail: "Sends the extend update: the round cap, token budget or time budget named is raised (never lowered) " +
+			"within the worker's ceilings; a paused or waiting run can be extended. The time budget still counts from the run's start.",
+		flags: []flagDecl{
+			{name: "max-rounds", usage: "the new round cap (at least the run's, at most the worker's RALPH_MAX_ROUNDS)", count: func(c *command) *int { return &c.maxRounds }},
+			{name: "max-tokens", usage: "the new token budget (at least the run's)", count: func(c *command) *int { return &c.maxTokens }},
+			{name: "max-minutes", usage: "the new time budget in minutes from the run's start (at least the run's)", count: func(c *command) *int { return &c.maxMinutes }},
+		},
+		exits: updateExits,
+		exec: func(s *session, ctx context.Context) int {
+			return s.control(ctx, workflows.UpdateExtend, workflows.ExtendRequest{
+				MaxRounds: s.cmd.maxRounds, MaxTokens: s.cmd.maxTokens, MaxMinutes: s.cmd.maxMinutes})
+		},
+		check: checkExtend,
+	},
+	{
 		name:    cmdRewind,
 		summary: "reset a run to just after round K's report (--round K): it goes on at round K+1 with K's report as the handoff",
 		detail: "Resets the run (a Temporal reset, the reason recorded) to just after round K's report was accepted: " +
@@ -243,10 +273,11 @@ var commands = []commandDecl{
 		flags: []flagDecl{
 			{name: "round", usage: "the round whose report the run goes back to (1 <= K < the current round)", count: func(c *command) *int { return &c.round }},
 			{name: "reason", usage: "why the run is rewound (recorded with the reset)", text: func(c *command) *string { return &c.reason }},
+			{name: "keep-workspace", usage: "rewind a run without git checkpoints (RALPH_GIT=off): its state goes back, its files stay as they are", on: func(c *command) *bool { return &c.keepWorkspace }},
 		},
 		exits: []exitUse{{ExitComplete, "the run was reset; the new run id is printed"},
 			{ExitFailed, "no such run, or the reset failed"},
-			{ExitUsage, "--round missing or outside the rounds that can be rewound (the message names them)"}},
+			{ExitUsage, "--round missing or outside the rounds that can be rewound (the message names them), or the run keeps no git checkpoints (RALPH_GIT=off) and --keep-workspace is not given"}},
 		exec: (*session).rewind,
 	},
 }

@@ -20,7 +20,7 @@ import (
 const controlTimeout = 30 * time.Second
 
 // control sends an operator update (stop, pause, resume) and prints the
-// status the run answers with. A refusal says why and exits ExitFailed.
+// acknowledgement the run answers with (phase, round, pending stop/pause). A refusal says why and exits ExitFailed.
 func (s *session) control(ctx context.Context, name string, args ...any) int {
 	id := s.cmd.workflowID
 	uctx, cancel := context.WithTimeout(ctx, controlTimeout)
@@ -28,7 +28,7 @@ func (s *session) control(ctx context.Context, name string, args ...any) int {
 	h, err := s.c.UpdateWorkflow(uctx, client.UpdateWorkflowOptions{
 		WorkflowID: id, UpdateName: name, Args: args, WaitForStage: client.WorkflowUpdateStageCompleted,
 	})
-	var st workflows.Status
+	var st workflows.Ack
 	if err == nil {
 		err = h.Get(uctx, &st)
 	}
@@ -53,9 +53,11 @@ func (s *session) control(ctx context.Context, name string, args ...any) int {
 		s.infof("pause accepted: workflow %s starts no new round until resume", id)
 	case workflows.UpdateResume:
 		s.infof("resume accepted: workflow %s goes on", id)
+	case workflows.UpdateExtend:
+		s.infof("extend accepted: workflow %s has its new budgets (see `starter status %s`)", id, id)
 	}
 	if err := writeJSON(s.Stdout, st); err != nil {
-		s.errorf("encode the status: %v", err)
+		s.errorf("encode the answer: %v", err)
 		return ExitFailed
 	}
 	return ExitComplete

@@ -52,11 +52,22 @@ func (p *progressPrinter) update(st workflows.Status, err error) {
 		}
 		return
 	}
+	p.printRounds(st)
+	p.printControl(st)
+	p.printWait(st)
+	if st.Phase == workflows.PhaseRunning && st.Round > p.announced {
+		p.printf("round %d/%d running…", st.Round, st.MaxRounds)
+		p.announced = st.Round
+	}
+}
+
+// printRounds prints the rounds finished since the last answer, including
+// those of an earlier run of a continue-as-new chain (or left out of the
+// status's bounded list), which only the carried report shows.
+func (p *progressPrinter) printRounds(st workflows.Status) {
 	rounds := append([]workflows.RoundSummary(nil), st.Rounds...)
 	sort.Slice(rounds, func(i, j int) bool { return rounds[i].Round < rounds[j].Round })
 
-	// Rounds finished in an earlier run of a continue-as-new chain are not in
-	// this run's list; the last of them is the carried report.
 	if st.LastReport != nil {
 		lastDone := st.Round
 		if st.Phase == workflows.PhaseRunning {
@@ -83,6 +94,10 @@ func (p *progressPrinter) update(st workflows.Status, err error) {
 		p.finished = r.Round
 		p.announced = max(p.announced, r.Round)
 	}
+}
+
+// printControl prints a stop request, a pause and a resume once each.
+func (p *progressPrinter) printControl(st workflows.Status) {
 	if st.StopRequested && !p.stopSeen {
 		p.stopSeen = true
 		p.printf("stop requested: the run ends after its running round")
@@ -98,6 +113,10 @@ func (p *progressPrinter) update(st workflows.Status, err error) {
 		p.paused = false
 		p.printf("resumed")
 	}
+}
+
+// printWait prints a deferred round's wait and the round running again.
+func (p *progressPrinter) printWait(st workflows.Status) {
 	switch {
 	case st.Phase == workflows.PhaseWaiting && st.WaitingUntil != p.waitSeen:
 		p.waitSeen = st.WaitingUntil
@@ -106,10 +125,6 @@ func (p *progressPrinter) update(st workflows.Status, err error) {
 	case st.Phase == workflows.PhaseRunning && p.waitSeen != "":
 		p.waitSeen = ""
 		p.printf("round %d/%d running again after the wait…", st.Round, st.MaxRounds)
-	}
-	if st.Phase == workflows.PhaseRunning && st.Round > p.announced {
-		p.printf("round %d/%d running…", st.Round, st.MaxRounds)
-		p.announced = st.Round
 	}
 }
 

@@ -36,11 +36,12 @@ func (s *session) rewind(ctx context.Context) int {
 		return ExitFailed
 	}
 	runID := d.RawResponse.GetWorkflowExecutionInfo().GetExecution().GetRunId()
-	rounds, current, err := s.roundsOf(ctx, id, runID)
+	rr, err := s.roundsOf(ctx, id, runID)
 	if err != nil {
 		s.errorf("read the history of workflow %s: %v", id, err)
 		return ExitFailed
 	}
+	rounds, current := rr.points, rr.current
 	if current < 2 {
 		s.errorf("--round %d: no round of workflow %s can be rewound yet (it is at round %d; a rewind goes back to a round before the current one)", k, id, current)
 		return ExitUsage
@@ -63,6 +64,11 @@ func (s *session) rewind(ctx context.Context) int {
 		} else {
 			s.errorf("--round %d: round %d ran before the run's last continue-as-new; rounds %d-%d of the current run can be rewound", k, k, ks[0], ks[len(ks)-1])
 		}
+		return ExitUsage
+	}
+	if !rr.checkpointed && !s.cmd.keepWorkspace {
+		s.errorf("--round %d: workflow %s keeps no git checkpoints (its worker runs with RALPH_GIT=off), so a rewind cannot restore round %d's files: "+
+			"the workspace would keep the later rounds' work under round %d's report. Pass --keep-workspace to rewind the run's state and keep the files as they are", k, id, k, k)
 		return ExitUsage
 	}
 	reason := s.cmd.reason
@@ -95,20 +101,27 @@ func (s *session) rewind(ctx context.Context) int {
 	return ExitComplete
 }
 
-// roundsOf reads a run's history: for each round whose report was accepted
-// in it, the workflow task completed right after its activity (the reset
-// point), and the latest round the run started.
-func (s *session) roundsOf(ctx context.Context, id, runID string) (map[int]int64, int, error) {
+// runRounds is what a rewind reads from a run's history: for each round
+// whose report was accepted in it, the workflow task completed right after
+// its activity (the reset point); the latest round the run started; and
+// whether that round was handed a git checkpoint (git modes).
+type runRounds struct {
+	points       map[int]int64
+	current      int
+	checkpointed bool
+}
+
+func (s *session) roundsOf(ctx context.Context, id, runID string) (runRounds, error) {
 	scheduled := map[int64]int{} // activity scheduled event id → round
 	completed := map[int]bool{}
 	points := map[int]int64{}
 	var waiting []int // completed rounds waiting for their workflow task
-	current := 0
+	current, checkpointed := 0, false
 	iter := s.c.GetWorkflowHistory(ctx, id, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 	for iter.HasNext() {
 		ev, err := iter.Next()
 		if err != nil {
-			return nil, 0, err
+			return runRounds{}, err
 		}
 		switch {
 		case ev.GetActivityTaskScheduledEventAttributes() != nil:
@@ -118,10 +131,12 @@ func (s *session) roundsOf(ctx context.Context, id, runID string) (map[int]int64
 			}
 			var in activities.RoundInput
 			if err := s.dc.FromPayloads(a.GetInput(), &in); err != nil {
-				return nil, 0, fmt.Errorf("decode the input of event %d: %w", ev.GetEventId(), err)
+				return runRounds{}, fmt.Errorf("decode the input of event %d: %w", ev.GetEventId(), err)
 			}
 			scheduled[ev.GetEventId()] = in.Round
-			current = max(current, in.Round)
+			if in.Round >= current {
+				current, checkpointed = in.Round, in.Checkpoint != ""
+			}
 		case ev.GetActivityTaskCompletedEventAttributes() != nil:
 			if r, ok := scheduled[ev.GetActivityTaskCompletedEventAttributes().GetScheduledEventId()]; ok {
 				completed[r] = true
@@ -140,6 +155,9 @@ func (s *session) roundsOf(ctx context.Context, id, runID string) (map[int]int64
 		if v, err := s.c.QueryWorkflow(ctx, id, runID, workflows.StatusQueryName); err == nil && v.Get(&st) == nil {
 			current = st.Round
 		}
+		// No round of this run to read: nothing here can be rewound (the
+		// round check refuses), so the git check does not apply.
+		checkpointed = true
 	}
-	return points, current, nil
+	return runRounds{points: points, current: current, checkpointed: checkpointed}, nil
 }

@@ -158,12 +158,12 @@ func (s *session) run(ctx context.Context, foreground bool) int {
 	switch {
 	case err != nil:
 		s.errorf("warning: could not check task queue %q for workers: %v", tq, err)
-	case pollers == 0 && !cmd.allowNoWorker:
-		s.errorf("no worker is polling task queue %q (namespace %s at %s): start one (`worker`, or `worker --demo` without a model key), or pass --allow-no-worker to queue the run until one starts",
-			tq, s.namespace, s.address)
+	case pollers.takers == 0 && !cmd.allowNoWorker:
+		s.errorf("%s: start one (`worker`, or `worker --demo` without a model key), or pass --allow-no-worker to queue the run until one starts",
+			noTakerMessage(pollers, tq, s.namespace, s.address))
 		return ExitFailed
-	case pollers == 0:
-		s.errorf("warning: no worker is polling task queue %q yet; the run waits until one starts", tq)
+	case pollers.takers == 0:
+		s.errorf("warning: %s; the run waits until one does", noTakerMessage(pollers, tq, s.namespace, s.address))
 	}
 
 	opts := client.StartWorkflowOptions{
@@ -176,11 +176,14 @@ func (s *session) run(ctx context.Context, foreground bool) int {
 		WorkflowExecutionErrorWhenAlreadyStarted: true,
 		StaticSummary:                            staticSummary(cmd.objective),
 	}
+	if cmd.ifRunning == ifRunningAttach {
+		return s.attach(ctx, opts, foreground)
+	}
 	run, err := s.c.ExecuteWorkflow(ctx, opts, workflows.WorkflowName, cmd.input())
 	if err != nil {
 		var started *serviceerror.WorkflowExecutionAlreadyStarted
 		if errors.As(err, &started) {
-			s.errorf("a run with workflow id %q is already open (run id %s), so this start was refused: two loops never share a workspace. Follow it with `starter status %s`, wait with `starter result %s`, or stop it with `starter cancel %s`",
+			s.errorf("a run with workflow id %q is already open (run id %s), so this start was refused: two loops never share a workspace. Join it with --if-running attach, follow it with `starter status %s`, wait with `starter result %s`, or stop it with `starter cancel %s`",
 				cmd.workflowID, started.RunId, cmd.workflowID, cmd.workflowID, cmd.workflowID)
 			return ExitFailed
 		}
@@ -197,15 +200,58 @@ func (s *session) run(ctx context.Context, foreground bool) int {
 	return s.follow(ctx, run.GetID(), run.GetRunID(), true, true)
 }
 
-// pollers counts the workers polling the workflow task queue.
-func (s *session) pollers(ctx context.Context, tq string) (int, error) {
-	qctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	resp, err := s.c.DescribeTaskQueue(qctx, tq, enumspb.TASK_QUEUE_TYPE_WORKFLOW)
-	if err != nil {
-		return 0, err
+// attach starts the run, or joins the one open under its workflow id, in
+// one call (Update-with-Start with the describe update), so a retried job
+// never starts a second loop. The run then is followed (foreground) or its
+// id and status are printed.
+func (s *session) attach(ctx context.Context, opts client.StartWorkflowOptions, foreground bool) int {
+	opts.WorkflowIDConflictPolicy = enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING
+	opts.WorkflowExecutionErrorWhenAlreadyStarted = false
+	op := s.c.NewWithStartWorkflowOperation(opts, workflows.WorkflowName, s.cmd.input())
+	h, err := s.c.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
+		StartWorkflowOperation: op,
+		UpdateOptions: client.UpdateWorkflowOptions{UpdateName: workflows.UpdateDescribe,
+			WaitForStage: client.WorkflowUpdateStageCompleted},
+	})
+	var st workflows.Status
+	if err == nil {
+		err = h.Get(ctx, &st)
 	}
-	return len(resp.GetPollers()), nil
+	var run client.WorkflowRun
+	if err == nil {
+		run, err = op.Get(ctx)
+	}
+	if err != nil {
+		s.errorf("start or join workflow %q: %v", opts.ID, err)
+		return ExitFailed
+	}
+	what := "joined the open"
+	if st.Phase == workflows.PhaseStarting {
+		what = "started"
+	}
+	s.infof("%s workflow %s (run %s, phase %s, round %d) on task queue %s", what, run.GetID(), run.GetRunID(), st.Phase, st.Round, opts.TaskQueue)
+	if foreground {
+		return s.follow(ctx, run.GetID(), run.GetRunID(), true, true)
+	}
+	fmt.Fprintln(s.Stdout, run.GetID())
+	if err := writeJSON(s.Stdout, st); err != nil {
+		s.errorf("encode the status: %v", err)
+		return ExitFailed
+	}
+	return ExitComplete
+}
+
+// noTakerMessage says why no worker can take a new run on tq.
+func noTakerMessage(q queuePollers, tq, namespace, address string) string {
+	if q.all > 0 && q.current != "" {
+		return fmt.Sprintf("%d worker(s) poll task queue %q (namespace %s at %s), but none of the deployment's current version %s, where new runs go: "+
+			"start workers of that build, or make a polling version current (temporal worker deployment set-current-version)", q.all, tq, namespace, address, q.current)
+	}
+	if q.all > 0 {
+		return fmt.Sprintf("%d versioned worker(s) poll task queue %q (namespace %s at %s), but their deployment has no current version, so no worker takes a new run: "+
+			"make one current (temporal worker deployment set-current-version)", q.all, tq, namespace, address)
+	}
+	return fmt.Sprintf("no worker is polling task queue %q (namespace %s at %s)", tq, namespace, address)
 }
 
 // staticSummary is the run's one-line summary in the Temporal UI.
@@ -525,7 +571,7 @@ func (s *session) describeHint(ctx context.Context, id string) string {
 	}
 	tq := info.GetTaskQueue()
 	hint := fmt.Sprintf(" (the run is %s on task queue %s", statusName(info.GetStatus()), tq)
-	if n, err := s.pollers(ctx, tq); err == nil && n == 0 {
+	if q, err := s.pollers(ctx, tq); err == nil && q.all == 0 {
 		hint += fmt.Sprintf("; no worker is polling task queue %s, and queries need one", tq)
 	}
 	return hint + ")"

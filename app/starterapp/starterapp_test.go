@@ -51,6 +51,10 @@ func TestParseArgs(t *testing.T) {
 		{name: "status by workspace", args: []string{"status", "--workspace", "demo"}, want: command{name: "status", workspace: "demo", workflowID: "ralph-demo"}},
 		{name: "cancel no wait", args: []string{"cancel", "--no-wait", "x"}, want: command{name: "cancel", workflowID: "x", noWait: true}},
 		{name: "result json", args: []string{"result", "--json", "--workspace", "a"}, want: command{name: "result", workspace: "a", workflowID: "ralph-a", jsonOut: true}},
+		{name: "run attach", args: []string{"run", "--objective", "o", "--workspace", "w", "--if-running", "attach"},
+			want: command{name: "run", objective: "o", workspace: "w", workflowID: "ralph-w", ifRunning: "attach"}},
+		{name: "extend", args: []string{"extend", "x", "--max-tokens", "9000", "--max-minutes", "90"},
+			want: command{name: "extend", workflowID: "x", maxTokens: 9000, maxMinutes: 90}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -107,6 +111,9 @@ func TestParseArgsErrors(t *testing.T) {
 		{"no command", nil, nil, "command is required"},
 		{"unknown command", []string{"launch"}, nil, `unknown command "launch"`},
 		{"no objective", []string{"run", "--workspace", "w"}, nil, "--objective is required"},
+		{"bad if-running", []string{"start", "--workspace", "w", "--objective", "o", "--if-running", "join"}, nil, `--if-running must be attach or fail, got "join"`},
+		{"extend nothing", []string{"extend", "x"}, nil, "extend needs at least one of --max-rounds, --max-tokens, --max-minutes"},
+		{"extend zero", []string{"extend", "x", "--max-rounds", "0"}, nil, "--max-rounds"},
 		{"blank objective", []string{"run", "--workspace", "w", "--objective", "  "}, nil, "--objective is required"},
 		{"both objectives", []string{"run", "--workspace", "w", "--objective", "o", "--objective-file", "f"}, nil, "not both"},
 		{"missing objective file", []string{"run", "--workspace", "w", "--objective-file", "/nonexistent/x"}, nil, "--objective-file"},

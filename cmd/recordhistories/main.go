@@ -139,6 +139,17 @@ func scenarios() []scenario {
 		// the independent reviewer's two verdicts, under protected paths.
 		{name: "review-approve", input: `{"objective":"scenario review: write hello.txt","review":true,"protectedPaths":["tests/**"]}`},
 		{name: "review-revise", input: `{"objective":"scenario review revise: write hello.txt","review":true,"protectedPaths":["tests/**"],"maxRounds":3}`},
+		// Runs that last days: a review the provider deferred, a round whose
+		// hand-off the token budget forced (the run's last), a run extended
+		// and described while running, a pause that ends at the deadline.
+		{name: "review-deferred", input: `{"objective":"scenario review-deferred: write hello.txt","review":true}`},
+		{name: "budget-forced", input: `{"objective":"scenario budget: never done","maxTokens":1200}`},
+		{name: "extended", input: `{"objective":"scenario steer: wait for release","maxRounds":1}`,
+			updates: []update{{name: workflows.UpdateExtend, args: []any{json.RawMessage(`{"maxRounds":2}`)}}, {name: workflows.UpdateDescribe}}},
+		{name: "pause-deadline", input: `{"objective":"scenario steer: wait for release","maxMinutes":1}`,
+			updates: []update{{name: workflows.UpdatePause}}, slow: true},
+		// An objective one 4-byte character over the bound (as JSON) is refused.
+		{name: "objective-too-large", input: `{"objective":"` + strings.Repeat("𝄞", workflows.MaxObjectiveBytes/4+1) + `"}`},
 	}
 }
 
@@ -183,6 +194,8 @@ func play(req fakeopenai.Request) fakeopenai.Response {
 			return fakeopenai.Status(503, "the primary is overloaded")
 		}
 		return fakeopenai.Tools(fakeopenai.SubmitReport(done))
+	case req.IsReview() && strings.Contains(prompt, "scenario review-deferred") && session("review-deferred", step) == 1:
+		return fakeopenai.RateLimited("3")
 	case req.IsReview():
 		if strings.Contains(prompt, "scenario review revise") && round == 1 {
 			return fakeopenai.Tools(fakeopenai.SubmitReview(fakeopenai.ReviewArgs{Verdict: "revise", Summary: "hello.txt lacks a newline check",
@@ -224,10 +237,6 @@ func play(req fakeopenai.Request) fakeopenai.Response {
 		return fakeopenai.Tools(fakeopenai.CallJSON("write_file", map[string]string{"path": fmt.Sprintf("round-%d.txt", round), "content": "done\n"}))
 	case strings.Contains(prompt, "scenario long") && round == 4:
 		return fakeopenai.Tools(fakeopenai.SubmitReport(done))
-	case strings.Contains(prompt, "scenario long") && step == 0:
-		// Each round changes the workspace, so the idle budget does not end
-		// the run before it continues as new.
-		return fakeopenai.Tools(fakeopenai.CallJSON("write_file", map[string]string{"path": fmt.Sprintf("round-%d.txt", round), "content": "done\n"}))
 	default:
 		return fakeopenai.Tools(fakeopenai.SubmitReport(cont))
 	}
@@ -288,7 +297,8 @@ func record(parent, name, only string) error {
 	cfg.Agent.MaxRetryAfter = time.Second
 	cfg.Agent.RetryBaseDelay, cfg.Agent.RetryMaxDelay = 10*time.Millisecond, 50*time.Millisecond
 	cfg.Limits.MaxRounds = 8
-	cfg.Limits.RoundsPerRun = 3 // the continue-as-new scenario crosses a run boundary
+	cfg.Limits.MaxObjectiveChars = 262144 // the ceiling: objective-too-large meets the byte bound first
+	cfg.Limits.RoundsPerRun = 3           // the continue-as-new scenario crosses a run boundary
 	acts, err := activities.New(cfg)
 	if err != nil {
 		return fmt.Errorf("activities: %w", err)

@@ -34,7 +34,7 @@ func roundWorkerConfig(b *testing.B, model *fakeopenai.Server, extra config.MapE
 	}
 	// The SDK's test activity environment has no server: its client is a
 	// mock, so heartbeats go through the SDK (as they do in unit tests).
-	cfg.Activities.HeartbeatThroughClient = false
+	cfg.Activities.RecordHeartbeat = activities.HeartbeatThroughSDK
 	return cfg
 }
 

@@ -134,10 +134,11 @@ func TestRealStackUpdatesWithTheTemporalCLI(t *testing.T) {
 	}
 }
 
-// TestRealStackTokenBudgetEndsTheRun: two rounds of 1,000 tokens nearly
-// spend a budget of 2,500; the 500 left cannot pay for a round's first
-// request (900 prompt tokens last time), so the run ends with limit tokens
-// instead of running forced hand-off rounds until the idle budget ends it.
+// TestRealStackTokenBudgetEndsTheRun: a budget of 2,500 tokens cannot pay
+// for a round's first request plus the answer it reserves, so the session
+// hands off at once (the token budget forced it) and that round is the
+// run's last: the run ends with limit tokens after one round instead of
+// running forced hand-off rounds until the idle budget ends it.
 func TestRealStackTokenBudgetEndsTheRun(t *testing.T) {
 	e := newEnv(t, agentScript(usageScript), "RALPH_MAX_IDLE_ROUNDS=100")
 	e.startWorker()
@@ -146,11 +147,12 @@ func TestRealStackTokenBudgetEndsTheRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	spent := res.Usage.PromptTokens + res.Usage.CompletionTokens
-	if res.Status != report.OutcomeBudgetLimited || res.Limit != "tokens" || res.RoundsStarted != 2 || spent != 2000 {
+	if res.Status != report.OutcomeBudgetLimited || res.Limit != "tokens" || res.RoundsStarted != 1 || spent != 1000 {
 		t.Fatalf("result = %+v (spent %d)", res, spent)
 	}
-	if n := e.model.RequestCount(); n != 2 {
-		t.Fatalf("%d requests, want 2: no round starts that the budget cannot pay for", n)
+	reqs := e.model.Requests()
+	if len(reqs) != 1 || len(reqs[0].Chat.Tools) != 1 {
+		t.Fatalf("%d requests, want 1 offering only submit_report (the forced hand-off)", len(reqs))
 	}
 }
 
