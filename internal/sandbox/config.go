@@ -48,6 +48,10 @@ type Config struct {
 	Share []string
 	// CommandEnv are extra variable names passed to commands (RALPH_COMMAND_ENV).
 	CommandEnv []string
+	// UID and GID are who a root worker runs commands as
+	// (RALPH_SANDBOX_UID, RALPH_SANDBOX_GID); zero means the defaults. A
+	// non-root worker runs them as itself.
+	UID, GID int
 	// ProtectGit (git modes): the workspace's .git is read-only inside the
 	// sandbox and the file tools refuse every path with a .git component,
 	// so nothing the model does can change what the worker's git steps run.
@@ -57,7 +61,8 @@ type Config struct {
 // DefaultConfig is auto mode, commands' network through the proxy, and the
 // default limits.
 func DefaultConfig() Config {
-	return Config{Mode: ModeAuto, Network: NetProxy, TmpMB: DefaultTmpMB, MemoryMB: DefaultMemoryMB, Pids: DefaultPids}
+	return Config{Mode: ModeAuto, Network: NetProxy, TmpMB: DefaultTmpMB, MemoryMB: DefaultMemoryMB, Pids: DefaultPids,
+		UID: DefaultUID, GID: DefaultGID}
 }
 
 // withDefaults fills zero fields (a Config built by hand in a test or an

@@ -58,6 +58,8 @@ type Sandbox struct {
 	share      []string
 	envNames   []string
 	protectGit bool
+	id         identity // who commands run as
+	seccomp    []byte   // the filter bwrap loads (see seccompFilter)
 }
 
 // New resolves cfg against the machine. ModeAuto and ModeBwrap probe
@@ -79,10 +81,20 @@ func New(ctx context.Context, cfg Config, p Paths) (*Sandbox, error) {
 		}
 	}
 	var err error
+	if s.id, err = resolveIdentity(cfg); err != nil {
+		return nil, err
+	}
+	// Nothing the worker was handed by its parent reaches a command.
+	if err := closeInheritedOnExec(); err != nil {
+		return nil, fmt.Errorf("sandbox: %w", err)
+	}
 	if s.allow, err = netproxy.ParseAllowList(cfg.AllowHosts); err != nil {
 		return nil, fmt.Errorf("sandbox: %w", err)
 	}
 	s.cg, s.cgWhy = cgroup.Detect(s.limits)
+	if s.id.drop {
+		s.cg.RunAs(s.id.uid, s.id.gid)
+	}
 	if s.root, err = absReal(p.WorkspaceRoot, "workspace root"); err != nil {
 		return nil, err
 	}
@@ -91,6 +103,9 @@ func New(ctx context.Context, cfg Config, p Paths) (*Sandbox, error) {
 	}
 	if err := os.MkdirAll(s.homes, homeDirPerm); err != nil {
 		return nil, fmt.Errorf("sandbox: create the homes directory: %w", err)
+	}
+	if err := s.reachable(s.root, s.homes); err != nil {
+		return nil, err
 	}
 	for _, name := range cfg.CommandEnv {
 		if err := checkEnvName(name); err != nil {
@@ -109,7 +124,7 @@ func New(ctx context.Context, cfg Config, p Paths) (*Sandbox, error) {
 		return nil, fmt.Errorf("sandbox: RALPH_SANDBOX must be %s, %s or %s, got %q", ModeAuto, ModeBwrap, ModeOff, cfg.Mode)
 	}
 	s.mode = ModeBwrap
-	if err := s.probe(ctx); err != nil {
+	if err := s.prepareJail(ctx); err != nil {
 		if cfg.Mode == ModeBwrap {
 			return nil, fmt.Errorf("sandbox: RALPH_SANDBOX=bwrap but bubblewrap does not work here: %w", err)
 		}
@@ -165,6 +180,9 @@ func (s *Sandbox) Home(dir string) (string, error) {
 	if err := os.MkdirAll(home, homeDirPerm); err != nil {
 		return "", fmt.Errorf("sandbox: create the private home of %s: %w", rel, err)
 	}
+	if err := s.ownHome(home); err != nil {
+		return "", err
+	}
 	return home, nil
 }
 
@@ -207,10 +225,15 @@ func (s *Sandbox) CommandReadOnly(dir, home string, infoFD int, ro ReadOnly, arg
 	if s == nil || s.mode != ModeBwrap {
 		return argv[0], argv[1:]
 	}
+	return s.bwrap, s.args(s.realDir(dir), home, infoFD, argv, ro, nil)
+}
+
+// realDir is what dir leads to: bwrap mounts over that.
+func (s *Sandbox) realDir(dir string) string {
 	if real, err := filepath.EvalSymlinks(dir); err == nil {
-		dir = real // bwrap mounts over what the name leads to
+		return real
 	}
-	return s.bwrap, s.args(dir, home, infoFD, argv, ro)
+	return dir
 }
 
 // absReal makes dir absolute and symlink-free; it must exist.
