@@ -58,6 +58,7 @@ type Sandbox struct {
 	share      []string
 	envNames   []string
 	protectGit bool
+	disk       diskBounds
 	id         identity // who commands run as
 	seccomp    []byte   // the filter bwrap loads (see seccompFilter)
 }
@@ -75,7 +76,8 @@ func New(ctx context.Context, cfg Config, p Paths) (*Sandbox, error) {
 	for _, v := range []struct {
 		name string
 		n    int
-	}{{"RALPH_SANDBOX_TMP_MB", cfg.TmpMB}, {"RALPH_SANDBOX_MEMORY_MB", cfg.MemoryMB}, {"RALPH_SANDBOX_PIDS", cfg.Pids}} {
+	}{{"RALPH_SANDBOX_TMP_MB", cfg.TmpMB}, {"RALPH_SANDBOX_MEMORY_MB", cfg.MemoryMB}, {"RALPH_SANDBOX_PIDS", cfg.Pids},
+		{"RALPH_WORKSPACE_MAX_MB", cfg.WorkspaceMaxMB}, {"RALPH_MIN_FREE_MB", cfg.MinFreeMB}} {
 		if v.n < 1 {
 			return nil, fmt.Errorf("sandbox: %s must be a positive integer, got %d", v.name, v.n)
 		}
@@ -98,6 +100,8 @@ func New(ctx context.Context, cfg Config, p Paths) (*Sandbox, error) {
 	if s.root, err = absReal(p.WorkspaceRoot, "workspace root"); err != nil {
 		return nil, err
 	}
+	s.disk = diskBounds{maxBytes: int64(cfg.WorkspaceMaxMB) << 20, minFree: int64(cfg.MinFreeMB) << 20,
+		fileSystems: []string{s.root, p.SessionDir}}
 	if s.homes, err = filepath.Abs(p.HomesDir); err != nil || p.HomesDir == "" {
 		return nil, fmt.Errorf("sandbox: homes directory %q: must be a usable path", p.HomesDir)
 	}
