@@ -201,7 +201,7 @@ func (s *Sandbox) Env(environ []string, home string) []string {
 	}
 	env := CommandEnv(environ, s.envNames, home, tmp)
 	if s.Network() == NetProxy {
-		env = append(env, netproxy.Env()...)
+		env = append(env, netproxy.Env(s.allow)...)
 	}
 	return env
 }
