@@ -98,7 +98,7 @@ func (s *Sandbox) FreshHome() (home string, remove func(), err error) {
 // git steps wrote) is given to it. Links are changed themselves, never what
 // they point at, and a file with more than one name is left alone: its
 // other name may be outside the workspace. The worker, root, keeps working
-// on whatever the uid owns.
+// on whatever the uid owns (its git trusts the work tree explicitly).
 func (s *Sandbox) Own(dir string) error {
 	if s == nil || s.mode != ModeBwrap || !s.id.drop {
 		return nil
@@ -112,17 +112,24 @@ func (s *Sandbox) Own(dir string) error {
 		if err != nil {
 			return fmt.Errorf("sandbox: giving %s to uid %d: %w", filepath.Join(dir, rel), s.id.uid, err)
 		}
+		// A protected .git is read-only inside the sandbox: its contents stay
+		// the worker's; the directory itself is the uid's so that git there
+		// trusts it.
+		next := error(nil)
+		if rel == ".git" && d.IsDir() && s.protectGit {
+			next = fs.SkipDir
+		}
 		fi, err := d.Info()
 		if err != nil {
 			return nil // gone since it was listed
 		}
 		uid, gid, links := owner(fi)
 		if (uid == s.id.uid && gid == s.id.gid) || (fi.Mode().IsRegular() && links > 1) {
-			return nil
+			return next
 		}
 		if err := root.Lchown(rel, s.id.uid, s.id.gid); err != nil && !os.IsNotExist(err) {
 			return fmt.Errorf("sandbox: giving %s to uid %d: %w", filepath.Join(dir, rel), s.id.uid, err)
 		}
-		return nil
+		return next
 	})
 }
