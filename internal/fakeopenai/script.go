@@ -64,6 +64,8 @@ type Response struct {
 	// Delay postpones the answer (fault or not); a client that gives up first
 	// ends the wait.
 	Delay time.Duration
+	// ChunkDelay spaces the chunks of a streamed answer.
+	ChunkDelay time.Duration
 }
 
 // Call is one tool call in a scripted answer. Arguments is raw text so that
@@ -88,6 +90,13 @@ type Fault struct {
 	Drop bool
 	// Hang waits until the client goes away (or the server closes).
 	Hang bool
+	// Stream faults, for a streamed answer (see Stall, Cut,
+	// StreamErrorEvent): after After chunks the stream stalls, is cut, or
+	// carries an error object with message StreamError.
+	Stall       bool
+	Cut         bool
+	StreamError string
+	After       int
 }
 
 // Text is an answer with text and no tool call.

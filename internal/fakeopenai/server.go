@@ -40,6 +40,7 @@ type Server struct {
 	mu       sync.Mutex
 	next     int
 	requests []Request
+	left     map[int]time.Time // request index: when its client left mid-stream
 }
 
 // NewServer starts a fake endpoint on a random 127.0.0.1 port.
@@ -186,6 +187,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, req Request, resp
 		}
 		w.WriteHeader(f.Status)
 		io.WriteString(w, body)
+	case req.Chat.Stream:
+		s.writeStream(w, r, req, resp)
 	default:
 		data, err := json.Marshal(completionFor(req, resp))
 		if err != nil {
