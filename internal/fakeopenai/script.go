@@ -23,6 +23,10 @@ type Request struct {
 	// Time is when the request arrived (tests check that nothing arrived
 	// during a wait the server announced).
 	Time time.Time
+	// Wire is WireChat or WireResponses (then Chat is the request read into
+	// the chat shape, and Store its store field).
+	Wire  string
+	Store *bool
 }
 
 // Script decides the answer to every request. Queue is served first, one

@@ -41,6 +41,8 @@ type Server struct {
 	next     int
 	requests []Request
 	left     map[int]time.Time // request index: when its client left mid-stream
+	// reasoningOf is the reasoning item sent with each call (Responses).
+	reasoningOf map[string]issuedReasoning
 }
 
 // NewServer starts a fake endpoint on a random 127.0.0.1 port.
@@ -66,7 +68,7 @@ func Listen(addr string, script Script) (*Server, error) {
 }
 
 func newServer(script Script) *Server {
-	return &Server{script: script, closing: make(chan struct{})}
+	return &Server{script: script, closing: make(chan struct{}), reasoningOf: map[string]issuedReasoning{}}
 }
 
 // BaseURL is the value for OPENAI_BASE_URL (it ends in /v1).
@@ -100,7 +102,14 @@ func (s *Server) RequestCount() int {
 }
 
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodPost || (r.URL.Path != "/v1/chat/completions" && r.URL.Path != "/chat/completions") {
+	wire := ""
+	switch r.URL.Path {
+	case "/v1/chat/completions", "/chat/completions":
+		wire = WireChat
+	case "/v1/responses", "/responses":
+		wire = WireResponses
+	}
+	if r.Method != http.MethodPost || wire == "" {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("fakeopenai: no route for %s %s", r.Method, r.URL.Path))
 		return
 	}
@@ -113,12 +122,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusRequestEntityTooLarge, "fakeopenai: request body too large")
 		return
 	}
-	req, decodeErr := s.record(raw, r.Header)
+	req, decodeErr := s.record(raw, r.Header, wire)
 	if decodeErr != nil {
-		writeError(w, http.StatusBadRequest, fmt.Sprintf("fakeopenai: body is not a chat completion request: %v", decodeErr))
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("fakeopenai: body is not a %s request: %v", wire, decodeErr))
 		return
 	}
-	if err := validateRequest(req.Chat); err != nil {
+	if err := s.validate(req); err != nil {
 		writeError(w, http.StatusBadRequest, "fakeopenai: "+err.Error())
 		return
 	}
@@ -134,10 +143,23 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.serve(w, r, req, resp)
 }
 
+// validate checks a request as strict providers do, on its wire.
+func (s *Server) validate(req Request) error {
+	if req.Wire == WireResponses && (req.Store == nil || *req.Store) {
+		return fmt.Errorf("this fake serves the Responses API with store: false only (the whole conversation in every request)")
+	}
+	return validateRequest(req.Chat)
+}
+
 // record assigns the request its index and keeps it for assertions.
-func (s *Server) record(raw []byte, header http.Header) (Request, error) {
-	req := Request{Raw: raw, Header: header.Clone(), Time: time.Now()}
-	decodeErr := json.NewDecoder(bytes.NewReader(raw)).Decode(&req.Chat)
+func (s *Server) record(raw []byte, header http.Header, wire string) (Request, error) {
+	req := Request{Raw: raw, Header: header.Clone(), Time: time.Now(), Wire: wire}
+	var decodeErr error
+	if wire == WireResponses {
+		decodeErr = s.decodeResponses(raw, &req)
+	} else {
+		decodeErr = json.NewDecoder(bytes.NewReader(raw)).Decode(&req.Chat)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	req.Index = s.next
@@ -164,9 +186,14 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, req Request, resp
 		return
 	}
 	f := resp.Fault
+	if !req.Chat.Stream {
+		f = unstreamed(f)
+	}
 	switch {
 	case f.Hang:
-		s.wait(r, -1)
+		if !s.wait(r, -1) {
+			s.noteLeft(req)
+		}
 	case f.Drop:
 		dropConnection(w)
 	case f.Status != 0:
@@ -187,6 +214,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, req Request, resp
 		}
 		w.WriteHeader(f.Status)
 		io.WriteString(w, body)
+	case req.Wire == WireResponses:
+		s.serveResponses(w, r, req, resp)
 	case req.Chat.Stream:
 		s.writeStream(w, r, req, resp)
 	default:
@@ -246,4 +275,19 @@ func writeError(w http.ResponseWriter, status int, message string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	io.WriteString(w, errorBody(status, message))
+}
+
+// unstreamed is a stream fault as an answer that is not streamed meets it:
+// a stall hangs, a cut drops the connection, an error event is a 200 whose
+// body is an error object (as gateways send).
+func unstreamed(f Fault) Fault {
+	switch {
+	case f.Stall:
+		return Fault{Hang: true}
+	case f.Cut:
+		return Fault{Drop: true}
+	case f.StreamError != "":
+		return Fault{Status: http.StatusOK, Body: errorBody(http.StatusBadGateway, f.StreamError)}
+	}
+	return f
 }

@@ -135,8 +135,10 @@ func (s *Server) writeEvents(w http.ResponseWriter, r *http.Request, req Request
 			return
 		}
 	}
-	if _, err := io.WriteString(w, "data: [DONE]\n\n"); err != nil || rc.Flush() != nil {
-		return
+	if req.Wire != WireResponses { // the Responses API ends with response.completed
+		if _, err := io.WriteString(w, "data: [DONE]\n\n"); err != nil || rc.Flush() != nil {
+			return
+		}
 	}
 	if s.script.Delivered != nil {
 		s.script.Delivered(req, resp)
@@ -154,7 +156,11 @@ func (s *Server) streamFault(w http.ResponseWriter, r *http.Request, req Request
 		// sees the body end short.
 		panic(http.ErrAbortHandler)
 	default:
-		data, _ := json.Marshal(map[string]any{"error": map[string]any{"message": f.StreamError, "type": "server_error", "code": nil}})
+		ev := map[string]any{"error": map[string]any{"message": f.StreamError, "type": "server_error", "code": nil}}
+		if req.Wire == WireResponses {
+			ev = map[string]any{"type": "error", "code": "server_error", "message": f.StreamError, "param": nil}
+		}
+		data, _ := json.Marshal(ev)
 		fmt.Fprintf(w, "data: %s\n\n", data)
 		http.NewResponseController(w).Flush()
 	}
