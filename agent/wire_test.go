@@ -86,7 +86,7 @@ func TestStreamedArgumentsSplitAcrossChunksAndUsageLast(t *testing.T) {
 			t.Errorf("usage = %+v, want %+v (from the last chunk of each stream)", res.Usage, want)
 		}
 		reqs := h.requests()
-		if h.cfg.WireAPI == agent.WireChat {
+		if h.cfg.WireAPI == agent.WireChat && h.cfg.Stream {
 			var body struct {
 				Stream        bool            `json:"stream"`
 				StreamOptions json.RawMessage `json:"stream_options"`
@@ -95,7 +95,7 @@ func TestStreamedArgumentsSplitAcrossChunksAndUsageLast(t *testing.T) {
 			if !body.Stream || string(body.StreamOptions) != `{"include_usage":true}` {
 				t.Errorf("request: stream %v, stream_options %s; want true and include_usage", body.Stream, body.StreamOptions)
 			}
-		} else {
+		} else if h.cfg.WireAPI == agent.WireResponses {
 			checkInputPrefix(t, h)
 			if *reqs[1].Store {
 				t.Error("store is not false")
