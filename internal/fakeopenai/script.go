@@ -51,6 +51,8 @@ type Script struct {
 	// during Delay, or whose connection broke, got nothing (a benchmark
 	// counts what a killed worker really received).
 	Delivered func(req Request, resp Response)
+	// Strict refuses requests the way strict providers do (dialects.go).
+	Strict Strictness
 }
 
 // Response is one scripted answer: a completion, or a Fault instead of one.
@@ -70,6 +72,8 @@ type Response struct {
 	Delay time.Duration
 	// ChunkDelay spaces the chunks of a streamed answer.
 	ChunkDelay time.Duration
+	// Dialect writes the answer the way one provider does (dialects.go).
+	Dialect Dialect
 }
 
 // Call is one tool call in a scripted answer. Arguments is raw text so that

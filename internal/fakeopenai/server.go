@@ -43,6 +43,10 @@ type Server struct {
 	left     map[int]time.Time // request index: when its client left mid-stream
 	// reasoningOf is the reasoning item sent with each call (Responses).
 	reasoningOf map[string]issuedReasoning
+	// signatures are the thought signatures sent by call id (Gemini).
+	signatures map[string]string
+	// reasoningSent: an answer carried reasoning_content (DeepSeek).
+	reasoningSent bool
 }
 
 // NewServer starts a fake endpoint on a random 127.0.0.1 port.
@@ -68,7 +72,7 @@ func Listen(addr string, script Script) (*Server, error) {
 }
 
 func newServer(script Script) *Server {
-	return &Server{script: script, closing: make(chan struct{}), reasoningOf: map[string]issuedReasoning{}}
+	return &Server{script: script, closing: make(chan struct{}), reasoningOf: map[string]issuedReasoning{}, signatures: map[string]string{}}
 }
 
 // BaseURL is the value for OPENAI_BASE_URL (it ends in /v1).
@@ -131,6 +135,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "fakeopenai: "+err.Error())
 		return
 	}
+	if refusal, bad := s.strictRefusal(req); bad {
+		writeError(w, http.StatusBadRequest, refusal)
+		return
+	}
 	if refusal, over := s.script.overContext(req); over {
 		s.serve(w, r, req, refusal)
 		return
@@ -185,6 +193,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, req Request, resp
 	if resp.Delay > 0 && !s.wait(r, resp.Delay) {
 		return
 	}
+	if resp.Reasoning != "" && resp.Fault.Status == 0 {
+		s.mu.Lock()
+		s.reasoningSent = true
+		s.mu.Unlock()
+	}
 	f := resp.Fault
 	if !req.Chat.Stream {
 		f = unstreamed(f)
@@ -224,6 +237,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, req Request, resp
 			writeError(w, http.StatusInternalServerError, fmt.Sprintf("fakeopenai: encode completion: %v", err))
 			return
 		}
+		data = s.applyDialect(resp.Dialect, data, "message")
 		w.Header().Set("Content-Type", "application/json")
 		if _, err := w.Write(data); err != nil || http.NewResponseController(w).Flush() != nil {
 			return

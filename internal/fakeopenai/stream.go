@@ -108,7 +108,7 @@ func (s *Server) writeStream(w http.ResponseWriter, r *http.Request, req Request
 			writeError(w, http.StatusInternalServerError, fmt.Sprintf("fakeopenai: encode chunk: %v", err))
 			return
 		}
-		lines = append(lines, data)
+		lines = append(lines, s.applyDialect(resp.Dialect, data, "delta"))
 	}
 	s.writeEvents(w, r, req, resp, lines)
 }
