@@ -24,7 +24,8 @@ import (
 // the conversation, so a session's requests keep a stable prefix.
 type dialect struct {
 	extraBody map[string]any
-	echo      bool // echo reasoning at all (RALPH_ECHO_REASONING)
+	echo      bool   // echo reasoning at all (RALPH_ECHO_REASONING)
+	limitName string // RALPH_MAX_TOKENS_FIELD ("": by model)
 
 	mu sync.Mutex
 	// extraContent is each tool call's extra_content by call id.
@@ -39,7 +40,7 @@ type dialect struct {
 }
 
 func newDialect(cfg Config) *dialect {
-	return &dialect{extraBody: cfg.ExtraBody, echo: cfg.EchoReasoning, extraContent: map[string]json.RawMessage{}}
+	return &dialect{extraBody: cfg.ExtraBody, echo: cfg.EchoReasoning, limitName: cfg.MaxTokensFieldName, extraContent: map[string]json.RawMessage{}}
 }
 
 // outgoing rewrites a request body before it is sent.
@@ -75,6 +76,10 @@ func (d *dialect) rewriteRequest(raw []byte, chat bool) ([]byte, error) {
 			return nil, fmt.Errorf("extra body field %s: %w", k, err)
 		}
 		body[k] = data
+	}
+	if limit, ok := body[MaxCompletionTokensField]; ok && chat && outputLimitField(d.limitName, jsonString(body["model"])) == MaxTokensField {
+		body[MaxTokensField] = limit
+		delete(body, MaxCompletionTokensField)
 	}
 	if chat {
 		if msgs, ok := body["messages"]; ok {
@@ -166,6 +171,11 @@ func (d *dialect) incoming(resp *http.Response) error {
 		return err
 	}
 	status, body := d.normaliseBody(resp.StatusCode, raw)
+	if status != resp.StatusCode && status == http.StatusOK && resp.Request != nil && resp.Request.Header.Get("Accept") == "text/event-stream" {
+		// A refusal turned into an answer, for a client reading a stream.
+		body = asStream(body)
+		resp.Header.Set("Content-Type", "text/event-stream")
+	}
 	resp.StatusCode = status
 	resp.Body = io.NopCloser(bytes.NewReader(body))
 	resp.ContentLength = int64(len(body))
@@ -211,6 +221,23 @@ func (d *dialect) normaliseBody(status int, raw []byte) (int, []byte) {
 		return status, raw
 	}
 	return status, out
+}
+
+// asStream is a completion as the one chunk of a stream.
+func asStream(completion []byte) []byte {
+	var c jsonObject
+	var choices []jsonObject
+	if json.Unmarshal(completion, &c) != nil || json.Unmarshal(c["choices"], &choices) != nil {
+		return completion
+	}
+	for _, ch := range choices {
+		ch["delta"] = ch["message"]
+		delete(ch, "message")
+	}
+	c["choices"], _ = json.Marshal(choices)
+	c["object"] = json.RawMessage(`"chat.completion.chunk"`)
+	data, _ := json.Marshal(c)
+	return append(append([]byte("data: "), data...), "\n\ndata: [DONE]\n\n"...)
 }
 
 // errorInSuccess: a 2xx whose body is an error object (gateways such as

@@ -8,30 +8,31 @@ import (
 )
 
 // shapeRequest sets what the deployment's settings add to every request:
-// the output limit under the field the model reads (OpenAI's reasoning
-// models refuse max_tokens, most other servers only read it) and the
-// reasoning effort.
+// the output limit and the reasoning effort. The limit always goes in
+// max_completion_tokens here (go-openai refuses max_tokens for OpenAI's
+// reasoning models); the dialect layer sends it under the name the model
+// reads (outputLimitField).
 func shapeRequest(req *openai.ChatCompletionRequest, cfg Config) {
-	if req.MaxTokens > 0 && completionTokensField(cfg, req.Model) { //lint:ignore SA1019 the field every OpenAI-compatible server reads
+	if req.MaxTokens > 0 { //lint:ignore SA1019 the session sets the older field
 		req.MaxCompletionTokens, req.MaxTokens = req.MaxTokens, 0 //lint:ignore SA1019 moved to the newer field
 	}
 	req.ReasoningEffort = cfg.ReasoningEffort
 }
 
-// completionTokensField: the output limit goes as max_completion_tokens.
-func completionTokensField(cfg Config, model string) bool {
-	switch cfg.MaxTokensFieldName {
-	case MaxCompletionTokensField:
-		return true
-	case MaxTokensField:
-		return false
+// outputLimitField is the field the output limit goes in: the setting's,
+// else max_completion_tokens for OpenAI's reasoning models (which refuse
+// max_tokens) and max_tokens for every other model (vLLM, Ollama, DeepSeek
+// and llama.cpp read only it, several refuse the newer name).
+func outputLimitField(setting, model string) string {
+	if setting != "" {
+		return setting
 	}
 	for _, p := range []string{"o1", "o3", "o4", "gpt-5"} {
 		if strings.HasPrefix(model, p) {
-			return true
+			return MaxCompletionTokensField
 		}
 	}
-	return false
+	return MaxTokensField
 }
 
 // truncationRatio: a provider that counts fewer than this share of the
