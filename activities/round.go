@@ -93,7 +93,7 @@ func (a *Activities) RunRound(ctx context.Context, in RoundInput) (out RoundOutp
 		"sessionId", sessionID, "workspace", in.Workspace, "transcript", path)
 
 	tally, started := newRoundTally(), time.Now()
-	res, err := agent.RunSession(ctx, a.cfg.Agent, agent.Request{
+	res, err := a.provider(a.cfg.Agent).Run(ctx, agent.Request{
 		SessionID: sessionID, Objective: in.Objective, Round: in.Round, MaxRounds: in.MaxRounds,
 		Previous: in.Previous, Workspace: dir, MaxHandoffChars: in.MaxHandoffChars,
 		Deadline: roundDeadline(info), VerifyCommand: in.VerifyCommand, TokenBudget: in.TokenBudget, RunDeadline: in.RunDeadline,
@@ -128,6 +128,13 @@ func (a *Activities) RunRound(ctx context.Context, in RoundInput) (out RoundOutp
 		return RoundOutput{}, err
 	}
 	return out, nil
+}
+
+// provider is the agent that runs a round's (or a review's) session with
+// cfg: the builtin one, the seam where another implementation of the round
+// contract would be chosen.
+func (a *Activities) provider(cfg agent.Config) agent.Provider {
+	return agent.Builtin{Config: cfg}
 }
 
 // endRoundSpan records how the round ended on its span: the report's status,

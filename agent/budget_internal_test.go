@@ -31,7 +31,7 @@ func TestNextRequestTokens(t *testing.T) {
 		{Role: openai.ChatMessageRoleTool, ToolCallID: "c1", Content: strings.Repeat("y", 401)},                                                                        // 4 + 101
 	}
 	t.Run("no usage reported: the whole conversation and the tools", func(t *testing.T) {
-		s := &session{messages: msgs, allDefsTokens: 70, reportDefTokens: 9}
+		s := &session{conv: conversation{messages: msgs}, tools: toolbox{offer: offer{allTokens: 70, finishTokens: 9}}}
 		if got, want := s.nextRequestTokens(nil), 5+6+11+105+70; got != want {
 			t.Errorf("estimate = %d, want %d", got, want)
 		}
@@ -44,7 +44,7 @@ func TestNextRequestTokens(t *testing.T) {
 		}
 	})
 	t.Run("usage reported: prompt tokens plus what was appended since", func(t *testing.T) {
-		s := &session{messages: msgs, reportedPrompt: 1000, reportedLen: 2}
+		s := &session{conv: conversation{messages: msgs, reportedPrompt: 1000, reportedLen: 2}}
 		if got, want := s.nextRequestTokens(nil), 1000+11+105; got != want {
 			t.Errorf("estimate = %d, want %d", got, want)
 		}

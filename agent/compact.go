@@ -30,22 +30,18 @@ type compactedData struct {
 // taken when the conversation no longer fits; it happens at most once.
 func (s *session) compact(bound string) error {
 	// The notice's remaining amounts describe the new, short conversation.
-	s.messages = slices.Clip(s.messages[:2])
-	s.reportedPrompt, s.reportedLen, s.sent = 0, 0, 0
-	s.compacted, s.reportOnly = true, true
-	if s.forced == "" {
-		s.forced = bound
-	}
+	s.conv.restart(2)
+	s.bounds.compact(bound)
 	notice, err := s.handoffNotice(bound)
 	if err != nil {
 		return err
 	}
-	calls, omitted := compactCallList(s.callLog, MaxCompactedCallChars)
+	calls, omitted := compactCallList(s.conv.callLog, MaxCompactedCallChars)
 	text, err := render(textCompacted, compactedData{Calls: calls, Omitted: omitted, Notice: notice})
 	if err != nil {
 		return err
 	}
-	s.appendUser(text)
+	s.conv.appendUser(text)
 	return nil
 }
 

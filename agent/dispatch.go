@@ -35,16 +35,12 @@ const (
 // stopped, so the hand-off keeps its time); the verify command runs under
 // ctx.
 func (s *session) runTools(ctx context.Context, step int, calls []openai.ToolCall) (report.Report, bool, error) {
-	toolCtx := ctx
-	if !s.handoffAt.IsZero() {
-		var cancel context.CancelFunc
-		toolCtx, cancel = context.WithDeadlineCause(ctx, s.handoffAt, errHandoffTime)
-		defer cancel()
-	}
+	toolCtx, cancel := s.bounds.toolContext(ctx)
+	defer cancel()
 	for _, call := range calls {
 		s.usage.ToolCalls++
 		name, args := call.Function.Name, call.Function.Arguments
-		s.callLog = append(s.callLog, name+" "+canonicalJSON(args))
+		s.conv.logCall(name, args)
 		s.emit(Event{Kind: EventToolCall, Step: step, Tool: name, ToolCallID: call.ID, Arguments: args})
 		rep, done, err := s.runTool(ctx, toolCtx, step, call)
 		if err != nil || done {
@@ -68,7 +64,7 @@ func (s *session) runTool(ctx, toolCtx context.Context, step int, call openai.To
 	s.emitNetwork(step, name, call.ID, res.Network)
 	content := toolContent(res)
 	s.traceToolResult(span, args, res, content, err)
-	s.messages = append(s.messages, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleTool, ToolCallID: call.ID, Content: content})
+	s.conv.appendToolResult(call.ID, content)
 	s.emit(Event{Kind: EventToolResult, Step: step, Tool: name, ToolCallID: call.ID, Output: content, Failed: res.Failed,
 		DurationMs: durationMs(time.Since(started))})
 	if err != nil {
@@ -84,30 +80,25 @@ func (s *session) runTool(ctx, toolCtx context.Context, step int, call openai.To
 // error ends the session (with a Result still shown to the model when the
 // error is a child failure the model caused).
 func (s *session) dispatch(ctx, toolCtx context.Context, step int, name, args string) (tools.Result, *report.Report, error) {
-	if name == s.finish {
+	if name == s.role.finishing() {
 		s.repeat.reset()
-		if s.req.Review != nil {
-			return s.submitReview(args)
-		}
-		return s.submit(ctx, step, args)
+		return s.role.submit(ctx, s, step, args)
 	}
 	switch n := s.repeat.observe(name, args); {
 	case n >= RepeatHandoffAfter:
-		if s.forced == "" {
-			s.pendingBound = BoundLoop
-		}
+		s.bounds.pend(BoundLoop)
 		return failed("you called %s with identical arguments %d times in a row, so it was not run again; "+
 			"you are looping, and this round now ends with your handoff report.", name, n), nil, nil
 	case n >= RepeatWarnAfter:
 		return failed("you called %s with identical arguments %d times in a row with nothing in between, so it was not run again: "+
 			"the result would not change. You are looping; take a different step, or call submit_report.", name, n), nil, nil
 	}
-	if s.reportOnly {
+	if s.bounds.reportOnly {
 		return failed("only submit_report is available now; call it with your handoff report"), nil, nil
 	}
-	t, ok := s.tools[name]
+	t, ok := s.tools.byName[name]
 	if !ok {
-		return failed("unknown tool %q; the available tools are %s", name, strings.Join(s.toolNames, ", ")), nil, nil
+		return failed("unknown tool %q; the available tools are %s", name, strings.Join(s.tools.names, ", ")), nil, nil
 	}
 	if strings.TrimSpace(args) == "" {
 		args = "{}" // some providers send "" for a call without arguments
@@ -128,37 +119,6 @@ func (s *session) dispatch(ctx, toolCtx context.Context, step int, name, args st
 	return res, nil, nil
 }
 
-// submit checks a report. Each rejection names the exact rule broken and
-// spends one repair; past the bound the round ends as a child failure. A
-// valid complete report is accepted only when the verify command (if one
-// applies) passes; a failed check is a refusal, not a repair.
-func (s *session) submit(ctx context.Context, step int, args string) (tools.Result, *report.Report, error) {
-	r, err := checkReport(args, s.req.handoffCap())
-	if err != nil {
-		res, ferr := s.rejected("report", err)
-		return res, nil, ferr
-	}
-	if refusal, err := s.protectedRefusal(); err != nil || refusal != "" {
-		if refusal != "" {
-			s.lastRejection = "protected paths were changed and restored"
-		}
-		return tools.Result{Output: refusal, Failed: true}, nil, err
-	}
-	if r.Status == report.StatusComplete && s.req.VerifyCommand != "" {
-		v, refusal, err := s.verifyComplete(ctx, step)
-		if err != nil {
-			return tools.Result{}, nil, err
-		}
-		if v == nil {
-			s.lastRejection = "the verify command did not pass"
-			return tools.Result{Output: refusal, Failed: true}, nil, nil
-		}
-		s.verification = v
-		return tools.Result{Output: "Report accepted: the verify command passed (exit 0). The round is over."}, &r, nil
-	}
-	return tools.Result{Output: "Report accepted. The round is over."}, &r, nil
-}
-
 // rejected answers an invalid report or review: the exact rule broken,
 // one repair spent, a child failure past the bound.
 func (s *session) rejected(what string, err error) (tools.Result, error) {
@@ -170,18 +130,7 @@ func (s *session) rejected(what string, err error) (tools.Result, error) {
 	}
 	left := s.cfg.MaxRepairs - s.repairs + 1
 	return failed("%s rejected: %v. Fix exactly this and call %s again (%d attempt(s) left). "+
-		"It is never cut or repaired for you.", what, err, s.finish, left), nil
-}
-
-// submitReview checks a reviewer's verdict; a valid one ends the session.
-func (s *session) submitReview(args string) (tools.Result, *report.Report, error) {
-	r, err := s.checkReview(args)
-	if err != nil {
-		res, ferr := s.rejected("review", err)
-		return res, nil, ferr
-	}
-	s.review = &r
-	return tools.Result{Output: "Review accepted. The review is over."}, &report.Report{}, nil
+		"It is never cut or repaired for you.", what, err, s.role.finishing(), left), nil
 }
 
 func failed(format string, args ...any) tools.Result {

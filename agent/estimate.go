@@ -47,22 +47,13 @@ func toolsTokens(defs []openai.Tool) int {
 	return EstimateTokens(string(data))
 }
 
-// nextRequestTokens is the size of the next request: the prompt tokens the
-// provider reported for the last call plus an estimate of what was appended
-// since, or, when no call reported usage, the estimate of the whole
-// conversation and the offered tools.
+// nextRequestTokens is the size of the next request with offered (see
+// conversation.tokens).
 func (s *session) nextRequestTokens(offered []openai.Tool) int {
-	if s.reportedPrompt > 0 {
-		return s.reportedPrompt + messagesTokens(s.messages[s.reportedLen:])
-	}
-	return messagesTokens(s.messages) + s.offerTokens(offered)
+	return s.conv.tokens(s.tools.offerTokens(offered))
 }
 
-// offerTokens is the estimated size of an offer: a session offers every
-// tool or only submit_report.
-func (s *session) offerTokens(offered []openai.Tool) int {
-	if len(offered) == 1 && offered[0].Function.Name == SubmitReportTool {
-		return s.reportDefTokens
-	}
-	return s.allDefsTokens
+// budgetLeft is what this session may still spend of the run's token budget.
+func (s *session) budgetLeft() int {
+	return s.bounds.budgetLeft(s.usage.PromptTokens + s.usage.CompletionTokens)
 }

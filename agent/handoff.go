@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -9,37 +8,8 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 )
 
-// Bounds that force a hand-off: the session appends a notice naming the
-// bound and the remaining amounts and offers only submit_report from then
-// on, because the next fresh worker is the loop's recovery. Only a session
-// that still gives no valid report after that is a child failure.
-const (
-	BoundModelCalls   = "model-calls"   // the next call is the last one allowed
-	BoundRoundTime    = "round-time"    // most of the round's time is spent
-	BoundRunTime      = "run-time"      // most of the run's remaining time budget is spent
-	BoundContext      = "context"       // the next request would pass ContextHandoffPercent of the context
-	BoundContextError = "context-error" // the provider refused a request as too long
-	BoundLoop         = "loop"          // the same tool call repeated RepeatHandoffAfter times
-	BoundTokenBudget  = "run-tokens"    // the next request would pass the run's remaining token budget
-)
-
-// Thresholds of the forced hand-offs.
-const (
-	// ContextHandoffPercent of Config.ContextTokens: a next request above it
-	// forces the hand-off. No request above 100 % is ever sent.
-	ContextHandoffPercent = 80
-	// TimeHandoffPercent of the time from session start to the round
-	// deadline (and to the run's deadline) is spent: the hand-off is forced.
-	TimeHandoffPercent = 90
-	// MinHandoffReserve is the least time kept for the hand-off call after
-	// the time bound (at most half the span): a real model needs seconds to
-	// answer, and 10 % of a short round is not enough.
-	MinHandoffReserve = 15 * time.Second
-)
-
-// errHandoffTime ends tool calls still running when the time bound passes,
-// so the hand-off call gets the time kept for it.
-var errHandoffTime = errors.New("the time for work in this round is spent")
+// The forced hand-off as the model reads it: the notice naming the bound
+// (bounds.go decides which) and what is left of every bound.
 
 type handoffData struct {
 	Reason        string
@@ -47,89 +17,24 @@ type handoffData struct {
 	VerifyCommand string
 }
 
-// handoffPoint is when a span from start to end counts as spent: at
-// TimeHandoffPercent, or earlier so that MinHandoffReserve (at most half the
-// span) is left.
-func handoffPoint(start, end time.Time) time.Time {
-	span := end.Sub(start)
-	if span <= 0 {
-		return end
-	}
-	reserve := max(span*(100-TimeHandoffPercent)/100, min(MinHandoffReserve, span/2))
-	return end.Add(-reserve)
-}
-
-// timeBound is the earlier of the round's and the run's hand-off points.
-func (s *session) timeBound() (time.Time, string) {
-	var at time.Time
-	var bound string
-	if !s.req.Deadline.IsZero() {
-		at, bound = handoffPoint(s.started, s.req.Deadline), BoundRoundTime
-	}
-	if !s.req.RunDeadline.IsZero() {
-		if run := handoffPoint(s.started, s.req.RunDeadline); at.IsZero() || run.Before(at) {
-			at, bound = run, BoundRunTime
-		}
-	}
-	return at, bound
-}
-
-// dueBound names the bound the next call (number step) reaches, if any.
-func (s *session) dueBound(step int) string {
-	switch {
-	case s.pendingBound != "":
-		return s.pendingBound
-	case step >= s.cfg.MaxModelCalls:
-		return BoundModelCalls
-	case !s.handoffAt.IsZero() && !time.Now().Before(s.handoffAt):
-		return s.handoffBound
-	}
-	next := s.nextRequestTokens(s.allDefs)
-	if next*100 > s.cfg.ContextTokens*ContextHandoffPercent {
-		return BoundContext
-	}
-	if s.req.TokenBudget > 0 && next+s.answerReserve() > s.budgetLeft() {
-		return BoundTokenBudget
-	}
-	return ""
-}
-
-// budgetLeft is what this session may still spend of the run's token budget.
-func (s *session) budgetLeft() int {
-	return s.req.TokenBudget - s.usage.PromptTokens - s.usage.CompletionTokens
-}
-
-// answerReserve is the room kept for the model's answer: the output limit
-// when one is set, else the size of the largest valid report.
-func (s *session) answerReserve() int {
-	if s.cfg.MaxOutputTokens > 0 {
-		return s.cfg.MaxOutputTokens
-	}
-	return (s.req.handoffCap() + charsPerToken - 1) / charsPerToken
-}
-
-// forceHandoff appends the notice for bound and offers only submit_report
-// from now on; a session forces its hand-off once.
+// forceHandoff appends the notice for bound and offers only the finishing
+// tool from now on; a session forces its hand-off once.
 func (s *session) forceHandoff(step int, bound string) error {
-	if s.forced != "" {
+	if s.bounds.forced != "" {
 		return nil
 	}
 	notice, err := s.handoffNotice(bound)
 	if err != nil {
 		return err
 	}
-	s.forced, s.reportOnly, s.pendingBound = bound, true, ""
-	s.appendUser(notice)
+	s.bounds.force(bound)
+	s.conv.appendUser(notice)
 	s.emit(Event{Kind: EventHandoff, Step: step, Bound: bound})
 	return nil
 }
 
 func (s *session) handoffNotice(bound string) (string, error) {
-	name := textHandoff
-	if s.req.Review != nil {
-		name = textReviewHandoff
-	}
-	text, err := render(name, handoffData{Reason: s.boundReason(bound), Remaining: s.remaining(), VerifyCommand: s.req.VerifyCommand})
+	text, err := render(s.role.texts().handoff, handoffData{Reason: s.boundReason(bound), Remaining: s.remaining(), VerifyCommand: s.req.VerifyCommand})
 	if err != nil {
 		return "", err
 	}
@@ -139,11 +44,7 @@ func (s *session) handoffNotice(bound string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if len(paths) > 0 && s.req.Review == nil {
-		text += fmt.Sprintf("\nProtected paths this round changed were restored to their state at the start of the round (they may be read but not changed): %s. Report where the work stands without those changes.",
-			strings.Join(paths, ", "))
-	}
-	return text, nil
+	return text + s.role.restoredNote(paths), nil
 }
 
 func (s *session) boundReason(bound string) string {
@@ -173,7 +74,7 @@ func (s *session) remaining() string {
 	if !s.req.Deadline.IsZero() {
 		parts = append(parts, "round time: "+humanDuration(s.req.Deadline.Sub(now)))
 	}
-	parts = append(parts, fmt.Sprintf("context: about %d of %d tokens used", s.nextRequestTokens([]openai.Tool{s.reportDef}), s.cfg.ContextTokens))
+	parts = append(parts, fmt.Sprintf("context: about %d of %d tokens used", s.nextRequestTokens([]openai.Tool{s.tools.finishing}), s.cfg.ContextTokens))
 	if s.req.TokenBudget > 0 {
 		parts = append(parts, fmt.Sprintf("run token budget: %d tokens", max(s.budgetLeft(), 0)))
 	}

@@ -35,10 +35,6 @@ type roundData struct {
 	VerifyCommand     string
 }
 
-func systemPrompt(maxHandoffChars int) (string, error) {
-	return render(textSystem, systemData{MaxHandoffChars: maxHandoffChars})
-}
-
 // boundsData is the round's identity and bounds, shared by the worker's
 // and the reviewer's prompts.
 func (s *session) boundsData() roundData {
@@ -65,19 +61,14 @@ func (s *session) roundPrompt() (string, error) {
 	return render(textRound, d)
 }
 
+// initialMessages are the role's system prompt, which depends on the
+// deployment only, and its first user message.
 func (s *session) initialMessages() ([]openai.ChatCompletionMessage, error) {
-	system, prompt := systemPrompt, s.roundPrompt
-	if s.req.Review != nil {
-		system = func(maxChars int) (string, error) {
-			return render(textReviewSystem, systemData{MaxHandoffChars: maxChars})
-		}
-		prompt = s.reviewPrompt
-	}
-	sys, err := system(s.req.handoffCap())
+	sys, err := render(s.role.texts().system, systemData{MaxHandoffChars: s.req.handoffCap()})
 	if err != nil {
 		return nil, err
 	}
-	user, err := prompt()
+	user, err := s.role.prompt(s)
 	if err != nil {
 		return nil, err
 	}

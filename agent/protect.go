@@ -5,32 +5,15 @@ import (
 	"slices"
 
 	"github.com/ralph-temporal/ralph/agent/tools"
-	"github.com/ralph-temporal/ralph/internal/sandbox"
 )
 
 // everything protects every path: a reviewer whose commands cannot get a
 // read-only workspace (no bubblewrap) has all its changes restored instead.
 var everything = []string{"**"}
 
-// openGuarded opens the session's workspace with its guards: protected
-// paths (and the reviewer's read-only workspace), and the snapshot the
-// restore check compares against.
-func openGuarded(cfg Config, req Request) (*tools.Workspace, *tools.ProtectedSnapshot, error) {
-	opts := []tools.Option{tools.WithSandbox(cfg.Sandbox)}
-	if req.Review != nil {
-		opts = append(opts, tools.ReadOnly())
-		if cfg.Sandbox.Mode() != sandbox.ModeBwrap {
-			sets := append(slices.Clone(req.ProtectedPaths), everything)
-			if ws, snap, err := open(req, cfg, opts, sets); err == nil {
-				return ws, snap, nil
-			}
-			// A workspace too large to hold in memory: the reviewer runs
-			// with its read-only tools only (docs/guards.md).
-		}
-	}
-	return open(req, cfg, opts, req.ProtectedPaths)
-}
-
+// open opens the session's workspace with opts and the protected path
+// sets, and takes the snapshot the restore check compares against; each
+// role (role.go) chooses its options and sets.
 func open(req Request, cfg Config, opts []tools.Option, sets [][]string) (*tools.Workspace, *tools.ProtectedSnapshot, error) {
 	prot, err := tools.ParseProtected(sets...)
 	if err != nil {

@@ -5,10 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 
 	openai "github.com/sashabaranov/go-openai"
 	"github.com/sashabaranov/go-openai/jsonschema"
 
+	"github.com/ralph-temporal/ralph/agent/tools"
+	"github.com/ralph-temporal/ralph/internal/sandbox"
 	"github.com/ralph-temporal/ralph/report"
 )
 
@@ -62,25 +65,66 @@ func RunReview(ctx context.Context, cfg Config, req Request, obs Observer) (Resu
 	return RunSession(ctx, cfg, req, obs)
 }
 
-// checkReview decodes and validates submit_review's arguments; a revise
-// verdict must also make a valid continue handoff within the cap, so an
-// over-long one is sent back to the reviewer to shorten.
-func (s *session) checkReview(args string) (report.Review, error) {
+// reviewer is the role of an independent reviewer session: read-only
+// tools on the workspace, its own prompts, and submit_review.
+type reviewer struct{ subject *ReviewSubject }
+
+func (reviewer) finishing() string { return SubmitReviewTool }
+
+func (reviewer) texts() roleTexts {
+	return roleTexts{system: textReviewSystem, reminder: textReviewReminder, finalReminder: textReviewFinalReminder, handoff: textReviewHandoff}
+}
+
+// workspace is read-only to the reviewer's commands; where they cannot get
+// a read-only workspace (no bubblewrap), every path is protected instead,
+// so all their changes are restored.
+func (reviewer) workspace(cfg Config, req Request) (*tools.Workspace, *tools.ProtectedSnapshot, error) {
+	opts := []tools.Option{tools.WithSandbox(cfg.Sandbox), tools.ReadOnly()}
+	if cfg.Sandbox.Mode() != sandbox.ModeBwrap {
+		sets := append(slices.Clone(req.ProtectedPaths), everything)
+		if ws, snap, err := open(req, cfg, opts, sets); err == nil {
+			return ws, snap, nil
+		}
+		// A workspace too large to hold in memory: the reviewer runs
+		// with its read-only tools only (docs/guards.md).
+	}
+	return open(req, cfg, opts, req.ProtectedPaths)
+}
+
+// restoredNote is empty: the reviewer reports no work, so there is nothing
+// to report without.
+func (reviewer) restoredNote([]string) string { return "" }
+
+// submit checks a reviewer's verdict; a valid one ends the session.
+func (r reviewer) submit(_ context.Context, s *session, _ int, args string) (tools.Result, *report.Report, error) {
+	v, err := r.check(s, args)
+	if err != nil {
+		res, ferr := s.rejected("review", err)
+		return res, nil, ferr
+	}
+	s.review = &v
+	return tools.Result{Output: "Review accepted. The review is over."}, &report.Report{}, nil
+}
+
+// check decodes and validates submit_review's arguments; a revise verdict
+// must also make a valid continue handoff within the cap, so an over-long
+// one is sent back to the reviewer to shorten.
+func (r reviewer) check(s *session, args string) (report.Review, error) {
 	cap := s.req.handoffCap()
-	r, err := report.DecodeReview([]byte(args))
+	v, err := report.DecodeReview([]byte(args))
 	if err != nil {
 		return report.Review{}, err
 	}
-	if err := report.ValidateReview(r, cap); err != nil {
+	if err := report.ValidateReview(v, cap); err != nil {
 		return report.Review{}, err
 	}
-	if r.Verdict == report.VerdictRevise {
-		if err := report.Validate(report.RevisionHandoff(s.req.Review.Report, r), cap); err != nil {
+	if v.Verdict == report.VerdictRevise {
+		if err := report.Validate(report.RevisionHandoff(r.subject.Report, v), cap); err != nil {
 			return report.Review{}, fmt.Errorf("the next round's handoff built from this review is invalid (%v): shorten the summary or the findings", err)
 		}
 	}
-	r.Model, r.SessionID = s.cfg.Model, s.req.SessionID
-	return r, nil
+	v.Model, v.SessionID = s.cfg.Model, s.req.SessionID
+	return v, nil
 }
 
 type reviewData struct {
@@ -91,9 +135,9 @@ type reviewData struct {
 	Diff, Base, Commit string
 }
 
-func (s *session) reviewPrompt() (string, error) {
+func (r reviewer) prompt(s *session) (string, error) {
 	d := reviewData{roundData: s.boundsData()}
-	rv := s.req.Review
+	rv := r.subject
 	var err error
 	if d.Report, err = report.Indented(rv.Report); err != nil {
 		return "", fmt.Errorf("render the completion report: %w", err)

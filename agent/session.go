@@ -3,7 +3,13 @@
 // calls an OpenAI-compatible chat-completions endpoint, runs the workspace
 // tools the model asks for, and ends when submit_report accepts a valid
 // handoff report, or fails in a classified way. It has no Temporal imports:
-// the activity adapts it.
+// the activity adapts it, through Provider (provider.go), the round
+// contract another agent can implement too.
+//
+// The session in parts: conversation.go holds the messages and what they
+// cost, bounds.go what can end a round (the hand-offs, the budgets, the
+// deadlines), role.go and review.go what a worker and a reviewer each make
+// of it, toolbox.go the tools offered, dispatch.go how a call is run.
 package agent
 
 import (
@@ -22,9 +28,6 @@ import (
 	"github.com/ralph-temporal/ralph/report"
 	"github.com/ralph-temporal/ralph/usage"
 )
-
-// errRoundDeadline is the cause of a session that reached Request.Deadline.
-var errRoundDeadline = errors.New("round timeout reached")
 
 // RunSession runs one fresh session in req.Workspace.
 //
@@ -47,13 +50,14 @@ func RunSession(ctx context.Context, cfg Config, req Request, obs Observer) (Res
 	if obs == nil {
 		obs = ObserverFunc(func(Event) {})
 	}
-	ws, snap, err := openGuarded(cfg, req)
+	r := roleFor(req)
+	ws, snap, err := r.workspace(cfg, req)
 	if err != nil {
 		return Result{}, fmt.Errorf("session %s: %w", req.SessionID, err)
 	}
 	defer ws.Close()
 
-	s, err := newSession(cfg, req, ws, obs)
+	s, err := newSession(cfg, req, r, ws, obs)
 	if err != nil {
 		return Result{}, fmt.Errorf("session %s: %w", req.SessionID, err)
 	}
@@ -72,7 +76,11 @@ func RunSession(ctx context.Context, cfg Config, req Request, obs Observer) (Res
 	if _, rerr := s.restoreProtected(); rerr != nil && (err == nil || Outcome(err) == OutcomeChildFailure) {
 		err = rerr
 	}
+	return s.end(rep, err), err
+}
 
+// end records the session_end event and returns the session's Result.
+func (s *session) end(rep report.Report, err error) Result {
 	end := Event{Kind: EventSessionEnd, Outcome: Outcome(err), Model: s.reportModel()}
 	total := s.usage
 	end.Usage = &total
@@ -81,7 +89,7 @@ func RunSession(ctx context.Context, cfg Config, req Request, obs Observer) (Res
 	} else if err == nil {
 		end.Report = &rep
 	} else {
-		end.Error = Redact(err.Error(), cfg.APIKey)
+		end.Error = Redact(err.Error(), s.cfg.APIKey)
 	}
 	s.emit(end)
 	res := Result{Report: rep, Usage: s.usage, Model: s.reportModel(), FirstPromptTokens: s.firstPrompt, Restored: s.restoredList()}
@@ -89,23 +97,7 @@ func RunSession(ctx context.Context, cfg Config, req Request, obs Observer) (Res
 		res.Verification = s.verification
 		res.Review = s.review
 	}
-	return res, err
-}
-
-// settle gives a failed session its final error kind: the caller's ctx
-// first (a cancel is a cancel, whatever it interrupted), then the round
-// deadline, which is an ordinary child failure.
-func settle(ctx, sctx context.Context, err error) error {
-	if err == nil {
-		return nil
-	}
-	if ctx.Err() != nil {
-		return ctx.Err()
-	}
-	if sctx.Err() != nil && errors.Is(context.Cause(sctx), errRoundDeadline) {
-		return childFailure("the round timeout was reached without a valid report")
-	}
-	return err
+	return res
 }
 
 // Outcome names an error's kind for events and logs.
@@ -126,7 +118,9 @@ func Outcome(err error) string {
 	}
 }
 
-// session is the state of one conversation.
+// session is the builtin agent's state in one round: its role, the
+// conversation with the model, the bounds that can end it, the tools it
+// offers, and what it has spent and produced.
 type session struct {
 	cfg    Config
 	req    Request
@@ -135,77 +129,37 @@ type session struct {
 	ws     *tools.Workspace
 	limits tools.Limits
 
-	tools     map[string]tools.Tool
-	toolNames []string // every offered tool, for "unknown tool" answers
-	allDefs   []openai.Tool
-	reportDef openai.Tool // the tool that ends the session: submit_report, or submit_review
-	finish    string      // its name
-	// allDefs as JSON and the estimated size of each offer, built once per
-	// worker (definitions.go); allDefsJSON is shared, never changed.
-	allDefsJSON                    []byte
-	allDefsTokens, reportDefTokens int
+	role    role
+	conv    conversation
+	bounds  roundBounds
+	tools   toolbox
+	started time.Time
 
-	messages []openai.ChatCompletionMessage
-	sent     int  // messages already shown in an earlier model_request event
-	defsSent bool // tool definitions already in the transcript
+	usage       usage.Usage
+	firstPrompt int    // prompt tokens the provider reported for the first call
+	answeredBy  string // the model of the last completed call
+	calls       int    // completed model calls
+	repeat      repeatGuard
 
-	// reportedPrompt is the prompt tokens the provider reported for the last
-	// call, which sent the first reportedLen messages (0: none reported).
-	reportedPrompt, reportedLen int
-	callLog                     []string // "name arguments" of every tool call, for compaction
-
-	started      time.Time
-	handoffAt    time.Time // when the time bound is reached (zero: none)
-	handoffBound string    // which time bound handoffAt is
-
-	usage          usage.Usage
-	firstPrompt    int    // prompt tokens the provider reported for the first call
-	answeredBy     string // the model of the last completed call
-	calls          int    // completed model calls
+	// What the finishing tool's checks found.
 	repairs        int
-	textStreak     int  // consecutive answers without a tool call
-	reportOnly     bool // only submit_report is offered from now on
-	forced         string
-	pendingBound   string // a bound found while running tools, forced before the next call
-	compacted      bool
 	verifyFailures int
 	verification   *report.Verification
 	lastRejection  string
-	repeat         repeatGuard
+	review         *report.Review // a reviewer session's accepted verdict
 
 	snap     *tools.ProtectedSnapshot // protected paths as the session found them (nil: none)
 	restored map[string]bool          // every protected path restored so far
-	review   *report.Review           // a reviewer session's accepted verdict
 }
 
-func newSession(cfg Config, req Request, ws *tools.Workspace, obs Observer) (*session, error) {
-	s := &session{cfg: cfg, req: req, obs: obs, ws: ws, limits: ws.Limits(), tools: map[string]tools.Tool{}, started: time.Now()}
+func newSession(cfg Config, req Request, r role, ws *tools.Workspace, obs Observer) (*session, error) {
+	s := &session{cfg: cfg, req: req, obs: obs, ws: ws, limits: ws.Limits(), role: r, started: time.Now()}
 	s.model = newModelClient(cfg, req.Deferrable, s.emit)
-	for _, t := range ws.Tools() {
-		s.tools[t.Name()] = t
-		s.toolNames = append(s.toolNames, t.Name())
-		s.allDefs = append(s.allDefs, openai.Tool{
-			Type:     openai.ToolTypeFunction,
-			Function: &openai.FunctionDefinition{Name: t.Name(), Description: t.Description(), Parameters: t.Parameters()},
-		})
-	}
-	s.finish = SubmitReportTool
-	if req.Review != nil {
-		s.finish = SubmitReviewTool
-	}
-	def, err := finishingTool(s.finish, req.handoffCap())
-	if err != nil {
+	var err error
+	if s.tools, err = newToolbox(ws, r.finishing(), req.handoffCap()); err != nil {
 		return nil, err
 	}
-	s.reportDef = def
-	s.allDefs = append(s.allDefs, s.reportDef)
-	s.toolNames = append(s.toolNames, s.finish)
-	o, err := offerFor(s.allDefs)
-	if err != nil {
-		return nil, err
-	}
-	s.allDefsJSON, s.allDefsTokens, s.reportDefTokens = o.encoded, o.allTokens, o.finishTokens
-	s.handoffAt, s.handoffBound = s.timeBound()
+	s.bounds = newRoundBounds(cfg, req, s.started)
 	return s, nil
 }
 
@@ -229,8 +183,8 @@ func (s *session) run(ctx context.Context) (report.Report, error) {
 	if err != nil {
 		return report.Report{}, err
 	}
-	s.messages = msgs
-	for s.calls < s.cfg.MaxModelCalls {
+	s.conv.messages = msgs
+	for s.bounds.callsLeft(s.calls) {
 		step := s.calls + 1
 		offered, size, err := s.prepare(step)
 		if err != nil {
@@ -259,16 +213,13 @@ func (s *session) run(ctx context.Context) (report.Report, error) {
 			}
 			continue
 		}
-		s.textStreak = 0
+		s.bounds.toolsCalled()
 		rep, done, err := s.runTools(ctx, step, msg.ToolCalls)
 		if err != nil || done {
 			return rep, err
 		}
 	}
-	if s.lastRejection != "" {
-		return report.Report{}, childFailure("no valid report within the bound of %d model calls (last rejection: %s)", s.cfg.MaxModelCalls, s.lastRejection)
-	}
-	return report.Report{}, childFailure("no valid report within the bound of %d model calls", s.cfg.MaxModelCalls)
+	return report.Report{}, s.bounds.exhausted(s.lastRejection)
 }
 
 // prepare decides what the next request offers: it forces the hand-off
@@ -277,44 +228,37 @@ func (s *session) run(ctx context.Context) (report.Report, error) {
 // No request above the context window is ever sent: when the compacted
 // request does not fit either, the round ends as a child failure.
 func (s *session) prepare(step int) ([]openai.Tool, int, error) {
-	if s.forced == "" {
-		if bound := s.dueBound(step); bound != "" {
-			if err := s.forceHandoff(step, bound); err != nil {
-				return nil, 0, err
-			}
-		}
-	}
-	offered := s.offered()
-	size := s.nextRequestTokens(offered)
-	overBudget := s.forced == BoundTokenBudget && size > s.budgetLeft()
-	if !s.compacted && (size > s.cfg.ContextTokens || overBudget) {
-		if err := s.compact(s.forced); err != nil {
+	spent := s.usage.PromptTokens + s.usage.CompletionTokens
+	full := func() int { return s.nextRequestTokens(s.tools.all) }
+	if bound := s.bounds.handoffDue(step, time.Now(), spent, full); bound != "" {
+		if err := s.forceHandoff(step, bound); err != nil {
 			return nil, 0, err
 		}
-		offered = s.offered()
+	}
+	offered := s.tools.offered(s.bounds.reportOnly)
+	size := s.nextRequestTokens(offered)
+	if s.bounds.needsCompaction(size, spent) {
+		if err := s.compact(s.bounds.forced); err != nil {
+			return nil, 0, err
+		}
+		offered = s.tools.offered(s.bounds.reportOnly)
 		size = s.nextRequestTokens(offered)
 	}
-	if size > s.cfg.ContextTokens {
-		return nil, 0, childFailure("the compacted hand-off request would need about %d tokens, more than the model's context of %d", size, s.cfg.ContextTokens)
+	if err := s.bounds.fits(size); err != nil {
+		return nil, 0, err
 	}
 	return offered, size, nil
-}
-
-func (s *session) offered() []openai.Tool {
-	if s.reportOnly {
-		return []openai.Tool{s.reportDef}
-	}
-	return s.allDefs
 }
 
 // contextRefused answers the provider's first context-length refusal with
 // the compacted hand-off request; a second one (or one of the compacted
 // request itself) ends the round.
 func (s *session) contextRefused(step int, e *contextLengthError) error {
-	if s.compacted { // compaction happens once: this refusal is the second
-		return childFailure("%v (again, after the compacted hand-off request)", e)
+	announce, err := s.bounds.tooLong(e)
+	if err != nil {
+		return err
 	}
-	if s.forced == "" {
+	if announce {
 		s.emit(Event{Kind: EventHandoff, Step: step, Bound: BoundContextError})
 	}
 	return s.compact(BoundContextError)
@@ -323,21 +267,21 @@ func (s *session) contextRefused(step int, e *contextLengthError) error {
 // callModel sends the whole conversation so far (only ever extended, except
 // by the one compaction) and appends the model's answer to it.
 func (s *session) callModel(ctx context.Context, step int, offered []openai.Tool, size int) (openai.ChatCompletionMessage, openai.FinishReason, error) {
-	ev := Event{Kind: EventModelRequest, Step: step, Messages: slices.Clone(s.messages[s.sent:]), Tools: toolNames(offered),
-		ContextTokens: size, Compacted: s.compacted && s.sent == 0}
-	if !s.defsSent {
-		ev.ToolDefinitions, s.defsSent = bytes.Clone(s.allDefsJSON), true // the event's own copy
+	compacted := s.bounds.compacted && s.conv.sent == 0
+	ev := Event{Kind: EventModelRequest, Step: step, Messages: s.conv.unsent(), Tools: toolNames(offered),
+		ContextTokens: size, Compacted: compacted}
+	if !s.conv.defsSent {
+		ev.ToolDefinitions, s.conv.defsSent = bytes.Clone(s.tools.encoded), true // the event's own copy
 	}
 	s.emit(ev)
-	s.sent = len(s.messages)
 
 	started := time.Now()
-	sentLen := len(s.messages)
+	sentLen := len(s.conv.messages)
 	ctx, span := s.cfg.Tracing.StartChat(ctx, s.cfg.Model)
 	defer span.End()
-	s.cfg.Tracing.Content(span, tracing.AttrInputMessages, s.messages)
+	s.cfg.Tracing.Content(span, tracing.AttrInputMessages, s.conv.messages)
 	resp, err := s.model.complete(ctx, step, openai.ChatCompletionRequest{
-		Messages: slices.Clip(s.messages),
+		Messages: slices.Clip(s.conv.messages),
 		Tools:    offered,
 		// max_tokens, not max_completion_tokens: vLLM, Ollama, DeepSeek and
 		// llama.cpp all read max_tokens, several ignore or refuse the newer
@@ -358,20 +302,14 @@ func (s *session) callModel(ctx context.Context, step int, offered []openai.Tool
 	if s.calls == 1 {
 		s.firstPrompt = resp.Usage.PromptTokens
 	}
-	if resp.Usage.PromptTokens > 0 {
-		s.reportedPrompt, s.reportedLen = resp.Usage.PromptTokens, sentLen
-	} else {
-		s.reportedPrompt, s.reportedLen = 0, 0
-	}
 	choice := resp.Choices[0]
 	msg := assistantTurn(choice.Message, step)
 	echoed := msg
 	if !s.cfg.EchoReasoning {
 		echoed.ReasoningContent = ""
 	}
-	s.messages = append(s.messages, echoed)
+	s.conv.answered(echoed, sentLen, resp.Usage.PromptTokens) // the answer is in the model_response event
 	s.cfg.Tracing.Content(span, tracing.AttrOutputMessages, []openai.ChatCompletionMessage{msg})
-	s.sent = len(s.messages) // the answer is in the model_response event
 	s.emit(Event{Kind: EventModelResponse, Step: step, Message: &msg, FinishReason: string(choice.FinishReason),
 		Usage: &call, ContextTokens: resp.Usage.PromptTokens, DurationMs: durationMs(time.Since(started)), Model: s.answeredBy})
 	return echoed, choice.FinishReason, nil
@@ -413,44 +351,33 @@ func (s *session) cutOff(step int, msg openai.ChatCompletionMessage) error {
 	}
 	for _, c := range msg.ToolCalls {
 		content := toolContent(failed("not run: the answer that made this call was cut off by the output-token limit"))
-		s.messages = append(s.messages, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleTool, ToolCallID: c.ID, Content: content})
+		s.conv.appendToolResult(c.ID, content)
 		s.emit(Event{Kind: EventToolResult, Step: step, Tool: c.Function.Name, ToolCallID: c.ID, Output: content, Failed: true})
 	}
-	s.appendUser(notice)
+	s.conv.appendUser(notice)
 	return nil
 }
 
-// answeredWithText handles an answer without tool calls. Only consecutive
-// text answers count: a reminder while they are within MaxReminders (the
-// last one offers only submit_report), a child failure past them.
+// answeredWithText answers an answer without tool calls with the role's
+// reminder, the last one (bounds.textAnswer) offering only the finishing
+// tool; past the reminders the round ends.
 func (s *session) answeredWithText() error {
-	s.textStreak++
-	if s.textStreak > s.cfg.MaxReminders {
-		return childFailure("the model answered with text %d times in a row, the last time when only submit_report was offered", s.textStreak)
-	}
-	reminder, final := textReminder, textFinalReminder
-	if s.req.Review != nil {
-		reminder, final = textReviewReminder, textReviewFinalReminder
-	}
-	if s.textStreak == s.cfg.MaxReminders {
-		text, err := render(final, nil)
-		if err != nil {
-			return err
-		}
-		s.reportOnly = true
-		s.appendUser(text)
-		return nil
-	}
-	text, err := render(reminder, struct{ ReportOnly bool }{s.reportOnly})
+	final, err := s.bounds.textAnswer()
 	if err != nil {
 		return err
 	}
-	s.appendUser(text)
+	texts := s.role.texts()
+	var text string
+	if final {
+		text, err = render(texts.finalReminder, nil)
+	} else {
+		text, err = render(texts.reminder, struct{ ReportOnly bool }{s.bounds.reportOnly})
+	}
+	if err != nil {
+		return err
+	}
+	s.conv.appendUser(text)
 	return nil
-}
-
-func (s *session) appendUser(text string) {
-	s.messages = append(s.messages, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser, Content: text})
 }
 
 func toolNames(defs []openai.Tool) []string {

@@ -51,7 +51,7 @@ func (s *session) verifyComplete(ctx context.Context, step int) (*report.Verific
 		text, err := render(textVerifyExhausted, verifyExhaustedData{Attempts: s.verifyFailures, Command: s.req.VerifyCommand})
 		return nil, text, err
 	}
-	timeout := s.verifyTimeout()
+	timeout := s.bounds.verifyTimeout(s.cfg.VerifyTimeout, time.Now())
 	s.emit(Event{Kind: EventVerifyStart, Step: step, Tool: VerifyTool, Arguments: s.req.VerifyCommand})
 	ctx, span := s.cfg.Tracing.Start(ctx, tracing.SpanVerify)
 	defer span.End()
@@ -77,25 +77,9 @@ func (s *session) verifyComplete(ctx context.Context, step int) (*report.Verific
 	s.verifyFailures++
 	text, err := render(textVerifyRefused, verifyRefusedData{
 		Command: v.Command, ExitCode: v.ExitCode, TimedOut: res.TimedOut, Timeout: humanDuration(timeout),
-		Output: orNoOutput(v.Output), AttemptsLeft: s.cfg.VerifyAttempts - s.verifyFailures, ReportOnly: s.reportOnly,
+		Output: orNoOutput(v.Output), AttemptsLeft: s.cfg.VerifyAttempts - s.verifyFailures, ReportOnly: s.bounds.reportOnly,
 	})
 	return nil, text, err
-}
-
-// verifyTimeout is Config.VerifyTimeout, shortened so that a check started
-// before the time bound ends by it (a timed-out check is a refusal, and the
-// hand-off still gets its time), and one started after it leaves half the
-// round's rest for the report that follows a refusal.
-func (s *session) verifyTimeout() time.Duration {
-	timeout := s.cfg.VerifyTimeout
-	now := time.Now()
-	if !s.handoffAt.IsZero() && now.Before(s.handoffAt) {
-		return min(timeout, s.handoffAt.Sub(now))
-	}
-	if !s.req.Deadline.IsZero() {
-		return max(min(timeout, s.req.Deadline.Sub(now)/2), time.Millisecond)
-	}
-	return timeout
 }
 
 func orNoOutput(s string) string {
