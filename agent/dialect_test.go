@@ -311,3 +311,31 @@ func TestSilentTruncationIsWarnedOnceAndTheEstimateDrivesTheBounds(t *testing.T)
 		t.Errorf("handoffs = %+v, want the context bound (the provider's 300 tokens would never reach it)", hs)
 	}
 }
+
+func TestNoUserMessageRightAfterAToolMessage(t *testing.T) {
+	mistralCall := func(id, name string) fakeopenai.Response {
+		return fakeopenai.Response{ToolCalls: []fakeopenai.Call{{ID: id, Name: name, Arguments: "{}"}}}
+	}
+	cut := mistralCall("cutCall01", "list_files")
+	cut.FinishReason = openai.FinishReasonLength
+	h := newHarness(t, fakeopenai.Script{Strict: fakeopenai.Strictness{Mistral: true}, Queue: []fakeopenai.Response{
+		cut,                                    // answered by tool results and the cut-off notice
+		mistralCall("listCall1", "list_files"), // then the forced hand-off of the last model call
+		{ToolCalls: []fakeopenai.Call{{ID: "reportId1", Name: "submit_report", Arguments: fakeopenai.SubmitReport(validContinue).Arguments}}},
+	}})
+	h.cfg.MaxModelCalls = 3
+	if _, err := h.run(); err != nil {
+		t.Fatalf("a strict provider refused the notices: %v", err)
+	}
+	if hs := h.events.ofKind(agent.EventHandoff); len(hs) != 1 || hs[0].Bound != agent.BoundModelCalls {
+		t.Errorf("handoffs = %+v, want the model-calls bound", hs)
+	}
+	for _, r := range h.requests() {
+		msgs := r.Chat.Messages
+		for i := 1; i < len(msgs); i++ {
+			if msgs[i].Role == openai.ChatMessageRoleUser && msgs[i-1].Role != openai.ChatMessageRoleAssistant && msgs[i-1].Role != openai.ChatMessageRoleSystem {
+				t.Errorf("request %d: message %d is a user message after a %s message", r.Index, i, msgs[i-1].Role)
+			}
+		}
+	}
+}
