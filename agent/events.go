@@ -26,8 +26,8 @@ const (
 	// EventModelWarning: the provider's answer suggests a misconfiguration
 	// the run survives but the operator should fix (Error says what).
 	EventModelWarning EventKind = "model_warning"
-	EventToolCall      EventKind = "tool_call"
-	EventToolResult    EventKind = "tool_result"
+	EventToolCall     EventKind = "tool_call"
+	EventToolResult   EventKind = "tool_result"
 	// EventHandoff: a bound was reached and only submit_report is offered
 	// from now on (Bound names it).
 	EventHandoff EventKind = "handoff"

@@ -32,10 +32,10 @@ type chunkChoice struct {
 }
 
 type delta struct {
-	Role             string       `json:"role,omitempty"`
-	Content          *string      `json:"content,omitempty"`
-	ReasoningContent string       `json:"reasoning_content,omitempty"`
-	ToolCalls        []deltaCall  `json:"tool_calls,omitempty"`
+	Role             string      `json:"role,omitempty"`
+	Content          *string     `json:"content,omitempty"`
+	ReasoningContent string      `json:"reasoning_content,omitempty"`
+	ToolCalls        []deltaCall `json:"tool_calls,omitempty"`
 }
 
 type deltaCall struct {
