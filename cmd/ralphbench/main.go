@@ -67,6 +67,7 @@ func run() int {
 		rlRuns       = flag.Int("ratelimit-runs", 20, "concurrent runs of the rate-limit scenario")
 		rlWindow     = flag.Duration("ratelimit-window", 5*time.Minute, "how long the provider rate-limits in the rate-limit scenario")
 		rlBefore     = flag.String("ratelimit-before-bin", "", "a worker binary built from an earlier commit, measured as \"before\" in the rate-limit scenario")
+		workerEnv    = flag.String("worker-env", "", "comma-separated KEY=VALUE worker settings applied to every benchmark's workers (e.g. RALPH_MODEL_STREAM=off)")
 	)
 	flag.Parse()
 	want := map[string]bool{}
@@ -89,6 +90,11 @@ func run() int {
 	slotsList, err := ints(*scaleSlots)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "ralphbench: -scale-concurrent-rounds:", err)
+		return 2
+	}
+	settings, err := keyValues(*workerEnv)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "ralphbench: -worker-env:", err)
 		return 2
 	}
 	hbList, err := ints(*crashHB)
@@ -157,6 +163,7 @@ func run() int {
 		DevPID:    dev.PID(),
 		Progress:  progress,
 		Tag:       strconv.FormatInt(time.Now().Unix()%1_000_000, 36),
+		Settings:  settings,
 	}
 	var serverRestart func(context.Context) error
 	var dbSize func(context.Context) (int64, error)
@@ -385,4 +392,20 @@ func postgresSize(ctx context.Context, url string) (int64, error) {
 		return 0, fmt.Errorf("psql: %w", err)
 	}
 	return strconv.ParseInt(strings.TrimSpace(string(out)), 10, 64)
+}
+
+// keyValues parses "K=V,K2=V2".
+func keyValues(s string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		k, v, ok := strings.Cut(f, "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("%q is not KEY=VALUE", f)
+		}
+		out[k] = v
+	}
+	return out, nil
 }
