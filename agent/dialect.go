@@ -455,6 +455,7 @@ func mayNeedNormalising(data []byte) bool {
 type sseBody struct {
 	src  io.ReadCloser
 	d    *dialect
+	buf  []byte // read buffer, reused
 	line []byte // a partial line read so far
 	out  []byte // normalised bytes not yet returned
 	err  error
@@ -474,9 +475,11 @@ func (b *sseBody) Read(p []byte) (int, error) {
 
 // fill reads what the source has and moves whole lines to out.
 func (b *sseBody) fill() {
-	buf := make([]byte, 32<<10)
-	n, err := b.src.Read(buf)
-	b.line = append(b.line, buf[:n]...)
+	if b.buf == nil {
+		b.buf = make([]byte, 32<<10)
+	}
+	n, err := b.src.Read(b.buf)
+	b.line = append(b.line, b.buf[:n]...)
 	for {
 		i := bytes.IndexByte(b.line, '\n')
 		if i < 0 {
