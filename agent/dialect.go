@@ -442,8 +442,7 @@ func (d *dialect) normaliseChunk(data []byte) []byte {
 // deltas and pass without being decoded twice.
 func mayNeedNormalising(data []byte) bool {
 	for _, marker := range [][]byte{[]byte(`"error"`), []byte(`"extra_content"`), []byte(`"reasoning`),
-		[]byte(`"content":[`), []byte(`"content": [`), []byte(`"arguments":{`), []byte(`"arguments": {`),
-		[]byte(`"tool_calls"`)} {
+		[]byte(`"content":[`), []byte(`"content": [`), []byte(`"arguments":{`), []byte(`"arguments": {`)} {
 		if bytes.Contains(data, marker) {
 			return true
 		}
