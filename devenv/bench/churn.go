@@ -736,6 +736,24 @@ func (h *Harness) ChurnSection(ctx context.Context, cfg ChurnSectionConfig) (Sec
 	if err != nil {
 		return sec, err
 	}
+	tbl := churnTable(r, cfg.ChurnConfig)
+	sec.Tables = append(sec.Tables, tbl)
+	sec.Notes = append(sec.Notes, "Disruptions: "+strings.Join(r.Events, "; ")+".")
+	for i, p := range r.Problems {
+		if i == 20 {
+			sec.Notes = append(sec.Notes, fmt.Sprintf("… and %d more problems", len(r.Problems)-20))
+			break
+		}
+		sec.Notes = append(sec.Notes, "problem: "+p)
+	}
+	if len(r.Problems) > 0 {
+		return sec, fmt.Errorf("%d churn checks failed, first: %s", len(r.Problems), r.Problems[0])
+	}
+	return sec, nil
+}
+
+// churnTable is the measures of one churn run.
+func churnTable(r *ChurnResult, cfg ChurnConfig) Table {
 	tbl := Table{Header: []string{"measure", "value"}}
 	add := func(k, v string) { tbl.Add(k, v) }
 	add("runs × rounds, workers", fmt.Sprintf("%d × %d, %d", r.Runs, cfg.Rounds, r.Workers))
@@ -758,17 +776,5 @@ func (h *Harness) ChurnSection(ctx context.Context, cfg ChurnSectionConfig) (Sec
 	add("usage short by an answer in flight at a kill (runs / answers; at most one per lost attempt)", fmt.Sprintf("%d / %d", r.InFlightRuns, r.InFlightAnswers))
 	add("orphaned command processes", strconv.Itoa(r.Orphans))
 	add("checks failed", strconv.Itoa(len(r.Problems)))
-	sec.Tables = append(sec.Tables, tbl)
-	sec.Notes = append(sec.Notes, "Disruptions: "+strings.Join(r.Events, "; ")+".")
-	for i, p := range r.Problems {
-		if i == 20 {
-			sec.Notes = append(sec.Notes, fmt.Sprintf("… and %d more problems", len(r.Problems)-20))
-			break
-		}
-		sec.Notes = append(sec.Notes, "problem: "+p)
-	}
-	if len(r.Problems) > 0 {
-		return sec, fmt.Errorf("%d churn checks failed, first: %s", len(r.Problems), r.Problems[0])
-	}
-	return sec, nil
+	return tbl
 }
