@@ -62,7 +62,7 @@ type options struct {
 	rlBefore                    string
 	workerEnv                   string
 	settings                    map[string]string // -worker-env
-	want                        map[string]bool // the benchmarks named in -only
+	want                        map[string]bool   // the benchmarks named in -only
 	runsList, slotsList, hbList []int
 }
 
