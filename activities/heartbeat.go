@@ -33,7 +33,8 @@ const heartbeatRPCTimeout = 10 * time.Second
 // makes Temporal retry the round; heartbeats also deliver cancellation),
 // and after every model answer. It follows the session's events to report
 // the step, the last tool, the size of the last model request
-// (contextTokens) and the usage so far.
+// (contextTokens), the progress of a streamed answer (streamedTokens,
+// firstTokenMs) and the usage so far.
 type heartbeat struct {
 	// record sends details and reports whether the server has them.
 	record func(HeartbeatDetails) bool
@@ -180,6 +181,7 @@ func (h *heartbeat) Observe(e agent.Event) {
 	switch e.Kind {
 	case agent.EventModelRequest:
 		h.details.Step, h.details.ContextTokens = e.Step, e.ContextTokens
+		h.details.StreamedTokens, h.details.FirstTokenMs = 0, 0
 		if h.sent < h.answers && !h.ended {
 			signal(h.answeredNow) // an answer waiting for its delay is due now
 			for h.sent < h.answers && !h.ended {
@@ -202,6 +204,8 @@ func (h *heartbeat) Observe(e agent.Event) {
 		} else {
 			signal(h.answeredNow)
 		}
+	case agent.EventModelProgress:
+		h.details.StreamedTokens, h.details.FirstTokenMs = e.StreamedTokens, e.FirstTokenMs
 	case agent.EventToolCall:
 		h.details.Step, h.details.LastTool = e.Step, e.Tool
 		h.details.Usage.ToolCalls++

@@ -40,6 +40,24 @@ func TestHeartbeatFollowsTheSession(t *testing.T) {
 	}
 }
 
+func TestHeartbeatShowsStreamProgress(t *testing.T) {
+	h := startHeartbeatWith(context.Background(), HeartbeatDetails{Round: 1}, time.Hour, func(HeartbeatDetails) bool { return true })
+	defer h.stop()
+	h.Observe(agent.Event{Kind: agent.EventModelRequest, Step: 1, ContextTokens: 900})
+	h.Observe(agent.Event{Kind: agent.EventModelProgress, Step: 1, StreamedTokens: 3, FirstTokenMs: 420})
+	h.Observe(agent.Event{Kind: agent.EventModelProgress, Step: 1, StreamedTokens: 250, FirstTokenMs: 420})
+	got, _ := h.snapshot()
+	want := HeartbeatDetails{Round: 1, Step: 1, ContextTokens: 900, StreamedTokens: 250, FirstTokenMs: 420}
+	if got != want {
+		t.Errorf("details mid-stream = %+v, want %+v", got, want)
+	}
+	h.Observe(agent.Event{Kind: agent.EventModelRequest, Step: 2, ContextTokens: 1200})
+	got, _ = h.snapshot()
+	if want := (HeartbeatDetails{Round: 1, Step: 2, ContextTokens: 1200}); got != want {
+		t.Errorf("details at the next request = %+v, want %+v (progress cleared)", got, want)
+	}
+}
+
 // A killed worker loses only what its last heartbeat did not carry, so every
 // model answer's usage is heartbeated soon after it arrives, long before the
 // next periodic heartbeat (an hour away here).

@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/ralph-temporal/ralph/agent"
@@ -99,7 +100,7 @@ func (a *Activities) RunRound(ctx context.Context, in RoundInput) (out RoundOutp
 		Deadline: roundDeadline(info), VerifyCommand: in.VerifyCommand, TokenBudget: in.TokenBudget, RunDeadline: in.RunDeadline,
 		ProtectedPaths: in.ProtectedPaths,
 		Deferrable:     in.Deferrable,
-	}, agent.Observers(transcript, hb, tally))
+	}, agent.Observers(transcript, hb, tally, providerWarnings(logger, in.Round)))
 	tally.record(activity.GetMetricsHandler(ctx), roundOutcome(res, err), res.Usage, time.Since(started))
 	if terr := transcript.Err(); terr != nil {
 		logger.Warn("Transcript incomplete", "transcript", path, "error", terr)
@@ -274,4 +275,15 @@ func setupError(ctx context.Context, err error, details FailureDetails) error {
 		return err
 	}
 	return temporal.NewApplicationError(err.Error(), ErrTypeRoundError, details)
+}
+
+// providerWarnings logs what the session found wrong with the provider's
+// setup (a silently truncated prompt), so an operator sees it without
+// reading transcripts.
+func providerWarnings(logger log.Logger, round int) agent.Observer {
+	return agent.ObserverFunc(func(e agent.Event) {
+		if e.Kind == agent.EventModelWarning {
+			logger.Warn("Model provider warning", "round", round, "step", e.Step, "model", e.Model, "warning", e.Error)
+		}
+	})
 }

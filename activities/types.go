@@ -245,6 +245,11 @@ type HeartbeatDetails struct {
 	LastTool  string `json:"lastTool"`
 	// ContextTokens is the size of the session's last model request.
 	ContextTokens int `json:"contextTokens"`
+	// StreamedTokens estimates the answer streamed so far by the model call
+	// in flight (0 between calls); FirstTokenMs is how long that call waited
+	// for its first token.
+	StreamedTokens int   `json:"streamedTokens,omitempty"`
+	FirstTokenMs   int64 `json:"firstTokenMs,omitempty"`
 	// Usage is what this round's attempts have spent so far, earlier
 	// attempts included: a retried attempt reads it back from the last
 	// heartbeat, so the run counts every attempt that reported usage.

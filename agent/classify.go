@@ -42,7 +42,7 @@ func classify(err error, status int) modelFailure {
 		if f.text == "" && reqErr.Err != nil {
 			f.text = reqErr.Err.Error()
 		}
-		f.transient = transientStatus(f.status)
+		f.transient = transientStatus(f.status) && !permanent(f.text)
 		return f
 	case errors.As(err, &apiErr):
 		code, _ := apiErr.Code.(string)
@@ -54,25 +54,32 @@ func classify(err error, status int) modelFailure {
 			// A 429 that waiting will not fix.
 			return f
 		}
-		f.transient = transientStatus(f.status)
+		f.transient = transientStatus(f.status) && !permanent(f.text)
 		return f
-	case errors.Is(err, errNoChoices):
+	case errors.Is(err, errNoChoices), errors.Is(err, errStreamIncomplete):
 		return modelFailure{transient: true, status: status, text: err.Error()}
 	case isBadBody(err):
 		// A 2xx whose body is not a chat completion: a proxy's page or a
 		// cut-off body.
 		return modelFailure{transient: true, status: status, text: "response body is not a valid chat completion: " + err.Error()}
-	case isNetwork(err):
+	case errors.Is(err, errModelIdle), isNetwork(err):
 		return modelFailure{transient: true, status: status, text: err.Error()}
 	default:
 		return modelFailure{status: status, text: err.Error()}
 	}
 }
 
-// quota: the key is out of quota (a 429 that waiting a minute will not fix).
+// quota: the key is out of quota (a 429 that waiting a minute will not
+// fix), or the account out of balance (402: DeepSeek, OpenRouter, Mistral,
+// Anthropic).
 func (f modelFailure) quota() bool {
-	return f.code == "insufficient_quota" || f.typ == "insufficient_quota"
+	return f.code == "insufficient_quota" || f.typ == "insufficient_quota" || f.status == http.StatusPaymentRequired
 }
+
+// permanentPhrases name server misconfigurations that a 5xx reports and
+// that no retry or wait mends (llama.cpp started without --jinja refuses
+// every request with tools).
+var permanentPhrases = []string{"requires --jinja", "--jinja flag"}
 
 func transientStatus(status int) bool {
 	switch status {
@@ -80,6 +87,16 @@ func transientStatus(status int) bool {
 		return true
 	}
 	return status >= 500
+}
+
+// permanent: the error text names a misconfiguration of the server.
+func permanent(text string) bool {
+	for _, p := range permanentPhrases {
+		if strings.Contains(text, p) {
+			return true
+		}
+	}
+	return false
 }
 
 func isBadBody(err error) bool {

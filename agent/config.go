@@ -25,6 +25,19 @@ const (
 	DefaultContextTokens    = 131072
 	DefaultVerifyTimeout    = 600 * time.Second
 	DefaultVerifyAttempts   = 3
+	DefaultIdleTimeout      = 120 * time.Second
+)
+
+// Wire APIs a session can speak (RALPH_WIRE_API).
+const (
+	WireChat      = "chat"
+	WireResponses = "responses"
+)
+
+// Output-limit field names (RALPH_MAX_TOKENS_FIELD); empty picks by model.
+const (
+	MaxTokensField           = "max_tokens"
+	MaxCompletionTokensField = "max_completion_tokens"
 )
 
 // Config is how one session talks to the model and how far it may go. It is
@@ -64,6 +77,22 @@ type Config struct {
 	MaxOutputTokens int
 	// EchoReasoning sends reasoning_content back on assistant turns.
 	EchoReasoning bool
+	// Stream sends model calls streamed (stream: true, usage in the last
+	// chunk); off for a provider that cannot stream.
+	Stream bool
+	// IdleTimeout is how long a streamed call may go without a byte before
+	// it counts as a transient failure.
+	IdleTimeout time.Duration
+	// WireAPI is WireChat (chat completions; also when empty) or WireResponses.
+	WireAPI string
+	// ReasoningEffort (low, medium, high) is sent to reasoning models; empty
+	// sends none.
+	ReasoningEffort string
+	// ExtraBody is merged into every request body (provider-required fields).
+	ExtraBody map[string]any
+	// MaxTokensFieldName names the output-limit field; empty: max_tokens,
+	// except max_completion_tokens for OpenAI reasoning models.
+	MaxTokensFieldName string
 	// VerifyTimeout bounds one run of the verify command.
 	VerifyTimeout time.Duration
 	// VerifyAttempts bounds the failed verifications of one session; a
@@ -94,6 +123,9 @@ func DefaultConfig() Config {
 		RetryMaxDelay:    DefaultRetryMaxDelay,
 		ContextTokens:    DefaultContextTokens,
 		EchoReasoning:    true,
+		Stream:           true,
+		IdleTimeout:      DefaultIdleTimeout,
+		WireAPI:          WireChat,
 		VerifyTimeout:    DefaultVerifyTimeout,
 		VerifyAttempts:   DefaultVerifyAttempts,
 		ToolLimits:       tools.DefaultLimits(),
@@ -108,7 +140,7 @@ func (c Config) Validate() error {
 	}{
 		{"call timeout", c.CallTimeout}, {"max Retry-After", c.MaxRetryAfter},
 		{"retry base delay", c.RetryBaseDelay}, {"retry max delay", c.RetryMaxDelay},
-		{"verify timeout", c.VerifyTimeout},
+		{"verify timeout", c.VerifyTimeout}, {"model idle timeout", c.IdleTimeout},
 	}
 	for _, d := range durations {
 		if d.value <= 0 {
@@ -130,6 +162,9 @@ func (c Config) Validate() error {
 			return fmt.Errorf("agent config: %s must be at least %d, got %d", n.name, n.minValue, n.value)
 		}
 	}
+	if err := c.validateWire(); err != nil {
+		return err
+	}
 	if c.Model == "" {
 		return fmt.Errorf("agent config: model name is required")
 	}
@@ -137,6 +172,26 @@ func (c Config) Validate() error {
 		if strings.TrimSpace(m) == "" || strings.TrimSpace(m) != m {
 			return fmt.Errorf("agent config: fallback model %d is %q: names must be non-empty and trimmed", i+1, m)
 		}
+	}
+	return nil
+}
+
+// validateWire checks the settings of how requests are sent.
+func (c Config) validateWire() error {
+	switch c.WireAPI {
+	case "", WireChat, WireResponses: // empty: chat
+	default:
+		return fmt.Errorf("agent config: wire API %q is not one of %s, %s", c.WireAPI, WireChat, WireResponses)
+	}
+	switch c.ReasoningEffort {
+	case "", "low", "medium", "high":
+	default:
+		return fmt.Errorf("agent config: reasoning effort %q is not one of low, medium, high", c.ReasoningEffort)
+	}
+	switch c.MaxTokensFieldName {
+	case "", MaxTokensField, MaxCompletionTokensField:
+	default:
+		return fmt.Errorf("agent config: max tokens field %q is not one of %s, %s", c.MaxTokensFieldName, MaxTokensField, MaxCompletionTokensField)
 	}
 	return nil
 }

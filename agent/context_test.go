@@ -127,8 +127,8 @@ func TestRequestOverTheWindowIsCompacted(t *testing.T) {
 func wantCompacted(t *testing.T, first, compacted fakeopenai.Request, calls []string, notice string) {
 	t.Helper()
 	msgs := compacted.Chat.Messages
-	if len(msgs) != 3 {
-		t.Fatalf("compacted request has %d messages, want 3: %+v", len(msgs), msgs)
+	if len(msgs) != 4 || msgs[2].Role != openai.ChatMessageRoleAssistant {
+		t.Fatalf("compacted request has %d messages, want 4 (no two user messages in a row): %+v", len(msgs), msgs)
 	}
 	if !reflect.DeepEqual(msgs[:2], first.Chat.Messages[:2]) {
 		t.Errorf("compacted request does not start with the system and round prompts")
@@ -142,11 +142,11 @@ func wantCompacted(t *testing.T, first, compacted fakeopenai.Request, calls []st
 	}
 	wantPrefix := "Your conversation of this round no longer fits the model's context, so it was replaced by this summary. " +
 		"Tool calls made so far in this round, oldest first:\n" + list.String() + "\n" + notice
-	if msgs[2].Role != openai.ChatMessageRoleUser || !strings.HasPrefix(msgs[2].Content, wantPrefix) {
-		t.Errorf("compacted message =\n%s\nwant it to start with\n%s", msgs[2].Content, wantPrefix)
+	if msgs[3].Role != openai.ChatMessageRoleUser || !strings.HasPrefix(msgs[3].Content, wantPrefix) {
+		t.Errorf("compacted message =\n%s\nwant it to start with\n%s", msgs[3].Content, wantPrefix)
 	}
-	if !strings.Contains(msgs[2].Content, "\nRemaining: model calls: ") {
-		t.Errorf("compacted message lacks the remaining amounts:\n%s", msgs[2].Content)
+	if !strings.Contains(msgs[3].Content, "\nRemaining: model calls: ") {
+		t.Errorf("compacted message lacks the remaining amounts:\n%s", msgs[3].Content)
 	}
 }
 
@@ -180,7 +180,7 @@ func TestContextLengthErrorGetsOneCompactedRequest(t *testing.T) {
 					compacted = append(compacted, e)
 				}
 			}
-			if len(compacted) != 1 || len(compacted[0].Messages) != 3 {
+			if len(compacted) != 1 || len(compacted[0].Messages) != 4 {
 				t.Errorf("compacted model_request events = %+v, want one carrying the whole new conversation", compacted)
 			}
 		})

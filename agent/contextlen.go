@@ -36,6 +36,11 @@ const llamaCppContextType = "exceed_context_size_error"
 //   - llama.cpp server: "the request exceeds the available context size, try
 //     increasing it", newer "request (4476 tokens) exceeds the available
 //     context size (4096 tokens)" (type exceed_context_size_error).
+//   - SGLang: "The input (5000 tokens) is longer than the model's context
+//     length (4096 tokens)."; Gemini's OpenAI endpoint: "The input token
+//     count (1200000) exceeds the maximum number of tokens allowed
+//     (1048576)."; xAI: "This model's maximum prompt length is 131072 but
+//     the request contains 140000 tokens."; Groq answers 413 for the same.
 //   - and the generic "prompt is too long" / "too many tokens" wording of
 //     proxies and other servers.
 var contextLengthPhrases = []string{
@@ -48,12 +53,18 @@ var contextLengthPhrases = []string{
 	"input tokens exceed the configured limit",
 	"prompt is too long",
 	"too many tokens",
+	"longer than the model's context length",
+	"exceeds the maximum number of tokens allowed",
+	"maximum prompt length",
 }
 
 // isContextLength reports whether a refused call said the request does not
-// fit the model's context: HTTP 400 with the OpenAI code, llama.cpp's type or
-// one of the known phrasings.
+// fit the model's context: HTTP 413, or HTTP 400 with the OpenAI code,
+// llama.cpp's type or one of the known phrasings.
 func isContextLength(f modelFailure) bool {
+	if f.status == http.StatusRequestEntityTooLarge {
+		return true
+	}
 	if f.status != http.StatusBadRequest {
 		return false
 	}

@@ -20,7 +20,16 @@ type conversation struct {
 	callLog                     []string // "name arguments" of every tool call, for compaction
 }
 
+// bridgeTurn is the one-line assistant turn put between a tool (or user)
+// message and a user message the session adds: Mistral refuses a user
+// message right after a tool message, and several chat templates two user
+// messages in a row.
+const bridgeTurn = "Noted."
+
 func (c *conversation) appendUser(text string) {
+	if n := len(c.messages); n > 0 && c.messages[n-1].Role != openai.ChatMessageRoleAssistant && c.messages[n-1].Role != openai.ChatMessageRoleSystem {
+		c.messages = append(c.messages, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleAssistant, Content: bridgeTurn})
+	}
 	c.messages = append(c.messages, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser, Content: text})
 }
 

@@ -20,8 +20,14 @@ const (
 	EventModelRequest  EventKind = "model_request"
 	EventModelResponse EventKind = "model_response"
 	EventModelError    EventKind = "model_error"
-	EventToolCall      EventKind = "tool_call"
-	EventToolResult    EventKind = "tool_result"
+	// EventModelProgress: a streamed answer is arriving (StreamedTokens so
+	// far, FirstTokenMs); kept out of transcripts.
+	EventModelProgress EventKind = "model_progress"
+	// EventModelWarning: the provider's answer suggests a misconfiguration
+	// the run survives but the operator should fix (Error says what).
+	EventModelWarning EventKind = "model_warning"
+	EventToolCall     EventKind = "tool_call"
+	EventToolResult   EventKind = "tool_result"
 	// EventHandoff: a bound was reached and only submit_report is offered
 	// from now on (Bound names it).
 	EventHandoff EventKind = "handoff"
@@ -93,6 +99,10 @@ type Event struct {
 	HTTPStatus   int                           `json:"httpStatus,omitempty"`
 	Transient    bool                          `json:"transient,omitempty"`
 	RetryInMs    int64                         `json:"retryInMs,omitempty"`
+	// model_progress: estimated tokens of the answer streamed so far, and
+	// the milliseconds from the request to its first token.
+	StreamedTokens int   `json:"streamedTokens,omitempty"`
+	FirstTokenMs   int64 `json:"firstTokenMs,omitempty"`
 
 	// tool_call / tool_result
 	Tool       string `json:"tool,omitempty"`

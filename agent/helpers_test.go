@@ -108,12 +108,13 @@ func (h *harness) checkConversation() {
 	}
 }
 
-// compactedPrefix starts the one user message of a compacted request.
+// compactedPrefix starts the summary of a compacted request (system prompt,
+// round prompt, a one-line assistant turn, the summary).
 const compactedPrefix = "Your conversation of this round no longer fits the model's context"
 
 func isCompacted(r fakeopenai.Request) bool {
 	msgs := r.Chat.Messages
-	return len(msgs) == 3 && strings.HasPrefix(msgs[2].Content, compactedPrefix)
+	return len(msgs) == 4 && strings.HasPrefix(msgs[3].Content, compactedPrefix)
 }
 
 func (h *harness) checkEventsRedacted() {

@@ -23,7 +23,16 @@ type modelClient struct {
 	cfg     Config
 	client  *openai.Client
 	capture *responseCapture
+	dialect *dialect
 	emit    func(Event)
+	// carried holds what the Responses wire must send back with a turn.
+	carried *responsesCarry
+	// truncationWarned: the provider's silent truncation was reported.
+	truncationWarned bool
+	// boundsPrompt is the prompt size of the last answered request as the
+	// bounds count it: the provider's figure, or the estimate when that is
+	// far larger (0: not reported).
+	boundsPrompt int
 	// models is the primary model then the fallbacks; current indexes it.
 	// The session stays on a fallback once it moved there.
 	models  []string
@@ -42,11 +51,14 @@ func newModelClient(cfg Config, deferrable bool, emit func(Event)) *modelClient 
 	if httpClient == nil {
 		httpClient = &http.Client{}
 	}
-	capture := &responseCapture{doer: httpClient}
+	capture := &responseCapture{doer: httpClient, dialect: newDialect(cfg)}
+	if cfg.Stream || cfg.WireAPI == WireResponses {
+		capture.idle = cfg.IdleTimeout
+	}
 	oc.HTTPClient = capture
 	models := append([]string{cfg.Model}, cfg.FallbackModels...)
-	return &modelClient{cfg: cfg, client: openai.NewClientWithConfig(oc), capture: capture, emit: emit,
-		models: models, deferrable: deferrable}
+	return &modelClient{cfg: cfg, client: openai.NewClientWithConfig(oc), capture: capture, dialect: capture.dialect,
+		emit: emit, carried: newResponsesCarry(), models: models, deferrable: deferrable}
 }
 
 // model is the model the next request goes to.
@@ -64,8 +76,9 @@ func (m *modelClient) model() string { return m.models[m.current] }
 func (m *modelClient) complete(ctx context.Context, step int, req openai.ChatCompletionRequest) (openai.ChatCompletionResponse, error) {
 	for attempt := 1; ; attempt++ {
 		req.Model = m.model()
-		resp, err := m.once(ctx, req)
+		resp, err := m.once(ctx, step, req)
 		if err == nil {
+			m.checkTruncation(step, req, &resp)
 			return resp, nil
 		}
 		if ctx.Err() != nil {
@@ -80,12 +93,15 @@ func (m *modelClient) complete(ctx context.Context, step int, req openai.ChatCom
 			header    http.Header
 			ev        Event
 		)
-		if errors.Is(err, errCallTimeout) {
+		if errors.Is(err, errCallTimeout) || errors.Is(err, errModelIdle) {
 			// A provider that hangs is a transient fault like a dropped
 			// connection: retried in the same session, then ModelUnavailable.
 			text = fmt.Sprintf("model call %d exceeded the per-call timeout of %s", step, m.cfg.CallTimeout)
+			if errors.Is(err, errModelIdle) {
+				text = fmt.Sprintf("model call %d: the stream sent no byte for %s", step, m.cfg.IdleTimeout)
+			}
 			transient = true
-			ev = Event{Kind: EventModelError, Step: step, Attempt: attempt, Transient: true, Error: text}
+			ev = Event{Kind: EventModelError, Step: step, Attempt: attempt, Transient: true, Error: text, Model: req.Model}
 		} else {
 			var seen int
 			seen, header = m.capture.last()
@@ -93,7 +109,7 @@ func (m *modelClient) complete(ctx context.Context, step int, req openai.ChatCom
 			text, transient, tooLong, quota, status = f.describe(m.cfg.APIKey), f.transient, isContextLength(f), f.quota(), f.status
 			ev = Event{Kind: EventModelError, Step: step, Attempt: attempt, HTTPStatus: f.status, Transient: f.transient, Error: text, Model: req.Model}
 		}
-		delay, hasDelay := providerDelay(header, time.Now())
+		delay, hasDelay := providerDelay(status, header, time.Now())
 		if !hasDelay {
 			delay = 0
 		}
@@ -128,7 +144,7 @@ func (m *modelClient) complete(ctx context.Context, step int, req openai.ChatCom
 			}
 			return openai.ChatCompletionResponse{}, &ModelUnavailableError{Attempts: attempt, Last: text}
 		}
-		wait := backoff(attempt, header, m.cfg)
+		wait := backoff(attempt, status, header, m.cfg)
 		ev.RetryInMs = wait.Milliseconds()
 		m.emit(ev)
 		traceRetry(ctx, attempt, ev.HTTPStatus)
@@ -159,12 +175,26 @@ func (e *contextLengthError) Error() string {
 	return fmt.Sprintf("model call %d was refused as too long for the model's context: %s", e.step, e.text)
 }
 
-// once is one transport attempt under the per-call timeout.
-func (m *modelClient) once(ctx context.Context, req openai.ChatCompletionRequest) (openai.ChatCompletionResponse, error) {
+// once is one transport attempt under the per-call timeout, on the
+// configured wire; the answer is settled by the dialect layer (text tool
+// calls, ids) whatever wire brought it.
+func (m *modelClient) once(ctx context.Context, step int, req openai.ChatCompletionRequest) (openai.ChatCompletionResponse, error) {
 	callCtx, cancel := context.WithTimeoutCause(ctx, m.cfg.CallTimeout, errCallTimeout)
 	defer cancel()
 	m.capture.reset()
-	resp, err := m.client.CreateChatCompletion(callCtx, req)
+	shapeRequest(&req, m.cfg)
+	var (
+		resp openai.ChatCompletionResponse
+		err  error
+	)
+	switch {
+	case m.cfg.WireAPI == WireResponses:
+		resp, err = m.respond(callCtx, step, req)
+	case m.cfg.Stream:
+		resp, err = m.streamChat(callCtx, step, req)
+	default:
+		resp, err = m.client.CreateChatCompletion(callCtx, req)
+	}
 	if err != nil {
 		if ctx.Err() == nil && errors.Is(context.Cause(callCtx), errCallTimeout) {
 			return resp, fmt.Errorf("%w after %s", errCallTimeout, m.cfg.CallTimeout)
@@ -174,6 +204,7 @@ func (m *modelClient) once(ctx context.Context, req openai.ChatCompletionRequest
 	if len(resp.Choices) == 0 {
 		return resp, errNoChoices
 	}
+	settleAnswer(&resp, req.Tools)
 	return resp, nil
 }
 

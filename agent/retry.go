@@ -12,11 +12,17 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 )
 
-// responseCapture remembers the status and headers of the last HTTP
-// response, because go-openai's errors drop the headers and Retry-After is
-// among them. One capture serves one session, whose calls are sequential.
+// responseCapture is the HTTP wrapper every model call passes through. It
+// remembers the status and headers of the last response, because
+// go-openai's errors drop the headers and Retry-After is among them; it
+// holds the session's dialect layer (dialect.go), which rewrites what goes
+// out and normalises what comes in; and it aborts a streamed exchange that
+// goes idle past idle (0: never). One capture serves one session, whose
+// calls are sequential.
 type responseCapture struct {
-	doer openai.HTTPDoer
+	doer    openai.HTTPDoer
+	dialect *dialect
+	idle    time.Duration
 
 	mu     sync.Mutex
 	status int
@@ -24,7 +30,17 @@ type responseCapture struct {
 }
 
 func (c *responseCapture) Do(req *http.Request) (*http.Response, error) {
+	if err := c.dialect.outgoing(req); err != nil {
+		return nil, err
+	}
+	var watch *idleWatch
+	if c.idle > 0 && req.Header.Get("Accept") == "text/event-stream" {
+		req, watch = watchIdle(req, c.idle)
+	}
 	resp, err := c.doer.Do(req)
+	if err == nil {
+		err = c.dialect.incoming(resp)
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if resp != nil {
@@ -32,7 +48,15 @@ func (c *responseCapture) Do(req *http.Request) (*http.Response, error) {
 	} else {
 		c.status, c.header = 0, nil
 	}
-	return resp, err
+	if watch == nil {
+		return resp, err
+	}
+	if err != nil {
+		watch.stop()
+		return resp, watch.explain(err)
+	}
+	resp.Body = &idleBody{body: resp.Body, watch: watch}
+	return resp, nil
 }
 
 func (c *responseCapture) reset() {
@@ -41,9 +65,14 @@ func (c *responseCapture) reset() {
 	c.status, c.header = 0, nil
 }
 
+// last is the status and headers of the last response; an error object
+// inside a 2xx stream counts with its own status.
 func (c *responseCapture) last() (int, http.Header) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if s := c.dialect.streamError(); s != 0 {
+		return s, c.header
+	}
 	return c.status, c.header
 }
 
@@ -77,11 +106,16 @@ func retryAfter(h http.Header, now time.Time) (time.Duration, bool) {
 var resetHeaders = []string{"x-ratelimit-reset-requests", "x-ratelimit-reset-tokens"}
 
 // providerDelay is how long the provider asked us to wait: Retry-After (or
-// retry-after-ms) when sent, else the longest of the rate-limit reset
-// headers (waiting for the later window is the only wait that surely helps).
-func providerDelay(h http.Header, now time.Time) (time.Duration, bool) {
+// retry-after-ms) when sent, else, on a 429, the longest of the rate-limit
+// reset headers (waiting for the later window is the only wait that surely
+// helps). Servers send the reset headers on every answer, so on any other
+// status they say nothing about the failure.
+func providerDelay(status int, h http.Header, now time.Time) (time.Duration, bool) {
 	if d, ok := retryAfter(h, now); ok {
 		return d, true
+	}
+	if status != http.StatusTooManyRequests {
+		return 0, false
 	}
 	var longest time.Duration
 	found := false
@@ -111,8 +145,8 @@ func parseReset(v string) (time.Duration, bool) {
 // backoff is the wait before retry number n (1-based): the provider's
 // delay (Retry-After or a rate-limit reset) capped at maxRetryAfter when
 // given, else exponential from base with jitter, capped at maxDelay.
-func backoff(n int, h http.Header, cfg Config) time.Duration {
-	if d, ok := providerDelay(h, time.Now()); ok {
+func backoff(n, status int, h http.Header, cfg Config) time.Duration {
+	if d, ok := providerDelay(status, h, time.Now()); ok {
 		return min(d, cfg.MaxRetryAfter)
 	}
 	d := cfg.RetryBaseDelay

@@ -42,12 +42,12 @@ func TestBackoffStaysWithinBounds(t *testing.T) {
 	cfg.RetryBaseDelay, cfg.RetryMaxDelay, cfg.MaxRetryAfter = 100*time.Millisecond, time.Second, 5*time.Second
 	for n := 1; n <= 10; n++ {
 		want := min(cfg.RetryBaseDelay<<(n-1), cfg.RetryMaxDelay)
-		if d := backoff(n, nil, cfg); d < want/2 || d > want {
+		if d := backoff(n, 0, nil, cfg); d < want/2 || d > want {
 			t.Errorf("backoff(%d) = %s, want within [%s, %s]", n, d, want/2, want)
 		}
 	}
 	h := http.Header{"Retry-After": []string{"120"}}
-	if d := backoff(1, h, cfg); d != cfg.MaxRetryAfter {
+	if d := backoff(1, 503, h, cfg); d != cfg.MaxRetryAfter {
 		t.Errorf("backoff with Retry-After 120 = %s, want the %s cap", d, cfg.MaxRetryAfter)
 	}
 }

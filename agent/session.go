@@ -284,10 +284,8 @@ func (s *session) callModel(ctx context.Context, step int, offered []openai.Tool
 	resp, err := s.model.complete(ctx, step, openai.ChatCompletionRequest{
 		Messages: slices.Clip(s.conv.messages),
 		Tools:    offered,
-		// max_tokens, not max_completion_tokens: vLLM, Ollama, DeepSeek and
-		// llama.cpp all read max_tokens, several ignore or refuse the newer
-		// name, and OpenAI still accepts it for its non-reasoning models.
-		// Zero is left out of the request (no limit).
+		// The dialect layer sends it under the name the model reads
+		// (outputLimitField); zero is left out of the request (no limit).
 		MaxTokens: s.cfg.MaxOutputTokens, //lint:ignore SA1019 the field every OpenAI-compatible server reads
 
 	})
@@ -309,7 +307,9 @@ func (s *session) callModel(ctx context.Context, step int, offered []openai.Tool
 	if !s.cfg.EchoReasoning {
 		echoed.ReasoningContent = ""
 	}
-	s.conv.answered(echoed, sentLen, resp.Usage.PromptTokens) // the answer is in the model_response event
+	// The bounds count the larger of the provider's figure and the estimate
+	// when the provider truncated silently (modelClient.checkTruncation).
+	s.conv.answered(echoed, sentLen, s.model.boundsPrompt) // the answer is in the model_response event
 	s.cfg.Tracing.Content(span, tracing.AttrOutputMessages, []openai.ChatCompletionMessage{msg})
 	s.emit(Event{Kind: EventModelResponse, Step: step, Message: &msg, FinishReason: string(choice.FinishReason),
 		Usage: &call, ContextTokens: resp.Usage.PromptTokens, DurationMs: durationMs(time.Since(started)), Model: s.answeredBy})

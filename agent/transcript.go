@@ -60,6 +60,9 @@ func NewTranscript(w io.Writer, secrets ...string) *Transcript {
 
 // Observe writes one event line.
 func (t *Transcript) Observe(e Event) {
+	if e.Kind == EventModelProgress {
+		return // the answer itself follows in model_response
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.err != nil || t.capped {

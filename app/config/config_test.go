@@ -45,6 +45,10 @@ func TestLoadWorkerDefaults(t *testing.T) {
 	if w.Activities.HeartbeatInterval != time.Second {
 		t.Errorf("heartbeat interval = %v", w.Activities.HeartbeatInterval)
 	}
+	if a := w.Activities.Agent; !a.Stream || a.IdleTimeout != 120*time.Second || a.WireAPI != "chat" || a.ReasoningEffort != "" || a.ExtraBody != nil || a.MaxTokensFieldName != "" {
+		t.Errorf("wire defaults: stream %v, idle %s, wire %q, effort %q, extra body %v, max tokens field %q",
+			a.Stream, a.IdleTimeout, a.WireAPI, a.ReasoningEffort, a.ExtraBody, a.MaxTokensFieldName)
+	}
 	if err := w.CheckModel(); err == nil || !strings.Contains(err.Error(), "RALPH_MODEL") {
 		t.Errorf("CheckModel without a model: %v", err)
 	}
@@ -90,6 +94,17 @@ func TestLoadWorkerValues(t *testing.T) {
 			}
 			if a.HeartbeatInterval != time.Second {
 				t.Errorf("heartbeat interval = %v", a.HeartbeatInterval)
+			}
+		}},
+		{"the model wire", nil, MapEnv{"RALPH_MODEL_IDLE_SECONDS": "30", "RALPH_MODEL_STREAM": "off", "RALPH_WIRE_API": "responses",
+			"RALPH_REASONING_EFFORT": "high", "RALPH_EXTRA_BODY": ` {"enable_thinking": false, "chat_template_kwargs": {"thinking": true}} `,
+			"RALPH_MAX_TOKENS_FIELD": "max_completion_tokens"}, func(t *testing.T, w Worker) {
+			a := w.Activities.Agent
+			got := []any{a.IdleTimeout, a.Stream, a.WireAPI, a.ReasoningEffort, a.ExtraBody, a.MaxTokensFieldName}
+			want := []any{30 * time.Second, false, "responses", "high",
+				map[string]any{"enable_thinking": false, "chat_template_kwargs": map[string]any{"thinking": true}}, "max_completion_tokens"}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("wire settings = %v, want %v", got, want)
 			}
 		}},
 		{"flags win over env", []string{"--max-rounds", "3", "--task-queue=q2", "--concurrent-rounds=1"},
@@ -217,6 +232,11 @@ func TestLoadWorkerErrors(t *testing.T) {
 		{"handoff ceiling", []string{"--max-handoff-chars", "65537"}, MapEnv{}, []string{"--max-handoff-chars", "ceiling of 65536"}},
 		{"objective ceiling", nil, MapEnv{"RALPH_MAX_OBJECTIVE_CHARS": "262145"}, []string{"RALPH_MAX_OBJECTIVE_CHARS", "ceiling of 262144"}},
 		{"log level", nil, MapEnv{"RALPH_LOG_LEVEL": "loud"}, []string{"RALPH_LOG_LEVEL", "loud"}},
+		{"wire api", nil, MapEnv{"RALPH_WIRE_API": "completions"}, []string{"RALPH_WIRE_API", "completions", "chat, responses"}},
+		{"reasoning effort", nil, MapEnv{"RALPH_REASONING_EFFORT": "max"}, []string{"RALPH_REASONING_EFFORT", `"max"`}},
+		{"extra body not an object", nil, MapEnv{"RALPH_EXTRA_BODY": `["enable_thinking"]`}, []string{"RALPH_EXTRA_BODY", "JSON object"}},
+		{"max tokens field", nil, MapEnv{"RALPH_MAX_TOKENS_FIELD": "max_output_tokens"}, []string{"RALPH_MAX_TOKENS_FIELD", "max_completion_tokens"}},
+		{"idle seconds", nil, MapEnv{"RALPH_MODEL_IDLE_SECONDS": "0"}, []string{"RALPH_MODEL_IDLE_SECONDS", `"0"`}},
 		{"unknown flag", []string{"--max-roundz=3"}, MapEnv{}, []string{"max-roundz"}},
 		{"positional", []string{"extra"}, MapEnv{}, []string{`"extra"`}},
 	}

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -299,6 +300,21 @@ func workerSettings() []setting {
 				return nil
 			},
 			def: func(w *Worker) string { return strings.Join(w.Activities.Agent.FallbackModels, ",") }},
+		{flag: "model-idle-seconds", env: "RALPH_MODEL_IDLE_SECONDS", usage: "a streamed model call that sends no byte for this long is a transient error (retried)",
+			secp: func(w *Worker) *time.Duration { return &w.Activities.Agent.IdleTimeout }},
+		{flag: "model-stream", env: "RALPH_MODEL_STREAM", usage: "stream model answers (off for a provider that cannot stream)",
+			boolp: func(w *Worker) *bool { return &w.Activities.Agent.Stream }},
+		{flag: "wire-api", env: "RALPH_WIRE_API", usage: "chat (chat completions) or responses (the OpenAI Responses API, store off)",
+			custom: enum(func(w *Worker) *string { return &w.Activities.Agent.WireAPI }, agent.WireChat, agent.WireResponses),
+			def:    func(w *Worker) string { return w.Activities.Agent.WireAPI }},
+		{flag: "reasoning-effort", env: "RALPH_REASONING_EFFORT", usage: "low, medium or high: reasoning effort sent to reasoning models (unset: none sent)",
+			custom: enum(func(w *Worker) *string { return &w.Activities.Agent.ReasoningEffort }, "low", "medium", "high"),
+			def:    func(w *Worker) string { return orNone(w.Activities.Agent.ReasoningEffort) }},
+		{flag: "extra-body", env: "RALPH_EXTRA_BODY", usage: "JSON object merged into every model request body (e.g. {\"enable_thinking\": false})",
+			custom: extraBody, def: func(w *Worker) string { return orNone(extraBodyText(w.Activities.Agent.ExtraBody)) }},
+		{flag: "max-tokens-field", env: "RALPH_MAX_TOKENS_FIELD", usage: "max_tokens or max_completion_tokens: the field RALPH_MAX_OUTPUT_TOKENS is sent in (unset: max_completion_tokens for OpenAI reasoning models only)",
+			custom: enum(func(w *Worker) *string { return &w.Activities.Agent.MaxTokensFieldName }, agent.MaxTokensField, agent.MaxCompletionTokensField),
+			def:    func(w *Worker) string { return orNone(w.Activities.Agent.MaxTokensFieldName) }},
 		{flag: "search-attributes", env: "RALPH_SEARCH_ATTRIBUTES", usage: "upsert the RalphPhase/RalphRound/RalphOutcome/RalphWorkspace search attributes",
 			boolp: func(w *Worker) *bool { return &lim(w).SearchAttributes }},
 		{flag: "git", env: "RALPH_GIT", usage: "off, local or remote: git checkpoints of the workspace",
@@ -701,4 +717,34 @@ positive integer.
 		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", name, env, def, s.usage)
 	}
 	tw.Flush()
+}
+
+// extraBody parses RALPH_EXTRA_BODY: a JSON object, whose fields go into
+// every model request.
+func extraBody(w *Worker, source, value string) error {
+	if value == "" {
+		w.Activities.Agent.ExtraBody = nil
+		return nil
+	}
+	var body map[string]any
+	if err := json.Unmarshal([]byte(value), &body); err != nil || body == nil {
+		return fmt.Errorf("%s: must be a JSON object, such as {\"enable_thinking\": false}: %q", source, value)
+	}
+	w.Activities.Agent.ExtraBody = body
+	return nil
+}
+
+func extraBodyText(body map[string]any) string {
+	if len(body) == 0 {
+		return ""
+	}
+	data, _ := json.Marshal(body)
+	return string(data)
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(none)"
+	}
+	return s
 }

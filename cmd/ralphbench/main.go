@@ -60,7 +60,9 @@ type options struct {
 	rlRuns                      int
 	rlWindow                    time.Duration
 	rlBefore                    string
-	want                        map[string]bool // the benchmarks named in -only
+	workerEnv                   string
+	settings                    map[string]string // -worker-env
+	want                        map[string]bool   // the benchmarks named in -only
 	runsList, slotsList, hbList []int
 }
 
@@ -92,6 +94,7 @@ func parseFlags() options {
 	flag.IntVar(&o.rlRuns, "ratelimit-runs", 20, "concurrent runs of the rate-limit scenario")
 	flag.DurationVar(&o.rlWindow, "ratelimit-window", 5*time.Minute, "how long the provider rate-limits in the rate-limit scenario")
 	flag.StringVar(&o.rlBefore, "ratelimit-before-bin", "", "a worker binary built from an earlier commit, measured as \"before\" in the rate-limit scenario")
+	flag.StringVar(&o.workerEnv, "worker-env", "", "comma-separated KEY=VALUE worker settings applied to every benchmark's workers (e.g. RALPH_MODEL_STREAM=off)")
 	flag.Parse()
 	return o
 }
@@ -121,6 +124,11 @@ func (o *options) check() error {
 		}
 		*l.out = list
 	}
+	settings, err := keyValues(o.workerEnv)
+	if err != nil {
+		return fmt.Errorf("-worker-env: %w", err)
+	}
+	o.settings = settings
 	if o.withCluster && o.clusterAddr != "" {
 		return errors.New("-cluster and -with-cluster exclude each other")
 	}
@@ -210,6 +218,7 @@ func (s *stack) start(ctx context.Context, o options) error {
 	if err := s.startDev(ctx, dir, bin); err != nil {
 		return err
 	}
+	s.h.Settings = o.settings
 	return s.startCluster(ctx, o)
 }
 
@@ -485,4 +494,20 @@ func postgresSize(ctx context.Context, url string) (int64, error) {
 		return 0, fmt.Errorf("psql: %w", err)
 	}
 	return strconv.ParseInt(strings.TrimSpace(string(out)), 10, 64)
+}
+
+// keyValues parses "K=V,K2=V2".
+func keyValues(s string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		k, v, ok := strings.Cut(f, "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("%q is not KEY=VALUE", f)
+		}
+		out[k] = v
+	}
+	return out, nil
 }

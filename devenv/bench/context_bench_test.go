@@ -79,7 +79,7 @@ func benchContextRound(b *testing.B, window int, noUsage bool) {
 			if share := float64(r.PromptTokens()) / float64(window); share > maxShare {
 				maxShare = share
 			}
-			if len(r.Chat.Messages) == 3 && len(r.Chat.Tools) == 1 {
+			if len(r.Chat.Messages) == 4 && len(r.Chat.Tools) == 1 {
 				compacted++
 			}
 			if r.PromptTokens() > window {

@@ -122,10 +122,10 @@ func TestRealStackContextLengthErrorGetsCompactedRequest(t *testing.T) {
 		t.Fatalf("round 1 made %d requests, want 3 (work, refused, compacted)", len(round1))
 	}
 	compacted := round1[2]
-	if n := len(compacted.Chat.Messages); n != 3 {
-		t.Fatalf("compacted request has %d messages, want system, round prompt and one summary", n)
+	if n := len(compacted.Chat.Messages); n != 4 {
+		t.Fatalf("compacted request has %d messages, want system, round prompt, a one-line assistant turn and one summary", n)
 	}
-	text := compacted.Chat.Messages[2].Content
+	text := compacted.Chat.Messages[3].Content
 	for _, want := range []string{`- run_command {"command":"echo before-the-refusal"}`, "refused the last request as too long"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("compacted message lacks %q:\n%s", want, text)

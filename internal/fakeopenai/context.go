@@ -21,6 +21,12 @@ const (
 	ContextOllama ContextStyle = "ollama"
 	// ContextLlamaCpp: llama.cpp's server, type exceed_context_size_error.
 	ContextLlamaCpp ContextStyle = "llamacpp"
+	// ContextSGLang, ContextGemini, ContextXAI: those providers' phrasings
+	// (HTTP 400); ContextGroq: HTTP 413.
+	ContextSGLang ContextStyle = "sglang"
+	ContextGemini ContextStyle = "gemini"
+	ContextXAI    ContextStyle = "xai"
+	ContextGroq   ContextStyle = "groq"
 )
 
 // ContextLengthExceeded is the 400 a provider of the given style sends for a
@@ -42,6 +48,19 @@ func ContextLengthExceeded(style ContextStyle) Response {
 		body = map[string]any{"error": map[string]any{"code": 400,
 			"message": "request (4476 tokens) exceeds the available context size (4096 tokens), try increasing it",
 			"type":    "exceed_context_size_error", "n_prompt_tokens": 4476, "n_ctx": 4096}}
+	case ContextSGLang:
+		body = map[string]any{"object": "error", "message": "The input (5000 tokens) is longer than the model's context length (4096 tokens).",
+			"type": "BadRequestError", "param": nil, "code": 400}
+	case ContextGemini:
+		body = []any{map[string]any{"error": map[string]any{"code": 400, "status": "INVALID_ARGUMENT",
+			"message": "The input token count (1200000) exceeds the maximum number of tokens allowed (1048576)."}}}
+	case ContextXAI:
+		body = map[string]any{"code": "Client specified an invalid argument",
+			"error": "This model's maximum prompt length is 131072 but the request contains 140000 tokens."}
+	case ContextGroq:
+		data, _ := json.Marshal(map[string]any{"error": map[string]any{"message": "Request too large for model: tokens per minute limit exceeded",
+			"type": "tokens", "code": "rate_limit_exceeded"}})
+		return Response{Fault: Fault{Status: http.StatusRequestEntityTooLarge, Body: string(data)}}
 	default:
 		body = map[string]any{"error": map[string]any{
 			"message": "This model's maximum context length is 8192 tokens. However, your messages resulted in 8245 tokens. Please reduce the length of the messages.",

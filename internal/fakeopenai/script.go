@@ -23,6 +23,10 @@ type Request struct {
 	// Time is when the request arrived (tests check that nothing arrived
 	// during a wait the server announced).
 	Time time.Time
+	// Wire is WireChat or WireResponses (then Chat is the request read into
+	// the chat shape, and Store its store field).
+	Wire  string
+	Store *bool
 }
 
 // Script decides the answer to every request. Queue is served first, one
@@ -47,6 +51,8 @@ type Script struct {
 	// during Delay, or whose connection broke, got nothing (a benchmark
 	// counts what a killed worker really received).
 	Delivered func(req Request, resp Response)
+	// Strict refuses requests the way strict providers do (dialects.go).
+	Strict Strictness
 }
 
 // Response is one scripted answer: a completion, or a Fault instead of one.
@@ -64,6 +70,10 @@ type Response struct {
 	// Delay postpones the answer (fault or not); a client that gives up first
 	// ends the wait.
 	Delay time.Duration
+	// ChunkDelay spaces the chunks of a streamed answer.
+	ChunkDelay time.Duration
+	// Dialect writes the answer the way one provider does (dialects.go).
+	Dialect Dialect
 }
 
 // Call is one tool call in a scripted answer. Arguments is raw text so that
@@ -88,6 +98,13 @@ type Fault struct {
 	Drop bool
 	// Hang waits until the client goes away (or the server closes).
 	Hang bool
+	// Stream faults, for a streamed answer (see Stall, Cut,
+	// StreamErrorEvent): after After chunks the stream stalls, is cut, or
+	// carries an error object with message StreamError.
+	Stall       bool
+	Cut         bool
+	StreamError string
+	After       int
 }
 
 // Text is an answer with text and no tool call.

@@ -40,6 +40,13 @@ type Server struct {
 	mu       sync.Mutex
 	next     int
 	requests []Request
+	left     map[int]time.Time // request index: when its client left mid-stream
+	// reasoningOf is the reasoning item sent with each call (Responses).
+	reasoningOf map[string]issuedReasoning
+	// signatures are the thought signatures sent by call id (Gemini).
+	signatures map[string]string
+	// reasoningSent: an answer carried reasoning_content (DeepSeek).
+	reasoningSent bool
 }
 
 // NewServer starts a fake endpoint on a random 127.0.0.1 port.
@@ -65,7 +72,7 @@ func Listen(addr string, script Script) (*Server, error) {
 }
 
 func newServer(script Script) *Server {
-	return &Server{script: script, closing: make(chan struct{})}
+	return &Server{script: script, closing: make(chan struct{}), reasoningOf: map[string]issuedReasoning{}, signatures: map[string]string{}}
 }
 
 // BaseURL is the value for OPENAI_BASE_URL (it ends in /v1).
@@ -99,7 +106,14 @@ func (s *Server) RequestCount() int {
 }
 
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodPost || (r.URL.Path != "/v1/chat/completions" && r.URL.Path != "/chat/completions") {
+	wire := ""
+	switch r.URL.Path {
+	case "/v1/chat/completions", "/chat/completions":
+		wire = WireChat
+	case "/v1/responses", "/responses":
+		wire = WireResponses
+	}
+	if r.Method != http.MethodPost || wire == "" {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("fakeopenai: no route for %s %s", r.Method, r.URL.Path))
 		return
 	}
@@ -112,13 +126,17 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusRequestEntityTooLarge, "fakeopenai: request body too large")
 		return
 	}
-	req, decodeErr := s.record(raw, r.Header)
+	req, decodeErr := s.record(raw, r.Header, wire)
 	if decodeErr != nil {
-		writeError(w, http.StatusBadRequest, fmt.Sprintf("fakeopenai: body is not a chat completion request: %v", decodeErr))
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("fakeopenai: body is not a %s request: %v", wire, decodeErr))
 		return
 	}
-	if err := validateRequest(req.Chat); err != nil {
+	if err := s.validate(req); err != nil {
 		writeError(w, http.StatusBadRequest, "fakeopenai: "+err.Error())
+		return
+	}
+	if refusal, bad := s.strictRefusal(req); bad {
+		writeError(w, http.StatusBadRequest, refusal)
 		return
 	}
 	if refusal, over := s.script.overContext(req); over {
@@ -133,10 +151,23 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.serve(w, r, req, resp)
 }
 
+// validate checks a request as strict providers do, on its wire.
+func (s *Server) validate(req Request) error {
+	if req.Wire == WireResponses && (req.Store == nil || *req.Store) {
+		return fmt.Errorf("this fake serves the Responses API with store: false only (the whole conversation in every request)")
+	}
+	return validateRequest(req.Chat)
+}
+
 // record assigns the request its index and keeps it for assertions.
-func (s *Server) record(raw []byte, header http.Header) (Request, error) {
-	req := Request{Raw: raw, Header: header.Clone(), Time: time.Now()}
-	decodeErr := json.NewDecoder(bytes.NewReader(raw)).Decode(&req.Chat)
+func (s *Server) record(raw []byte, header http.Header, wire string) (Request, error) {
+	req := Request{Raw: raw, Header: header.Clone(), Time: time.Now(), Wire: wire}
+	var decodeErr error
+	if wire == WireResponses {
+		decodeErr = s.decodeResponses(raw, &req)
+	} else {
+		decodeErr = json.NewDecoder(bytes.NewReader(raw)).Decode(&req.Chat)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	req.Index = s.next
@@ -162,10 +193,20 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, req Request, resp
 	if resp.Delay > 0 && !s.wait(r, resp.Delay) {
 		return
 	}
+	if resp.Reasoning != "" && resp.Fault.Status == 0 {
+		s.mu.Lock()
+		s.reasoningSent = true
+		s.mu.Unlock()
+	}
 	f := resp.Fault
+	if !req.Chat.Stream {
+		f = unstreamed(f)
+	}
 	switch {
 	case f.Hang:
-		s.wait(r, -1)
+		if !s.wait(r, -1) {
+			s.noteLeft(req)
+		}
 	case f.Drop:
 		dropConnection(w)
 	case f.Status != 0:
@@ -186,12 +227,17 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, req Request, resp
 		}
 		w.WriteHeader(f.Status)
 		io.WriteString(w, body)
+	case req.Wire == WireResponses:
+		s.serveResponses(w, r, req, resp)
+	case req.Chat.Stream:
+		s.writeStream(w, r, req, resp)
 	default:
 		data, err := json.Marshal(completionFor(req, resp))
 		if err != nil {
 			writeError(w, http.StatusInternalServerError, fmt.Sprintf("fakeopenai: encode completion: %v", err))
 			return
 		}
+		data = s.applyDialect(resp.Dialect, data, "message")
 		w.Header().Set("Content-Type", "application/json")
 		if _, err := w.Write(data); err != nil || http.NewResponseController(w).Flush() != nil {
 			return
@@ -243,4 +289,19 @@ func writeError(w http.ResponseWriter, status int, message string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	io.WriteString(w, errorBody(status, message))
+}
+
+// unstreamed is a stream fault as an answer that is not streamed meets it:
+// a stall hangs, a cut drops the connection, an error event is a 200 whose
+// body is an error object (as gateways send).
+func unstreamed(f Fault) Fault {
+	switch {
+	case f.Stall:
+		return Fault{Hang: true}
+	case f.Cut:
+		return Fault{Drop: true}
+	case f.StreamError != "":
+		return Fault{Status: http.StatusOK, Body: errorBody(http.StatusBadGateway, f.StreamError)}
+	}
+	return f
 }

@@ -17,9 +17,6 @@ func validateRequest(req openai.ChatCompletionRequest) error {
 	if req.Model == "" {
 		return fmt.Errorf("model is required")
 	}
-	if req.Stream {
-		return fmt.Errorf("streaming is not supported by this fake")
-	}
 	if len(req.Messages) == 0 {
 		return fmt.Errorf("messages must not be empty")
 	}
