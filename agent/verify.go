@@ -55,7 +55,7 @@ func (s *session) verifyComplete(ctx context.Context, step int) (*report.Verific
 	s.emit(Event{Kind: EventVerifyStart, Step: step, Tool: VerifyTool, Arguments: s.req.VerifyCommand})
 	ctx, span := s.cfg.Tracing.Start(ctx, tracing.SpanVerify)
 	defer span.End()
-	res, err := s.ws.Exec(ctx, s.req.VerifyCommand, timeout, verifyOutputCap)
+	res, err := s.ws.ExecFreshHome(ctx, s.req.VerifyCommand, timeout, verifyOutputCap)
 	if err != nil {
 		tracing.Fail(span, "harness", Redact(err.Error(), s.cfg.APIKey))
 		return nil, "", err

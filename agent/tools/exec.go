@@ -20,6 +20,9 @@ type ExecResult struct {
 	// MemoryKill says the command was killed for exceeding the memory limit
 	// ("" when it was not); Output then starts with it too.
 	MemoryKill string
+	// DiskKill says which disk bound the command passed and was killed at
+	// ("" when none); Output then starts with it too.
+	DiskKill string
 	// Network is every connection the command asked the sandbox's proxy for.
 	Network []netproxy.Record
 }
@@ -29,15 +32,29 @@ type ExecResult struct {
 // output capped to outputCap code points. The round's own steps, such as the
 // verify command, use it. A Go error means the harness failed or ctx ended.
 func (w *Workspace) Exec(ctx context.Context, command string, timeout time.Duration, outputCap int) (ExecResult, error) {
+	return w.exec(ctx, command, timeout, outputCap, false)
+}
+
+// ExecFreshHome is Exec with a HOME no command has written (made for this
+// call, removed after it): what the model planted in its persistent home
+// (a Go env file, .gitconfig, .npmrc) cannot change what the verify
+// command runs.
+func (w *Workspace) ExecFreshHome(ctx context.Context, command string, timeout time.Duration, outputCap int) (ExecResult, error) {
+	return w.exec(ctx, command, timeout, outputCap, true)
+}
+
+func (w *Workspace) exec(ctx context.Context, command string, timeout time.Duration, outputCap int, freshHome bool) (ExecResult, error) {
 	started := time.Now()
-	o, err := w.execute(ctx, command, timeout, outputCap)
+	o, err := w.execute(ctx, command, timeout, outputCap, freshHome)
 	if err != nil {
 		return ExecResult{}, err
 	}
 	out := o.output
-	if o.memoryKill != "" {
-		out = "[" + o.memoryKill + "]\n" + out
+	for _, kill := range []string{o.memoryKill, o.diskKill} {
+		if kill != "" {
+			out = "[" + kill + "]\n" + out
+		}
 	}
 	return ExecResult{Output: out, ExitCode: o.exitCode, TimedOut: o.timedOut, Duration: time.Since(started),
-		MemoryKill: o.memoryKill, Network: o.network}, nil
+		MemoryKill: o.memoryKill, DiskKill: o.diskKill, Network: o.network}, nil
 }

@@ -18,16 +18,20 @@ type nsWatch struct {
 }
 
 // watchNSInit reads bwrap's report from r in the background. bwrapPid is
-// the bwrap process, which must be the reported process's parent.
-func watchNSInit(r *os.File, bwrapPid int) *nsWatch {
+// the bwrap process, which must be the reported process's parent. entered
+// is then given a pidfd on the reported process (-1 when there is none).
+func watchNSInit(r *os.File, bwrapPid int, entered func(pidfd int)) *nsWatch {
 	w := &nsWatch{done: make(chan struct{})}
 	go func() {
 		defer close(w.done)
+		pidfd := -1
+		defer func() { entered(pidfd) }()
 		pid, err := sandbox.InitPID(r)
 		if err != nil {
 			return
 		}
 		w.init = openNSInit(pid, bwrapPid)
+		pidfd = w.init.pidfd()
 	}()
 	return w
 }

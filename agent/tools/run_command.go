@@ -33,6 +33,7 @@ type execOutcome struct {
 	timedOut   bool
 	incomplete bool              // the output pipe was still held open after the drain timeout
 	memoryKill string            // why the cgroup's OOM killer ended it ("" if it did not)
+	diskKill   string            // which disk bound it passed ("" if none)
 	network    []netproxy.Record // the connections it asked the sandbox's proxy for
 }
 
@@ -52,7 +53,7 @@ func (t runCommandTool) Run(ctx context.Context, args json.RawMessage) (Result, 
 		return failf("run_command: %v", err), nil
 	}
 
-	o, err := t.w.execute(ctx, p.Command, timeout, t.w.limits.OutputCap)
+	o, err := t.w.execute(ctx, p.Command, timeout, t.w.limits.OutputCap, false)
 	if err != nil {
 		return Result{}, err
 	}
@@ -61,6 +62,8 @@ func (t runCommandTool) Run(ctx context.Context, args json.RawMessage) (Result, 
 	if o.timedOut {
 		fmt.Fprintf(&b, "command timed out after %s and was killed together with every process it started\n", seconds(timeout))
 		b.WriteString("output before the timeout:\n")
+	} else if o.diskKill != "" {
+		fmt.Fprintf(&b, "exit code: %d (%s)\n", o.exitCode, o.diskKill)
 	} else if o.memoryKill != "" {
 		fmt.Fprintf(&b, "exit code: %d (%s)\n", o.exitCode, o.memoryKill)
 	} else if o.signal != "" {
@@ -76,7 +79,7 @@ func (t runCommandTool) Run(ctx context.Context, args json.RawMessage) (Result, 
 	if o.incomplete {
 		b.WriteString("\n[output may be incomplete: a process that left the command's process group kept the output open]\n")
 	}
-	return Result{Output: b.String(), Failed: o.timedOut || o.memoryKill != "", Network: o.network}, nil
+	return Result{Output: b.String(), Failed: o.timedOut || o.memoryKill != "" || o.diskKill != "", Network: o.network}, nil
 }
 
 // seconds formats a duration as seconds the way the model is asked for them.

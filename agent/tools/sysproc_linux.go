@@ -41,6 +41,21 @@ func (n *nsInit) kill() { _ = unix.PidfdSendSignal(n.fd, unix.SIGKILL, nil, 0) }
 
 func (n *nsInit) close() { _ = unix.Close(n.fd) }
 
+// pidfd is the descriptor (-1 for a nil nsInit).
+func (n *nsInit) pidfd() int {
+	if n == nil {
+		return -1
+	}
+	return n.fd
+}
+
+// newSessionKeyring gives the calling thread (locked to its goroutine, and
+// never reused) a new anonymous session keyring: what it starts does not
+// possess the worker's. A kernel without keyrings has nothing to inherit.
+func newSessionKeyring() {
+	_, _, _ = unix.Syscall(unix.SYS_KEYCTL, unix.KEYCTL_JOIN_SESSION_KEYRING, 0, 0)
+}
+
 // awaitExit waits up to d for the process to exit: a pidfd turns readable
 // then. The namespace's first process exits only after the kernel has
 // killed and reaped every other process in it.

@@ -19,6 +19,10 @@ type nsInit struct{}
 
 func openNSInit(pid, bwrapPid int) *nsInit { return nil }
 
-func (n *nsInit) kill()                   {}
-func (n *nsInit) close()                  {}
+func (n *nsInit) kill()      {}
+func (n *nsInit) close()     {}
+func (n *nsInit) pidfd() int { return -1 }
+
+// newSessionKeyring: keyrings exist only on Linux.
+func newSessionKeyring()                  {}
 func (n *nsInit) awaitExit(time.Duration) {}

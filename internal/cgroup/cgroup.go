@@ -31,6 +31,20 @@ type Manager struct {
 	lim      Limits
 	prefix   string
 	enforced []string
+	// owner (v1): the uid and gid commands run as, who must move their
+	// own first process into the group; nil when that is the worker.
+	owner *[2]int
+}
+
+// RunAs tells m that commands run as uid and gid (a root worker's
+// commands do not): in cgroup v1 the step that moves a command into its
+// groups runs as them, so their groups' process lists are theirs to write
+// (the limit files stay the worker's). In cgroup v2 the worker starts the
+// command inside its group (Group.FD).
+func (m *Manager) RunAs(uid, gid int) {
+	if m != nil {
+		m.owner = &[2]int{uid, gid}
+	}
 }
 
 // Enforced names the limits that hold ("memory", "pids").
@@ -74,7 +88,7 @@ const wrapScript = `n=$1; shift; while [ "$n" -gt 0 ]; do echo $$ > "$1" || exit
 
 // Wrap returns the program and arguments that run name args inside g.
 func (g *Group) Wrap(name string, args []string) (string, []string) {
-	if g == nil || len(g.procs) == 0 {
+	if g == nil || len(g.procs) == 0 || g.dirFD >= 0 {
 		return name, args
 	}
 	a := []string{"-c", wrapScript, "ralph-cgroup", fmt.Sprint(len(g.procs))}

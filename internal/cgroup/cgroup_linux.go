@@ -237,6 +237,17 @@ type Group struct {
 	procs  []string
 	memDir string
 	v2     bool
+	dirFD  int // v2: the group's directory, for starting a process in it; -1 otherwise
+}
+
+// FD is a descriptor on the (v2) group's directory: a process started with
+// it (SysProcAttr.UseCgroupFD) is born inside the group, so no step of the
+// command has to move itself in.
+func (g *Group) FD() (int, bool) {
+	if g == nil || g.dirFD < 0 {
+		return -1, false
+	}
+	return g.dirFD, true
 }
 
 // New creates a command's groups with the limits set.
@@ -245,7 +256,7 @@ func (m *Manager) New() (*Group, error) {
 		return nil, nil
 	}
 	name := m.prefix + strconv.FormatInt(seq.Add(1), 10)
-	g := &Group{v2: m.version == 2}
+	g := &Group{v2: m.version == 2, dirFD: -1}
 	mk := func(parent string, files [][2]string) (string, error) {
 		dir := filepath.Join(parent, name)
 		if err := os.Mkdir(dir, 0o755); err != nil {
@@ -258,7 +269,14 @@ func (m *Manager) New() (*Group, error) {
 				return "", fmt.Errorf("cgroup: setting %s in %s: %w", f[0], dir, err)
 			}
 		}
-		g.procs = append(g.procs, filepath.Join(dir, "cgroup.procs"))
+		procs := filepath.Join(dir, "cgroup.procs")
+		if m.owner != nil && !g.v2 {
+			// The command's first process moves itself in as its own uid.
+			if err := os.Chown(procs, m.owner[0], m.owner[1]); err != nil {
+				return "", fmt.Errorf("cgroup: giving %s to uid %d: %w", procs, m.owner[0], err)
+			}
+		}
+		g.procs = append(g.procs, procs)
 		return dir, nil
 	}
 	mem, pids := strconv.FormatInt(m.lim.MemoryBytes, 10), strconv.Itoa(m.lim.Pids)
@@ -270,6 +288,10 @@ func (m *Manager) New() (*Group, error) {
 			// Swap would let a command exceed its memory quietly; not every
 			// kernel has swap accounting, so this one may fail.
 			_ = os.WriteFile(filepath.Join(g.memDir, "memory.swap.max"), []byte("0"), 0)
+			g.dirFD, err = syscall.Open(g.memDir, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
+			if err != nil {
+				err = fmt.Errorf("cgroup: opening %s: %w", g.memDir, err)
+			}
 		}
 	default:
 		if m.memDir != "" {
@@ -316,6 +338,10 @@ func (g *Group) OOMKilled() bool {
 func (g *Group) Close() {
 	if g == nil {
 		return
+	}
+	if g.dirFD >= 0 {
+		_ = syscall.Close(g.dirFD)
+		g.dirFD = -1
 	}
 	deadline := time.Now().Add(5 * time.Second)
 	for _, dir := range slices.Backward(g.dirs) {

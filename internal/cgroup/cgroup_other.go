@@ -6,8 +6,12 @@ package cgroup
 func Detect(Limits) (*Manager, string) { return nil, "control groups exist only on Linux" }
 
 // Group is a command's groups (none outside Linux).
-type Group struct{ procs []string }
+type Group struct {
+	procs []string
+	dirFD int
+}
 
 func (m *Manager) New() (*Group, error) { return nil, nil }
 func (g *Group) OOMKilled() bool        { return false }
 func (g *Group) Close()                 {}
+func (g *Group) FD() (int, bool)        { return -1, false }

@@ -1,15 +1,49 @@
 package netproxy
 
-import "strconv"
+import (
+	"strconv"
+	"strings"
+)
 
 // Port is where a command's proxy listens inside its network namespace
 // (127.0.0.1 there is the sandbox's own loopback).
 const Port = 3128
 
+// loopbackNames stay direct: inside the sandbox loopback is the command's
+// own (a server a test starts), unless the allowlist names one of them.
+var loopbackNames = []string{"localhost", "127.0.0.1", "::1"}
+
 // Env are the variables that send a command's HTTP clients to its proxy.
-// Loopback stays direct: inside the sandbox it is the command's own.
-func Env() []string {
+// NO_PROXY lists the loopback names except those allow names (an internal
+// mirror on the host's loopback): a listed destination must reach the
+// proxy, and NO_PROXY cannot say "this port only" to every client.
+func Env(allow *AllowList) []string {
 	u := "http://127.0.0.1:" + strconv.Itoa(Port)
-	return []string{"HTTP_PROXY=" + u, "HTTPS_PROXY=" + u, "http_proxy=" + u, "https_proxy=" + u,
-		"NO_PROXY=localhost,127.0.0.1,::1", "no_proxy=localhost,127.0.0.1,::1"}
+	var direct []string
+	for _, name := range loopbackNames {
+		if !allow.namesLoopback(name) {
+			direct = append(direct, name)
+		}
+	}
+	env := []string{"HTTP_PROXY=" + u, "HTTPS_PROXY=" + u, "http_proxy=" + u, "https_proxy=" + u}
+	noProxy := strings.Join(direct, ",")
+	return append(env, "NO_PROXY="+noProxy, "no_proxy="+noProxy)
+}
+
+// namesLoopback reports whether an entry of the list is the loopback name
+// (or address) name, with any port; "localhost" also covers 127.0.0.1
+// and ::1 entries, which is where it leads.
+func (l *AllowList) namesLoopback(name string) bool {
+	if l == nil {
+		return false
+	}
+	for _, e := range l.entries {
+		switch {
+		case e.host != "" && e.host == name:
+			return true
+		case e.addr.IsValid() && (e.addr.String() == name || name == "localhost" && e.addr.IsLoopback()):
+			return true
+		}
+	}
+	return false
 }

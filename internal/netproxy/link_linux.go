@@ -90,6 +90,9 @@ type Link struct {
 	child  *os.File
 	exe    *os.File
 	served chan struct{}
+	// enter: no helper; the worker opens the listener in the command's
+	// namespace itself (see NewEnterLink).
+	enter *enterLink
 }
 
 // NewLink prepares the proxy of one command that applies allow.
@@ -115,11 +118,19 @@ func NewLink(allow *AllowList) (*Link, error) {
 
 // Files are the descriptors the command's process must inherit, in order,
 // starting at the descriptor number given to Argv.
-func (k *Link) Files() []*os.File { return []*os.File{k.child, k.exe} }
+func (k *Link) Files() []*os.File {
+	if k.enter != nil {
+		return []*os.File{k.enter.blockR}
+	}
+	return []*os.File{k.child, k.exe}
+}
 
 // Argv wraps argv (run inside the sandbox) in the helper; firstFD is the
 // descriptor number Files()[0] gets in the child.
 func (k *Link) Argv(firstFD int, argv []string) []string {
+	if k.enter != nil {
+		return argv
+	}
 	return append([]string{fmt.Sprintf("/proc/self/fd/%d", firstFD+1), helperArg,
 		strconv.Itoa(firstFD), strconv.Itoa(firstFD + 1)}, argv...)
 }
@@ -128,6 +139,10 @@ func (k *Link) Argv(firstFD int, argv []string) []string {
 // of the child's end is closed, and the proxy serves the listener the
 // helper sends (if it ever does).
 func (k *Link) Started() {
+	if k.enter != nil {
+		k.enter.blockR.Close()
+		return
+	}
 	k.child.Close()
 	go func() {
 		defer close(k.served)
@@ -160,6 +175,12 @@ func (k *Link) Started() {
 // Close ends the proxy (every tunnel with it) once the command is over and
 // returns what it recorded.
 func (k *Link) Close() []Record {
+	if k.enter != nil {
+		k.enter.release()
+		k.proxy.Close()
+		<-k.served
+		return k.proxy.Records()
+	}
 	k.child.Close()
 	k.parent.Close()
 	k.proxy.Close()

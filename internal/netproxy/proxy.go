@@ -30,7 +30,23 @@ type Record struct {
 	Address string `json:"address,omitempty"`
 	// Error is why an allowed destination could not be reached.
 	Error string `json:"error,omitempty"`
+	// Omitted, on the one record after MaxRecords, counts the connections
+	// decided but not recorded.
+	Omitted int `json:"omitted,omitempty"`
 }
+
+// Bounds of one command's proxy: it runs in the worker, outside the
+// command's cgroup, so nothing a command does may make it grow.
+const (
+	// MaxConns is how many connections a command may hold at once; more
+	// wait to be accepted.
+	MaxConns = 256
+	// MaxRecords is how many connections are recorded one by one.
+	MaxRecords = 1000
+)
+
+// IdleTimeout closes a connection or tunnel that moved no byte for this long.
+var IdleTimeout = 60 * time.Second
 
 // Resolver looks names up; *net.Resolver is one.
 type Resolver interface {
@@ -48,6 +64,7 @@ type Proxy struct {
 
 	mu      sync.Mutex
 	records []Record
+	omitted int
 	conns   map[net.Conn]struct{}
 	closed  bool
 	srv     *http.Server
@@ -78,13 +95,14 @@ func New(allow *AllowList, resolver Resolver) *Proxy {
 	p.srv = &http.Server{
 		Handler:           http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { p.serveHTTP(w, r, rp) }),
 		ReadHeaderTimeout: DialTimeout,
+		IdleTimeout:       IdleTimeout,
 		ConnState:         p.track,
 	}
 	return p
 }
 
 // Serve answers on l until Close; it returns once l is closed.
-func (p *Proxy) Serve(l net.Listener) { _ = p.srv.Serve(l) }
+func (p *Proxy) Serve(l net.Listener) { _ = p.srv.Serve(newBoundedListener(l, MaxConns)) }
 
 // Close stops serving and ends every open connection and tunnel (the
 // command they belonged to is over), then returns what was recorded.
@@ -103,12 +121,20 @@ func (p *Proxy) Close() []Record {
 func (p *Proxy) Records() []Record {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return append([]Record(nil), p.records...)
+	out := append([]Record(nil), p.records...)
+	if p.omitted > 0 {
+		out = append(out, Record{Omitted: p.omitted})
+	}
+	return out
 }
 
 func (p *Proxy) record(r Record) {
 	p.mu.Lock()
-	p.records = append(p.records, r)
+	if len(p.records) < MaxRecords {
+		p.records = append(p.records, r)
+	} else {
+		p.omitted++
+	}
 	p.mu.Unlock()
 }
 
@@ -310,6 +336,7 @@ func (p *Proxy) connect(w http.ResponseWriter, r *http.Request) {
 	}
 	defer p.release(up)
 	defer p.release(down)
+	up, down = idleConn{up}, idleConn{down}
 	if _, err := io.WriteString(down, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
 		return
 	}

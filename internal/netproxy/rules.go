@@ -21,6 +21,11 @@ const (
 	RuleMulticast   = "multicast"
 	RuleUnspecified = "unspecified"
 	RuleNotAllowed  = "not in RALPH_SANDBOX_ALLOW_HOSTS"
+	// RuleSpecial: an IANA special-purpose range (documentation,
+	// benchmarking, reserved, protocol assignments).
+	RuleSpecial = "special-purpose"
+	// RuleThisHost: an address of one of the worker host's own interfaces.
+	RuleThisHost = "this host"
 )
 
 // sharedAddressSpace is 100.64/10 (carrier-grade NAT), which netip does not
@@ -31,10 +36,24 @@ var sharedAddressSpace = netip.MustParsePrefix("100.64.0.0/10")
 var thisNetwork = netip.MustParsePrefix("0.0.0.0/8")
 
 // Classify names the rule that forbids addr, or "" when it is a public
-// unicast address. IPv4 addresses written as IPv6 (::ffff:a.b.c.d) are
-// judged as IPv4.
+// unicast address. An IPv4 address embedded in IPv6 (mapped, compatible,
+// NAT64, 6to4) is judged as that IPv4 address.
 func Classify(addr netip.Addr) string {
-	a := addr.Unmap()
+	a := embeddedIPv4(addr)
+	if rule := classifyBasic(a); rule != "" {
+		return rule
+	}
+	for _, p := range specialPurpose {
+		if p.Contains(a) {
+			return RuleSpecial
+		}
+	}
+	return ""
+}
+
+// classifyBasic applies the loopback, private, link-local, multicast and
+// unspecified rules.
+func classifyBasic(a netip.Addr) string {
 	switch {
 	case a.IsUnspecified() || (a.Is4() && thisNetwork.Contains(a)):
 		return RuleUnspecified
@@ -213,5 +232,11 @@ func (l *AllowList) Check(host string, port int, addr netip.Addr) string {
 		}
 		return RuleNotAllowed
 	}
-	return Classify(addr)
+	if rule := Classify(addr); rule != "" {
+		return rule
+	}
+	if thisHost(addr) {
+		return RuleThisHost
+	}
+	return ""
 }

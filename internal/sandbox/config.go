@@ -25,6 +25,10 @@ const (
 	DefaultTmpMB    = 1024
 	DefaultMemoryMB = 4096
 	DefaultPids     = 1024
+	// DefaultWorkspaceMaxMB bounds one workspace, DefaultMinFreeMB is kept
+	// free where the workspaces and the session directory live.
+	DefaultWorkspaceMaxMB = 20480
+	DefaultMinFreeMB      = 2048
 )
 
 // Config is the deployment's sandbox policy.
@@ -48,6 +52,14 @@ type Config struct {
 	Share []string
 	// CommandEnv are extra variable names passed to commands (RALPH_COMMAND_ENV).
 	CommandEnv []string
+	// WorkspaceMaxMB and MinFreeMB are the disk bounds a running command is
+	// killed at (RALPH_WORKSPACE_MAX_MB, RALPH_MIN_FREE_MB).
+	WorkspaceMaxMB int
+	MinFreeMB      int
+	// UID and GID are who a root worker runs commands as
+	// (RALPH_SANDBOX_UID, RALPH_SANDBOX_GID); zero means the defaults. A
+	// non-root worker runs them as itself.
+	UID, GID int
 	// ProtectGit (git modes): the workspace's .git is read-only inside the
 	// sandbox and the file tools refuse every path with a .git component,
 	// so nothing the model does can change what the worker's git steps run.
@@ -57,7 +69,8 @@ type Config struct {
 // DefaultConfig is auto mode, commands' network through the proxy, and the
 // default limits.
 func DefaultConfig() Config {
-	return Config{Mode: ModeAuto, Network: NetProxy, TmpMB: DefaultTmpMB, MemoryMB: DefaultMemoryMB, Pids: DefaultPids}
+	return Config{Mode: ModeAuto, Network: NetProxy, TmpMB: DefaultTmpMB, MemoryMB: DefaultMemoryMB, Pids: DefaultPids,
+		UID: DefaultUID, GID: DefaultGID, WorkspaceMaxMB: DefaultWorkspaceMaxMB, MinFreeMB: DefaultMinFreeMB}
 }
 
 // withDefaults fills zero fields (a Config built by hand in a test or an
@@ -75,6 +88,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Pids == 0 {
 		c.Pids = d.Pids
+	}
+	if c.WorkspaceMaxMB == 0 {
+		c.WorkspaceMaxMB = d.WorkspaceMaxMB
+	}
+	if c.MinFreeMB == 0 {
+		c.MinFreeMB = d.MinFreeMB
 	}
 	return c
 }

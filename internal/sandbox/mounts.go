@@ -101,6 +101,10 @@ func envValue(environ []string, name string) string {
 	return ""
 }
 
+// maskedProc are the /proc files container runtimes mask: kernel memory,
+// every key on the system, timer and scheduler internals, the SysRq trigger.
+var maskedProc = []string{"/proc/kcore", "/proc/keys", "/proc/timer_list", "/proc/sched_debug", "/proc/sysrq-trigger"}
+
 // mount is one bwrap mount over dest.
 type mount struct {
 	dest string
@@ -111,11 +115,15 @@ type mount struct {
 // first so that a deeper one wins: the workspace is bound back inside the
 // hidden workspace root, the private home inside the hidden session
 // directory, a shared cache inside the hidden worker home.
-func (s *Sandbox) args(dir, home string, infoFD int, argv []string, ro ReadOnly) []string {
+func (s *Sandbox) args(dir, home string, infoFD int, argv []string, ro ReadOnly, opts []string) []string {
 	a := []string{
 		"--die-with-parent", "--new-session", "--cap-drop", "ALL",
+		// bwrap runs as the commands' uid: its user namespace maps only that
+		// uid and owns nothing of the host, and no nested one can be made.
+		"--unshare-user", "--disable-userns",
 		"--unshare-pid", "--unshare-ipc", "--unshare-uts",
 	}
+	a = append(a, opts...)
 	if s.network != NetHost {
 		// proxy: the command's own namespace, left only through the proxy
 		// (see Run); off: the same namespace without it.
@@ -126,6 +134,11 @@ func (s *Sandbox) args(dir, home string, infoFD int, argv []string, ro ReadOnly)
 	size := fmt.Sprint(s.tmpBytes)
 	a = append(a, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
 		"--size", size, "--tmpfs", sandboxTmp, "--size", size, "--tmpfs", "/dev/shm")
+	for _, p := range maskedProc {
+		if _, err := os.Lstat(p); err == nil { // bwrap cannot mount over what does not exist
+			a = append(a, "--ro-bind", os.DevNull, p)
+		}
+	}
 	var ms []mount
 	for _, h := range s.hidden {
 		if isDir(h) {

@@ -3,6 +3,8 @@ package sandbox
 import (
 	"fmt"
 	"os"
+	"strconv"
+	"syscall"
 
 	"github.com/ralph-temporal/ralph/internal/cgroup"
 	"github.com/ralph-temporal/ralph/internal/netproxy"
@@ -11,9 +13,11 @@ import (
 // Run is what one command gets beyond its mounts: its cgroup and, in proxy
 // mode, its proxy. A nil *Run adds nothing.
 type Run struct {
-	cg   *cgroup.Group
-	link *netproxy.Link
-	mem  int64
+	cg     *cgroup.Group
+	link   *netproxy.Link
+	mem    int64
+	filter *os.File // bwrap's --seccomp descriptor
+	cred   *syscall.Credential
 }
 
 // Outcome is what a finished command's Run observed.
@@ -31,45 +35,98 @@ func (s *Sandbox) Prepare() (*Run, error) {
 	if s == nil {
 		return nil, nil
 	}
-	r := &Run{mem: s.limits.MemoryBytes >> 20}
+	r := &Run{mem: s.limits.MemoryBytes >> 20, cred: s.Credential()}
 	var err error
 	if r.cg, err = s.cg.New(); err != nil {
 		return nil, err
 	}
-	if s.Network() == NetProxy {
-		if r.link, err = netproxy.NewLink(s.allow); err != nil {
+	if s.mode == ModeBwrap {
+		if r.filter, err = seccompFile(s.seccomp); err != nil {
 			r.cg.Close()
+			return nil, err
+		}
+	}
+	if s.Network() == NetProxy {
+		newLink := netproxy.NewLink
+		if netproxy.CanEnter() {
+			newLink = netproxy.NewEnterLink // no helper process per command
+		}
+		if r.link, err = newLink(s.allow); err != nil {
+			r.Finish()
 			return nil, err
 		}
 	}
 	return r, nil
 }
 
+// SysProcAttr completes the attributes of the command's first process:
+// the commands' uid and gid, and (cgroup v2) the group it is born in.
+func (r *Run) SysProcAttr(attr *syscall.SysProcAttr) {
+	if r == nil {
+		return
+	}
+	attr.Credential = r.cred
+	if fd, ok := r.cg.FD(); ok {
+		attr.UseCgroupFD, attr.CgroupFD = true, fd
+	}
+}
+
+// Entered is told the command's first process once bwrap has reported it
+// (pidfd on it; -1 when it never did): in proxy mode the worker opens the
+// proxy's listener in its network namespace and lets the command go on.
+func (r *Run) Entered(pidfd int) {
+	if r != nil && r.link != nil {
+		_ = r.link.Enter(pidfd) // on failure the command runs with no way out
+	}
+}
+
 // Files are the descriptors the command's process must inherit right after
 // the ones given to CommandFor as firstFD-3 (in this order).
 func (r *Run) Files() []*os.File {
-	if r == nil || r.link == nil {
+	if r == nil {
 		return nil
 	}
-	return r.link.Files()
+	var fs []*os.File
+	if r.filter != nil {
+		fs = append(fs, r.filter)
+	}
+	if r.link != nil {
+		fs = append(fs, r.link.Files()...)
+	}
+	return fs
 }
 
 // CommandFor is CommandReadOnly for a prepared run: firstFD is the descriptor
 // number Files()[0] gets in the child.
 func (s *Sandbox) CommandFor(r *Run, dir, home string, infoFD, firstFD int, ro ReadOnly, argv []string) (string, []string) {
-	if r != nil && r.link != nil && s.Network() == NetProxy {
+	if s == nil || r == nil {
+		return s.CommandReadOnly(dir, home, infoFD, ro, argv)
+	}
+	var opts []string
+	if r.filter != nil {
+		opts = append(opts, "--seccomp", strconv.Itoa(firstFD))
+		firstFD++
+	}
+	if r.link != nil && s.Network() == NetProxy {
 		argv = r.link.Argv(firstFD, argv)
+		opts = append(opts, r.link.BwrapArgs(firstFD)...)
 	}
-	name, args := s.CommandReadOnly(dir, home, infoFD, ro, argv)
-	if r != nil {
-		name, args = r.cg.Wrap(name, args)
+	name, args := argv[0], argv[1:]
+	if s.mode == ModeBwrap {
+		name, args = s.bwrap, s.args(s.realDir(dir), home, infoFD, argv, ro, opts)
 	}
-	return name, args
+	return r.cg.Wrap(name, args)
 }
 
 // Started is called once the command's process exists.
 func (r *Run) Started() {
-	if r != nil && r.link != nil {
+	if r == nil {
+		return
+	}
+	if r.filter != nil {
+		r.filter.Close() // bwrap has its copy
+	}
+	if r.link != nil {
 		r.link.Started()
 	}
 }
@@ -81,6 +138,9 @@ func (r *Run) Finish() Outcome {
 		return Outcome{}
 	}
 	var o Outcome
+	if r.filter != nil {
+		r.filter.Close()
+	}
 	if r.link != nil {
 		o.Network = r.link.Close()
 	}

@@ -58,6 +58,9 @@ type Sandbox struct {
 	share      []string
 	envNames   []string
 	protectGit bool
+	disk       diskBounds
+	id         identity // who commands run as
+	seccomp    []byte   // the filter bwrap loads (see seccompFilter)
 }
 
 // New resolves cfg against the machine. ModeAuto and ModeBwrap probe
@@ -73,24 +76,40 @@ func New(ctx context.Context, cfg Config, p Paths) (*Sandbox, error) {
 	for _, v := range []struct {
 		name string
 		n    int
-	}{{"RALPH_SANDBOX_TMP_MB", cfg.TmpMB}, {"RALPH_SANDBOX_MEMORY_MB", cfg.MemoryMB}, {"RALPH_SANDBOX_PIDS", cfg.Pids}} {
+	}{{"RALPH_SANDBOX_TMP_MB", cfg.TmpMB}, {"RALPH_SANDBOX_MEMORY_MB", cfg.MemoryMB}, {"RALPH_SANDBOX_PIDS", cfg.Pids},
+		{"RALPH_WORKSPACE_MAX_MB", cfg.WorkspaceMaxMB}, {"RALPH_MIN_FREE_MB", cfg.MinFreeMB}} {
 		if v.n < 1 {
 			return nil, fmt.Errorf("sandbox: %s must be a positive integer, got %d", v.name, v.n)
 		}
 	}
 	var err error
+	if s.id, err = resolveIdentity(cfg); err != nil {
+		return nil, err
+	}
+	// Nothing the worker was handed by its parent reaches a command.
+	if err := closeInheritedOnExec(); err != nil {
+		return nil, fmt.Errorf("sandbox: %w", err)
+	}
 	if s.allow, err = netproxy.ParseAllowList(cfg.AllowHosts); err != nil {
 		return nil, fmt.Errorf("sandbox: %w", err)
 	}
 	s.cg, s.cgWhy = cgroup.Detect(s.limits)
+	if s.id.drop {
+		s.cg.RunAs(s.id.uid, s.id.gid)
+	}
 	if s.root, err = absReal(p.WorkspaceRoot, "workspace root"); err != nil {
 		return nil, err
 	}
+	s.disk = diskBounds{maxBytes: int64(cfg.WorkspaceMaxMB) << 20, minFree: int64(cfg.MinFreeMB) << 20,
+		fileSystems: []string{s.root, p.SessionDir}}
 	if s.homes, err = filepath.Abs(p.HomesDir); err != nil || p.HomesDir == "" {
 		return nil, fmt.Errorf("sandbox: homes directory %q: must be a usable path", p.HomesDir)
 	}
 	if err := os.MkdirAll(s.homes, homeDirPerm); err != nil {
 		return nil, fmt.Errorf("sandbox: create the homes directory: %w", err)
+	}
+	if err := s.reachable(s.root, s.homes); err != nil {
+		return nil, err
 	}
 	for _, name := range cfg.CommandEnv {
 		if err := checkEnvName(name); err != nil {
@@ -109,7 +128,7 @@ func New(ctx context.Context, cfg Config, p Paths) (*Sandbox, error) {
 		return nil, fmt.Errorf("sandbox: RALPH_SANDBOX must be %s, %s or %s, got %q", ModeAuto, ModeBwrap, ModeOff, cfg.Mode)
 	}
 	s.mode = ModeBwrap
-	if err := s.probe(ctx); err != nil {
+	if err := s.prepareJail(ctx); err != nil {
 		if cfg.Mode == ModeBwrap {
 			return nil, fmt.Errorf("sandbox: RALPH_SANDBOX=bwrap but bubblewrap does not work here: %w", err)
 		}
@@ -165,6 +184,9 @@ func (s *Sandbox) Home(dir string) (string, error) {
 	if err := os.MkdirAll(home, homeDirPerm); err != nil {
 		return "", fmt.Errorf("sandbox: create the private home of %s: %w", rel, err)
 	}
+	if err := s.ownHome(home); err != nil {
+		return "", err
+	}
 	return home, nil
 }
 
@@ -179,7 +201,7 @@ func (s *Sandbox) Env(environ []string, home string) []string {
 	}
 	env := CommandEnv(environ, s.envNames, home, tmp)
 	if s.Network() == NetProxy {
-		env = append(env, netproxy.Env()...)
+		env = append(env, netproxy.Env(s.allow)...)
 	}
 	return env
 }
@@ -207,10 +229,15 @@ func (s *Sandbox) CommandReadOnly(dir, home string, infoFD int, ro ReadOnly, arg
 	if s == nil || s.mode != ModeBwrap {
 		return argv[0], argv[1:]
 	}
+	return s.bwrap, s.args(s.realDir(dir), home, infoFD, argv, ro, nil)
+}
+
+// realDir is what dir leads to: bwrap mounts over that.
+func (s *Sandbox) realDir(dir string) string {
 	if real, err := filepath.EvalSymlinks(dir); err == nil {
-		dir = real // bwrap mounts over what the name leads to
+		return real
 	}
-	return s.bwrap, s.args(dir, home, infoFD, argv, ro)
+	return dir
 }
 
 // absReal makes dir absolute and symlink-free; it must exist.

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/ralph-temporal/ralph/internal/names"
@@ -126,7 +127,7 @@ func TestHiddenPathsAndMountOrder(t *testing.T) {
 	if filepath.Dir(home) != f.paths.HomesDir || filepath.Base(home) != names.Flat("ws") {
 		t.Errorf("private home %s", home)
 	}
-	a := strings.Join(sb.args(dir, home, 3, []string{"bash", "-c", "true"}, ReadOnly{}), " ")
+	a := strings.Join(sb.args(dir, home, 3, []string{"bash", "-c", "true"}, ReadOnly{}, nil), " ")
 	for _, flag := range []string{"--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-net", "--die-with-parent", "--new-session", "--cap-drop ALL", "--proc /proc", "--dev /dev", "--tmpfs /tmp", "--info-fd 3", "--chdir " + dir} {
 		if !strings.Contains(a, flag) {
 			t.Errorf("bwrap args lack %s: %s", flag, a)
@@ -217,9 +218,7 @@ func TestBwrapNestedHiddenPaths(t *testing.T) {
 		t.Fatal(err)
 	}
 	script := "cat " + base + "/.netrc " + root + "/other/secret 2>&1; ls -A " + base + " " + root + "; echo ok > here; echo h > $HOME/h; touch " + base + "/escape 2>&1 || echo refused"
-	name, args := sb.Command(dir, home, -1, []string{"bash", "-c", script})
-	cmd := exec.Command(name, args...)
-	cmd.Env = sb.Env(os.Environ(), home)
+	cmd := jailed(t, sb, dir, home, script)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
@@ -297,9 +296,7 @@ func TestBwrapHidesXDGKeyDirAndState(t *testing.T) {
 		t.Fatal(err)
 	}
 	script := "cat " + strings.Join(secrets, " ") + " 2>&1; ls -A " + state + " " + keyDir + "; echo ok > here && echo workspace-ok"
-	name, args := sb.Command(dir, home, -1, []string{"bash", "-c", script})
-	cmd := exec.Command(name, args...)
-	cmd.Env = sb.Env(os.Environ(), home)
+	cmd := jailed(t, sb, dir, home, script)
 	out, _ := cmd.CombinedOutput()
 	if strings.Contains(string(out), "edge-canary") || strings.Contains(string(out), "\ntemporal.db\n") || strings.Contains(string(out), "\npayload.key") {
 		t.Fatalf("a hidden path is reachable:\n%s", out)
@@ -307,4 +304,18 @@ func TestBwrapHidesXDGKeyDirAndState(t *testing.T) {
 	if !strings.Contains(string(out), "workspace-ok") {
 		t.Fatalf("the workspace inside the hidden state directory is not usable:\n%s", out)
 	}
+}
+
+// jailed is script run the way every command is started: the workspace
+// given to the commands' uid, bwrap as that uid.
+func jailed(t *testing.T, sb *Sandbox, dir, home, script string) *exec.Cmd {
+	t.Helper()
+	if err := sb.Own(dir); err != nil {
+		t.Fatal(err)
+	}
+	name, args := sb.Command(dir, home, -1, []string{"bash", "-c", script})
+	cmd := exec.Command(name, args...)
+	cmd.Env = sb.Env(os.Environ(), home)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: sb.Credential()}
+	return cmd
 }

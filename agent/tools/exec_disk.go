@@ -1,0 +1,46 @@
+package tools
+
+import (
+	"sync"
+	"time"
+
+	"github.com/ralph-temporal/ralph/internal/sandbox"
+)
+
+// DiskCheckInterval is how often a running command's disk use is checked
+// against RALPH_WORKSPACE_MAX_MB and RALPH_MIN_FREE_MB.
+const DiskCheckInterval = 500 * time.Millisecond
+
+// diskWatch checks a running command's disk use; hit delivers why it must
+// be killed (nil channel: nothing is checked).
+type diskWatch struct {
+	hit  chan string
+	done chan struct{}
+	once sync.Once
+}
+
+func watchDisk(sb *sandbox.Sandbox, dir string) *diskWatch {
+	w := &diskWatch{done: make(chan struct{})}
+	if sb == nil {
+		return w
+	}
+	w.hit = make(chan string, 1)
+	go func() {
+		t := time.NewTicker(DiskCheckInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-w.done:
+				return
+			case <-t.C:
+				if why := sb.DiskOver(dir); why != "" {
+					w.hit <- why
+					return
+				}
+			}
+		}
+	}()
+	return w
+}
+
+func (w *diskWatch) stop() { w.once.Do(func() { close(w.done) }) }

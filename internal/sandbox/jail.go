@@ -1,0 +1,128 @@
+package sandbox
+
+import (
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+)
+
+// freshHomes holds the HOMEs made for one verify or review command each;
+// a workspace's flattened name never starts with a dot.
+const freshHomes = ".fresh"
+
+// closeInheritedOnExec marks every descriptor beyond 0-2 that this process
+// holds close-on-exec: a descriptor the worker's parent left open (a
+// secret, a socket) would otherwise reach every command it starts. Go
+// opens its own descriptors close-on-exec, and a command's are passed
+// explicitly.
+func closeInheritedOnExec() error {
+	entries, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return fmt.Errorf("listing the worker's descriptors: %w", err)
+	}
+	for _, e := range entries {
+		if fd, err := strconv.Atoi(e.Name()); err == nil && fd > 2 {
+			setCloseOnExec(fd)
+		}
+	}
+	return nil
+}
+
+// reachable lets the commands' uid reach paths: bwrap runs as that uid and
+// must look up the workspace, the private homes and the shared paths to
+// mount them. A directory on the way that others cannot search gets the
+// search bit only (not read: nothing in it can be listed); bubblewrap then
+// hides the workspace root and the session directory from the command.
+func (s *Sandbox) reachable(paths ...string) error {
+	if !s.id.drop {
+		return nil
+	}
+	for _, p := range paths {
+		for dir := p; ; dir = filepath.Dir(dir) {
+			fi, err := os.Stat(dir)
+			if err != nil {
+				return fmt.Errorf("sandbox: %s: %w", dir, err)
+			}
+			if fi.Mode().Perm()&0o001 == 0 {
+				if err := os.Chmod(dir, fi.Mode().Perm()|0o001); err != nil {
+					return fmt.Errorf("sandbox: letting uid %d reach %s: %w", s.id.uid, p, err)
+				}
+			}
+			if dir == filepath.Dir(dir) {
+				break
+			}
+		}
+	}
+	return nil
+}
+
+// ownHome gives a private home to the commands' uid.
+func (s *Sandbox) ownHome(home string) error {
+	if !s.id.drop {
+		return nil
+	}
+	if err := os.Lchown(home, s.id.uid, s.id.gid); err != nil {
+		return fmt.Errorf("sandbox: giving the private home %s to uid %d: %w", home, s.id.uid, err)
+	}
+	return nil
+}
+
+// FreshHome makes a HOME no command has written, for one verify or review
+// command: what the model planted in its persistent home (a Go env file,
+// .gitconfig, .npmrc) cannot change what verification runs. remove deletes
+// it. A nil Sandbox returns "" (commands keep the worker's HOME).
+func (s *Sandbox) FreshHome() (home string, remove func(), err error) {
+	if s == nil {
+		return "", func() {}, nil
+	}
+	parent := filepath.Join(s.homes, freshHomes)
+	if err := os.MkdirAll(parent, 0o711); err != nil {
+		return "", nil, fmt.Errorf("sandbox: creating %s: %w", parent, err)
+	}
+	home, err = os.MkdirTemp(parent, "home-")
+	if err != nil {
+		return "", nil, fmt.Errorf("sandbox: creating a fresh home: %w", err)
+	}
+	remove = func() { _ = os.RemoveAll(home) }
+	if err := s.ownHome(home); err != nil {
+		remove()
+		return "", nil, err
+	}
+	return home, remove, nil
+}
+
+// Own makes the workspace at dir workable by the commands' uid: every entry
+// it does not own (a clone made by the worker, files the worker's tools or
+// git steps wrote) is given to it. Links are changed themselves, never what
+// they point at, and a file with more than one name is left alone: its
+// other name may be outside the workspace. The worker, root, keeps working
+// on whatever the uid owns.
+func (s *Sandbox) Own(dir string) error {
+	if s == nil || s.mode != ModeBwrap || !s.id.drop {
+		return nil
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return fmt.Errorf("sandbox: opening the workspace %s: %w", dir, err)
+	}
+	defer root.Close()
+	return fs.WalkDir(root.FS(), ".", func(rel string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return fmt.Errorf("sandbox: giving %s to uid %d: %w", filepath.Join(dir, rel), s.id.uid, err)
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return nil // gone since it was listed
+		}
+		uid, gid, links := owner(fi)
+		if (uid == s.id.uid && gid == s.id.gid) || (fi.Mode().IsRegular() && links > 1) {
+			return nil
+		}
+		if err := root.Lchown(rel, s.id.uid, s.id.gid); err != nil && !os.IsNotExist(err) {
+			return fmt.Errorf("sandbox: giving %s to uid %d: %w", filepath.Join(dir, rel), s.id.uid, err)
+		}
+		return nil
+	})
+}
