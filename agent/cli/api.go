@@ -55,7 +55,7 @@ var apis = map[API]apiSpec{
 	}, newReader: func() streamReader { return &chatReader{} }},
 	APIResponses: {path: "/responses", provider: "openai", prepare: func(map[string]json.RawMessage) {},
 		reportOnly: func(b map[string]json.RawMessage, tool, notice string) {
-			b["tools"] = keepTools(b["tools"], tool, func(t map[string]json.RawMessage) string { return str(t["name"]) })
+			b["tools"] = keepNamespacedTools(b["tools"], tool)
 			delete(b, "tool_choice")
 			b["input"] = appendItem(b["input"], map[string]any{"type": "message", "role": "user",
 				"content": []map[string]string{{"type": "input_text", "text": notice}}})
@@ -88,6 +88,28 @@ func keepTools(raw json.RawMessage, tool string, name func(map[string]json.RawMe
 	kept := []map[string]json.RawMessage{}
 	for _, t := range all {
 		if strings.HasSuffix(name(t), tool) {
+			kept = append(kept, t)
+		}
+	}
+	out, _ := json.Marshal(kept)
+	return out
+}
+
+// keepNamespacedTools is keepTools for the Responses API, where a
+// namespace tool holds others (Codex puts each MCP server's in one).
+func keepNamespacedTools(raw json.RawMessage, tool string) json.RawMessage {
+	byName := func(t map[string]json.RawMessage) string { return str(t["name"]) }
+	var all []map[string]json.RawMessage
+	_ = json.Unmarshal(raw, &all)
+	kept := []map[string]json.RawMessage{}
+	for _, t := range all {
+		if str(t["type"]) == "namespace" {
+			inner := keepTools(t["tools"], tool, byName)
+			if string(inner) != "[]" {
+				t["tools"] = inner
+				kept = append(kept, t)
+			}
+		} else if strings.HasSuffix(byName(t), tool) {
 			kept = append(kept, t)
 		}
 	}

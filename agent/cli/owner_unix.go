@@ -13,3 +13,16 @@ func ownerOf(fi os.FileInfo) (int, int) {
 	}
 	return os.Geteuid(), os.Getegid()
 }
+
+// mkdirOwned makes dir owned like home.
+func mkdirOwned(dir, home string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	fi, err := os.Stat(home)
+	if err != nil {
+		return err
+	}
+	uid, gid := ownerOf(fi)
+	return os.Chown(dir, uid, gid)
+}

@@ -2,6 +2,7 @@ package cli_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -57,7 +58,10 @@ func provider(t *testing.T, kind string, srv *fakeopenai.Server) cli.Provider {
 		Config: cfg, Upstream: srv.BaseURL(), Key: testKey}
 }
 
-func TestOpencodeRoundReportsThroughTheWorker(t *testing.T) {
+func TestOpencodeRoundReportsThroughTheWorker(t *testing.T) { roundReportsThroughTheWorker(t, cli.Opencode) }
+func TestCodexRoundReportsThroughTheWorker(t *testing.T)    { roundReportsThroughTheWorker(t, cli.Codex) }
+
+func roundReportsThroughTheWorker(t *testing.T, kind string) {
 	script := fakeopenai.AgentScript{
 		Command: func(int) string { return "echo hello > hello.txt && cat hello.txt" },
 		Report: func(_ int, out string) fakeopenai.ReportArgs {
@@ -67,7 +71,7 @@ func TestOpencodeRoundReportsThroughTheWorker(t *testing.T) {
 	}
 	srv := fakeopenai.NewServer(fakeopenai.Script{Rule: script.Rule})
 	t.Cleanup(srv.Close)
-	p := provider(t, cli.Opencode, srv)
+	p := provider(t, kind, srv)
 	ws := t.TempDir()
 	ev := &events{}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -75,6 +79,16 @@ func TestOpencodeRoundReportsThroughTheWorker(t *testing.T) {
 	res, err := p.Run(ctx, agent.Request{SessionID: "s1", Objective: "Write hello.txt.", Round: 1, MaxRounds: 3, Workspace: ws}, ev)
 	for _, e := range ev.kinds(agent.EventAgentOutput) {
 		t.Log(e.Output)
+	}
+	for _, r := range srv.Requests() {
+		var names []string
+		for _, tl := range r.Chat.Tools {
+			names = append(names, tl.Function.Name)
+		}
+		t.Logf("request %d tools %v", r.Index, names)
+		if os.Getenv("DUMP") != "" {
+			os.WriteFile(fmt.Sprintf("/tmp/dump-%d.json", r.Index), r.Raw, 0o600)
+		}
 	}
 	if err != nil {
 		t.Fatal(err)

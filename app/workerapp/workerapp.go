@@ -222,6 +222,10 @@ func Start(ctx context.Context, cfg config.Worker, env config.Env, logger *slog.
 		return nil, &UsageError{Err: fmt.Errorf("activities configuration: %w", err)}
 	}
 	logSandbox(logger, cfg.Activities.Sandbox, acts.Sandbox())
+	agentAttrs, err := checkAgents(ctx, cfg.Activities.Agents)
+	if err != nil {
+		return nil, &UsageError{Err: err}
+	}
 
 	opts, err := config.ClientOptions(env, cfg.Connection)
 	if err != nil {
@@ -249,7 +253,7 @@ func Start(ctx context.Context, cfg config.Worker, env config.Env, logger *slog.
 		s.later(stopMetrics)
 	}
 	logger.Info("starting Ralph worker", append([]any{"version", VersionString(version), "address", opts.HostPort, "namespace", opts.Namespace,
-		"encryptionKeyFile", cfg.Connection.EncryptionKeyFile, "metricsAddress", cfg.MetricsAddress}, cfg.LogAttrs()...)...)
+		"encryptionKeyFile", cfg.Connection.EncryptionKeyFile, "metricsAddress", cfg.MetricsAddress}, append(agentAttrs, cfg.LogAttrs()...)...)...)
 
 	c, err := dialWithRetry(ctx, opts, env, cfg.ConnectTimeout, logger)
 	if err != nil {

@@ -43,6 +43,8 @@ type Server struct {
 	left     map[int]time.Time // request index: when its client left mid-stream
 	// reasoningOf is the reasoning item sent with each call (Responses).
 	reasoningOf map[string]issuedReasoning
+	// namespaces maps a namespaced tool's flat name to its namespace and name (Responses).
+	namespaces map[string][2]string
 	// signatures are the thought signatures sent by call id (Gemini).
 	signatures map[string]string
 	// reasoningSent: an answer carried reasoning_content (DeepSeek).
@@ -72,7 +74,7 @@ func Listen(addr string, script Script) (*Server, error) {
 }
 
 func newServer(script Script) *Server {
-	return &Server{script: script, closing: make(chan struct{}), reasoningOf: map[string]issuedReasoning{}, signatures: map[string]string{}}
+	return &Server{script: script, closing: make(chan struct{}), reasoningOf: map[string]issuedReasoning{}, namespaces: map[string][2]string{}, signatures: map[string]string{}}
 }
 
 // BaseURL is the value for OPENAI_BASE_URL (it ends in /v1).
