@@ -26,9 +26,24 @@ import (
 const (
 	reportArg  = "__ralph-agent-report"
 	gatewayArg = "__ralph-agent-gateway"
-	// gatewayMark stands for the gateway's base URL in the CLI's argv and env.
-	gatewayMark = "{{ralph-gateway}}"
+	// gatewayMark stands for the gateway's base URL (ending in /v1) in the
+	// CLI's argv and env, gatewayRootMark for it without /v1.
+	gatewayMark     = "{{ralph-gateway}}"
+	gatewayRootMark = "{{ralph-gateway-root}}"
 )
+
+// gatewayRoot is the gateway's URL without /v1 (Anthropic clients add it).
+func gatewayRoot(base string) string {
+	if base == gatewayMark {
+		return gatewayRootMark
+	}
+	return strings.TrimSuffix(base, "/v1")
+}
+
+// substitute puts the gateway's address in place of the marks.
+func substitute(s, root string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(s, gatewayRootMark, root), gatewayMark, root+"/v1")
+}
 
 func init() {
 	if len(os.Args) < 2 {
@@ -69,14 +84,14 @@ func gatewayMain(args []string) int {
 		return fail(err)
 	}
 	go forward(ln, socket)
-	base := "http://" + ln.Addr().String() + "/v1"
+	root := "http://" + ln.Addr().String()
 	argv := make([]string, len(args)-1)
 	for i, a := range args[1:] {
-		argv[i] = strings.ReplaceAll(a, gatewayMark, base)
+		argv[i] = substitute(a, root)
 	}
 	env := os.Environ()
 	for i, kv := range env {
-		env[i] = strings.ReplaceAll(kv, gatewayMark, base)
+		env[i] = substitute(kv, root)
 	}
 	path, err := exec.LookPath(argv[0])
 	if err != nil {

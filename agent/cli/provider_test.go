@@ -2,7 +2,6 @@ package cli_test
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,16 +9,23 @@ import (
 	"testing"
 	"time"
 
+	openai "github.com/sashabaranov/go-openai"
+
 	"github.com/ralph-temporal/ralph/agent"
 	"github.com/ralph-temporal/ralph/agent/cli"
 	"github.com/ralph-temporal/ralph/internal/fakeopenai"
+	"github.com/ralph-temporal/ralph/internal/sandbox"
 	"github.com/ralph-temporal/ralph/report"
+	"github.com/ralph-temporal/ralph/usage"
 )
 
 const testKey = "sk-real-provider-key-5e1b9c"
 
-// agentsDir is where scripts/test.sh installs the pinned CLIs.
+// agentsDir is where scripts/test.sh installs the pinned CLIs
+// (devenv/agentclis).
 const agentsDir = "/opt/ralph-agents/node_modules/.bin"
+
+var binaries = map[string]string{cli.Opencode: "opencode", cli.Codex: "codex", cli.ClaudeCode: "claude"}
 
 type events struct {
 	mu  sync.Mutex
@@ -44,62 +50,157 @@ func (e *events) kinds(k agent.EventKind) []agent.Event {
 	return out
 }
 
-func provider(t *testing.T, kind string, srv *fakeopenai.Server) cli.Provider {
+// rig is one CLI's provider in a real bubblewrap sandbox against the
+// scripted server.
+type rig struct {
+	t         *testing.T
+	srv       *fakeopenai.Server
+	p         cli.Provider
+	workspace string
+	served    *servedLog
+}
+
+// servedLog counts the answers the scripted server delivered.
+type servedLog struct {
+	mu sync.Mutex
+	n  int
+}
+
+func (s *servedLog) count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.n
+}
+
+func newRig(t *testing.T, kind string, script fakeopenai.Script) *rig {
 	t.Helper()
-	found, err := cli.Check(context.Background(), kind, filepath.Join(agentsDir, map[string]string{
-		cli.Opencode: "opencode", cli.Codex: "codex", cli.ClaudeCode: "claude"}[kind]))
+	served := &servedLog{}
+	script.Delivered = func(fakeopenai.Request, fakeopenai.Response) {
+		served.mu.Lock()
+		served.n++
+		served.mu.Unlock()
+	}
+	srv := fakeopenai.NewServer(script)
+	t.Cleanup(srv.Close)
+	found, err := cli.Check(context.Background(), kind, filepath.Join(agentsDir, binaries[kind]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, sessions := t.TempDir(), t.TempDir()
+	ws := filepath.Join(root, "ws")
+	if err := os.Mkdir(ws, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	sb, err := sandbox.New(context.Background(), sandbox.Config{Mode: sandbox.ModeBwrap}, sandbox.Paths{
+		WorkspaceRoot: root, SessionDir: sessions, HomesDir: filepath.Join(sessions, "homes"), Environ: os.Environ()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg := agent.DefaultConfig()
-	cfg.BaseURL, cfg.APIKey, cfg.Model = srv.BaseURL(), testKey, "fake-model"
+	cfg.BaseURL, cfg.APIKey, cfg.Model, cfg.Sandbox = srv.BaseURL(), testKey, "fake-model", sb
 	cfg.RetryBaseDelay, cfg.RetryMaxDelay = time.Millisecond, 5*time.Millisecond
-	return cli.Provider{Dialect: found.Dialect, Command: found.Path, Model: "fake-model", Idle: time.Minute,
-		Config: cfg, Upstream: srv.BaseURL(), Key: testKey}
+	return &rig{t: t, srv: srv, workspace: ws, served: served, p: cli.Provider{Dialect: found.Dialect, Command: found.Path,
+		Model: "fake-model", Idle: time.Minute, Config: cfg, Upstream: srv.BaseURL(), Key: testKey}}
 }
 
-func TestOpencodeRoundReportsThroughTheWorker(t *testing.T) { roundReportsThroughTheWorker(t, cli.Opencode) }
-func TestCodexRoundReportsThroughTheWorker(t *testing.T)    { roundReportsThroughTheWorker(t, cli.Codex) }
-
-func roundReportsThroughTheWorker(t *testing.T, kind string) {
-	script := fakeopenai.AgentScript{
-		Command: func(int) string { return "echo hello > hello.txt && cat hello.txt" },
-		Report: func(_ int, out string) fakeopenai.ReportArgs {
-			return fakeopenai.ReportArgs{Status: "continue", Summary: "Wrote hello.txt.", Evidence: []string{"cat printed " + strings.TrimSpace(out)},
-				NextSteps: []string{"Check hello.txt."}}
-		},
-	}
-	srv := fakeopenai.NewServer(fakeopenai.Script{Rule: script.Rule})
-	t.Cleanup(srv.Close)
-	p := provider(t, kind, srv)
-	ws := t.TempDir()
+func (r *rig) run(ctx context.Context, req agent.Request) (agent.Result, *events, error) {
+	r.t.Helper()
+	req.Workspace, req.MaxRounds = r.r(), 2
 	ev := &events{}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	res, err := r.p.Run(ctx, req, ev)
+	if err != nil {
+		for _, e := range ev.kinds(agent.EventAgentOutput) {
+			r.t.Log(e.Output)
+		}
+	}
+	return res, ev, err
+}
+
+func (r *rig) r() string { return r.workspace }
+
+// perAnswer is the usage of every scripted answer.
+var perAnswer = openai.Usage{PromptTokens: 1000, CompletionTokens: 50, TotalTokens: 1050}
+
+// twoRounds: round 1 writes hello.txt and looks for the provider key in
+// its environment and every process's, round 2 claims complete, verified.
+var twoRounds = fakeopenai.AgentScript{
+	Usage: &perAnswer,
+	Command: func(round int) string {
+		if round == 1 {
+			return "echo hello > hello.txt && id -u && env && cat /proc/[0-9]*/environ 2>/dev/null | tr '\\0' '\\n' | sort -u"
+		}
+		return "cat hello.txt"
+	},
+	Report: func(round int, out string) fakeopenai.ReportArgs {
+		if round == 1 {
+			return fakeopenai.ReportArgs{Status: "continue", Summary: "Wrote hello.txt.", Evidence: []string{"echo hello > hello.txt"},
+				NextSteps: []string{"Check hello.txt."}}
+		}
+		return fakeopenai.ReportArgs{Status: "complete", Summary: "hello.txt holds hello.", Evidence: []string{"cat hello.txt printed " + firstWord(out)},
+			NextSteps: []string{}}
+	},
+}
+
+func firstWord(s string) string {
+	if f := strings.Fields(s); len(f) > 0 {
+		return f[len(f)-1]
+	}
+	return "nothing"
+}
+
+func TestTwoRoundsEndVerifiedOpencode(t *testing.T)   { twoRoundsEndVerified(t, cli.Opencode) }
+func TestTwoRoundsEndVerifiedCodex(t *testing.T)      { twoRoundsEndVerified(t, cli.Codex) }
+func TestTwoRoundsEndVerifiedClaudeCode(t *testing.T) { twoRoundsEndVerified(t, cli.ClaudeCode) }
+
+// twoRoundsEndVerified runs two rounds of kind in the sandbox: the report
+// of each arrives through the worker's MCP tool, the second one is
+// verified; the usage is what the server served; the CLI never held the
+// provider key (its shell's environment and /proc went back to the model,
+// so no request body may hold the key) and every request upstream carried
+// the key, not the attempt's token.
+func twoRoundsEndVerified(t *testing.T, kind string) {
+	r := newRig(t, kind, fakeopenai.Script{Rule: twoRounds.Rule})
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	res, err := p.Run(ctx, agent.Request{SessionID: "s1", Objective: "Write hello.txt.", Round: 1, MaxRounds: 3, Workspace: ws}, ev)
-	for _, e := range ev.kinds(agent.EventAgentOutput) {
-		t.Log(e.Output)
-	}
-	for _, r := range srv.Requests() {
-		var names []string
-		for _, tl := range r.Chat.Tools {
-			names = append(names, tl.Function.Name)
-		}
-		t.Logf("request %d tools %v", r.Index, names)
-		if os.Getenv("DUMP") != "" {
-			os.WriteFile(fmt.Sprintf("/tmp/dump-%d.json", r.Index), r.Raw, 0o600)
-		}
-	}
+	first, _, err := r.run(ctx, agent.Request{SessionID: "s1", Objective: "Write hello.txt.", Round: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Report.Status != report.StatusContinue {
-		t.Fatalf("report %+v", res.Report)
+	if first.Report.Status != report.StatusContinue {
+		t.Fatalf("round 1 report %+v", first.Report)
 	}
-	if b, err := os.ReadFile(filepath.Join(ws, "hello.txt")); err != nil || string(b) != "hello\n" {
+	second, ev, err := r.run(ctx, agent.Request{SessionID: "s2", Objective: "Write hello.txt.", Round: 2, Previous: &first.Report,
+		VerifyCommand: "grep -qx hello hello.txt"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if second.Report.Status != report.StatusComplete || second.Verification == nil || !second.Verification.Passed() {
+		t.Fatalf("round 2: %+v verification %+v", second.Report, second.Verification)
+	}
+	if len(ev.kinds(agent.EventVerifyResult)) != 1 {
+		t.Errorf("verify results: %+v", ev.kinds(agent.EventVerifyResult))
+	}
+	b, err := os.ReadFile(filepath.Join(r.workspace, "hello.txt"))
+	if err != nil || string(b) != "hello\n" {
 		t.Fatalf("hello.txt: %q %v", b, err)
 	}
-	for _, r := range srv.Requests() {
-		t.Logf("request %d tools=%d auth=%q", r.Index, len(r.Chat.Tools), r.Header.Get("Authorization"))
+	got := first.Usage.Add(second.Usage)
+	n := r.served.count()
+	want := usage.Usage{ModelCalls: n, ToolCalls: 2, PromptTokens: n * perAnswer.PromptTokens, CompletionTokens: n * perAnswer.CompletionTokens}
+	if got != want {
+		t.Errorf("usage %+v, want %+v (%d answers served)", got, want, n)
+	}
+	sawShellOutput := false
+	for _, req := range r.srv.Requests() {
+		if h := req.Header.Get("Authorization") + req.Header.Get("x-api-key"); !strings.Contains(h, testKey) {
+			t.Errorf("request %d reached the server without the provider key: %q", req.Index, h)
+		}
+		if strings.Contains(string(req.Raw), testKey) {
+			t.Errorf("request %d body holds the provider key", req.Index)
+		}
+		sawShellOutput = sawShellOutput || strings.Contains(string(req.Raw), "ralph-attempt-")
+	}
+	if !sawShellOutput {
+		t.Error("no request carried the shell's environment (the attempt's token): the key check proved nothing")
 	}
 }

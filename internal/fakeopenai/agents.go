@@ -17,6 +17,8 @@ type AgentScript struct {
 	Command func(round int) string
 	// Report is the report of round, given the shell's output.
 	Report func(round int, shellOutput string) ReportArgs
+	// Usage, when set, is every answer's usage.
+	Usage *openai.Usage
 }
 
 // shellTools are the shell tools of the CLIs, as their models see them.
@@ -24,6 +26,12 @@ var shellTools = []string{"Bash", "bash", "exec_command", "shell"}
 
 // Rule answers one request of the CLI.
 func (a AgentScript) Rule(req Request) Response {
+	r := a.answer(req)
+	r.Usage = a.Usage
+	return r
+}
+
+func (a AgentScript) answer(req Request) Response {
 	if len(req.Chat.Tools) == 0 {
 		return Text("Ralph round")
 	}
