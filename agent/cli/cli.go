@@ -83,8 +83,8 @@ type API string
 
 // The APIs of the CLIs.
 const (
-	APIChat      API = "openai-chat"       // POST /v1/chat/completions, streamed
-	APIResponses API = "openai-responses"  // POST /v1/responses, streamed
+	APIChat      API = "openai-chat"        // POST /v1/chat/completions, streamed
+	APIResponses API = "openai-responses"   // POST /v1/responses, streamed
 	APIMessages  API = "anthropic-messages" // POST /v1/messages, streamed
 )
 
