@@ -129,7 +129,7 @@ func forward(ln net.Listener, socket string) {
 		}
 		go func() {
 			defer c.Close()
-			up, err := net.Dial("unix", socket)
+			up, err := dialUnix(socket)
 			if err != nil {
 				return
 			}

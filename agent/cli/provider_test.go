@@ -2,6 +2,7 @@ package cli_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -202,5 +203,110 @@ func twoRoundsEndVerified(t *testing.T, kind string) {
 	}
 	if !sawShellOutput {
 		t.Error("no request carried the shell's environment (the attempt's token): the key check proved nothing")
+	}
+}
+
+func TestCancelDuringACommandOpencode(t *testing.T)   { cancelDuringACommand(t, cli.Opencode) }
+func TestCancelDuringACommandCodex(t *testing.T)      { cancelDuringACommand(t, cli.Codex) }
+func TestCancelDuringACommandClaudeCode(t *testing.T) { cancelDuringACommand(t, cli.ClaudeCode) }
+
+// cancelDuringACommand cancels the round while the CLI's shell runs a
+// long command: the round ends cancelled, and neither the CLI nor the
+// command (nor anything working in the workspace) is left running.
+func cancelDuringACommand(t *testing.T, kind string) {
+	script := fakeopenai.AgentScript{
+		Command: func(int) string { return "touch started; sleep 3037; echo never" },
+		Report: func(int, string) fakeopenai.ReportArgs {
+			return fakeopenai.ReportArgs{Status: "blocked", Summary: "x", Evidence: []string{}, NextSteps: []string{}, Blocker: "x"}
+		},
+	}
+	r := newRig(t, kind, fakeopenai.Script{Rule: script.Rule})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		for ctx.Err() == nil {
+			if _, err := os.Stat(filepath.Join(r.workspace, "started")); err == nil {
+				time.Sleep(200 * time.Millisecond) // the sleep is running
+				cancel()
+				return
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
+	limit := time.AfterFunc(3*time.Minute, cancel)
+	defer limit.Stop()
+	_, _, err := r.run(ctx, agent.Request{SessionID: "s1", Objective: "Sleep.", Round: 1})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("round ended with %v, want a cancel", err)
+	}
+	if _, err := os.Stat(filepath.Join(r.workspace, "started")); err != nil {
+		t.Fatalf("the command never started: %v", err)
+	}
+	if left := processesIn(r.workspace, "sleep 3037"); len(left) > 0 {
+		t.Fatalf("left running after the cancel: %v", left)
+	}
+}
+
+// processesIn lists the processes whose working directory is dir, or
+// whose command line holds marker.
+func processesIn(dir, marker string) []string {
+	var found []string
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		if e.Name()[0] < '0' || e.Name()[0] > '9' {
+			continue
+		}
+		cwd, _ := os.Readlink(filepath.Join("/proc", e.Name(), "cwd"))
+		cmd, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		line := strings.ReplaceAll(string(cmd), "\x00", " ")
+		if cwd == dir || strings.Contains(line, marker) {
+			found = append(found, e.Name()+": "+line)
+		}
+	}
+	return found
+}
+
+func TestModelCallCapForcesTheHandoffCodex(t *testing.T)      { modelCallCapForcesTheHandoff(t, cli.Codex, 0) }
+func TestModelCallCapForcesTheHandoffClaudeCode(t *testing.T) { modelCallCapForcesTheHandoff(t, cli.ClaudeCode, 0) }
+func TestModelCallCapForcesTheHandoffOpencode(t *testing.T)   { modelCallCapForcesTheHandoff(t, cli.Opencode, 1) }
+
+// modelCallCapForcesTheHandoff: with two model calls allowed (plus the
+// CLI's own extra ones, opencode's title request), the gateway forwards the
+// second with only the report tool and the hand-off notice; the model then
+// can only report, and the round ends with that report.
+func modelCallCapForcesTheHandoff(t *testing.T, kind string, extra int) {
+	script := fakeopenai.AgentScript{
+		Command: func(int) string { return "echo step" },
+		Report: func(int, string) fakeopenai.ReportArgs {
+			return fakeopenai.ReportArgs{Status: "continue", Summary: "Handed off.", Evidence: []string{"echo step"}, NextSteps: []string{"Go on."}}
+		},
+	}
+	r := newRig(t, kind, fakeopenai.Script{Rule: func(req fakeopenai.Request) fakeopenai.Response {
+		if req.OfferedTool("submit_report") != "" && len(req.Chat.Tools) > 1 && strings.Contains(req.LastToolOutput(), "step") {
+			// Before the hand-off the model would go on working.
+			return fakeopenai.Tools(fakeopenai.CallJSON(req.OfferedTool("Bash", "bash", "exec_command"), map[string]string{"command": "echo more", "cmd": "echo more"}))
+		}
+		return script.Rule(req)
+	}})
+	r.p.Config.MaxModelCalls = 2 + extra
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	res, ev, err := r.run(ctx, agent.Request{SessionID: "s1", Objective: "Work.", Round: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Report.Summary != "Handed off." {
+		t.Fatalf("report %+v", res.Report)
+	}
+	reqs := r.srv.Requests()
+	last := reqs[len(reqs)-1]
+	if len(last.Chat.Tools) != 1 || !strings.HasSuffix(last.Chat.Tools[0].Function.Name, "submit_report") {
+		t.Errorf("the hand-off request offered %d tools, want only the report tool", len(last.Chat.Tools))
+	}
+	if !strings.Contains(string(last.Raw), "this is the last model call of this round") {
+		t.Error("the hand-off request does not carry the notice")
+	}
+	if h := ev.kinds(agent.EventHandoff); len(h) != 1 || h[0].Bound != agent.BoundModelCalls {
+		t.Errorf("handoff events %+v", h)
 	}
 }

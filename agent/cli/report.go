@@ -54,7 +54,7 @@ type reportSocket struct {
 }
 
 func listenReport(ctx context.Context, path string, desk submitter, uid, gid int) (*reportSocket, error) {
-	ln, err := net.Listen("unix", path)
+	ln, err := listenUnixPath(path)
 	if err != nil {
 		return nil, fmt.Errorf("report socket: %w", err)
 	}
@@ -123,7 +123,7 @@ type deskClient struct {
 }
 
 func dialDesk(path string) (*deskClient, error) {
-	c, err := net.Dial("unix", path)
+	c, err := dialUnix(path)
 	if err != nil {
 		return nil, err
 	}

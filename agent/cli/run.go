@@ -249,7 +249,7 @@ func linkHelper(dir string) (string, error) {
 }
 
 func listenUnix(path string, uid, gid int) (net.Listener, error) {
-	ln, err := net.Listen("unix", path)
+	ln, err := listenUnixPath(path)
 	if err != nil {
 		return nil, fmt.Errorf("gateway socket: %w", err)
 	}
