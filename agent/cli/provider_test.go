@@ -266,9 +266,15 @@ func processesIn(dir, marker string) []string {
 	return found
 }
 
-func TestModelCallCapForcesTheHandoffCodex(t *testing.T)      { modelCallCapForcesTheHandoff(t, cli.Codex, 0) }
-func TestModelCallCapForcesTheHandoffClaudeCode(t *testing.T) { modelCallCapForcesTheHandoff(t, cli.ClaudeCode, 0) }
-func TestModelCallCapForcesTheHandoffOpencode(t *testing.T)   { modelCallCapForcesTheHandoff(t, cli.Opencode, 1) }
+func TestModelCallCapForcesTheHandoffCodex(t *testing.T) {
+	modelCallCapForcesTheHandoff(t, cli.Codex, 0)
+}
+func TestModelCallCapForcesTheHandoffClaudeCode(t *testing.T) {
+	modelCallCapForcesTheHandoff(t, cli.ClaudeCode, 0)
+}
+func TestModelCallCapForcesTheHandoffOpencode(t *testing.T) {
+	modelCallCapForcesTheHandoff(t, cli.Opencode, 1)
+}
 
 // modelCallCapForcesTheHandoff: with two model calls allowed (plus the
 // CLI's own extra ones, opencode's title request), the gateway forwards the
@@ -308,5 +314,37 @@ func modelCallCapForcesTheHandoff(t *testing.T, kind string, extra int) {
 	}
 	if h := ev.kinds(agent.EventHandoff); len(h) != 1 || h[0].Bound != agent.BoundModelCalls {
 		t.Errorf("handoff events %+v", h)
+	}
+}
+
+// TestRefusedKeyEndsTheRound: a 401 from the provider ends the round as
+// an ordinary child failure at once (the CLI would retry it), naming it.
+func TestRefusedKeyEndsTheRound(t *testing.T) {
+	r := newRig(t, cli.Codex, fakeopenai.Script{Rule: func(fakeopenai.Request) fakeopenai.Response {
+		return fakeopenai.Status(401, "Incorrect API key provided")
+	}})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, _, err := r.run(ctx, agent.Request{SessionID: "s1", Objective: "Work.", Round: 1})
+	if !agent.IsChildFailure(err) || !strings.Contains(err.Error(), "HTTP 401") {
+		t.Fatalf("round ended with %v, want a child failure naming the 401", err)
+	}
+	if n := r.srv.RequestCount(); n != 1 {
+		t.Errorf("%d requests reached the provider, want 1 (a refusal is not retried)", n)
+	}
+}
+
+// TestLongRetryAfterDefersTheRound: a 429 asking for longer than the
+// session may wait defers the round with the provider's delay.
+func TestLongRetryAfterDefersTheRound(t *testing.T) {
+	r := newRig(t, cli.Codex, fakeopenai.Script{Rule: func(fakeopenai.Request) fakeopenai.Response {
+		return fakeopenai.RateLimited("120")
+	}})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, _, err := r.run(ctx, agent.Request{SessionID: "s1", Objective: "Work.", Round: 1, Deferrable: true})
+	d, ok := agent.AsDeferred(err)
+	if !ok || d.Reason != agent.DeferRateLimited || d.RetryAfter != 120*time.Second {
+		t.Fatalf("round ended with %v, want a deferral for 120 s", err)
 	}
 }
