@@ -64,10 +64,5 @@ func writeOwned(path string, data []byte, home string) error {
 	if err := os.WriteFile(path, data, 0o600); err != nil {
 		return err
 	}
-	fi, err := os.Stat(home)
-	if err != nil {
-		return err
-	}
-	uid, gid := ownerOf(fi)
-	return os.Chown(path, uid, gid)
+	return chownLike(path, home)
 }

@@ -19,10 +19,15 @@ func mkdirOwned(dir, home string) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
+	return chownLike(dir, home)
+}
+
+// chownLike gives path the owner of home (the CLI's uid).
+func chownLike(path, home string) error {
 	fi, err := os.Stat(home)
 	if err != nil {
 		return err
 	}
 	uid, gid := ownerOf(fi)
-	return os.Chown(dir, uid, gid)
+	return os.Chown(path, uid, gid)
 }

@@ -4,10 +4,8 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net"
-	"os"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -54,14 +52,9 @@ type reportSocket struct {
 }
 
 func listenReport(ctx context.Context, path string, desk submitter, uid, gid int) (*reportSocket, error) {
-	ln, err := listenUnixPath(path)
+	ln, err := listenUnix(path, uid, gid)
 	if err != nil {
-		return nil, fmt.Errorf("report socket: %w", err)
-	}
-	// The CLI's uid connects; the directory above keeps everyone else out.
-	if err := errors.Join(os.Chown(path, uid, gid), os.Chmod(path, 0o600)); err != nil {
-		ln.Close()
-		return nil, fmt.Errorf("report socket: %w", err)
+		return nil, fmt.Errorf("report %w", err)
 	}
 	r := &reportSocket{ln: ln, desk: desk, ctx: ctx, over: make(chan struct{}), calls: make(chan struct{}, 1)}
 	go r.serve()

@@ -98,7 +98,7 @@ func (p Provider) attempt(ctx context.Context, desk *agent.Desk, req agent.Reque
 	gwSocket := filepath.Join(h.private, "gateway.sock")
 	ln, err := listenUnix(gwSocket, uid, gid)
 	if err != nil {
-		return err
+		return fmt.Errorf("gateway %w", err)
 	}
 	srv := &http.Server{Handler: gw, ReadHeaderTimeout: time.Minute}
 	go func() { _ = srv.Serve(ln) }()
@@ -248,14 +248,15 @@ func linkHelper(dir string) (string, error) {
 	return dst, nil
 }
 
+// listenUnix listens on a socket only the CLI's uid may connect to.
 func listenUnix(path string, uid, gid int) (net.Listener, error) {
 	ln, err := listenUnixPath(path)
 	if err != nil {
-		return nil, fmt.Errorf("gateway socket: %w", err)
+		return nil, fmt.Errorf("socket: %w", err)
 	}
 	if err := errors.Join(os.Chown(path, uid, gid), os.Chmod(path, 0o600)); err != nil {
 		ln.Close()
-		return nil, fmt.Errorf("gateway socket: %w", err)
+		return nil, fmt.Errorf("socket: %w", err)
 	}
 	return ln, nil
 }
