@@ -8,6 +8,11 @@ cd "$(dirname "$0")/.."
 need=()
 command -v git >/dev/null || need+=(git)
 command -v bwrap >/dev/null || need+=(bubblewrap)
+# The adversarial suite (devenv/adversarial) acts as a model would: python3,
+# curl, and util-linux's unshare and fallocate.
+command -v python3 >/dev/null || need+=(python3)
+command -v curl >/dev/null || need+=(curl)
+command -v unshare >/dev/null || need+=(util-linux)
 [[ -x /usr/lib/postgresql/15/bin/initdb ]] || need+=(postgresql-15)
 if ((${#need[@]})); then
   echo "== apt-get install ${need[*]}"

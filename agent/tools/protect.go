@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
+	"github.com/ralph-temporal/ralph/internal/readable"
 )
 
 // Protected paths (SPEC section 23): gitignore-style patterns the model may
@@ -206,12 +207,17 @@ func (w *Workspace) SnapshotProtected() (*ProtectedSnapshot, error) {
 // walkProtected calls fn for every protected entry below the root, parents
 // before children; .git is never entered.
 func (w *Workspace) walkProtected(fn func(rel string, d fs.DirEntry) error) error {
+	// Nothing is skipped: a directory a command made unreadable is made
+	// readable first, or the walk fails naming it.
+	if err := readable.Tree(w.dir); err != nil {
+		return err
+	}
 	return fs.WalkDir(w.root.FS(), ".", func(rel string, d fs.DirEntry, err error) error {
 		if err != nil {
-			if rel == "." {
-				return err
+			if rel != "." && errors.Is(err, fs.ErrNotExist) {
+				return nil // vanished since it was listed: nothing to record
 			}
-			return nil // vanished or unreadable: nothing to record
+			return readable.Unreadable(filepath.Join(w.dir, rel), err)
 		}
 		if rel == "." {
 			return nil

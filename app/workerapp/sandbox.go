@@ -26,7 +26,9 @@ func logSandbox(logger *slog.Logger, cfg sandbox.Config, sb *sandbox.Sandbox) {
 		logger.Warn("command sandbox: off (RALPH_SANDBOX=off)", "sandbox", sb.Mode(), "exposed", sandbox.Exposure,
 			"network", "host (RALPH_SANDBOX_NETWORK="+cfg.Network+" cannot be enforced without the sandbox)", "limits", limits)
 	default:
+		uid, gid := sb.UID()
 		logger.Info("command sandbox: bubblewrap", "sandbox", sb.Mode(), "configured", cfg.Mode,
+			"uid", uid, "gid", gid, "jail", "no capability, no user namespace, seccomp filter, /proc/sys read-only",
 			"network", networkText(sb), "limits", limits,
 			"hidden", sb.Hidden(), "shared", cfg.Share, "commandEnv", cfg.CommandEnv)
 		if sb.Network() == sandbox.NetHost {

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
+
+	"github.com/ralph-temporal/ralph/internal/readable"
 )
 
 // FilesFingerprint is the workspace's fingerprint when checkpoints are off:
@@ -16,11 +18,14 @@ import (
 // so it stays cheap on a large tree; any write that touches a file changes
 // its modification time.
 func FilesFingerprint(ctx context.Context, dir string) (string, error) {
+	if err := readable.Tree(dir); err != nil {
+		return "", fmt.Errorf("fingerprint the workspace %s: %w", dir, err)
+	}
 	h := sha256.New()
 	var num [8]byte
 	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
-			return err
+			return readable.Unreadable(path, err)
 		}
 		if err := ctx.Err(); err != nil {
 			return err

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
+
+	"github.com/ralph-temporal/ralph/internal/readable"
 )
 
 // nestedRepos lists, relative to dir and slash-separated, every directory
@@ -17,6 +19,11 @@ import (
 // carry their type, so only directories are read, and only those changed
 // since the last walk (see dirCache).
 func nestedRepos(c *dirCache, dir string) ([]string, error) {
+	// A directory a command made unreadable (0111) still shows git its
+	// .git: it is made readable first, or the walk fails naming it.
+	if err := readable.Tree(dir); err != nil {
+		return nil, fmt.Errorf("look for nested repositories in %s: %w", dir, err)
+	}
 	var found []string
 	noCheck := func(string, []fs.DirEntry) error { return nil }
 	var walk func(abs, rel string) error
@@ -26,8 +33,8 @@ func nestedRepos(c *dirCache, dir string) ([]string, error) {
 		switch {
 		case errors.As(err, &nd) && rel != "":
 			return nil // no longer a directory: git sees no directory either
-		case errors.Is(err, fs.ErrPermission) && rel != "":
-			return nil // git cannot read it either: it warns and goes on
+		case errors.Is(err, fs.ErrPermission):
+			return readable.Unreadable(abs, err)
 		case err != nil:
 			return err
 		}

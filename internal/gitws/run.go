@@ -98,7 +98,10 @@ func (e *gitError) Error() string {
 func (g *Git) run(parent context.Context, dir string, opts cmdOpts, args ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(parent, CommandTimeout)
 	defer cancel()
-	full := append(g.overrides(), args...)
+	// The work tree may belong to the sandbox's uid (commands run as it;
+	// see internal/sandbox), which git would call dubious ownership. Only
+	// this repository is trusted, and discovery stops at dir.
+	full := append(append(g.overrides(), "-c", "safe.directory="+dir), args...)
 	cmd := exec.CommandContext(ctx, "git", full...)
 	cmd.Dir = dir
 	cmd.Env = append(stepEnv(os.Environ(), g.cfg.Mode == ModeRemote),

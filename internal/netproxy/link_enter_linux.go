@@ -27,7 +27,8 @@ const listenWait = 2 * time.Second
 // enterLink is the state of a Link that enters the namespace.
 type enterLink struct {
 	blockR, blockW *os.File
-	once           sync.Once
+	once           sync.Once // the block pipe is closed
+	entered        sync.Once // Enter ran, or Close found it never would
 }
 
 // CanEnter reports whether this process may enter a command's network
@@ -63,6 +64,12 @@ func (k *Link) Enter(pidfd int) error {
 	if k == nil || k.enter == nil {
 		return nil
 	}
+	err := errors.New("sandbox network: the command had ended")
+	k.enter.entered.Do(func() { err = k.enterOnce(pidfd) })
+	return err
+}
+
+func (k *Link) enterOnce(pidfd int) error {
 	defer k.enter.release()
 	if pidfd < 0 {
 		close(k.served)

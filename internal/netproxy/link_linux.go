@@ -176,6 +176,7 @@ func (k *Link) Started() {
 // returns what it recorded.
 func (k *Link) Close() []Record {
 	if k.enter != nil {
+		k.enter.entered.Do(func() { close(k.served) }) // never entered: nothing serves
 		k.enter.release()
 		k.proxy.Close()
 		<-k.served

@@ -97,8 +97,11 @@ func (s *Sandbox) FreshHome() (home string, remove func(), err error) {
 // it does not own (a clone made by the worker, files the worker's tools or
 // git steps wrote) is given to it. Links are changed themselves, never what
 // they point at, and a file with more than one name is left alone: its
-// other name may be outside the workspace. The worker, root, keeps working
-// on whatever the uid owns.
+// other name may be outside the workspace. The workspace directory itself
+// (and a protected .git, read-only inside the sandbox) stays the worker's,
+// so that git run as the worker (its steps, an operator) trusts the
+// repository; the directory is opened to the uid's group instead, and git
+// inside the sandbox is told to trust it (see Env).
 func (s *Sandbox) Own(dir string) error {
 	if s == nil || s.mode != ModeBwrap || !s.id.drop {
 		return nil
@@ -112,9 +115,15 @@ func (s *Sandbox) Own(dir string) error {
 		if err != nil {
 			return fmt.Errorf("sandbox: giving %s to uid %d: %w", filepath.Join(dir, rel), s.id.uid, err)
 		}
+		if rel == ".git" && d.IsDir() && s.protectGit {
+			return fs.SkipDir
+		}
 		fi, err := d.Info()
 		if err != nil {
 			return nil // gone since it was listed
+		}
+		if rel == "." {
+			return s.openToGroup(root, fi)
 		}
 		uid, gid, links := owner(fi)
 		if (uid == s.id.uid && gid == s.id.gid) || (fi.Mode().IsRegular() && links > 1) {
@@ -125,4 +134,30 @@ func (s *Sandbox) Own(dir string) error {
 		}
 		return nil
 	})
+}
+
+// openToGroup gives the workspace directory to the uid's group with group
+// read, write and search, keeping its owner.
+func (s *Sandbox) openToGroup(root *os.Root, fi fs.FileInfo) error {
+	if _, gid, _ := owner(fi); gid != s.id.gid {
+		if err := root.Lchown(".", -1, s.id.gid); err != nil {
+			return fmt.Errorf("sandbox: opening the workspace to gid %d: %w", s.id.gid, err)
+		}
+	}
+	if perm := fi.Mode().Perm(); perm&0o070 != 0o070 {
+		if err := root.Chmod(".", perm|0o070); err != nil {
+			return fmt.Errorf("sandbox: opening the workspace to gid %d: %w", s.id.gid, err)
+		}
+	}
+	return nil
+}
+
+// trustEnv tells git inside the sandbox to trust the workspace it is in,
+// which the worker owns (git's "dubious ownership" check). Configuration
+// from the environment counts as git's command line, which the check honours.
+func (s *Sandbox) trustEnv() []string {
+	if s.mode != ModeBwrap || !s.id.drop {
+		return nil
+	}
+	return []string{"GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=safe.directory", "GIT_CONFIG_VALUE_0=*"}
 }

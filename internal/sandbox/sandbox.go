@@ -199,7 +199,7 @@ func (s *Sandbox) Env(environ []string, home string) []string {
 	if s.mode == ModeBwrap {
 		tmp = sandboxTmp
 	}
-	env := CommandEnv(environ, s.envNames, home, tmp)
+	env := append(CommandEnv(environ, s.envNames, home, tmp), s.trustEnv()...)
 	if s.Network() == NetProxy {
 		env = append(env, netproxy.Env(s.allow)...)
 	}
