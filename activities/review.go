@@ -22,7 +22,7 @@ const (
 )
 
 // ReviewCompletion runs one independent reviewer session on an accepted
-// completion (SPEC section 23): a fresh session with its own id and
+// completion (docs/guards.md#independent-reviewer): a fresh session with its own id and
 // transcript (review-<R>-attempt-<A>-<session id>.jsonl), read-only tools,
 // the workspace read-only to its commands, and in git modes the run's
 // change cut to ReviewDiffChars. It holds the workspace lock, heartbeats and

@@ -11,6 +11,7 @@ import (
 )
 
 func TestEstimateTokensCountsCodePointsRoundedUp(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		text string
 		want int
@@ -24,6 +25,7 @@ func TestEstimateTokensCountsCodePointsRoundedUp(t *testing.T) {
 }
 
 func TestNextRequestTokens(t *testing.T) {
+	t.Parallel()
 	msgs := []openai.ChatCompletionMessage{
 		{Role: openai.ChatMessageRoleSystem, Content: "abcd"},   // 1 + 4
 		{Role: openai.ChatMessageRoleUser, Content: "abcdefgh"}, // 2 + 4
@@ -52,6 +54,7 @@ func TestNextRequestTokens(t *testing.T) {
 }
 
 func TestHandoffPoint(t *testing.T) {
+	t.Parallel()
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	for _, tc := range []struct {
 		span, want time.Duration
@@ -69,6 +72,7 @@ func TestHandoffPoint(t *testing.T) {
 }
 
 func TestCompactCallList(t *testing.T) {
+	t.Parallel()
 	t.Run("everything fits", func(t *testing.T) {
 		got, omitted := compactCallList([]string{"a {}", "b {}"}, 100)
 		if strings.Join(got, "|") != "a {}|b {}" || omitted != 0 {
@@ -104,6 +108,7 @@ func TestCompactCallList(t *testing.T) {
 }
 
 func TestIsContextLength(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		f    modelFailure

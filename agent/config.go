@@ -83,7 +83,7 @@ type Config struct {
 	// IdleTimeout is how long a streamed call may go without a byte before
 	// it counts as a transient failure.
 	IdleTimeout time.Duration
-	// WireAPI is WireChat (chat completions) or WireResponses.
+	// WireAPI is WireChat (chat completions; also when empty) or WireResponses.
 	WireAPI string
 	// ReasoningEffort (low, medium, high) is sent to reasoning models; empty
 	// sends none.
@@ -179,7 +179,7 @@ func (c Config) Validate() error {
 // validateWire checks the settings of how requests are sent.
 func (c Config) validateWire() error {
 	switch c.WireAPI {
-	case WireChat, WireResponses:
+	case "", WireChat, WireResponses: // empty: chat
 	default:
 		return fmt.Errorf("agent config: wire API %q is not one of %s, %s", c.WireAPI, WireChat, WireResponses)
 	}

@@ -442,8 +442,7 @@ func (d *dialect) normaliseChunk(data []byte) []byte {
 // deltas and pass without being decoded twice.
 func mayNeedNormalising(data []byte) bool {
 	for _, marker := range [][]byte{[]byte(`"error"`), []byte(`"extra_content"`), []byte(`"reasoning`),
-		[]byte(`"content":[`), []byte(`"content": [`), []byte(`"arguments":{`), []byte(`"arguments": {`),
-		[]byte(`"tool_calls"`)} {
+		[]byte(`"content":[`), []byte(`"content": [`), []byte(`"arguments":{`), []byte(`"arguments": {`)} {
 		if bytes.Contains(data, marker) {
 			return true
 		}
@@ -455,6 +454,7 @@ func mayNeedNormalising(data []byte) bool {
 type sseBody struct {
 	src  io.ReadCloser
 	d    *dialect
+	buf  []byte // read buffer, reused
 	line []byte // a partial line read so far
 	out  []byte // normalised bytes not yet returned
 	err  error
@@ -474,9 +474,11 @@ func (b *sseBody) Read(p []byte) (int, error) {
 
 // fill reads what the source has and moves whole lines to out.
 func (b *sseBody) fill() {
-	buf := make([]byte, 32<<10)
-	n, err := b.src.Read(buf)
-	b.line = append(b.line, buf[:n]...)
+	if b.buf == nil {
+		b.buf = make([]byte, 32<<10)
+	}
+	n, err := b.src.Read(b.buf)
+	b.line = append(b.line, b.buf[:n]...)
 	for {
 		i := bytes.IndexByte(b.line, '\n')
 		if i < 0 {

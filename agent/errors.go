@@ -51,7 +51,7 @@ func (e *ModelUnavailableError) Error() string {
 	return fmt.Sprintf("model unavailable after %d attempts: %s", e.Attempts, e.Last)
 }
 
-// Reasons of a deferred round (SPEC section 22).
+// Reasons of a deferred round (docs/provider-limits.md#deferred-rounds).
 const (
 	DeferRateLimited = "rate-limited"
 	DeferQuota       = "quota"

@@ -4,16 +4,16 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/ralph-temporal/ralph/agent"
+	"github.com/ralph-temporal/ralph/devenv/testkit"
 	"github.com/ralph-temporal/ralph/internal/fakeopenai"
 	"github.com/ralph-temporal/ralph/internal/proc"
+	"github.com/ralph-temporal/ralph/internal/wait"
 )
 
 func TestTransientErrorsAreRetriedInSession(t *testing.T) {
@@ -152,9 +152,12 @@ func TestCancelAbortsModelCall(t *testing.T) {
 	h := newHarness(t, fakeopenai.Script{Queue: []fakeopenai.Response{fakeopenai.Hang()}})
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
-		for h.srv.RequestCount() == 0 {
-			time.Sleep(5 * time.Millisecond)
-		}
+		_ = wait.Until(ctx, 5*time.Millisecond, func(context.Context) error {
+			if h.srv.RequestCount() == 0 {
+				return errors.New("no request yet")
+			}
+			return nil
+		})
 		cancel()
 	}()
 	_, err := h.runCtx(ctx)
@@ -170,15 +173,7 @@ func TestCancelKillsRunningCommand(t *testing.T) {
 	pidFile := filepath.Join(h.req.Workspace, "sleep.pid")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go func() {
-		for {
-			if data, err := os.ReadFile(pidFile); err == nil && strings.HasSuffix(string(data), "\n") {
-				cancel()
-				return
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-	}()
+	pid := testkit.CancelOnPID(t, pidFile, cancel)
 	started := time.Now()
 	_, err := h.runCtx(ctx)
 	if !errors.Is(err, context.Canceled) {
@@ -187,12 +182,7 @@ func TestCancelKillsRunningCommand(t *testing.T) {
 	if d := time.Since(started); d > 30*time.Second {
 		t.Errorf("cancel took %s", d)
 	}
-	data, _ := os.ReadFile(pidFile)
-	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
-	if err != nil {
-		t.Fatalf("pid file: %q", data)
-	}
-	waitGone(t, pid)
+	waitGone(t, pid())
 	if ends := h.events.ofKind(agent.EventSessionEnd); len(ends) != 1 || ends[0].Outcome != agent.OutcomeCancelled {
 		t.Errorf("session_end = %+v", ends)
 	}

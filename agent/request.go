@@ -38,7 +38,7 @@ type Request struct {
 	RunDeadline time.Time
 	// ProtectedPaths are sets of gitignore-style patterns (the deployment's,
 	// the run's), each evaluated on its own: what any set protects, the
-	// model may read but not change (SPEC section 23).
+	// model may read but not change (docs/guards.md#protected-paths).
 	ProtectedPaths [][]string
 	// Review, when set, makes this session the independent reviewer of an
 	// accepted completion instead of a worker: read-only tools, its own

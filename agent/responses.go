@@ -86,7 +86,7 @@ func (m *modelClient) responsesRequest(req openai.ChatCompletionRequest) openai.
 	store := false
 	rr := openai.CreateResponseRequest{Model: req.Model, Store: &store, Input: m.responsesInput(req.Messages),
 		Include: []openai.ResponseInclude{openai.ResponseIncludeReasoningEncryptedContent}}
-	rr.MaxOutputTokens = max(req.MaxTokens, req.MaxCompletionTokens) //lint:ignore SA1019 either field carries the limit
+	rr.MaxOutputTokens = req.MaxCompletionTokens // shapeRequest put the limit there
 	if req.ReasoningEffort != "" {
 		rr.Reasoning = &openai.ResponseReasoning{Effort: req.ReasoningEffort}
 	}

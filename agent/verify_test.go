@@ -5,13 +5,13 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 	"unicode/utf8"
 
 	"github.com/ralph-temporal/ralph/agent"
+	"github.com/ralph-temporal/ralph/devenv/testkit"
 	"github.com/ralph-temporal/ralph/internal/fakeopenai"
 	"github.com/ralph-temporal/ralph/report"
 )
@@ -163,25 +163,12 @@ func TestCancelDuringVerifyKillsIt(t *testing.T) {
 	pidFile := filepath.Join(h.req.Workspace, "verify.pid")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go func() {
-		for {
-			if data, err := os.ReadFile(pidFile); err == nil && strings.HasSuffix(string(data), "\n") {
-				cancel()
-				return
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-	}()
+	pid := testkit.CancelOnPID(t, pidFile, cancel)
 	_, err := h.runCtx(ctx)
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("error = %v, want context.Canceled", err)
 	}
-	data, _ := os.ReadFile(pidFile)
-	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
-	if err != nil {
-		t.Fatalf("pid file: %q", data)
-	}
-	waitGone(t, pid)
+	waitGone(t, pid())
 }
 
 func TestCompleteDuringForcedHandoffIsStillVerified(t *testing.T) {

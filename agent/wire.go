@@ -13,8 +13,10 @@ import (
 // reasoning models); the dialect layer sends it under the name the model
 // reads (outputLimitField).
 func shapeRequest(req *openai.ChatCompletionRequest, cfg Config) {
-	if req.MaxTokens > 0 { //lint:ignore SA1019 the session sets the older field
-		req.MaxCompletionTokens, req.MaxTokens = req.MaxTokens, 0 //lint:ignore SA1019 moved to the newer field
+	//lint:ignore SA1019 the session sets the field every OpenAI-compatible server reads; it moves to the newer one here
+	if limit := req.MaxTokens; limit > 0 {
+		//lint:ignore SA1019 cleared: the limit travels in MaxCompletionTokens
+		req.MaxCompletionTokens, req.MaxTokens = limit, 0
 	}
 	req.ReasoningEffort = cfg.ReasoningEffort
 }

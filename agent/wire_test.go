@@ -225,3 +225,18 @@ func TestCancelMidStreamAbortsTheRequest(t *testing.T) {
 		}
 	})
 }
+
+func TestFallbackModelOnEveryWire(t *testing.T) {
+	onEveryWire(t, func(t *testing.T, newH func(fakeopenai.Script) *harness) {
+		h := newH(fakeopenai.Script{Queue: []fakeopenai.Response{fakeopenai.Unavailable(""), fakeopenai.Unavailable(""), submit(validContinue)}})
+		h.cfg.TransientRetries, h.cfg.FallbackModels = 1, []string{"fallback-model"}
+		res, err := h.run()
+		if err != nil {
+			t.Fatal(err)
+		}
+		reqs := h.requests()
+		if res.Model != "fallback-model" || len(reqs) != 3 || reqs[2].Chat.Model != "fallback-model" || reqs[0].Chat.Model != "fake-model" {
+			t.Errorf("model %q after %d requests; want the fallback to answer the third", res.Model, len(reqs))
+		}
+	})
+}

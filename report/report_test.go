@@ -12,6 +12,7 @@ func validContinue() Report {
 }
 
 func TestDecodeStrict(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		input   string
@@ -48,6 +49,7 @@ func TestDecodeStrict(t *testing.T) {
 }
 
 func TestValidateRules(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name      string
 		mutate    func(*Report)
@@ -126,6 +128,7 @@ func reportOfSize(t *testing.T, n int) Report {
 }
 
 func TestValidateSizeBoundaryCountsCodePoints(t *testing.T) {
+	t.Parallel()
 	const limit = 200
 	at := reportOfSize(t, limit)
 	if err := Validate(at, limit); err != nil {
@@ -147,6 +150,7 @@ func TestValidateSizeBoundaryCountsCodePoints(t *testing.T) {
 }
 
 func TestCompactDoesNotEscapeHTML(t *testing.T) {
+	t.Parallel()
 	r := validContinue()
 	r.Summary = "a<b && c>d"
 	data, err := Compact(r)
@@ -163,6 +167,7 @@ func TestCompactDoesNotEscapeHTML(t *testing.T) {
 }
 
 func TestTruncate(t *testing.T) {
+	t.Parallel()
 	long := strings.Repeat("ü", 40)
 	tests := []struct {
 		name string
@@ -195,6 +200,7 @@ func TestTruncate(t *testing.T) {
 }
 
 func TestResultText(t *testing.T) {
+	t.Parallel()
 	complete := Report{Status: StatusComplete, Summary: "done", Evidence: []string{"tests pass"}, NextSteps: []string{}}
 	text, err := ResultText(Outcome{Status: OutcomeComplete, Rounds: 3, Report: &complete}, 16384)
 	if err != nil {
@@ -228,6 +234,7 @@ func TestResultText(t *testing.T) {
 }
 
 func TestHeadlinesNameWhatEndedTheRun(t *testing.T) {
+	t.Parallel()
 	v := &Verification{Command: "go test ./...", ExitCode: 0}
 	cases := []struct {
 		o    Outcome

@@ -10,7 +10,7 @@ import (
 	"unicode/utf8"
 )
 
-// Verdicts of an independent reviewer (SPEC section 23).
+// Verdicts of an independent reviewer (docs/guards.md#independent-reviewer).
 const (
 	VerdictApprove = "approve"
 	VerdictRevise  = "revise"

@@ -6,6 +6,7 @@ import (
 )
 
 func TestDecodeAndValidateReview(t *testing.T) {
+	t.Parallel()
 	bad := map[string]string{
 		`{"verdict":"approve","summary":"ok"}`:                                               `missing the required key "findings"`,
 		`{"verdict":"approve","summary":"ok","findings":null}`:                               `"findings" is null`,
@@ -40,6 +41,7 @@ func TestDecodeAndValidateReview(t *testing.T) {
 }
 
 func TestHeadlineNamesTheReviewer(t *testing.T) {
+	t.Parallel()
 	rv := &Review{Verdict: VerdictApprove, Summary: "Meets the objective.", Findings: []string{"minor: typo"}, Model: "judge-1", SessionID: "s1"}
 	text, err := ResultText(Outcome{Status: OutcomeComplete, Rounds: 2, Review: rv,
 		Report: &Report{Status: StatusComplete, Summary: "done", Evidence: []string{"e"}, NextSteps: []string{}}}, 10000)

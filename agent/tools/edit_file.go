@@ -25,6 +25,9 @@ type editFileTool struct {
 	w *Workspace
 }
 
+// Run edits in steps: check the arguments, find the file the path leads
+// to, load it, replace, write. A refusal at any step (the false of a
+// (Result, bool) pair) is the answer the model gets.
 func (t editFileTool) Run(ctx context.Context, args json.RawMessage) (Result, error) {
 	if err := ctx.Err(); err != nil {
 		return Result{}, err
@@ -33,44 +36,79 @@ func (t editFileTool) Run(ctx context.Context, args json.RawMessage) (Result, er
 	if err != nil {
 		return failf("%v", err), nil
 	}
-	switch {
-	case p.OldString == nil:
-		return failf("invalid arguments for edit_file: missing required argument \"old_string\""), nil
-	case p.NewString == nil:
-		return failf("invalid arguments for edit_file: missing required argument \"new_string\""), nil
-	case *p.OldString == "":
-		return failf("edit_file: old_string must not be empty; use write_file to create a file"), nil
-	case *p.OldString == *p.NewString:
-		return failf("edit_file: old_string and new_string are identical; nothing to change"), nil
-	}
-	rel, err := resolvePath(p.Path)
-	if err != nil {
-		return failf("edit_file: %v", err), nil
-	}
-	if res, ok := t.w.checkWritable("edit_file", p.Path, rel); !ok {
+	if res, ok := p.check(); !ok {
 		return res, nil
 	}
+	rel, target, res, ok := t.find(p.Path)
+	if !ok {
+		return res, nil
+	}
+	content, res, ok := t.load(p.Path, target)
+	if !ok {
+		return res, nil
+	}
+	e, res, ok := replaceIn(content, p)
+	if !ok {
+		return res, nil
+	}
+	if err := t.w.replaceFile(target, []byte(e.updated)); err != nil {
+		return failf("edit_file: cannot write %s: %v", p.Path, err), nil
+	}
+	return Result{Output: fmt.Sprintf("edited %s: replaced %d occurrence(s), first at line %d", rel, e.count, e.firstLine)}, nil
+}
+
+// check refuses arguments that cannot make an edit.
+func (p editFileParams) check() (Result, bool) {
+	switch {
+	case p.OldString == nil:
+		return failf("invalid arguments for edit_file: missing required argument \"old_string\""), false
+	case p.NewString == nil:
+		return failf("invalid arguments for edit_file: missing required argument \"new_string\""), false
+	case *p.OldString == "":
+		return failf("edit_file: old_string must not be empty; use write_file to create a file"), false
+	case *p.OldString == *p.NewString:
+		return failf("edit_file: old_string and new_string are identical; nothing to change"), false
+	}
+	return Result{}, true
+}
+
+// find resolves path to the existing file an edit replaces, through its
+// symlinks, refusing protected paths and git's own files on the way.
+func (t editFileTool) find(path string) (string, writeTarget, Result, bool) {
+	rel, err := resolvePath(path)
+	if err != nil {
+		return "", writeTarget{}, failf("edit_file: %v", err), false
+	}
+	if res, ok := t.w.checkWritable("edit_file", path, rel); !ok {
+		return "", writeTarget{}, res, false
+	}
 	if err := t.w.checkGitWrite(rel); err != nil {
-		return failf("edit_file: cannot edit %s: %v", p.Path, err), nil
+		return "", writeTarget{}, failf("edit_file: cannot edit %s: %v", path, err), false
 	}
 	if _, err := t.w.root.Stat(rel); err != nil {
-		return failf("edit_file: %s", describePathError(p.Path, err)), nil
+		return "", writeTarget{}, failf("edit_file: %s", describePathError(path, err)), false
 	}
 	target, err := t.w.resolveWriteTarget(rel)
 	if err == nil {
 		err = t.w.checkGitWrite(target.rel)
 	}
 	if err != nil {
-		return failf("edit_file: cannot edit %s: %v", p.Path, err), nil
+		return "", writeTarget{}, failf("edit_file: cannot edit %s: %v", path, err), false
 	}
-	if res, ok := t.w.checkWritable("edit_file", p.Path, target.rel); !ok {
-		return res, nil
+	if res, ok := t.w.checkWritable("edit_file", path, target.rel); !ok {
+		return "", writeTarget{}, res, false
 	}
 	if target.info == nil { // removed since the Stat above
-		return failf("edit_file: %s: no such file or directory", p.Path), nil
+		return "", writeTarget{}, failf("edit_file: %s: no such file or directory", path), false
 	}
+	return rel, target, Result{}, true
+}
+
+// load reads the target's text, refusing files over EditMaxFileBytes and
+// binary ones.
+func (t editFileTool) load(path string, target writeTarget) (string, Result, bool) {
 	if size := target.info.Size(); size > EditMaxFileBytes {
-		return failf("edit_file: %s is %d bytes, more than the %d-byte edit limit; use run_command to change it", p.Path, size, EditMaxFileBytes), nil
+		return "", failf("edit_file: %s is %d bytes, more than the %d-byte edit limit; use run_command to change it", path, size, EditMaxFileBytes), false
 	}
 	f, _, err := t.w.openRegular(target.rel)
 	var data []byte
@@ -79,28 +117,37 @@ func (t editFileTool) Run(ctx context.Context, args json.RawMessage) (Result, er
 		f.Close()
 	}
 	if err != nil {
-		return failf("edit_file: %s", describePathError(p.Path, err)), nil
+		return "", failf("edit_file: %s", describePathError(path, err)), false
 	}
 	if looksBinary(data, true) {
-		return failf("edit_file: %s looks like a binary file (NUL byte or invalid UTF-8); refusing to edit it", p.Path), nil
+		return "", failf("edit_file: %s looks like a binary file (NUL byte or invalid UTF-8); refusing to edit it", path), false
 	}
-	content := string(data)
+	return string(data), Result{}, true
+}
+
+// edit is a replacement made: the new text, how many occurrences it
+// replaced and the line of the first.
+type edit struct {
+	updated          string
+	count, firstLine int
+}
+
+// replaceIn replaces old_string in content: exactly one occurrence, or
+// every one with replace_all.
+func replaceIn(content string, p editFileParams) (edit, Result, bool) {
 	old, repl := *p.OldString, *p.NewString
 	n := strings.Count(content, old)
 	switch {
 	case n == 0:
-		return failf("edit_file: old_string not found in %s (0 matches); it must match the file exactly, including whitespace and indentation; re-read the file and retry", p.Path), nil
+		return edit{}, failf("edit_file: old_string not found in %s (0 matches); it must match the file exactly, including whitespace and indentation; re-read the file and retry", p.Path), false
 	case n > 1 && !p.ReplaceAll:
-		return failf("edit_file: old_string occurs %d times in %s (%d matches); add surrounding context to make it unique, or set replace_all to replace every occurrence", n, p.Path, n), nil
+		return edit{}, failf("edit_file: old_string occurs %d times in %s (%d matches); add surrounding context to make it unique, or set replace_all to replace every occurrence", n, p.Path, n), false
 	}
-	firstLine := strings.Count(content[:strings.Index(content, old)], "\n") + 1
-	updated := strings.Replace(content, old, repl, -1)
-	if !utf8.ValidString(updated) {
+	e := edit{updated: strings.Replace(content, old, repl, -1), count: n,
+		firstLine: strings.Count(content[:strings.Index(content, old)], "\n") + 1}
+	if !utf8.ValidString(e.updated) {
 		// Only possible if new_string itself was invalid; keep files text.
-		return failf("edit_file: new_string is not valid UTF-8"), nil
+		return edit{}, failf("edit_file: new_string is not valid UTF-8"), false
 	}
-	if err := t.w.replaceFile(target, []byte(updated)); err != nil {
-		return failf("edit_file: cannot write %s: %v", p.Path, err), nil
-	}
-	return Result{Output: fmt.Sprintf("edited %s: replaced %d occurrence(s), first at line %d", rel, n, firstLine)}, nil
+	return e, Result{}, true
 }

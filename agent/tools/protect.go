@@ -16,7 +16,7 @@ import (
 	"github.com/ralph-temporal/ralph/internal/readable"
 )
 
-// Protected paths (SPEC section 23): gitignore-style patterns the model may
+// Protected paths (docs/guards.md#protected-paths): gitignore-style patterns the model may
 // read but never create, change, rename or delete. Three guards share this
 // one matcher: the file tools refuse, the sandbox mounts what already
 // matches read-only, and the session restores whatever changed anyway

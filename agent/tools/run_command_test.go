@@ -16,35 +16,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ralph-temporal/ralph/devenv/testkit"
 	"github.com/ralph-temporal/ralph/internal/proc"
-	"github.com/ralph-temporal/ralph/internal/wait"
 )
 
 // spawnScript starts a background sleep and a foreground one, recording the
 // pids of the background sleep and of the shell itself, so tests can check
 // that children die with the command.
 const spawnScript = `sleep 300 & echo $! > bg.pid; echo $$ > sh.pid; sleep 300`
-
-// readPid waits for a pid file written by spawnScript.
-func readPid(t *testing.T, path string) int {
-	t.Helper()
-	var b []byte
-	err := wait.For(context.Background(), 10*time.Second, 10*time.Millisecond, func(context.Context) error {
-		var err error
-		if b, err = os.ReadFile(path); err == nil && !strings.HasSuffix(string(b), "\n") {
-			err = errors.New("not written yet")
-		}
-		return err
-	})
-	if err != nil {
-		t.Fatalf("pid file %s never appeared: %v", path, err)
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil {
-		t.Fatalf("bad pid file %s: %q", path, b)
-	}
-	return pid
-}
 
 // assertGone waits (generously) for every pid to be dead.
 func assertGone(t *testing.T, pids ...int) {
@@ -93,7 +72,7 @@ func TestRunCommandTimeoutKillsProcessGroup(t *testing.T) {
 	if !strings.Contains(res.Output, "started") {
 		t.Errorf("output before the timeout lost: %q", res.Output)
 	}
-	assertGone(t, readPid(t, filepath.Join(dir, "bg.pid")), readPid(t, filepath.Join(dir, "sh.pid")))
+	assertGone(t, testkit.ReadPID(t, filepath.Join(dir, "bg.pid")), testkit.ReadPID(t, filepath.Join(dir, "sh.pid")))
 }
 
 func TestRunCommandTimeoutCapped(t *testing.T) {
@@ -117,7 +96,7 @@ func TestRunCommandBackgroundChildrenDoNotOutliveIt(t *testing.T) {
 	if out != "exit code: 0\nbye\n" {
 		t.Fatalf("got %q", out)
 	}
-	assertGone(t, readPid(t, filepath.Join(dir, "bg.pid")))
+	assertGone(t, testkit.ReadPID(t, filepath.Join(dir, "bg.pid")))
 }
 
 func TestRunCommandHugeOutputTruncated(t *testing.T) {
@@ -149,7 +128,7 @@ func TestRunCommandCancelKillsProcessGroup(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() {
-		readPid(t, filepath.Join(dir, "sh.pid"))
+		testkit.ReadPID(t, filepath.Join(dir, "sh.pid"))
 		cancel()
 	}()
 	start := time.Now()
@@ -160,7 +139,7 @@ func TestRunCommandCancelKillsProcessGroup(t *testing.T) {
 	if elapsed := time.Since(start); elapsed > 10*time.Second {
 		t.Fatalf("cancel took %v", elapsed)
 	}
-	assertGone(t, readPid(t, filepath.Join(dir, "bg.pid")), readPid(t, filepath.Join(dir, "sh.pid")))
+	assertGone(t, testkit.ReadPID(t, filepath.Join(dir, "bg.pid")), testkit.ReadPID(t, filepath.Join(dir, "sh.pid")))
 }
 
 // The command environment is an allowlist: a credential that does not look
@@ -203,20 +182,13 @@ func TestLifelineHelper(t *testing.T) {
 
 func TestRunCommandDiesWithWorker(t *testing.T) {
 	dir := t.TempDir()
-	worker := exec.Command(os.Args[0], "-test.run=^TestLifelineHelper$")
-	worker.Env = append(os.Environ(), lifelineHelperEnv+"="+dir)
-	if err := worker.Start(); err != nil {
-		t.Fatal(err)
-	}
-	bg := readPid(t, filepath.Join(dir, "bg.pid"))
-	sh := readPid(t, filepath.Join(dir, "sh.pid"))
+	worker := testkit.StartStandIn(t, "TestLifelineHelper", lifelineHelperEnv+"="+dir)
+	bg := testkit.ReadPID(t, filepath.Join(dir, "bg.pid"))
+	sh := testkit.ReadPID(t, filepath.Join(dir, "sh.pid"))
 	if !proc.Alive(bg) || !proc.Alive(sh) {
 		t.Fatal("command not running before the worker is killed")
 	}
-	if err := worker.Process.Kill(); err != nil { // SIGKILL: no cleanup code runs
-		t.Fatal(err)
-	}
-	_ = worker.Wait()
+	worker.Kill(t)
 	assertGone(t, bg, sh)
 }
 

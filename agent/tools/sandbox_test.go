@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ralph-temporal/ralph/devenv/testkit"
 	"github.com/ralph-temporal/ralph/internal/proc"
 	"github.com/ralph-temporal/ralph/internal/sandbox"
 )
@@ -188,7 +189,7 @@ func hostPIDs(t *testing.T, dir string, spawns map[string]string) map[string]int
 	t.Helper()
 	pids := map[string]int{}
 	for name := range spawns {
-		pid := readPid(t, filepath.Join(dir, name+".pid"))
+		pid := testkit.ReadPID(t, filepath.Join(dir, name+".pid"))
 		host, err := proc.HostPID(pid, dir)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
@@ -294,16 +295,9 @@ func TestSandboxedCommandsDieWithWorker(t *testing.T) {
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	worker := exec.Command(os.Args[0], "-test.run=^TestSandboxHelper$")
-	worker.Env = append(os.Environ(), sandboxHelperEnv+"="+root)
-	if err := worker.Start(); err != nil {
-		t.Fatal(err)
-	}
+	worker := testkit.StartStandIn(t, "TestSandboxHelper", sandboxHelperEnv+"="+root)
 	pids := hostPIDs(t, dir, detachedSpawns(true))
-	if err := worker.Process.Kill(); err != nil { // SIGKILL: no cleanup code runs
-		t.Fatal(err)
-	}
-	_ = worker.Wait()
+	worker.Kill(t)
 	var all []int
 	for _, pid := range pids {
 		all = append(all, pid)

@@ -26,7 +26,7 @@ func TestLoadWorkerDefaults(t *testing.T) {
 		t.Errorf("limits = %+v, want %+v", w.Activities.Limits, want)
 	}
 	if w.Activities.Limits.MaxRounds != 256 || w.Activities.Limits.MaxHandoffChars != 16384 || w.Activities.Limits.MaxObjectiveChars != 32768 {
-		t.Errorf("SPEC defaults changed: %+v", w.Activities.Limits)
+		t.Errorf("documented defaults changed (docs/reference.md#settings-worker-flags-mirror-env): %+v", w.Activities.Limits)
 	}
 	if w.MaxResultChars != 16384 || w.TaskQueue != "ralph" || w.ConcurrentRounds != DefaultConcurrentRounds {
 		t.Errorf("worker defaults: %+v", w)
@@ -412,6 +412,25 @@ func TestWorkerLogsTheModelURLWithoutCredentials(t *testing.T) {
 		}
 		if !strings.Contains(logs.String(), ".example/") {
 			t.Errorf("log line lost the host: %s", logs.String())
+		}
+	}
+}
+
+func TestSplitList(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		value, seps string
+		want        []string
+	}{
+		{"", ",", []string{}},
+		{" , ,", ",", []string{}},
+		{"a, b ,,c", ",", []string{"a", "b", "c"}},
+		{"host:443, *.example.com", ",", []string{"host:443", "*.example.com"}},
+		{"/a:/b, /c", ":,", []string{"/a", "/b", "/c"}},
+		{"qwen2.5-coder:32b,llama3", ",", []string{"qwen2.5-coder:32b", "llama3"}},
+	} {
+		if got := splitList(tc.value, tc.seps); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("splitList(%q, %q) = %q, want %q", tc.value, tc.seps, got, tc.want)
 		}
 	}
 }

@@ -8,7 +8,7 @@ import (
 	"github.com/ralph-temporal/ralph/internal/tracing"
 )
 
-// The standard OpenTelemetry variables the binaries read (SPEC section 24);
+// The standard OpenTelemetry variables the binaries read (docs/observability.md#traces);
 // there is no Ralph-specific endpoint setting. The exporter itself also
 // reads the other standard OTEL_EXPORTER_OTLP_* variables (headers,
 // certificates, timeout, compression) from the process environment.

@@ -75,7 +75,7 @@ type Connection struct {
 
 // Versioning: with Mode on the worker runs as Worker Deployment Version
 // <DeploymentName>.<BuildID> and runs are pinned to the build that started
-// them (SPEC section 21).
+// them (docs/operations.md#worker-versioning-and-the-rolling-upgrade).
 type Versioning struct {
 	Mode           string // VersioningOn or VersioningOff
 	DeploymentName string
@@ -203,12 +203,7 @@ func workerSettings() []setting {
 			intp: func(w *Worker) *int { return &w.Activities.Agent.VerifyAttempts }},
 		{flag: "protected-paths", env: "RALPH_PROTECTED_PATHS", usage: "comma-separated gitignore-style patterns the model may read but never change (on top of a run's protectedPaths)",
 			custom: func(w *Worker, source, value string) error {
-				var patterns []string
-				for _, p := range strings.Split(value, ",") {
-					if p = strings.TrimSpace(p); p != "" {
-						patterns = append(patterns, p)
-					}
-				}
+				patterns := splitList(value, ",")
 				if _, err := tools.ParseProtected(patterns); err != nil {
 					return fmt.Errorf("%s=%q: %v", source, value, err)
 				}
@@ -245,12 +240,7 @@ func workerSettings() []setting {
 			custom: sandboxNetwork, def: func(w *Worker) string { return w.Activities.Sandbox.Network }},
 		{flag: "sandbox-allow-hosts", env: "RALPH_SANDBOX_ALLOW_HOSTS", usage: "comma-separated host, *.domain, host:port, ip or ip:port: the only destinations the proxy allows (private ones included)",
 			custom: func(w *Worker, source, value string) error {
-				var items []string
-				for _, it := range strings.Split(value, ",") {
-					if it = strings.TrimSpace(it); it != "" {
-						items = append(items, it)
-					}
-				}
+				items := splitList(value, ",") // host:port holds ':'
 				if _, err := netproxy.ParseAllowList(items); err != nil {
 					return fmt.Errorf("%s: %v", source, err)
 				}
@@ -290,7 +280,7 @@ func workerSettings() []setting {
 			intp: func(w *Worker) *int { return &lim(w).MaxDeferrals }},
 		{flag: "fallback-models", env: "RALPH_FALLBACK_MODELS", usage: "comma-separated models of the same endpoint that take over a round's conversation, in order, when the current model's retries are spent",
 			custom: func(w *Worker, _, value string) error {
-				w.Activities.Agent.FallbackModels = splitModels(value)
+				w.Activities.Agent.FallbackModels = splitList(value, ",") // model names may hold ':', as Ollama's "qwen2.5-coder:32b"
 				return nil
 			},
 			def: func(w *Worker) string { return strings.Join(w.Activities.Agent.FallbackModels, ",") }},
@@ -315,7 +305,8 @@ func workerSettings() []setting {
 		{flag: "model-stream", env: "RALPH_MODEL_STREAM", usage: "stream model answers (off for a provider that cannot stream)",
 			boolp: func(w *Worker) *bool { return &w.Activities.Agent.Stream }},
 		{flag: "wire-api", env: "RALPH_WIRE_API", usage: "chat (chat completions) or responses (the OpenAI Responses API, store off)",
-			custom: enum(func(w *Worker) *string { return &w.Activities.Agent.WireAPI }, agent.WireChat, agent.WireResponses)},
+			custom: enum(func(w *Worker) *string { return &w.Activities.Agent.WireAPI }, agent.WireChat, agent.WireResponses),
+			def:    func(w *Worker) string { return w.Activities.Agent.WireAPI }},
 		{flag: "reasoning-effort", env: "RALPH_REASONING_EFFORT", usage: "low, medium or high: reasoning effort sent to reasoning models (unset: none sent)",
 			custom: enum(func(w *Worker) *string { return &w.Activities.Agent.ReasoningEffort }, "low", "medium", "high"),
 			def:    func(w *Worker) string { return orNone(w.Activities.Agent.ReasoningEffort) }},
@@ -438,7 +429,7 @@ func (s setting) apply(w *Worker, source, value string) error {
 	case s.strp != nil:
 		*s.strp(w) = strings.TrimSpace(value)
 	case s.listp != nil:
-		*s.listp(w) = splitList(value)
+		*s.listp(w) = splitList(value, ":,")
 	case s.boolp != nil:
 		b, err := ParseBool(source, value)
 		if err != nil {
@@ -449,25 +440,14 @@ func (s setting) apply(w *Worker, source, value string) error {
 	return nil
 }
 
-// splitList splits a ':'- or ','-separated list, dropping empty items.
-func splitList(value string) []string {
-	items := strings.FieldsFunc(value, func(r rune) bool { return r == ':' || r == ',' })
+// splitList splits value at any of the separators seps, trimming each item
+// and dropping empty ones ([] when none is left).
+func splitList(value, seps string) []string {
+	items := strings.FieldsFunc(value, func(r rune) bool { return strings.ContainsRune(seps, r) })
 	out := make([]string, 0, len(items))
 	for _, it := range items {
 		if it = strings.TrimSpace(it); it != "" {
 			out = append(out, it)
-		}
-	}
-	return out
-}
-
-// splitModels splits a comma-separated model list (model names may hold ':',
-// as in Ollama's "qwen2.5-coder:32b"), dropping empty items.
-func splitModels(value string) []string {
-	out := []string{}
-	for _, m := range strings.Split(value, ",") {
-		if m = strings.TrimSpace(m); m != "" {
-			out = append(out, m)
 		}
 	}
 	return out

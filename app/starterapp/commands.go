@@ -20,7 +20,7 @@ import (
 //
 //	go test ./app/starterapp -run TestReferenceDocs -update
 
-// Exit codes: a stable contract scripts depend on (SPEC sections 9 and 19).
+// Exit codes: a stable contract scripts depend on (docs/reference.md#exit-codes).
 const (
 	ExitComplete      = 0
 	ExitFailed        = 1
@@ -40,7 +40,8 @@ type exitDecl struct {
 	meaning string
 }
 
-// exitCodes lists every exit code of the starter, in the SPEC's order.
+// exitCodes lists every exit code of the starter, in the order of
+// docs/reference.md#exit-codes.
 var exitCodes = []exitDecl{
 	{ExitComplete, "complete", report.OutcomeComplete, "the run completed"},
 	{ExitBlocked, "blocked", report.OutcomeBlocked, "the run is blocked; the result names the blocker"},

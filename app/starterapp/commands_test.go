@@ -70,7 +70,7 @@ func TestEveryCommandIsDeclaredOnce(t *testing.T) {
 			t.Errorf("%s --help has no exit codes:\n%s", d.name, help.String())
 		}
 	}
-	// Every exit code of the SPEC, each once, with the outcome that maps to it.
+	// Every exit code (docs/reference.md#exit-codes), each once, with the outcome that maps to it.
 	want := map[int]string{0: "complete", 3: "blocked", 4: "budget-limited", 5: "stopped", 1: "failed", 130: "cancelled", 2: "bad usage"}
 	if len(exitCodes) != len(want) {
 		t.Errorf("%d exit codes, want %d", len(exitCodes), len(want))

@@ -9,6 +9,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -39,155 +40,122 @@ func main() {
 	os.Exit(run())
 }
 
-func run() int {
-	var (
-		only         = flag.String("only", strings.Join(allSections, ","), "comma-separated benchmarks to run: "+strings.Join(allSections, ",")+" (default), and "+strings.Join(extraSections, ","))
-		clusterAddr  = flag.String("cluster", "", "address of a running PostgreSQL-backed Temporal server to measure the overhead on beside the dev server")
-		withCluster  = flag.Bool("with-cluster", false, "start a PostgreSQL-backed Temporal cluster (devenv/temporalserver) and measure the overhead on it beside the dev server")
-		clusterNS    = flag.String("cluster-namespace", "default", "namespace on -cluster")
-		repo         = flag.String("repo", ".", "module root (to build ./worker)")
-		workerBin    = flag.String("worker-bin", "", "use this worker binary instead of building ./worker")
-		mdPath       = flag.String("md", "", "write the Markdown report here (default: a file in the temp dir)")
-		keep         = flag.Bool("keep", false, "keep the temp dir (workspaces, transcripts, worker logs)")
-		timeout      = flag.Duration("timeout", 25*time.Minute, "bound on the whole run")
-		rounds       = flag.Int("overhead-rounds", 20, "rounds per run in the overhead benchmark")
-		reps         = flag.Int("overhead-reps", 10, "measured runs of each loop per server and eager setting")
-		scaleRuns    = flag.String("scale-runs", "10,25,50,100", "concurrent run counts of the scale benchmark")
-		scaleSlots   = flag.String("scale-concurrent-rounds", "8,100", "RALPH_CONCURRENT_ROUNDS settings of the scale benchmark (8 is the default)")
-		scaleRounds  = flag.Int("scale-rounds", 5, "rounds per run in the scale benchmark")
-		scaleLatency = flag.Duration("scale-latency", 200*time.Millisecond, "scripted model latency per call in the scale benchmark")
-		cancelN      = flag.Int("cancel-samples", 20, "samples of the cancellation benchmark")
-		crashN       = flag.Int("crash-samples", 5, "samples per heartbeat setting of the crash-recovery benchmark")
-		crashHB      = flag.String("crash-heartbeat-timeouts", "5,2", "RALPH_HEARTBEAT_TIMEOUT_SECONDS settings of the crash benchmark (5 is the default)")
-		churnRuns    = flag.Int("churn-runs", 500, "runs of the load-and-churn scenario (with -with-cluster it runs on the PostgreSQL server)")
-		churnRounds  = flag.Int("churn-rounds", 3, "rounds per run of the churn scenario")
-		churnWorkers = flag.Int("churn-workers", 3, "worker processes of the churn scenario")
-		churnLatency = flag.Duration("churn-latency", 20*time.Millisecond, "scripted model latency per call in the churn scenario")
-		churnSeries  = flag.Int("churn-throughput-runs", 150, "runs of each step of the churn scenario's 1..N-worker throughput series (0 skips it)")
-		rlRuns       = flag.Int("ratelimit-runs", 20, "concurrent runs of the rate-limit scenario")
-		rlWindow     = flag.Duration("ratelimit-window", 5*time.Minute, "how long the provider rate-limits in the rate-limit scenario")
-		rlBefore     = flag.String("ratelimit-before-bin", "", "a worker binary built from an earlier commit, measured as \"before\" in the rate-limit scenario")
-	)
+// options are the command's flags.
+type options struct {
+	only                        string
+	clusterAddr, clusterNS      string
+	withCluster                 bool
+	repo, workerBin, mdPath     string
+	keep                        bool
+	timeout                     time.Duration
+	rounds, reps                int
+	scaleRuns, scaleSlots       string
+	scaleRounds                 int
+	scaleLatency                time.Duration
+	cancelN, crashN             int
+	crashHB                     string
+	churnRuns, churnRounds      int
+	churnWorkers, churnSeries   int
+	churnLatency                time.Duration
+	rlRuns                      int
+	rlWindow                    time.Duration
+	rlBefore                    string
+	workerEnv                   string
+	settings                    map[string]string // -worker-env
+	want                        map[string]bool   // the benchmarks named in -only
+	runsList, slotsList, hbList []int
+}
+
+func parseFlags() options {
+	var o options
+	flag.StringVar(&o.only, "only", strings.Join(allSections, ","), "comma-separated benchmarks to run: "+strings.Join(allSections, ",")+" (default), and "+strings.Join(extraSections, ","))
+	flag.StringVar(&o.clusterAddr, "cluster", "", "address of a running PostgreSQL-backed Temporal server to measure the overhead on beside the dev server")
+	flag.BoolVar(&o.withCluster, "with-cluster", false, "start a PostgreSQL-backed Temporal cluster (devenv/temporalserver) and measure the overhead on it beside the dev server")
+	flag.StringVar(&o.clusterNS, "cluster-namespace", "default", "namespace on -cluster")
+	flag.StringVar(&o.repo, "repo", ".", "module root (to build ./worker)")
+	flag.StringVar(&o.workerBin, "worker-bin", "", "use this worker binary instead of building ./worker")
+	flag.StringVar(&o.mdPath, "md", "", "write the Markdown report here (default: a file in the temp dir)")
+	flag.BoolVar(&o.keep, "keep", false, "keep the temp dir (workspaces, transcripts, worker logs)")
+	flag.DurationVar(&o.timeout, "timeout", 25*time.Minute, "bound on the whole run")
+	flag.IntVar(&o.rounds, "overhead-rounds", 20, "rounds per run in the overhead benchmark")
+	flag.IntVar(&o.reps, "overhead-reps", 10, "measured runs of each loop per server and eager setting")
+	flag.StringVar(&o.scaleRuns, "scale-runs", "10,25,50,100", "concurrent run counts of the scale benchmark")
+	flag.StringVar(&o.scaleSlots, "scale-concurrent-rounds", "8,100", "RALPH_CONCURRENT_ROUNDS settings of the scale benchmark (8 is the default)")
+	flag.IntVar(&o.scaleRounds, "scale-rounds", 5, "rounds per run in the scale benchmark")
+	flag.DurationVar(&o.scaleLatency, "scale-latency", 200*time.Millisecond, "scripted model latency per call in the scale benchmark")
+	flag.IntVar(&o.cancelN, "cancel-samples", 20, "samples of the cancellation benchmark")
+	flag.IntVar(&o.crashN, "crash-samples", 5, "samples per heartbeat setting of the crash-recovery benchmark")
+	flag.StringVar(&o.crashHB, "crash-heartbeat-timeouts", "5,2", "RALPH_HEARTBEAT_TIMEOUT_SECONDS settings of the crash benchmark (5 is the default)")
+	flag.IntVar(&o.churnRuns, "churn-runs", 500, "runs of the load-and-churn scenario (with -with-cluster it runs on the PostgreSQL server)")
+	flag.IntVar(&o.churnRounds, "churn-rounds", 3, "rounds per run of the churn scenario")
+	flag.IntVar(&o.churnWorkers, "churn-workers", 3, "worker processes of the churn scenario")
+	flag.DurationVar(&o.churnLatency, "churn-latency", 20*time.Millisecond, "scripted model latency per call in the churn scenario")
+	flag.IntVar(&o.churnSeries, "churn-throughput-runs", 150, "runs of each step of the churn scenario's 1..N-worker throughput series (0 skips it)")
+	flag.IntVar(&o.rlRuns, "ratelimit-runs", 20, "concurrent runs of the rate-limit scenario")
+	flag.DurationVar(&o.rlWindow, "ratelimit-window", 5*time.Minute, "how long the provider rate-limits in the rate-limit scenario")
+	flag.StringVar(&o.rlBefore, "ratelimit-before-bin", "", "a worker binary built from an earlier commit, measured as \"before\" in the rate-limit scenario")
+	flag.StringVar(&o.workerEnv, "worker-env", "", "comma-separated KEY=VALUE worker settings applied to every benchmark's workers (e.g. RALPH_MODEL_STREAM=off)")
 	flag.Parse()
-	want := map[string]bool{}
-	for _, s := range strings.Split(*only, ",") {
+	return o
+}
+
+// check reads the list flags and the benchmark names; its error names the
+// flag that is wrong.
+func (o *options) check() error {
+	o.want = map[string]bool{}
+	for _, s := range strings.Split(o.only, ",") {
 		s = strings.TrimSpace(s)
 		if s == "" {
 			continue
 		}
 		if !contains(allSections, s) && !contains(extraSections, s) {
-			fmt.Fprintf(os.Stderr, "ralphbench: unknown benchmark %q (have %s)\n", s, strings.Join(append(allSections, extraSections...), ","))
-			return 2
+			return fmt.Errorf("unknown benchmark %q (have %s)", s, strings.Join(append(allSections, extraSections...), ","))
 		}
-		want[s] = true
+		o.want[s] = true
 	}
-	runsList, err := ints(*scaleRuns)
+	for _, l := range []struct {
+		flag string
+		in   string
+		out  *[]int
+	}{{"-scale-runs", o.scaleRuns, &o.runsList}, {"-scale-concurrent-rounds", o.scaleSlots, &o.slotsList}, {"-crash-heartbeat-timeouts", o.crashHB, &o.hbList}} {
+		list, err := ints(l.in)
+		if err != nil {
+			return fmt.Errorf("%s: %w", l.flag, err)
+		}
+		*l.out = list
+	}
+	settings, err := keyValues(o.workerEnv)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "ralphbench: -scale-runs:", err)
-		return 2
+		return fmt.Errorf("-worker-env: %w", err)
 	}
-	slotsList, err := ints(*scaleSlots)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "ralphbench: -scale-concurrent-rounds:", err)
-		return 2
+	o.settings = settings
+	if o.withCluster && o.clusterAddr != "" {
+		return errors.New("-cluster and -with-cluster exclude each other")
 	}
-	hbList, err := ints(*crashHB)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "ralphbench: -crash-heartbeat-timeouts:", err)
-		return 2
-	}
+	return nil
+}
 
+func run() int {
+	o := parseFlags()
+	if err := o.check(); err != nil {
+		fmt.Fprintln(os.Stderr, "ralphbench:", err)
+		return 2
+	}
 	// SIGINT/SIGTERM end the run cleanly: workers and the dev server stop.
 	sigCtx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	ctx, cancel := context.WithTimeout(sigCtx, *timeout)
+	ctx, cancel := context.WithTimeout(sigCtx, o.timeout)
 	defer cancel()
 	began := time.Now()
 
-	dir, err := os.MkdirTemp("", "ralphbench-")
-	if err != nil {
+	s := &stack{progress: os.Stderr}
+	defer s.close()
+	if err := s.start(ctx, o); err != nil {
 		fmt.Fprintln(os.Stderr, "ralphbench:", err)
 		return 1
 	}
-	if *keep {
-		fmt.Fprintln(os.Stderr, "ralphbench: keeping", dir)
-	} else {
-		defer os.RemoveAll(dir)
-	}
-	// The in-process worker's own logs (slog) go to a file, not the tables.
-	logFile, err := os.Create(filepath.Join(dir, "inproc.log"))
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "ralphbench:", err)
-		return 1
-	}
-	defer logFile.Close()
-	slog.SetDefault(slog.New(slog.NewTextHandler(logFile, &slog.HandlerOptions{Level: slog.LevelWarn})))
-
-	progress := os.Stderr
-	bin := *workerBin
-	if bin == "" {
-		bin = filepath.Join(dir, "worker")
-		fmt.Fprintln(progress, "ralphbench: go build ./worker")
-		cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./worker")
-		cmd.Dir = *repo
-		if out, err := cmd.CombinedOutput(); err != nil {
-			fmt.Fprintf(os.Stderr, "ralphbench: build the worker: %v\n%s", err, out)
-			return 1
-		}
-	}
-
-	fmt.Fprintln(progress, "ralphbench: starting the Temporal dev server")
-	dev, err := temporalserver.StartDev(ctx, temporalserver.DevOptions{DBFile: filepath.Join(dir, "temporal.db"), Output: io.Discard})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "ralphbench:", err)
-		return 1
-	}
-	defer dev.Stop()
-	devClient, err := dev.Dial(ctx, client.Options{})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "ralphbench: dial the dev server:", err)
-		return 1
-	}
-	defer devClient.Close()
-
-	h := &bench.Harness{
-		Dir:       dir,
-		WorkerBin: bin,
-		Dev:       bench.Target{Name: "dev server", Address: dev.Address, Namespace: dev.Namespace, Client: devClient},
-		DevPID:    dev.PID(),
-		Progress:  progress,
-		Tag:       strconv.FormatInt(time.Now().Unix()%1_000_000, 36),
-	}
-	var serverRestart func(context.Context) error
-	var dbSize func(context.Context) (int64, error)
-	if *withCluster {
-		if *clusterAddr != "" {
-			fmt.Fprintln(os.Stderr, "ralphbench: -cluster and -with-cluster exclude each other")
-			return 2
-		}
-		fmt.Fprintln(progress, "ralphbench: starting the PostgreSQL-backed cluster")
-		cl, err := temporalserver.StartCluster(ctx, temporalserver.ClusterOptions{})
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "ralphbench:", err)
-			return 1
-		}
-		defer cl.Stop()
-		*clusterAddr, *clusterNS = cl.Address, cl.Namespace
-		serverRestart = cl.Restart
-		dbSize = func(ctx context.Context) (int64, error) { return postgresSize(ctx, cl.PostgresURL) }
-	}
-	if *clusterAddr != "" {
-		c, err := client.DialContext(ctx, client.Options{HostPort: *clusterAddr, Namespace: *clusterNS, Logger: temporalserver.QuietLogger{}})
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "ralphbench: dial the cluster at %s: %v\n", *clusterAddr, err)
-			return 1
-		}
-		defer c.Close()
-		h.Cluster = &bench.Target{Name: "PostgreSQL server", Address: *clusterAddr, Namespace: *clusterNS, Client: c}
-	}
-
 	var doc strings.Builder
-	fmt.Fprintf(&doc, "# Ralph benchmark run\n\n%s\n\n", environment(ctx, h))
+	fmt.Fprintf(&doc, "# Ralph benchmark run\n\n%s\n\n", environment(ctx, s.h))
 	flagLine := "flags: " + strings.Join(os.Args[1:], " ")
 	if len(os.Args) == 1 {
 		flagLine = "flags: (defaults)"
@@ -195,92 +163,12 @@ func run() int {
 	fmt.Fprintf(&doc, "%s\n\n", flagLine)
 	fmt.Println(doc.String())
 
-	cmdFor := func(name string, extra string) string {
-		c := "scripts/bench.sh -only " + name
-		if extra != "" {
-			c += " " + extra
-		}
-		return c
-	}
-	type step struct {
-		name string
-		cmd  string
-		run  func() (bench.Section, error)
-	}
-	overheadCmd := cmdFor("overhead", fmt.Sprintf("-overhead-rounds %d -overhead-reps %d", *rounds, *reps))
-	if h.Cluster != nil {
-		overheadCmd += " -with-cluster"
-	}
-	steps := []step{
-		{"overhead", overheadCmd, func() (bench.Section, error) {
-			return h.Overhead(ctx, bench.OverheadConfig{Rounds: *rounds, Reps: *reps})
-		}},
-		{"scale", cmdFor("scale", fmt.Sprintf("-scale-runs %s -scale-concurrent-rounds %s -scale-rounds %d -scale-latency %s", *scaleRuns, *scaleSlots, *scaleRounds, *scaleLatency)),
-			func() (bench.Section, error) {
-				return h.Scale(ctx, bench.ScaleConfig{Runs: runsList, ConcurrentRounds: slotsList, Rounds: *scaleRounds, Latency: *scaleLatency})
-			}},
-		{"cancel", cmdFor("cancel", fmt.Sprintf("-cancel-samples %d", *cancelN)), func() (bench.Section, error) {
-			return h.Cancel(ctx, bench.CancelConfig{Samples: *cancelN})
-		}},
-		{"crash", cmdFor("crash", fmt.Sprintf("-crash-samples %d -crash-heartbeat-timeouts %s", *crashN, *crashHB)), func() (bench.Section, error) {
-			return h.Crash(ctx, bench.CrashConfig{Samples: *crashN, HeartbeatTimeouts: hbList})
-		}},
-		{"prompt", cmdFor("prompt", ""), func() (bench.Section, error) { return h.Prompt(ctx) }},
-		{"history", cmdFor("history", ""), func() (bench.Section, error) { return h.History(ctx) }},
-		{"ratelimit", cmdFor("ratelimit", fmt.Sprintf("-ratelimit-runs %d -ratelimit-window %s -ratelimit-before-bin <worker built from the earlier commit>", *rlRuns, *rlWindow)),
-			func() (bench.Section, error) {
-				var workers []bench.LabelledWorker
-				if *rlBefore != "" {
-					workers = append(workers, bench.LabelledWorker{Label: "before: " + *rlBefore, Bin: *rlBefore})
-				}
-				workers = append(workers, bench.LabelledWorker{Label: "after: this build"})
-				return h.RateLimit(ctx, bench.RateLimitConfig{Runs: *rlRuns, Window: *rlWindow, Workers: workers})
-			}},
-		{"churn", cmdFor("churn", fmt.Sprintf("-churn-runs %d -churn-rounds %d -churn-workers %d -churn-latency %s -churn-throughput-runs %d -with-cluster",
-			*churnRuns, *churnRounds, *churnWorkers, *churnLatency, *churnSeries)), func() (bench.Section, error) {
-			if h.Cluster == nil {
-				serverRestart = func(ctx context.Context) error { return dev.Restart(ctx) }
-			}
-			return h.ChurnSection(ctx, bench.ChurnSectionConfig{ThroughputRuns: *churnSeries, ChurnConfig: bench.ChurnConfig{
-				Runs: *churnRuns, Rounds: *churnRounds, Workers: *churnWorkers, Latency: *churnLatency,
-				RollingRestart: true, Kill: true, ServerRestart: serverRestart, DBSize: dbSize,
-			}})
-		}},
-		{"encryption", cmdFor("encryption", fmt.Sprintf("-overhead-rounds %d -overhead-reps %d", *rounds, *reps)), func() (bench.Section, error) {
-			return h.Encryption(ctx, bench.EncryptionConfig{Rounds: *rounds, Reps: *reps})
-		}},
-	}
-	failed := false
-	for _, s := range steps {
-		if !want[s.name] {
-			continue
-		}
-		if ctx.Err() != nil {
-			fmt.Fprintf(os.Stderr, "ralphbench: %s skipped: %v\n", s.name, ctx.Err())
-			failed = true
-			continue
-		}
-		t0 := time.Now()
-		sec, err := s.run()
-		if sec.Title == "" {
-			sec.Title = s.name
-		}
-		sec.Command = s.cmd
-		if err != nil {
-			failed = true
-			sec.Notes = append(sec.Notes, "**benchmark failed:** "+err.Error())
-			fmt.Fprintf(os.Stderr, "ralphbench: %s failed: %v\n", s.name, err)
-		}
-		sec.Notes = append(sec.Notes, fmt.Sprintf("This benchmark took %s; load average (1, 5 min) after it: %s.", time.Since(t0).Round(time.Second), loadAvg()))
-		md := sec.Markdown()
-		fmt.Println(md)
-		doc.WriteString(md)
-	}
+	failed := s.runSteps(ctx, o, &doc)
 	total := fmt.Sprintf("Whole run: %s.\n", time.Since(began).Round(time.Second))
 	fmt.Println(total)
 	doc.WriteString(total)
 
-	path := *mdPath
+	path := o.mdPath
 	if path == "" {
 		path = filepath.Join(os.TempDir(), "ralphbench-"+time.Now().Format("20060102-150405")+".md")
 	}
@@ -294,6 +182,227 @@ func run() int {
 		return 1
 	}
 	return 0
+}
+
+// stack is what the benchmarks run on: the temp dir, the worker binary, the
+// dev server and, when asked for, the PostgreSQL-backed cluster.
+type stack struct {
+	progress      io.Writer
+	closers       []func() // run in reverse by close
+	h             *bench.Harness
+	dev           *temporalserver.Server
+	serverRestart func(context.Context) error
+	dbSize        func(context.Context) (int64, error)
+}
+
+// onClose adds f to what close undoes, last added first.
+func (s *stack) onClose(f func()) { s.closers = append(s.closers, f) }
+
+func (s *stack) close() {
+	for i := len(s.closers) - 1; i >= 0; i-- {
+		s.closers[i]()
+	}
+}
+
+// start readies the stack step by step: temp dir and log, worker binary,
+// dev server, cluster.
+func (s *stack) start(ctx context.Context, o options) error {
+	dir, err := s.tempDir(o.keep)
+	if err != nil {
+		return err
+	}
+	bin, err := s.workerBinary(ctx, o, dir)
+	if err != nil {
+		return err
+	}
+	if err := s.startDev(ctx, dir, bin); err != nil {
+		return err
+	}
+	s.h.Settings = o.settings
+	return s.startCluster(ctx, o)
+}
+
+// tempDir makes the run's temp dir; the in-process worker's own logs
+// (slog) go to a file in it, not into the tables.
+func (s *stack) tempDir(keep bool) (string, error) {
+	dir, err := os.MkdirTemp("", "ralphbench-")
+	if err != nil {
+		return "", err
+	}
+	if keep {
+		fmt.Fprintln(os.Stderr, "ralphbench: keeping", dir)
+	} else {
+		s.onClose(func() { os.RemoveAll(dir) })
+	}
+	logFile, err := os.Create(filepath.Join(dir, "inproc.log"))
+	if err != nil {
+		return "", err
+	}
+	s.onClose(func() { logFile.Close() })
+	slog.SetDefault(slog.New(slog.NewTextHandler(logFile, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	return dir, nil
+}
+
+// workerBinary is -worker-bin, or ./worker built into dir.
+func (s *stack) workerBinary(ctx context.Context, o options, dir string) (string, error) {
+	if o.workerBin != "" {
+		return o.workerBin, nil
+	}
+	bin := filepath.Join(dir, "worker")
+	fmt.Fprintln(s.progress, "ralphbench: go build ./worker")
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./worker")
+	cmd.Dir = o.repo
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("build the worker: %v\n%s", err, out)
+	}
+	return bin, nil
+}
+
+func (s *stack) startDev(ctx context.Context, dir, bin string) error {
+	fmt.Fprintln(s.progress, "ralphbench: starting the Temporal dev server")
+	dev, err := temporalserver.StartDev(ctx, temporalserver.DevOptions{DBFile: filepath.Join(dir, "temporal.db"), Output: io.Discard})
+	if err != nil {
+		return err
+	}
+	s.onClose(func() { dev.Stop() })
+	s.dev = dev
+	devClient, err := dev.Dial(ctx, client.Options{})
+	if err != nil {
+		return fmt.Errorf("dial the dev server: %w", err)
+	}
+	s.onClose(devClient.Close)
+	s.h = &bench.Harness{
+		Dir:       dir,
+		WorkerBin: bin,
+		Dev:       bench.Target{Name: "dev server", Address: dev.Address, Namespace: dev.Namespace, Client: devClient},
+		DevPID:    dev.PID(),
+		Progress:  s.progress,
+		Tag:       strconv.FormatInt(time.Now().Unix()%1_000_000, 36),
+	}
+	return nil
+}
+
+// startCluster starts the PostgreSQL-backed cluster (-with-cluster) or
+// dials the one at -cluster, if either is asked for.
+func (s *stack) startCluster(ctx context.Context, o options) error {
+	addr, ns := o.clusterAddr, o.clusterNS
+	if o.withCluster {
+		fmt.Fprintln(s.progress, "ralphbench: starting the PostgreSQL-backed cluster")
+		cl, err := temporalserver.StartCluster(ctx, temporalserver.ClusterOptions{})
+		if err != nil {
+			return err
+		}
+		s.onClose(func() { cl.Stop() })
+		addr, ns = cl.Address, cl.Namespace
+		s.serverRestart = cl.Restart
+		s.dbSize = func(ctx context.Context) (int64, error) { return postgresSize(ctx, cl.PostgresURL) }
+	}
+	if addr == "" {
+		return nil
+	}
+	c, err := client.DialContext(ctx, client.Options{HostPort: addr, Namespace: ns, Logger: temporalserver.QuietLogger{}})
+	if err != nil {
+		return fmt.Errorf("dial the cluster at %s: %w", addr, err)
+	}
+	s.onClose(c.Close)
+	s.h.Cluster = &bench.Target{Name: "PostgreSQL server", Address: addr, Namespace: ns, Client: c}
+	return nil
+}
+
+// step is one benchmark: its name in -only, the command that runs it
+// alone, and the run.
+type step struct {
+	name string
+	cmd  string
+	run  func() (bench.Section, error)
+}
+
+func benchCommand(name string, extra string) string {
+	c := "scripts/bench.sh -only " + name
+	if extra != "" {
+		c += " " + extra
+	}
+	return c
+}
+
+// steps are every benchmark, in the order they run.
+func (s *stack) steps(ctx context.Context, o options) []step {
+	h := s.h
+	overheadCmd := benchCommand("overhead", fmt.Sprintf("-overhead-rounds %d -overhead-reps %d", o.rounds, o.reps))
+	if h.Cluster != nil {
+		overheadCmd += " -with-cluster"
+	}
+	return []step{
+		{"overhead", overheadCmd, func() (bench.Section, error) {
+			return h.Overhead(ctx, bench.OverheadConfig{Rounds: o.rounds, Reps: o.reps})
+		}},
+		{"scale", benchCommand("scale", fmt.Sprintf("-scale-runs %s -scale-concurrent-rounds %s -scale-rounds %d -scale-latency %s", o.scaleRuns, o.scaleSlots, o.scaleRounds, o.scaleLatency)),
+			func() (bench.Section, error) {
+				return h.Scale(ctx, bench.ScaleConfig{Runs: o.runsList, ConcurrentRounds: o.slotsList, Rounds: o.scaleRounds, Latency: o.scaleLatency})
+			}},
+		{"cancel", benchCommand("cancel", fmt.Sprintf("-cancel-samples %d", o.cancelN)), func() (bench.Section, error) {
+			return h.Cancel(ctx, bench.CancelConfig{Samples: o.cancelN})
+		}},
+		{"crash", benchCommand("crash", fmt.Sprintf("-crash-samples %d -crash-heartbeat-timeouts %s", o.crashN, o.crashHB)), func() (bench.Section, error) {
+			return h.Crash(ctx, bench.CrashConfig{Samples: o.crashN, HeartbeatTimeouts: o.hbList})
+		}},
+		{"prompt", benchCommand("prompt", ""), func() (bench.Section, error) { return h.Prompt(ctx) }},
+		{"history", benchCommand("history", ""), func() (bench.Section, error) { return h.History(ctx) }},
+		{"ratelimit", benchCommand("ratelimit", fmt.Sprintf("-ratelimit-runs %d -ratelimit-window %s -ratelimit-before-bin <worker built from the earlier commit>", o.rlRuns, o.rlWindow)),
+			func() (bench.Section, error) {
+				var workers []bench.LabelledWorker
+				if o.rlBefore != "" {
+					workers = append(workers, bench.LabelledWorker{Label: "before: " + o.rlBefore, Bin: o.rlBefore})
+				}
+				workers = append(workers, bench.LabelledWorker{Label: "after: this build"})
+				return h.RateLimit(ctx, bench.RateLimitConfig{Runs: o.rlRuns, Window: o.rlWindow, Workers: workers})
+			}},
+		{"churn", benchCommand("churn", fmt.Sprintf("-churn-runs %d -churn-rounds %d -churn-workers %d -churn-latency %s -churn-throughput-runs %d -with-cluster",
+			o.churnRuns, o.churnRounds, o.churnWorkers, o.churnLatency, o.churnSeries)), func() (bench.Section, error) {
+			restart := s.serverRestart
+			if h.Cluster == nil {
+				restart = s.dev.Restart
+			}
+			return h.ChurnSection(ctx, bench.ChurnSectionConfig{ThroughputRuns: o.churnSeries, ChurnConfig: bench.ChurnConfig{
+				Runs: o.churnRuns, Rounds: o.churnRounds, Workers: o.churnWorkers, Latency: o.churnLatency,
+				RollingRestart: true, Kill: true, ServerRestart: restart, DBSize: s.dbSize,
+			}})
+		}},
+		{"encryption", benchCommand("encryption", fmt.Sprintf("-overhead-rounds %d -overhead-reps %d", o.rounds, o.reps)), func() (bench.Section, error) {
+			return h.Encryption(ctx, bench.EncryptionConfig{Rounds: o.rounds, Reps: o.reps})
+		}},
+	}
+}
+
+// runSteps runs the benchmarks named in -only and appends each section to
+// doc; it reports whether any could not run.
+func (s *stack) runSteps(ctx context.Context, o options, doc *strings.Builder) (failed bool) {
+	for _, st := range s.steps(ctx, o) {
+		if !o.want[st.name] {
+			continue
+		}
+		if ctx.Err() != nil {
+			fmt.Fprintf(os.Stderr, "ralphbench: %s skipped: %v\n", st.name, ctx.Err())
+			failed = true
+			continue
+		}
+		t0 := time.Now()
+		sec, err := st.run()
+		if sec.Title == "" {
+			sec.Title = st.name
+		}
+		sec.Command = st.cmd
+		if err != nil {
+			failed = true
+			sec.Notes = append(sec.Notes, "**benchmark failed:** "+err.Error())
+			fmt.Fprintf(os.Stderr, "ralphbench: %s failed: %v\n", st.name, err)
+		}
+		sec.Notes = append(sec.Notes, fmt.Sprintf("This benchmark took %s; load average (1, 5 min) after it: %s.", time.Since(t0).Round(time.Second), loadAvg()))
+		md := sec.Markdown()
+		fmt.Println(md)
+		doc.WriteString(md)
+	}
+	return failed
 }
 
 func environment(ctx context.Context, h *bench.Harness) string {
@@ -385,4 +494,20 @@ func postgresSize(ctx context.Context, url string) (int64, error) {
 		return 0, fmt.Errorf("psql: %w", err)
 	}
 	return strconv.ParseInt(strings.TrimSpace(string(out)), 10, 64)
+}
+
+// keyValues parses "K=V,K2=V2".
+func keyValues(s string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		k, v, ok := strings.Cut(f, "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("%q is not KEY=VALUE", f)
+		}
+		out[k] = v
+	}
+	return out, nil
 }

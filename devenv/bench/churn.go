@@ -21,6 +21,7 @@ import (
 	"github.com/ralph-temporal/ralph/internal/fakeopenai"
 	"github.com/ralph-temporal/ralph/internal/wait"
 	"github.com/ralph-temporal/ralph/report"
+	"github.com/ralph-temporal/ralph/usage"
 	"github.com/ralph-temporal/ralph/workflows"
 )
 
@@ -143,314 +144,459 @@ func (m *churnModel) deliver(req fakeopenai.Request, _ fakeopenai.Response) {
 }
 
 // Churn runs the scenario on t and checks every run; measurement problems
-// are returned as an error, failed checks in ChurnResult.Problems.
+// are returned as an error, failed checks in ChurnResult.Problems. Its steps:
+// start the model and the workers, start every run at once, disrupt (rolling
+// restart, kill, server restart) while sampling memory, then analyse the
+// results, the workspaces and the histories.
 func (h *Harness) Churn(ctx context.Context, t Target, cfg ChurnConfig) (*ChurnResult, error) {
+	c, err := h.startChurn(ctx, t, cfg)
+	if err != nil {
+		return nil, err
+	}
+	defer c.stop()
+	runs := c.startRuns(ctx)
+	disrupted := make(chan error, 1)
+	go func() { disrupted <- c.disrupt(ctx) }()
+	sampling, stopSampling := context.WithCancel(ctx)
+	go c.sample(sampling)
+	runs.Wait()
+	c.res.Wall = time.Since(c.began)
+	stopSampling()
+	if err := <-disrupted; err != nil {
+		return nil, err
+	}
+	return c.analyse(ctx)
+}
+
+// churnRun is one churn scenario under way: its model and workers, its
+// runs, and what it has measured so far.
+type churnRun struct {
+	h     *Harness
+	t     Target
+	cfg   ChurnConfig
+	m     *churnModel
+	model *fakeopenai.Server
+	queue string
+	extra map[string]string // the workers' extra environment
+	res   *ChurnResult
+	began time.Time
+
+	wmu     sync.Mutex // guards workers against the sampler
+	workers []*WorkerProc
+	idle    []int64 // each worker's RSS before the runs
+	db0     int64   // the database's size before the runs
+
+	ids, runIDs []string
+	results     []workflows.Result
+	errs        []error
+
+	peakRSS, peakOpen          atomic.Int64
+	killAt, serverAt, serverUp time.Time
+}
+
+// startChurn starts the scripted model and the workers, and reads what the
+// measures start from (idle memory, database size).
+func (h *Harness) startChurn(ctx context.Context, t Target, cfg ChurnConfig) (_ *churnRun, err error) {
 	tag := h.name("churn")
 	m := &churnModel{rounds: cfg.Rounds, latency: cfg.Latency, marker: "churn-cmd-" + tag,
 		delivered: map[string]int{}, first: map[string]map[int]time.Time{}}
-	model := fakeopenai.NewServer(fakeopenai.Script{Rule: m.rule, Delivered: m.deliver})
-	defer model.Close()
-	res := &ChurnResult{Runs: cfg.Runs, Rounds: cfg.Runs * cfg.Rounds, Workers: cfg.Workers}
-	logEvent := func(format string, args ...any) {
-		line := fmt.Sprintf(format, args...)
-		res.Events = append(res.Events, line)
-		h.logf("churn: %s", line)
-	}
-
-	queue := tag
-	extra := map[string]string{}
+	c := &churnRun{h: h, t: t, cfg: cfg, m: m, queue: tag, extra: map[string]string{},
+		model: fakeopenai.NewServer(fakeopenai.Script{Rule: m.rule, Delivered: m.deliver}),
+		res:   &ChurnResult{Runs: cfg.Runs, Rounds: cfg.Runs * cfg.Rounds, Workers: cfg.Workers}}
+	defer func() {
+		if err != nil {
+			c.stop()
+		}
+	}()
 	if cfg.ConcurrentRounds > 0 {
-		extra["RALPH_CONCURRENT_ROUNDS"] = strconv.Itoa(cfg.ConcurrentRounds)
+		c.extra["RALPH_CONCURRENT_ROUNDS"] = strconv.Itoa(cfg.ConcurrentRounds)
 	}
-	workers := make([]*WorkerProc, cfg.Workers)
-	for i := range workers {
-		w, err := h.StartWorkerProc(ctx, t, queue, model.BaseURL(), extra)
+	for i := range cfg.Workers {
+		w, err := c.startWorker(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("worker %d: %w", i, err)
 		}
-		workers[i] = w
+		c.workers = append(c.workers, w)
 	}
-	var wmu sync.Mutex
-	defer func() {
-		wmu.Lock()
-		defer wmu.Unlock()
-		for _, w := range workers {
-			w.Stop()
-		}
-	}()
-	idle := make([]int64, len(workers))
-	for i, w := range workers {
-		idle[i], _, _ = w.Memory()
+	for _, w := range c.workers {
+		rss, _, _ := w.Memory()
+		c.idle = append(c.idle, rss)
 	}
-	var db0 int64
 	if cfg.DBSize != nil {
-		var err error
-		if db0, err = cfg.DBSize(ctx); err != nil {
+		if c.db0, err = cfg.DBSize(ctx); err != nil {
 			return nil, fmt.Errorf("database size: %w", err)
 		}
 	}
+	return c, nil
+}
 
-	// Start every run at once.
-	began := time.Now()
-	ids := make([]string, cfg.Runs)
-	runIDs := make([]string, cfg.Runs)
-	results := make([]workflows.Result, cfg.Runs)
-	errs := make([]error, cfg.Runs)
+func (c *churnRun) startWorker(ctx context.Context) (*WorkerProc, error) {
+	return c.h.StartWorkerProc(ctx, c.t, c.queue, c.model.BaseURL(), c.extra)
+}
+
+// stop stops every worker, then the model.
+func (c *churnRun) stop() {
+	c.wmu.Lock()
+	for _, w := range c.workers {
+		w.Stop()
+	}
+	c.wmu.Unlock()
+	c.model.Close()
+}
+
+// replace swaps worker i for w (the sampler reads workers meanwhile).
+func (c *churnRun) replace(i int, w *WorkerProc) {
+	c.wmu.Lock()
+	c.workers[i] = w
+	c.wmu.Unlock()
+}
+
+func (c *churnRun) logEvent(format string, args ...any) {
+	line := fmt.Sprintf(format, args...)
+	c.res.Events = append(c.res.Events, line)
+	c.h.logf("churn: %s", line)
+}
+
+// startRuns starts every run at once; the WaitGroup is done when all have
+// ended (Get follows a run through worker and server restarts).
+func (c *churnRun) startRuns(ctx context.Context) *sync.WaitGroup {
+	n := c.cfg.Runs
+	c.ids, c.runIDs, c.results, c.errs = make([]string, n), make([]string, n), make([]workflows.Result, n), make([]error, n)
+	c.began = time.Now()
 	var wg sync.WaitGroup
-	var peakOpen atomic.Int64
-	for i := range cfg.Runs {
-		ids[i] = fmt.Sprintf("%s-run-%d", queue, i)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			run, err := StartRalph(ctx, t, queue, ids[i], ralphInput{
-				Objective: fmt.Sprintf("churn run %s: write one file per round", ids[i]), MaxRounds: cfg.Rounds,
+	for i := range n {
+		c.ids[i] = fmt.Sprintf("%s-run-%d", c.queue, i)
+		wg.Go(func() {
+			run, err := StartRalph(ctx, c.t, c.queue, c.ids[i], ralphInput{
+				Objective: fmt.Sprintf("churn run %s: write one file per round", c.ids[i]), MaxRounds: c.cfg.Rounds,
 			})
 			if err != nil {
-				errs[i] = err
+				c.errs[i] = err
 				return
 			}
-			runIDs[i] = run.GetRunID()
-			// Get follows the run through worker and server restarts.
-			errs[i] = run.Get(ctx, &results[i])
-		}()
-	}
-
-	// The disruptions, driven by how much of the work has been served.
-	totalRounds := int64(cfg.Runs * cfg.Rounds)
-	waitShare := func(share float64) error {
-		want := int64(share * float64(totalRounds))
-		return wait.Until(ctx, 20*time.Millisecond, func(context.Context) error {
-			if n := m.done.Load(); n < want {
-				return fmt.Errorf("%d of %d rounds served, waiting for %d", n, totalRounds, want)
-			}
-			return nil
+			c.runIDs[i] = run.GetRunID()
+			c.errs[i] = run.Get(ctx, &c.results[i])
 		})
 	}
-	var peakRSS atomic.Int64
-	sampleRSS := func() {
-		wmu.Lock()
-		defer wmu.Unlock()
-		var sum int64
-		for _, w := range workers {
-			rss, _, _ := w.Memory()
-			sum += rss
-		}
-		if sum > peakRSS.Load() {
-			peakRSS.Store(sum)
+	return &wg
+}
+
+// disrupt runs the configured disruptions in turn, each once its share of
+// all rounds has been served.
+func (c *churnRun) disrupt(ctx context.Context) error {
+	c.sampleRSS()
+	if c.cfg.RollingRestart {
+		if err := c.rollingRestart(ctx); err != nil {
+			return err
 		}
 	}
-	var killAt, serverAt, serverUp time.Time
-	disrupt := func() error {
-		sampleRSS()
-		if cfg.RollingRestart {
-			if err := waitShare(0.15); err != nil {
-				return err
-			}
-			for i := range workers {
-				sampleRSS()
-				logEvent("%s: SIGTERM worker %d (pid %d), %d/%d rounds served", since(began), i, workers[i].Pid, m.done.Load(), totalRounds)
-				wmu.Lock()
-				workers[i].Stop()
-				wmu.Unlock()
-				w, err := h.StartWorkerProc(ctx, t, queue, model.BaseURL(), extra)
-				if err != nil {
-					return fmt.Errorf("restart worker %d: %w", i, err)
-				}
-				wmu.Lock()
-				workers[i] = w
-				wmu.Unlock()
-				logEvent("%s: worker %d back (pid %d)", since(began), i, w.Pid)
-			}
+	if c.cfg.Kill {
+		if err := c.kill(ctx); err != nil {
+			return err
 		}
-		if cfg.Kill {
-			if err := waitShare(0.45); err != nil {
-				return err
-			}
-			sampleRSS()
-			wmu.Lock()
-			victim := workers[0]
-			killAt = time.Now()
-			victim.Kill()
-			wmu.Unlock()
-			logEvent("%s: SIGKILL worker 0 (pid %d), %d/%d rounds served", since(began), victim.Pid, m.done.Load(), totalRounds)
-			w, err := h.StartWorkerProc(ctx, t, queue, model.BaseURL(), extra)
-			if err != nil {
-				return fmt.Errorf("replace killed worker: %w", err)
-			}
-			wmu.Lock()
-			workers[0] = w
-			wmu.Unlock()
+	}
+	if c.cfg.ServerRestart != nil {
+		return c.restartServer(ctx)
+	}
+	return nil
+}
+
+// rollingRestart stops each worker with SIGTERM and starts its successor,
+// one after the other, from 15 % of the rounds on.
+func (c *churnRun) rollingRestart(ctx context.Context) error {
+	if err := c.waitShare(ctx, 0.15); err != nil {
+		return err
+	}
+	for i := range c.workers {
+		c.sampleRSS()
+		c.logEvent("%s: SIGTERM worker %d (pid %d), %s rounds served", since(c.began), i, c.workers[i].Pid, c.served())
+		c.wmu.Lock()
+		c.workers[i].Stop()
+		c.wmu.Unlock()
+		w, err := c.startWorker(ctx)
+		if err != nil {
+			return fmt.Errorf("restart worker %d: %w", i, err)
 		}
-		if cfg.ServerRestart != nil {
-			if err := waitShare(0.7); err != nil {
-				return err
-			}
-			sampleRSS()
-			serverAt = time.Now()
-			logEvent("%s: restarting the Temporal server, %d/%d rounds served", since(began), m.done.Load(), totalRounds)
-			if err := cfg.ServerRestart(ctx); err != nil {
-				return fmt.Errorf("server restart: %w", err)
-			}
-			serverUp = time.Now()
-			logEvent("%s: Temporal server serving again after %s", since(began), serverUp.Sub(serverAt).Round(time.Millisecond))
+		c.replace(i, w)
+		c.logEvent("%s: worker %d back (pid %d)", since(c.began), i, w.Pid)
+	}
+	return nil
+}
+
+// kill kills worker 0 with SIGKILL at 45 % of the rounds and replaces it.
+func (c *churnRun) kill(ctx context.Context) error {
+	if err := c.waitShare(ctx, 0.45); err != nil {
+		return err
+	}
+	c.sampleRSS()
+	c.wmu.Lock()
+	victim := c.workers[0]
+	c.killAt = time.Now()
+	victim.Kill()
+	c.wmu.Unlock()
+	c.logEvent("%s: SIGKILL worker 0 (pid %d), %s rounds served", since(c.began), victim.Pid, c.served())
+	w, err := c.startWorker(ctx)
+	if err != nil {
+		return fmt.Errorf("replace killed worker: %w", err)
+	}
+	c.replace(0, w)
+	return nil
+}
+
+// restartServer restarts the Temporal server at 70 % of the rounds.
+func (c *churnRun) restartServer(ctx context.Context) error {
+	if err := c.waitShare(ctx, 0.7); err != nil {
+		return err
+	}
+	c.sampleRSS()
+	c.serverAt = time.Now()
+	c.logEvent("%s: restarting the Temporal server, %s rounds served", since(c.began), c.served())
+	if err := c.cfg.ServerRestart(ctx); err != nil {
+		return fmt.Errorf("server restart: %w", err)
+	}
+	c.serverUp = time.Now()
+	c.logEvent("%s: Temporal server serving again after %s", since(c.began), c.serverUp.Sub(c.serverAt).Round(time.Millisecond))
+	return nil
+}
+
+func (c *churnRun) totalRounds() int64 { return int64(c.cfg.Runs * c.cfg.Rounds) }
+
+// served is "n/total" of the rounds the model has ended with a report.
+func (c *churnRun) served() string {
+	return fmt.Sprintf("%d/%d", c.m.done.Load(), c.totalRounds())
+}
+
+// waitShare waits until share of all rounds has been served.
+func (c *churnRun) waitShare(ctx context.Context, share float64) error {
+	want := int64(share * float64(c.totalRounds()))
+	return wait.Until(ctx, 20*time.Millisecond, func(context.Context) error {
+		if n := c.m.done.Load(); n < want {
+			return fmt.Errorf("%d of %d rounds served, waiting for %d", n, c.totalRounds(), want)
 		}
 		return nil
-	}
-	disruptErr := make(chan error, 1)
-	go func() { disruptErr <- disrupt() }()
-	sampling, stopSampling := context.WithCancel(ctx)
-	go func() {
-		for {
-			select {
-			case <-sampling.Done():
-				return
-			case <-time.After(500 * time.Millisecond):
-				sampleRSS()
-				if open := int64(cfg.Runs) - m.done.Load()/int64(cfg.Rounds); open > peakOpen.Load() {
-					peakOpen.Store(open)
-				}
+	})
+}
+
+// sample records the workers' peak memory and the peak of open runs every
+// 500 ms until ctx ends.
+func (c *churnRun) sample(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(500 * time.Millisecond):
+			c.sampleRSS()
+			if open := int64(c.cfg.Runs) - c.m.done.Load()/int64(c.cfg.Rounds); open > c.peakOpen.Load() {
+				c.peakOpen.Store(open)
 			}
 		}
-	}()
-	wg.Wait()
-	res.Wall = time.Since(began)
-	stopSampling()
-	if err := <-disruptErr; err != nil {
-		return nil, err
 	}
-	res.ServedRequests = int(m.total.Load())
-	m.mu.Lock()
-	for _, n := range m.delivered {
+}
+
+// sampleRSS records the workers' summed RSS if it is a new peak.
+func (c *churnRun) sampleRSS() {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	var sum int64
+	for _, w := range c.workers {
+		rss, _, _ := w.Memory()
+		sum += rss
+	}
+	if sum > c.peakRSS.Load() {
+		c.peakRSS.Store(sum)
+	}
+}
+
+// analyse checks every run (result, workspace, orphans, visibility) and
+// derives the measures from the histories.
+func (c *churnRun) analyse(ctx context.Context) (*ChurnResult, error) {
+	res := c.res
+	res.ServedRequests = int(c.m.total.Load())
+	c.m.mu.Lock()
+	for _, n := range c.m.delivered {
 		res.DeliveredAnswers += n
 	}
-	m.mu.Unlock()
-
-	// Every run: completed once, the expected report, usage = what was served.
-	for i, id := range ids {
-		switch {
-		case errs[i] != nil:
-			res.Problems = append(res.Problems, fmt.Sprintf("%s: %v", id, errs[i]))
-			continue
-		case results[i].Status != report.StatusComplete || results[i].RoundsStarted != cfg.Rounds:
-			res.Problems = append(res.Problems, fmt.Sprintf("%s: status %q after %d rounds, want complete after %d", id, results[i].Status, results[i].RoundsStarted, cfg.Rounds))
-			continue
-		case results[i].Report == nil || results[i].Report.Summary != fmt.Sprintf("churn run %s done", id):
-			res.Problems = append(res.Problems, fmt.Sprintf("%s: unexpected final report %+v", id, results[i].Report))
-		}
-	}
-	res.Problems = append(res.Problems, h.checkChurnWorkspaces(workers[0].Root, ids, cfg.Rounds)...)
-	res.Orphans = len(processesWith(m.marker))
+	c.m.mu.Unlock()
+	c.checkResults()
+	res.Problems = append(res.Problems, c.h.checkChurnWorkspaces(c.workers[0].Root, c.ids, c.cfg.Rounds)...)
+	res.Orphans = len(processesWith(c.m.marker))
 	if res.Orphans > 0 {
 		res.Problems = append(res.Problems, fmt.Sprintf("%d command processes outlived their rounds", res.Orphans))
 	}
-	// Exactly once, and nothing left open, as the server sees it.
+	if err := c.checkVisibility(ctx); err != nil {
+		return nil, err
+	}
+	if err := c.measureHistories(ctx); err != nil {
+		return nil, err
+	}
+	if err := c.measureResources(ctx); err != nil {
+		return nil, err
+	}
+	sort.Strings(res.Problems)
+	return res, nil
+}
+
+// checkResults: every run completed after all its rounds with the expected
+// final report.
+func (c *churnRun) checkResults() {
+	for i, id := range c.ids {
+		r := c.results[i]
+		switch {
+		case c.errs[i] != nil:
+			c.problem("%s: %v", id, c.errs[i])
+		case r.Status != report.StatusComplete || r.RoundsStarted != c.cfg.Rounds:
+			c.problem("%s: status %q after %d rounds, want complete after %d", id, r.Status, r.RoundsStarted, c.cfg.Rounds)
+		case r.Report == nil || r.Report.Summary != fmt.Sprintf("churn run %s done", id):
+			c.problem("%s: unexpected final report %+v", id, r.Report)
+		}
+	}
+}
+
+func (c *churnRun) problem(format string, args ...any) {
+	c.res.Problems = append(c.res.Problems, fmt.Sprintf(format, args...))
+}
+
+// checkVisibility: exactly once, and nothing left open, as the server sees it.
+func (c *churnRun) checkVisibility(ctx context.Context) error {
+	runs := int64(c.cfg.Runs)
 	for _, q := range []struct {
 		query string
 		want  int64
 	}{
-		{fmt.Sprintf("TaskQueue = '%s' AND ExecutionStatus = 'Running'", queue), 0},
-		{fmt.Sprintf("TaskQueue = '%s' AND ExecutionStatus = 'Completed'", queue), int64(cfg.Runs)},
-		{fmt.Sprintf("TaskQueue = '%s'", queue), int64(cfg.Runs)},
+		{fmt.Sprintf("TaskQueue = '%s' AND ExecutionStatus = 'Running'", c.queue), 0},
+		{fmt.Sprintf("TaskQueue = '%s' AND ExecutionStatus = 'Completed'", c.queue), runs},
+		{fmt.Sprintf("TaskQueue = '%s'", c.queue), runs},
 	} {
-		n, err := countWorkflows(ctx, t, q.query, q.want)
+		n, err := countWorkflows(ctx, c.t, q.query, q.want)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if n != q.want {
-			res.Problems = append(res.Problems, fmt.Sprintf("visibility: %d runs match %q, want %d", n, q.query, q.want))
+			c.problem("visibility: %d runs match %q, want %d", n, q.query, q.want)
 		}
 	}
+	return nil
+}
 
-	// Measurements from the histories, and the usage check (it needs each
-	// run's lost attempts).
+// measureHistories reads every completed run's history chain: its size,
+// the dispatch delays, the retried rounds and the recoveries, and checks
+// its usage against what the model delivered.
+func (c *churnRun) measureHistories(ctx context.Context) error {
 	var events, bytes int64
-	for i, id := range ids {
-		if errs[i] != nil {
+	for i, id := range c.ids {
+		if c.errs[i] != nil {
 			continue
 		}
-		chain, err := Chain(ctx, t, id, runIDs[i])
+		chain, err := Chain(ctx, c.t, id, c.runIDs[i])
 		if err != nil {
-			return nil, err
+			return err
 		}
 		for _, rh := range chain {
 			events += rh.Length
 			bytes += rh.SizeBytes
 		}
 		rt := Timing(chain, activities.RunRoundName)
-		m.mu.Lock()
-		first, delivered := m.first[id], m.delivered[id]
-		m.mu.Unlock()
-		lost := 0 // attempts of this run's rounds that were retried
-		for r := 1; r < len(rt.Completed); r++ {
-			if at, ok := first[r+1]; ok && !rt.Completed[r-1].IsZero() {
-				res.Dispatch = append(res.Dispatch, at.Sub(rt.Completed[r-1]))
+		c.m.mu.Lock()
+		first, delivered := c.m.first[id], c.m.delivered[id]
+		c.m.mu.Unlock()
+		c.measureDispatch(rt, first)
+		lost := c.measureRetries(chain)
+		c.checkUsage(id, c.results[i].Usage, delivered, lost)
+		c.measureServerRecovery(rt)
+	}
+	if c.res.Rounds > 0 {
+		c.res.EventsPerRound = float64(events) / float64(c.res.Rounds)
+		c.res.BytesPerRound = float64(bytes) / float64(c.res.Rounds)
+	}
+	if !c.serverAt.IsZero() {
+		c.res.ServerDown = c.serverUp.Sub(c.serverAt)
+	}
+	return nil
+}
+
+// measureDispatch: each round's first model request after the previous
+// round's completion.
+func (c *churnRun) measureDispatch(rt RoundTimes, first map[int]time.Time) {
+	for r := 1; r < len(rt.Completed); r++ {
+		if at, ok := first[r+1]; ok && !rt.Completed[r-1].IsZero() {
+			c.res.Dispatch = append(c.res.Dispatch, at.Sub(rt.Completed[r-1]))
+		}
+	}
+}
+
+// measureRetries counts a run's retried rounds and times the recovery of
+// those started after the kill; it returns the run's lost attempts.
+func (c *churnRun) measureRetries(chain []RunHistory) int {
+	lost := 0
+	for _, rh := range chain {
+		for _, ev := range rh.Events {
+			a := ev.GetActivityTaskStartedEventAttributes()
+			if a == nil || a.GetAttempt() < 2 {
+				continue
 			}
-		}
-		for _, rh := range chain {
-			for _, ev := range rh.Events {
-				a := ev.GetActivityTaskStartedEventAttributes()
-				if a == nil || a.GetAttempt() < 2 {
-					continue
-				}
-				res.Retried++
-				lost += int(a.GetAttempt()) - 1 // the Started event carries the last attempt
-				if !killAt.IsZero() && ev.GetEventTime().AsTime().After(killAt) {
-					if done := completedAfter(rh, a.GetScheduledEventId()); !done.IsZero() {
-						res.KillRecovery = append(res.KillRecovery, done.Sub(killAt))
-					}
-				}
-			}
-		}
-		// Usage counts every answer delivered, every attempt included, except
-		// at most the one answer an attempt received as its worker was killed,
-		// before that answer's heartbeat (activities.UsageHeartbeatDelay)
-		// reached the server: nothing can count what a killed process read.
-		u := results[i].Usage
-		switch calls := u.ModelCalls; {
-		case u.PromptTokens != calls*churnPromptTokens || u.CompletionTokens != calls*churnCompletionTokens:
-			res.Problems = append(res.Problems, fmt.Sprintf("%s: usage %d calls but %d+%d tokens, want %d+%d per call",
-				id, calls, u.PromptTokens, u.CompletionTokens, churnPromptTokens, churnCompletionTokens))
-		case calls > delivered:
-			res.Problems = append(res.Problems, fmt.Sprintf("%s: usage counts %d model calls, the model delivered %d answers", id, calls, delivered))
-		case calls < delivered-lost:
-			res.Problems = append(res.Problems, fmt.Sprintf("%s: usage counts %d model calls, the model delivered %d answers: more lost than one answer in flight for each of its %d lost attempts",
-				id, calls, delivered, lost))
-		case calls < delivered:
-			res.InFlightRuns++
-			res.InFlightAnswers += delivered - calls
-		}
-		if !serverAt.IsZero() {
-			for _, c := range rt.Completed {
-				if c.After(serverAt) && (res.ServerFirstRound == 0 || c.Sub(serverAt) < res.ServerFirstRound) {
-					res.ServerFirstRound = c.Sub(serverAt)
+			c.res.Retried++
+			lost += int(a.GetAttempt()) - 1 // the Started event carries the last attempt
+			if !c.killAt.IsZero() && ev.GetEventTime().AsTime().After(c.killAt) {
+				if done := completedAfter(rh, a.GetScheduledEventId()); !done.IsZero() {
+					c.res.KillRecovery = append(c.res.KillRecovery, done.Sub(c.killAt))
 				}
 			}
 		}
 	}
-	if !serverAt.IsZero() {
-		res.ServerDown = serverUp.Sub(serverAt)
+	return lost
+}
+
+// checkUsage: usage counts every answer delivered, every attempt included,
+// except at most the one answer an attempt received as its worker was
+// killed, before that answer's heartbeat (activities.UsageHeartbeatDelay)
+// reached the server: nothing can count what a killed process read.
+func (c *churnRun) checkUsage(id string, u usage.Usage, delivered, lost int) {
+	switch calls := u.ModelCalls; {
+	case u.PromptTokens != calls*churnPromptTokens || u.CompletionTokens != calls*churnCompletionTokens:
+		c.problem("%s: usage %d calls but %d+%d tokens, want %d+%d per call",
+			id, calls, u.PromptTokens, u.CompletionTokens, churnPromptTokens, churnCompletionTokens)
+	case calls > delivered:
+		c.problem("%s: usage counts %d model calls, the model delivered %d answers", id, calls, delivered)
+	case calls < delivered-lost:
+		c.problem("%s: usage counts %d model calls, the model delivered %d answers: more lost than one answer in flight for each of its %d lost attempts",
+			id, calls, delivered, lost)
+	case calls < delivered:
+		c.res.InFlightRuns++
+		c.res.InFlightAnswers += delivered - calls
 	}
-	if res.Rounds > 0 {
-		res.EventsPerRound = float64(events) / float64(res.Rounds)
-		res.BytesPerRound = float64(bytes) / float64(res.Rounds)
+}
+
+// measureServerRecovery keeps the earliest round completed after the
+// server restart began.
+func (c *churnRun) measureServerRecovery(rt RoundTimes) {
+	if c.serverAt.IsZero() {
+		return
 	}
-	var idleSum int64
-	for _, v := range idle {
-		idleSum += v
-	}
-	if open := peakOpen.Load(); open > 0 {
-		res.RSSPerRunKiB = float64(peakRSS.Load()-idleSum) / float64(open)
-	}
-	if cfg.DBSize != nil {
-		db1, err := cfg.DBSize(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("database size: %w", err)
+	for _, done := range rt.Completed {
+		if d := done.Sub(c.serverAt); done.After(c.serverAt) && (c.res.ServerFirstRound == 0 || d < c.res.ServerFirstRound) {
+			c.res.ServerFirstRound = d
 		}
-		res.DBBytesPer1000Rounds = float64(db1-db0) * 1000 / float64(res.Rounds)
 	}
-	sort.Strings(res.Problems)
-	return res, nil
+}
+
+// measureResources: worker memory per open run and database growth.
+func (c *churnRun) measureResources(ctx context.Context) error {
+	var idle int64
+	for _, v := range c.idle {
+		idle += v
+	}
+	if open := c.peakOpen.Load(); open > 0 {
+		c.res.RSSPerRunKiB = float64(c.peakRSS.Load()-idle) / float64(open)
+	}
+	if c.cfg.DBSize == nil {
+		return nil
+	}
+	db1, err := c.cfg.DBSize(ctx)
+	if err != nil {
+		return fmt.Errorf("database size: %w", err)
+	}
+	c.res.DBBytesPer1000Rounds = float64(db1-c.db0) * 1000 / float64(c.res.Rounds)
+	return nil
 }
 
 func since(t time.Time) string { return time.Since(t).Round(100 * time.Millisecond).String() }
@@ -590,6 +736,24 @@ func (h *Harness) ChurnSection(ctx context.Context, cfg ChurnSectionConfig) (Sec
 	if err != nil {
 		return sec, err
 	}
+	tbl := churnTable(r, cfg.ChurnConfig)
+	sec.Tables = append(sec.Tables, tbl)
+	sec.Notes = append(sec.Notes, "Disruptions: "+strings.Join(r.Events, "; ")+".")
+	for i, p := range r.Problems {
+		if i == 20 {
+			sec.Notes = append(sec.Notes, fmt.Sprintf("… and %d more problems", len(r.Problems)-20))
+			break
+		}
+		sec.Notes = append(sec.Notes, "problem: "+p)
+	}
+	if len(r.Problems) > 0 {
+		return sec, fmt.Errorf("%d churn checks failed, first: %s", len(r.Problems), r.Problems[0])
+	}
+	return sec, nil
+}
+
+// churnTable is the measures of one churn run.
+func churnTable(r *ChurnResult, cfg ChurnConfig) Table {
 	tbl := Table{Header: []string{"measure", "value"}}
 	add := func(k, v string) { tbl.Add(k, v) }
 	add("runs × rounds, workers", fmt.Sprintf("%d × %d, %d", r.Runs, cfg.Rounds, r.Workers))
@@ -612,17 +776,5 @@ func (h *Harness) ChurnSection(ctx context.Context, cfg ChurnSectionConfig) (Sec
 	add("usage short by an answer in flight at a kill (runs / answers; at most one per lost attempt)", fmt.Sprintf("%d / %d", r.InFlightRuns, r.InFlightAnswers))
 	add("orphaned command processes", strconv.Itoa(r.Orphans))
 	add("checks failed", strconv.Itoa(len(r.Problems)))
-	sec.Tables = append(sec.Tables, tbl)
-	sec.Notes = append(sec.Notes, "Disruptions: "+strings.Join(r.Events, "; ")+".")
-	for i, p := range r.Problems {
-		if i == 20 {
-			sec.Notes = append(sec.Notes, fmt.Sprintf("… and %d more problems", len(r.Problems)-20))
-			break
-		}
-		sec.Notes = append(sec.Notes, "problem: "+p)
-	}
-	if len(r.Problems) > 0 {
-		return sec, fmt.Errorf("%d churn checks failed, first: %s", len(r.Problems), r.Problems[0])
-	}
-	return sec, nil
+	return tbl
 }

@@ -72,14 +72,14 @@ func (h *Harness) Crash(ctx context.Context, cfg CrashConfig) (Section, error) {
 	tbl := Table{Header: []string{"RALPH_HEARTBEAT_TIMEOUT_SECONDS", "samples", "kill → resumed p50 s", "p95 s", "max s",
 		"kill → finished p50 s", "p95 s", "max s", "sticky workflow-task timeouts", "commands alive after the kill"}}
 	for _, hb := range cfg.HeartbeatTimeouts {
-		resumed, finished, alive, sticky, err := h.crashSeries(ctx, hb, cfg.Samples)
+		got, err := h.crashSeries(ctx, hb, cfg.Samples)
 		if err != nil {
-			tbl.Add(strconv.Itoa(hb), strconv.Itoa(len(resumed)), "failed: "+err.Error())
+			tbl.Add(strconv.Itoa(hb), strconv.Itoa(len(got.resumed)), "failed: "+err.Error())
 			continue
 		}
-		tbl.Add(strconv.Itoa(hb), strconv.Itoa(len(resumed)), secs(Median(resumed)), secs(Percentile(resumed, 95)), secs(Max(resumed)),
-			secs(Median(finished)), secs(Percentile(finished, 95)), secs(Max(finished)),
-			fmt.Sprintf("%d of %d runs", sticky, len(finished)), strconv.Itoa(alive))
+		tbl.Add(strconv.Itoa(hb), strconv.Itoa(len(got.resumed)), secs(Median(got.resumed)), secs(Percentile(got.resumed, 95)), secs(Max(got.resumed)),
+			secs(Median(got.finished)), secs(Percentile(got.finished, 95)), secs(Max(got.finished)),
+			fmt.Sprintf("%d of %d runs", got.sticky, len(got.finished)), strconv.Itoa(got.alive))
 	}
 	sec.Tables = []Table{tbl}
 	sec.Notes = append(sec.Notes,
@@ -91,89 +91,133 @@ func (h *Harness) Crash(ctx context.Context, cfg CrashConfig) (Section, error) {
 	return sec, nil
 }
 
-func (h *Harness) crashSeries(ctx context.Context, hb, samples int) (resumed, finished []time.Duration, alive, sticky int, err error) {
+// crashSamples is what one heartbeat-timeout setting measured.
+type crashSamples struct {
+	resumed, finished []time.Duration // kill → the fresh session's first call; kill → the run closed
+	alive             int             // the killed rounds' commands still running 5 s after the kill
+	sticky            int             // runs whose history shows a sticky workflow-task timeout
+}
+
+// crashSeries runs samples crashes with heartbeat timeout hb on two
+// workers, replacing the killed one after each.
+func (h *Harness) crashSeries(ctx context.Context, hb, samples int) (crashSamples, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
-	m := &crashModel{sessions: map[string]int{}, resumed: map[string]time.Time{}}
-	model := fakeopenai.NewServer(fakeopenai.Script{Rule: m.rule})
-	defer model.Close()
-	queue := h.name("crash")
-	env := map[string]string{"RALPH_HEARTBEAT_TIMEOUT_SECONDS": strconv.Itoa(hb)}
-	var workers []*WorkerProc
-	defer func() {
-		for _, w := range workers {
-			w.Stop()
+	c := &crashRun{h: h, hb: hb, m: &crashModel{sessions: map[string]int{}, resumed: map[string]time.Time{}},
+		queue: h.name("crash"), env: map[string]string{"RALPH_HEARTBEAT_TIMEOUT_SECONDS": strconv.Itoa(hb)}}
+	c.model = fakeopenai.NewServer(fakeopenai.Script{Rule: c.m.rule})
+	defer c.model.Close()
+	defer c.stop()
+	for len(c.workers) < 2 {
+		if err := c.addWorker(ctx); err != nil {
+			return c.got, err
 		}
-	}()
-	for len(workers) < 2 {
-		w, err := h.StartWorkerProc(ctx, h.Dev, queue, model.BaseURL(), env)
-		if err != nil {
-			return nil, nil, 0, 0, err
-		}
-		workers = append(workers, w)
 	}
-	root := workers[0].Root
 	for i := range samples {
-		key := h.name("crash-run")
-		run, err := StartRalph(ctx, h.Dev, queue, key, ralphInput{Objective: "survive a worker crash: crash sample " + key, MaxRounds: 1, Workspace: key})
-		if err != nil {
-			return resumed, finished, alive, sticky, err
+		if err := c.sample(ctx, i+1, samples); err != nil {
+			return c.got, err
 		}
-		firstRunID := run.GetRunID()
-		pids, err := proc.WaitPIDFile(ctx, filepath.Join(root, key, "pids.txt"), 2, 60*time.Second)
-		if err != nil {
-			return resumed, finished, alive, sticky, err
+		if err := c.addWorker(ctx); err != nil {
+			return c.got, err
 		}
-		// The shell's owner is the worker among its ancestors (a sandbox's
-		// bwrap processes stand between them).
-		victim := -1
-		for owner := parentPID(pids[0]); owner > 1 && victim < 0; owner = parentPID(owner) {
-			for j, w := range workers {
-				if w.Pid == owner {
-					victim = j
-				}
-			}
-		}
-		if victim < 0 {
-			return resumed, finished, alive, sticky, fmt.Errorf("the round's shell (pid %d) descends from none of the workers", pids[0])
-		}
-		killed := time.Now()
-		workers[victim].Kill()
-		workers = append(workers[:victim], workers[victim+1:]...)
-
-		var res workflows.Result
-		if err := run.Get(ctx, &res); err != nil {
-			return resumed, finished, alive, sticky, fmt.Errorf("run %s failed after the crash: %w", key, err)
-		}
-		done := time.Since(killed)
-		if res.Status != report.OutcomeComplete || res.RoundsStarted != 1 {
-			return resumed, finished, alive, sticky, fmt.Errorf("run %s: result %+v", key, res)
-		}
-		at := m.resumedAt(key)
-		if at.IsZero() {
-			return resumed, finished, alive, sticky, fmt.Errorf("run %s finished without a second session", key)
-		}
-		if chain, err := Chain(ctx, h.Dev, key, firstRunID); err == nil && stickyTimeouts(chain) > 0 {
-			sticky++
-		}
-		if wait := 5*time.Second - time.Since(killed); wait > 0 {
-			time.Sleep(wait)
-		}
-		for _, pid := range pids {
-			if proc.Alive(pid) {
-				alive++
-			}
-		}
-		resumed = append(resumed, at.Sub(killed))
-		finished = append(finished, done)
-		h.logf("crash: heartbeat timeout %d s, sample %d/%d: resumed after %s, finished after %s",
-			hb, i+1, samples, at.Sub(killed).Round(time.Millisecond), done.Round(time.Millisecond))
-
-		w, err := h.StartWorkerProc(ctx, h.Dev, queue, model.BaseURL(), env)
-		if err != nil {
-			return resumed, finished, alive, sticky, err
-		}
-		workers = append(workers, w)
 	}
-	return resumed, finished, alive, sticky, nil
+	return c.got, nil
+}
+
+// crashRun is one crash series under way.
+type crashRun struct {
+	h       *Harness
+	hb      int
+	m       *crashModel
+	model   *fakeopenai.Server
+	queue   string
+	env     map[string]string
+	workers []*WorkerProc
+	got     crashSamples
+}
+
+func (c *crashRun) addWorker(ctx context.Context) error {
+	w, err := c.h.StartWorkerProc(ctx, c.h.Dev, c.queue, c.model.BaseURL(), c.env)
+	if err != nil {
+		return err
+	}
+	c.workers = append(c.workers, w)
+	return nil
+}
+
+func (c *crashRun) stop() {
+	for _, w := range c.workers {
+		w.Stop()
+	}
+}
+
+// sample starts a run, kills the worker running its command, and measures
+// until the round resumed and the run finished elsewhere.
+func (c *crashRun) sample(ctx context.Context, n, samples int) error {
+	key := c.h.name("crash-run")
+	run, err := StartRalph(ctx, c.h.Dev, c.queue, key, ralphInput{Objective: "survive a worker crash: crash sample " + key, MaxRounds: 1, Workspace: key})
+	if err != nil {
+		return err
+	}
+	firstRunID := run.GetRunID() // Get follows a continue-as-new and moves GetRunID on
+	pids, err := proc.WaitPIDFile(ctx, filepath.Join(c.workers[0].Root, key, "pids.txt"), 2, 60*time.Second)
+	if err != nil {
+		return err
+	}
+	victim, err := c.owner(pids[0])
+	if err != nil {
+		return err
+	}
+	killed := time.Now()
+	c.workers[victim].Kill()
+	c.workers = append(c.workers[:victim], c.workers[victim+1:]...)
+
+	var res workflows.Result
+	if err := run.Get(ctx, &res); err != nil {
+		return fmt.Errorf("run %s failed after the crash: %w", key, err)
+	}
+	done := time.Since(killed)
+	if res.Status != report.OutcomeComplete || res.RoundsStarted != 1 {
+		return fmt.Errorf("run %s: result %+v", key, res)
+	}
+	at := c.m.resumedAt(key)
+	if at.IsZero() {
+		return fmt.Errorf("run %s finished without a second session", key)
+	}
+	if chain, err := Chain(ctx, c.h.Dev, key, firstRunID); err == nil && stickyTimeouts(chain) > 0 {
+		c.got.sticky++
+	}
+	c.got.alive += aliveAfter(killed.Add(5*time.Second), pids)
+	c.got.resumed = append(c.got.resumed, at.Sub(killed))
+	c.got.finished = append(c.got.finished, done)
+	c.h.logf("crash: heartbeat timeout %d s, sample %d/%d: resumed after %s, finished after %s",
+		c.hb, n, samples, at.Sub(killed).Round(time.Millisecond), done.Round(time.Millisecond))
+	return nil
+}
+
+// owner is the index of the worker among pid's ancestors (a sandbox's bwrap
+// processes stand between a worker and the round's shell).
+func (c *crashRun) owner(pid int) (int, error) {
+	for anc := parentPID(pid); anc > 1; anc = parentPID(anc) {
+		for j, w := range c.workers {
+			if w.Pid == anc {
+				return j, nil
+			}
+		}
+	}
+	return -1, fmt.Errorf("the round's shell (pid %d) descends from none of the workers", pid)
+}
+
+// aliveAfter waits until at and counts the pids still running then.
+func aliveAfter(at time.Time, pids []int) int {
+	if wait := time.Until(at); wait > 0 {
+		time.Sleep(wait)
+	}
+	n := 0
+	for _, pid := range pids {
+		if proc.Alive(pid) {
+			n++
+		}
+	}
+	return n
 }

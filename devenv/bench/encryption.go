@@ -9,15 +9,11 @@ import (
 	"path/filepath"
 	"time"
 
-	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 
-	"github.com/ralph-temporal/ralph/activities"
 	"github.com/ralph-temporal/ralph/app/config"
 	"github.com/ralph-temporal/ralph/internal/codec"
 	"github.com/ralph-temporal/ralph/internal/fakeopenai"
-	"github.com/ralph-temporal/ralph/report"
-	"github.com/ralph-temporal/ralph/workflows"
 )
 
 // EncryptionConfig sizes the encryption-overhead benchmark.
@@ -61,90 +57,78 @@ func (h *Harness) Encryption(ctx context.Context, cfg EncryptionConfig) (Section
 	encTarget := encW.On(h.Dev)
 	encTarget.Name += ", encrypted"
 
-	type loop struct {
-		name    string
-		run     func(ctx context.Context, rounds int) (RoundTimes, error)
-		periods []time.Duration
-		execs   []time.Duration
+	loops := []*encryptionLoop{
+		{name: "bare", run: func(ctx context.Context, rounds int) (loopRun, error) {
+			return h.bareLoopRun(ctx, h.Dev, plainW.Queue, rounds, false, true)
+		}},
+		{name: "Ralph, plaintext", run: h.encryptionRalph(h.Dev, plainW, false)},
+		{name: "Ralph, encrypted", run: h.encryptionRalph(encTarget, encW, true)},
 	}
-	ralph := func(t Target, w *InProc, encrypted bool) func(context.Context, int) (RoundTimes, error) {
-		return func(ctx context.Context, rounds int) (RoundTimes, error) {
-			id := h.name("enc-ralph")
-			run, err := StartRalph(ctx, t, w.Queue, id, ralphInput{Objective: "benchmark payload encryption", MaxRounds: rounds})
-			if err != nil {
-				return RoundTimes{}, err
-			}
-			first := run.GetRunID()
-			var res workflows.Result
-			if err := run.Get(ctx, &res); err != nil {
-				return RoundTimes{}, fmt.Errorf("ralph run %s: %w", id, err)
-			}
-			if res.Status != report.OutcomeBudgetLimited || res.RoundsStarted != rounds {
-				return RoundTimes{}, fmt.Errorf("ralph run %s: result %+v", id, res)
-			}
-			chain, err := Chain(ctx, t, id, first)
-			if err != nil {
-				return RoundTimes{}, err
-			}
-			if err := checkEncoding(chain, encrypted); err != nil {
-				return RoundTimes{}, fmt.Errorf("ralph run %s: %w", id, err)
-			}
-			return Timing(chain, activities.RunRoundName), nil
-		}
+	if err := h.measureEncryption(ctx, loops, cfg); err != nil {
+		return sec, err
 	}
-	bare := func(ctx context.Context, rounds int) (RoundTimes, error) {
-		id := h.name("enc-bare")
-		run, err := h.Dev.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-			ID: id, TaskQueue: plainW.Queue, WorkflowExecutionTimeout: 5 * time.Minute,
-		}, BareWorkflowName, BareInput{Rounds: rounds})
-		if err != nil {
-			return RoundTimes{}, err
-		}
-		first := run.GetRunID()
-		var n int
-		if err := run.Get(ctx, &n); err != nil {
-			return RoundTimes{}, fmt.Errorf("bare run %s: %w", id, err)
-		}
-		chain, err := Chain(ctx, h.Dev, id, first)
-		if err != nil {
-			return RoundTimes{}, err
-		}
-		return Timing(chain, NoopActivityName), nil
+	sec.Tables = []Table{encryptionTable(loops)}
+	sec.Notes = append(sec.Notes,
+		"Every payload of the encrypted runs was checked to carry the `binary/encrypted` encoding, and every payload of the plaintext runs not to.")
+	return sec, nil
+}
+
+// encryptionLoop is one of the compared loops and the round times it
+// measured.
+type encryptionLoop struct {
+	name    string
+	run     func(ctx context.Context, rounds int) (loopRun, error)
+	periods []time.Duration
+	execs   []time.Duration
+}
+
+// encryptionRalph is a Ralph loop on w through t, its payloads checked to
+// be encrypted or not.
+func (h *Harness) encryptionRalph(t Target, w *InProc, encrypted bool) func(context.Context, int) (loopRun, error) {
+	l := ralphLoop{objective: "benchmark payload encryption", encrypted: encrypted}
+	return func(ctx context.Context, rounds int) (loopRun, error) { return l.run(ctx, h, t, w.Queue, rounds, true) }
+}
+
+// once runs the loop for rounds with its own deadline, keeping its times
+// when record.
+func (l *encryptionLoop) once(ctx context.Context, rounds int, record bool) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	r, err := l.run(ctx, rounds)
+	if err != nil {
+		return err
 	}
-	loops := []*loop{
-		{name: "bare", run: bare},
-		{name: "Ralph, plaintext", run: ralph(h.Dev, plainW, false)},
-		{name: "Ralph, encrypted", run: ralph(encTarget, encW, true)},
+	if record {
+		within, _ := r.rounds.SplitPeriods()
+		l.periods = append(l.periods, within...)
+		l.execs = append(l.execs, r.rounds.Executions()...)
 	}
-	once := func(l *loop, rounds int, record bool) error {
-		rctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-		defer cancel()
-		rt, err := l.run(rctx, rounds)
-		if err != nil {
-			return err
-		}
-		if record {
-			within, _ := rt.SplitPeriods()
-			l.periods = append(l.periods, within...)
-			l.execs = append(l.execs, rt.Executions()...)
-		}
-		return nil
-	}
+	return nil
+}
+
+// measureEncryption warms every loop up, then runs them Reps times,
+// rotating the order so no loop always runs first.
+func (h *Harness) measureEncryption(ctx context.Context, loops []*encryptionLoop, cfg EncryptionConfig) error {
 	h.logf("encryption: warm-up")
 	for _, l := range loops {
-		if err := once(l, 3, false); err != nil {
-			return sec, err
+		if err := l.once(ctx, 3, false); err != nil {
+			return err
 		}
 	}
 	for rep := range cfg.Reps {
 		h.logf("encryption: run %d/%d", rep+1, cfg.Reps)
 		for i := range loops {
-			// Rotate the order so no loop always runs first.
-			if err := once(loops[(i+rep)%len(loops)], cfg.Rounds, true); err != nil {
-				return sec, err
+			if err := loops[(i+rep)%len(loops)].once(ctx, cfg.Rounds, true); err != nil {
+				return err
 			}
 		}
 	}
+	return nil
+}
+
+// encryptionTable sets each loop against the bare one and plaintext Ralph
+// (loops[0] and loops[1]).
+func encryptionTable(loops []*encryptionLoop) Table {
 	bareP50 := float64(Median(loops[0].periods))
 	plainP50 := float64(Median(loops[1].periods))
 	t := Table{Header: []string{"loop", "rounds measured", "round p50 ms", "round p95 ms", "in activity p50 ms", "ratio to bare (p50)", "ratio to plaintext Ralph (p50)"}}
@@ -153,10 +137,7 @@ func (h *Harness) Encryption(ctx context.Context, cfg EncryptionConfig) (Section
 		t.Add(l.name, fmt.Sprint(len(l.periods)), ms(Median(l.periods)), ms(Percentile(l.periods, 95)), ms(Median(l.execs)),
 			ratio(p50, bareP50), ratio(p50, plainP50))
 	}
-	sec.Tables = []Table{t}
-	sec.Notes = append(sec.Notes,
-		"Every payload of the encrypted runs was checked to carry the `binary/encrypted` encoding, and every payload of the plaintext runs not to.")
-	return sec, nil
+	return t
 }
 
 // checkEncoding makes sure the loop measured what it claims: every input

@@ -53,6 +53,9 @@ type Harness struct {
 	Progress io.Writer
 	// Tag makes workflow ids unique across invocations on a kept server.
 	Tag string
+	// Settings are worker settings every benchmark's workers get (before a
+	// benchmark's own).
+	Settings map[string]string
 
 	mu  sync.Mutex
 	seq int
@@ -87,6 +90,9 @@ func (h *Harness) workerEnv(queue, baseURL string, extra map[string]string) map[
 		// Scripted benchmark rounds change nothing; the fingerprint is still
 		// taken every round, but the idle budget must not end the runs early.
 		"RALPH_MAX_IDLE_ROUNDS": "1000000",
+	}
+	for k, v := range h.Settings {
+		env[k] = v
 	}
 	for k, v := range extra {
 		env[k] = v

@@ -57,6 +57,8 @@ func maxObjective(prefix, unit string, maxChars int) string {
 // History measures events and bytes per round and per workflow run for a
 // small-report run and for runs at the size caps (objective and handoff),
 // then sets the largest run (RoundsPerRun rounds) against Temporal's limits.
+// Its steps: build the scenarios, run each and read its history chain,
+// write the tables.
 func (h *Harness) History(ctx context.Context) (Section, error) {
 	lim := activities.DefaultLimits()
 	sec := Section{
@@ -69,20 +71,9 @@ func (h *Harness) History(ctx context.Context) (Section, error) {
 			"marginal cost of one more round (the events from one round's ActivityTaskScheduled to the next one's, protobuf size).",
 			lim.RoundsPerRun, lim.RoundsPerRun, lim.MaxObjectiveChars, lim.MaxHandoffChars),
 	}
-	small := fakeopenai.ReportArgs{Status: "continue", Summary: "Added the parser and its tests; two edge cases remain.",
-		Evidence: []string{}, NextSteps: []string{"handle empty input", "handle CRLF line endings"}}
-	asciiReport, err := maxReport("a", lim.MaxHandoffChars)
+	scenarios, err := historyScenarios(lim)
 	if err != nil {
 		return sec, err
-	}
-	wideReport, err := maxReport("𝄞", lim.MaxHandoffChars)
-	if err != nil {
-		return sec, err
-	}
-	scenarios := []historyScenario{
-		{name: "small report, short objective", tag: "[hist-small]", objective: "[hist-small] Make `go test ./...` pass.", report: small},
-		{name: "caps, ASCII", tag: "[hist-ascii]", objective: maxObjective("[hist-ascii] ", "a", lim.MaxObjectiveChars), report: asciiReport},
-		{name: "caps, 4-byte UTF-8", tag: "[hist-wide]", objective: maxObjective("[hist-wide] ", "𝄞", lim.MaxObjectiveChars), report: wideReport},
 	}
 	model := fakeopenai.NewServer(fakeopenai.Script{Rule: func(req fakeopenai.Request) fakeopenai.Response {
 		obj := req.Prompt()
@@ -100,65 +91,16 @@ func (h *Harness) History(ctx context.Context) (Section, error) {
 	}
 	defer w.Stop()
 
-	const rounds = 20
 	runs := Table{Header: []string{"scenario", "workflow run", "rounds", "events", "bytes", "ended by"}}
 	per := Table{Header: []string{"scenario", "events / round", "bytes / round", "largest run: rounds", "events", "bytes",
 		"headroom to 50K events", "headroom to 50 MB", "rounds that would fit in 50 MB"}}
 	for _, s := range scenarios {
 		h.logf("history: %s", s.name)
-		id := h.name("history-run")
-		run, err := StartRalph(ctx, h.Dev, w.Queue, id, ralphInput{Objective: s.objective, MaxRounds: rounds})
+		chain, err := h.historyRun(ctx, w.Queue, s)
 		if err != nil {
 			return sec, err
 		}
-		firstRunID := run.GetRunID() // Get follows continue-as-new and moves GetRunID on
-		var res workflows.Result
-		if err := run.Get(ctx, &res); err != nil {
-			return sec, fmt.Errorf("%s: %w", s.name, err)
-		}
-		chain, err := Chain(ctx, h.Dev, id, firstRunID)
-		if err != nil {
-			return sec, err
-		}
-		var roundEvents, roundBytes []int
-		var largest RunHistory
-		largestRounds := 0
-		for i, rh := range chain {
-			sched := []int{} // indexes of RunRound scheduled events
-			for j, ev := range rh.Events {
-				if ev.GetEventType() == enumspb.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED &&
-					ev.GetActivityTaskScheduledEventAttributes().GetActivityType().GetName() == activities.RunRoundName {
-					sched = append(sched, j)
-				}
-			}
-			for k := 0; k+1 < len(sched); k++ {
-				b := 0
-				for _, ev := range rh.Events[sched[k]:sched[k+1]] {
-					b += ev.Size()
-				}
-				roundEvents = append(roundEvents, sched[k+1]-sched[k])
-				roundBytes = append(roundBytes, b)
-			}
-			end := "?"
-			if n := len(rh.Events); n > 0 {
-				end = strings.TrimPrefix(rh.Events[n-1].GetEventType().String(), "EVENT_TYPE_")
-				end = strings.TrimPrefix(end, "WORKFLOW_EXECUTION_")
-			}
-			runs.Add(s.name, strconv.Itoa(i+1), strconv.Itoa(len(sched)), strconv.FormatInt(rh.Length, 10), strconv.FormatInt(rh.SizeBytes, 10), end)
-			if len(sched) > largestRounds {
-				largest, largestRounds = rh, len(sched)
-			}
-		}
-		ev, by := medianInt(roundEvents), medianInt(roundBytes)
-		fixedBytes := largest.SizeBytes - int64(largestRounds*by)
-		fit := "n/a"
-		if by > 0 {
-			fit = strconv.FormatInt((historySizeError-fixedBytes)/int64(by), 10)
-		}
-		per.Add(s.name, strconv.Itoa(ev), strconv.Itoa(by), strconv.Itoa(largestRounds),
-			strconv.FormatInt(largest.Length, 10), strconv.FormatInt(largest.SizeBytes, 10),
-			fmt.Sprintf("%.0f×", float64(historyCountError)/float64(largest.Length)),
-			fmt.Sprintf("%.0f×", float64(historySizeError)/float64(largest.SizeBytes)), fit)
+		addHistoryRows(&runs, &per, s.name, chain)
 	}
 	sec.Tables = []Table{per, runs}
 	sec.Notes = append(sec.Notes,
@@ -168,6 +110,99 @@ func (h *Harness) History(ctx context.Context) (Section, error) {
 		"A round's bytes are dominated by its activity input (objective + previous report) and result (report); the 4-byte rows are the worst case the caps allow.",
 		"\"largest run\" is the biggest single workflow run of the chain, i.e. what RALPH_ROUNDS_PER_RUN (or the server's continue-as-new suggestion) keeps a history to.")
 	return sec, nil
+}
+
+// historyRounds is the length of every measured run.
+const historyRounds = 20
+
+// historyScenarios are the three shapes: a small report, then the caps in
+// ASCII and in 4-byte UTF-8.
+func historyScenarios(lim activities.Limits) ([]historyScenario, error) {
+	small := fakeopenai.ReportArgs{Status: "continue", Summary: "Added the parser and its tests; two edge cases remain.",
+		Evidence: []string{}, NextSteps: []string{"handle empty input", "handle CRLF line endings"}}
+	asciiReport, err := maxReport("a", lim.MaxHandoffChars)
+	if err != nil {
+		return nil, err
+	}
+	wideReport, err := maxReport("𝄞", lim.MaxHandoffChars)
+	if err != nil {
+		return nil, err
+	}
+	return []historyScenario{
+		{name: "small report, short objective", tag: "[hist-small]", objective: "[hist-small] Make `go test ./...` pass.", report: small},
+		{name: "caps, ASCII", tag: "[hist-ascii]", objective: maxObjective("[hist-ascii] ", "a", lim.MaxObjectiveChars), report: asciiReport},
+		{name: "caps, 4-byte UTF-8", tag: "[hist-wide]", objective: maxObjective("[hist-wide] ", "𝄞", lim.MaxObjectiveChars), report: wideReport},
+	}, nil
+}
+
+// historyRun runs scenario s to its end and returns its history chain.
+func (h *Harness) historyRun(ctx context.Context, queue string, s historyScenario) ([]RunHistory, error) {
+	id := h.name("history-run")
+	run, err := StartRalph(ctx, h.Dev, queue, id, ralphInput{Objective: s.objective, MaxRounds: historyRounds})
+	if err != nil {
+		return nil, err
+	}
+	firstRunID := run.GetRunID() // Get follows continue-as-new and moves GetRunID on
+	var res workflows.Result
+	if err := run.Get(ctx, &res); err != nil {
+		return nil, fmt.Errorf("%s: %w", s.name, err)
+	}
+	return Chain(ctx, h.Dev, id, firstRunID)
+}
+
+// roundSpans are the indexes of rh's RunRound scheduled events.
+func roundSpans(rh RunHistory) []int {
+	var sched []int
+	for j, ev := range rh.Events {
+		if ev.GetEventType() == enumspb.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED &&
+			ev.GetActivityTaskScheduledEventAttributes().GetActivityType().GetName() == activities.RunRoundName {
+			sched = append(sched, j)
+		}
+	}
+	return sched
+}
+
+// endedBy names rh's last event, shortened ("CONTINUED_AS_NEW").
+func endedBy(rh RunHistory) string {
+	n := len(rh.Events)
+	if n == 0 {
+		return "?"
+	}
+	end := strings.TrimPrefix(rh.Events[n-1].GetEventType().String(), "EVENT_TYPE_")
+	return strings.TrimPrefix(end, "WORKFLOW_EXECUTION_")
+}
+
+// addHistoryRows adds a row per workflow run of chain to runs, and the
+// scenario's per-round costs and its largest run against the limits to per.
+func addHistoryRows(runs, per *Table, name string, chain []RunHistory) {
+	var roundEvents, roundBytes []int
+	var largest RunHistory
+	largestRounds := 0
+	for i, rh := range chain {
+		sched := roundSpans(rh)
+		for k := 0; k+1 < len(sched); k++ {
+			b := 0
+			for _, ev := range rh.Events[sched[k]:sched[k+1]] {
+				b += ev.Size()
+			}
+			roundEvents = append(roundEvents, sched[k+1]-sched[k])
+			roundBytes = append(roundBytes, b)
+		}
+		runs.Add(name, strconv.Itoa(i+1), strconv.Itoa(len(sched)), strconv.FormatInt(rh.Length, 10), strconv.FormatInt(rh.SizeBytes, 10), endedBy(rh))
+		if len(sched) > largestRounds {
+			largest, largestRounds = rh, len(sched)
+		}
+	}
+	ev, by := medianInt(roundEvents), medianInt(roundBytes)
+	fixedBytes := largest.SizeBytes - int64(largestRounds*by)
+	fit := "n/a"
+	if by > 0 {
+		fit = strconv.FormatInt((historySizeError-fixedBytes)/int64(by), 10)
+	}
+	per.Add(name, strconv.Itoa(ev), strconv.Itoa(by), strconv.Itoa(largestRounds),
+		strconv.FormatInt(largest.Length, 10), strconv.FormatInt(largest.SizeBytes, 10),
+		fmt.Sprintf("%.0f×", float64(historyCountError)/float64(largest.Length)),
+		fmt.Sprintf("%.0f×", float64(historySizeError)/float64(largest.SizeBytes)), fit)
 }
 
 func medianInt(xs []int) int {

@@ -95,6 +95,10 @@ func (h *Harness) Scale(ctx context.Context, cfg ScaleConfig) (Section, error) {
 	return sec, nil
 }
 
+// scaleStep runs n runs at once on one worker with slots concurrent rounds
+// and returns its row and the worker's peak memory. Its steps: start the
+// worker, snapshot the CPU, run everything, snapshot again, read the
+// histories, write the row.
 func (h *Harness) scaleStep(ctx context.Context, model *fakeopenai.Server, slots, n int, cfg ScaleConfig, roundMin time.Duration) ([]string, int64, error) {
 	ctx, cancel := context.WithTimeout(ctx, 6*time.Minute)
 	defer cancel()
@@ -109,55 +113,76 @@ func (h *Harness) scaleStep(ctx context.Context, model *fakeopenai.Server, slots
 	if err != nil {
 		return nil, 0, err
 	}
-	cpu0, _ := w.CPU()
-	srv0, _ := ProcCPU(h.DevPID)
-	self0, _ := ProcCPU(0)
-	busy0, total0 := MachineCPU()
-
+	before := h.cpuNow(w)
 	start := time.Now()
-	type result struct {
-		id, runID string
-		err       error
-	}
-	results := make([]result, n)
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			id := fmt.Sprintf("%s-run-%d", queue, i)
-			results[i].id = id
-			run, err := StartRalph(ctx, h.Dev, queue, id, ralphInput{Objective: "benchmark one worker at scale", MaxRounds: cfg.Rounds})
-			if err != nil {
-				results[i].err = err
-				return
-			}
-			results[i].runID = run.GetRunID()
-			var res workflows.Result
-			if err := run.Get(ctx, &res); err != nil {
-				results[i].err = err
-				return
-			}
-			if res.RoundsStarted != cfg.Rounds {
-				results[i].err = fmt.Errorf("run %s: %d rounds, want %d", id, res.RoundsStarted, cfg.Rounds)
-			}
-		}()
-	}
-	wg.Wait()
+	runs := h.scaleRuns(ctx, queue, n, cfg.Rounds)
 	wall := time.Since(start)
 	_, hwm, err := w.Memory()
 	if err != nil {
 		return nil, 0, err
 	}
-	cpu1, _ := w.CPU()
-	srv1, _ := ProcCPU(h.DevPID)
-	self1, _ := ProcCPU(0)
-	busy1, total1 := MachineCPU()
+	spent := h.cpuNow(w).since(before)
+	times, err := h.scaleTimes(ctx, runs)
+	if err != nil {
+		return nil, 0, err
+	}
+	rounds := n * cfg.Rounds
+	throughput := float64(rounds) / wall.Seconds()
+	ideal := float64(min(n, slots)) / roundMin.Seconds()
+	row := []string{strconv.Itoa(slots), strconv.Itoa(n), strconv.Itoa(rounds), secs(wall),
+		fmt.Sprintf("%.2f", throughput), fmt.Sprintf("%.2f", ideal), fmt.Sprintf("%.0f%%", 100*throughput/ideal)}
+	row = append(row, times.cells()...)
+	row = append(row, mib(idle), mib(hwm), fmt.Sprintf("%.0f", float64(hwm-idle)/float64(n)))
+	row = append(row, spent.cells(rounds, h.DevPID > 0)...)
+	return row, hwm, nil
+}
+
+// scaleRun is one run of a scale step, as started and ended.
+type scaleRun struct {
+	id, runID string
+	err       error
+}
+
+// scaleRuns starts n runs of rounds rounds at once and waits for them all.
+func (h *Harness) scaleRuns(ctx context.Context, queue string, n, rounds int) []scaleRun {
+	runs := make([]scaleRun, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			r := &runs[i]
+			r.id = fmt.Sprintf("%s-run-%d", queue, i)
+			run, err := StartRalph(ctx, h.Dev, queue, r.id, ralphInput{Objective: "benchmark one worker at scale", MaxRounds: rounds})
+			if err != nil {
+				r.err = err
+				return
+			}
+			r.runID = run.GetRunID()
+			var res workflows.Result
+			if err := run.Get(ctx, &res); err != nil {
+				r.err = err
+				return
+			}
+			if res.RoundsStarted != rounds {
+				r.err = fmt.Errorf("run %s: %d rounds, want %d", r.id, res.RoundsStarted, rounds)
+			}
+		})
+	}
+	wg.Wait()
+	return runs
+}
+
+// scaleTimesOf are a step's waits and executions from its histories.
+type scaleTimesOf struct {
+	execs, waits, wftWaits, firstWaits []time.Duration
+	sticky                             int
+}
+
+// scaleTimes reads every run's history chain; a failed run fails the step.
+func (h *Harness) scaleTimes(ctx context.Context, runs []scaleRun) (scaleTimesOf, error) {
+	var t scaleTimesOf
 	failed := 0
 	var firstErr error
-	var execs, waits, wftWaits, firstWaits []time.Duration
-	sticky := 0
-	for _, r := range results {
+	for _, r := range runs {
 		if r.err != nil {
 			failed++
 			if firstErr == nil {
@@ -167,43 +192,64 @@ func (h *Harness) scaleStep(ctx context.Context, model *fakeopenai.Server, slots
 		}
 		chain, err := Chain(ctx, h.Dev, r.id, r.runID)
 		if err != nil {
-			return nil, 0, err
+			return t, err
 		}
 		rt := Timing(chain, activities.RunRoundName)
-		execs = append(execs, rt.Executions()...)
-		wftWaits = append(wftWaits, rt.WorkflowTaskWaits...)
-		firstWaits = append(firstWaits, rt.FirstTaskWaits...)
-		sticky += stickyTimeouts(chain)
+		t.execs = append(t.execs, rt.Executions()...)
+		t.wftWaits = append(t.wftWaits, rt.WorkflowTaskWaits...)
+		t.firstWaits = append(t.firstWaits, rt.FirstTaskWaits...)
+		t.sticky += stickyTimeouts(chain)
 		for i := range rt.Scheduled {
 			if !rt.Started[i].IsZero() {
-				waits = append(waits, rt.Started[i].Sub(rt.Scheduled[i]))
+				t.waits = append(t.waits, rt.Started[i].Sub(rt.Scheduled[i]))
 			}
 		}
 	}
 	if failed > 0 {
-		return nil, 0, fmt.Errorf("%d of %d runs failed, first: %v", failed, n, firstErr)
+		return t, fmt.Errorf("%d of %d runs failed, first: %v", failed, len(runs), firstErr)
 	}
-	rounds := n * cfg.Rounds
-	serverCPU := "?"
-	if h.DevPID > 0 {
-		serverCPU = ms((srv1 - srv0) / time.Duration(rounds))
+	return t, nil
+}
+
+// cells are the p50 / p95 columns and the sticky timeouts.
+func (t scaleTimesOf) cells() []string {
+	p := func(xs []time.Duration) string { return secs(Median(xs)) + " / " + secs(Percentile(xs, 95)) }
+	return []string{p(t.execs), p(t.waits), p(t.firstWaits), p(t.wftWaits), strconv.Itoa(t.sticky)}
+}
+
+// cpuTimes is the CPU the worker, the dev server and this process have
+// used, and the machine's busy and total time.
+type cpuTimes struct {
+	worker, server, self time.Duration
+	busy, total          int64
+}
+
+func (h *Harness) cpuNow(w *WorkerProc) cpuTimes {
+	var c cpuTimes
+	c.worker, _ = w.CPU()
+	c.server, _ = ProcCPU(h.DevPID)
+	c.self, _ = ProcCPU(0)
+	c.busy, c.total = MachineCPU()
+	return c
+}
+
+// since is what was used from before to c.
+func (c cpuTimes) since(before cpuTimes) cpuTimes {
+	return cpuTimes{worker: c.worker - before.worker, server: c.server - before.server, self: c.self - before.self,
+		busy: c.busy - before.busy, total: c.total - before.total}
+}
+
+// cells are the CPU per round (worker / server / this process; "?" for a
+// server whose pid is unknown) and the machine's busy share.
+func (c cpuTimes) cells(rounds int, serverKnown bool) []string {
+	perRound := func(d time.Duration) string { return ms(d / time.Duration(rounds)) }
+	server := "?"
+	if serverKnown {
+		server = perRound(c.server)
 	}
-	busyShare := "?"
-	if total1 > total0 {
-		busyShare = fmt.Sprintf("%.0f%%", 100*float64(busy1-busy0)/float64(total1-total0))
+	busy := "?"
+	if c.total > 0 {
+		busy = fmt.Sprintf("%.0f%%", 100*float64(c.busy)/float64(c.total))
 	}
-	throughput := float64(rounds) / wall.Seconds()
-	ideal := float64(min(n, slots)) / roundMin.Seconds()
-	row := []string{strconv.Itoa(slots), strconv.Itoa(n), strconv.Itoa(rounds), secs(wall),
-		fmt.Sprintf("%.2f", throughput), fmt.Sprintf("%.2f", ideal), fmt.Sprintf("%.0f%%", 100*throughput/ideal),
-		secs(Median(execs)) + " / " + secs(Percentile(execs, 95)),
-		secs(Median(waits)) + " / " + secs(Percentile(waits, 95)),
-		secs(Median(firstWaits)) + " / " + secs(Percentile(firstWaits, 95)),
-		secs(Median(wftWaits)) + " / " + secs(Percentile(wftWaits, 95)),
-		strconv.Itoa(sticky),
-		mib(idle), mib(hwm), fmt.Sprintf("%.0f", float64(hwm-idle)/float64(n)),
-		ms((cpu1-cpu0)/time.Duration(rounds)) + " / " + serverCPU + " / " + ms((self1-self0)/time.Duration(rounds)),
-		busyShare,
-	}
-	return row, hwm, nil
+	return []string{perRound(c.worker) + " / " + server + " / " + perRound(c.self), busy}
 }

@@ -16,7 +16,7 @@ import (
 	"github.com/ralph-temporal/ralph/report"
 )
 
-// The sandbox's edges (SPEC section 20), from the model's side: what the
+// The sandbox's edges (docs/security.md#commands-the-sandbox), from the model's side: what the
 // model plants must never run in, or steer, the worker's own git steps.
 
 // nestedPlant is a command that makes sub/ a repository of its own whose

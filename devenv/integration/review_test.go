@@ -11,9 +11,9 @@ import (
 	"github.com/ralph-temporal/ralph/report"
 )
 
-// SPEC section 23 on the real stack: the reviewer (its own model on the same
-// endpoint) sends the first completion back; its findings reach the next
-// round as the handoff; the second completion, whose change it sees as a
+// The independent reviewer (docs/guards.md#independent-reviewer) on the
+// real stack: the reviewer (its own model on the same endpoint) sends the
+// first completion back; its findings reach the next round as the handoff; the second completion, whose change it sees as a
 // diff, is approved. The starter's first line names the reviewer and still
 // says a worker reported completion.
 func TestRealStackReviewerSendsBackOnce(t *testing.T) {

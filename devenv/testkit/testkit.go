@@ -1,7 +1,8 @@
 // Package testkit holds the helpers tests share across packages: running
 // git as a person would, a buffer several goroutines write, fixture files,
-// the cgroup requirement, and generated blocks of docs kept equal to their
-// source. Of this module it imports only internal/cgroup (whose own tests
+// the cgroup requirement, generated blocks of docs kept equal to their
+// source, and processes (pid files, stand-in workers to kill -9). Of this
+// module it imports only internal/cgroup and internal/wait (whose own tests
 // do not use it), so the tests of any other package, down to internal/, can
 // use it. Temporal server helpers live in devenv/temporalserver.
 package testkit

@@ -47,6 +47,7 @@ func encodeValue(t *testing.T, c *Codec, v any) *commonpb.Payload {
 }
 
 func TestRoundTripHidesPlaintext(t *testing.T) {
+	t.Parallel()
 	c := mustCodec(t, "a "+newKey(t)+"\n")
 	p := encodeValue(t, c, map[string]string{"objective": secret})
 	if got := string(p.Metadata[converter.MetadataEncoding]); got != Encoding {
@@ -72,6 +73,7 @@ func TestRoundTripHidesPlaintext(t *testing.T) {
 }
 
 func TestRotationFirstKeyEncryptsEveryKeyDecrypts(t *testing.T) {
+	t.Parallel()
 	keyA, keyB := newKey(t), newKey(t)
 	underA := encodeValue(t, mustCodec(t, "A "+keyA+"\n"), secret)
 
@@ -89,6 +91,7 @@ func TestRotationFirstKeyEncryptsEveryKeyDecrypts(t *testing.T) {
 }
 
 func TestUnknownKeyIDFailsNamingIt(t *testing.T) {
+	t.Parallel()
 	underOld := encodeValue(t, mustCodec(t, "old-2025 "+newKey(t)+"\n"), secret)
 	other := mustCodec(t, "new-2026 "+newKey(t)+"\n")
 	var s string
@@ -106,6 +109,7 @@ func TestUnknownKeyIDFailsNamingIt(t *testing.T) {
 }
 
 func TestWrongKeyUnderSameIDFails(t *testing.T) {
+	t.Parallel()
 	p := encodeValue(t, mustCodec(t, "k "+newKey(t)+"\n"), secret)
 	_, err := mustCodec(t, "k "+newKey(t)+"\n").Decode([]*commonpb.Payload{p})
 	if err == nil || !strings.Contains(err.Error(), `"k"`) || !strings.Contains(err.Error(), "authentication failed") {
@@ -114,6 +118,7 @@ func TestWrongKeyUnderSameIDFails(t *testing.T) {
 }
 
 func TestTamperedPayloadFails(t *testing.T) {
+	t.Parallel()
 	keyA, keyB := newKey(t), newKey(t)
 	c := mustCodec(t, "A "+keyA+"\nB "+keyB+"\n")
 	for name, tamper := range map[string]func(p *commonpb.Payload){
@@ -134,6 +139,7 @@ func TestTamperedPayloadFails(t *testing.T) {
 }
 
 func TestUnencryptedPayloadsPassThrough(t *testing.T) {
+	t.Parallel()
 	c := mustCodec(t, "a "+newKey(t)+"\n")
 	plain, err := converter.GetDefaultDataConverter().ToPayload(map[string]any{"objective": secret, "maxRounds": 3})
 	if err != nil {
@@ -157,6 +163,7 @@ func TestUnencryptedPayloadsPassThrough(t *testing.T) {
 }
 
 func TestKeyFileErrorsNameTheLine(t *testing.T) {
+	t.Parallel()
 	good := newKey(t)
 	short := base64.StdEncoding.EncodeToString(make([]byte, 16))
 	for _, tc := range []struct {
@@ -186,6 +193,7 @@ func TestKeyFileErrorsNameTheLine(t *testing.T) {
 }
 
 func TestKeyringNeverPrintsKeyMaterial(t *testing.T) {
+	t.Parallel()
 	key := newKey(t)
 	keys, err := ParseKeys(strings.NewReader("a "+key+"\n"), "k")
 	if err != nil {

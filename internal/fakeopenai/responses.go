@@ -66,7 +66,7 @@ func (s *Server) decodeResponses(raw []byte, req *Request) error {
 		return err
 	}
 	req.Wire, req.Store = WireResponses, body.Store
-	chat := openai.ChatCompletionRequest{Model: body.Model, Stream: body.Stream, MaxTokens: body.MaxOutputTokens} //lint:ignore SA1019 the fake's own record of the limit
+	chat := openai.ChatCompletionRequest{Model: body.Model, Stream: body.Stream, MaxCompletionTokens: body.MaxOutputTokens}
 	if body.Instructions != "" {
 		chat.Messages = append(chat.Messages, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleSystem, Content: body.Instructions})
 	}

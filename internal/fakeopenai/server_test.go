@@ -185,3 +185,37 @@ func cancelledOnArrival(t *testing.T, s *fakeopenai.Server) context.Context {
 	}()
 	return ctx
 }
+
+// With store off, a function call sent back without the reasoning item it
+// came with is refused, as OpenAI refuses it.
+func TestResponsesRefusesACallWithoutItsReasoning(t *testing.T) {
+	s := fakeopenai.NewServer(fakeopenai.Script{Rule: func(fakeopenai.Request) fakeopenai.Response {
+		r := fakeopenai.Tools(fakeopenai.Call{ID: "call_1", Name: "list_files", Arguments: "{}"})
+		r.Reasoning = "look first"
+		return r
+	}})
+	defer s.Close()
+	post := func(body string) (int, string) {
+		resp, err := http.Post(s.BaseURL()+"/responses", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		data, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(data)
+	}
+	tools := `"tools":[{"type":"function","name":"list_files","parameters":{"type":"object"}}]`
+	status, first := post(`{"model":"m","store":false,` + tools + `,"input":[{"role":"user","content":"hi"}]}`)
+	if status != 200 || !strings.Contains(first, `"encrypted_content":"enc-0-`) || !strings.Contains(first, `"call_id":"call_1"`) {
+		t.Fatalf("first answer %d: %s", status, first)
+	}
+	call := `{"type":"function_call","call_id":"call_1","name":"list_files","arguments":"{}"},{"type":"function_call_output","call_id":"call_1","output":"a.txt"}`
+	status, refused := post(`{"model":"m","store":false,` + tools + `,"input":[{"role":"user","content":"hi"},` + call + `]}`)
+	if status != 400 || !strings.Contains(refused, "without its required 'reasoning' item") {
+		t.Errorf("a call without its reasoning item: %d %s", status, refused)
+	}
+	status, _ = post(`{"model":"m",` + tools + `,"input":[{"role":"user","content":"hi"}]}`)
+	if status != 400 {
+		t.Errorf("a request without store: false got %d, want 400", status)
+	}
+}

@@ -8,6 +8,7 @@ import (
 )
 
 func TestGetBuildsOncePerKey(t *testing.T) {
+	t.Parallel()
 	c := New[string, int](4)
 	builds := 0
 	build := func() (int, error) { builds++; return 42, nil }
@@ -23,6 +24,7 @@ func TestGetBuildsOncePerKey(t *testing.T) {
 }
 
 func TestErrorsAreNeverKept(t *testing.T) {
+	t.Parallel()
 	c := New[string, int](4)
 	boom := errors.New("boom")
 	if _, err := c.Get("a", func() (int, error) { return 1, boom }); !errors.Is(err, boom) {
@@ -38,6 +40,7 @@ func TestErrorsAreNeverKept(t *testing.T) {
 }
 
 func TestBoundedOldestGoesFirst(t *testing.T) {
+	t.Parallel()
 	c := New[int, string](3)
 	for i := range 100 {
 		if _, err := c.Get(i, func() (string, error) { return fmt.Sprint(i), nil }); err != nil {
@@ -62,6 +65,7 @@ func TestBoundedOldestGoesFirst(t *testing.T) {
 // Concurrent callers of one key all get the first value stored, whatever
 // their own build returned (run with -race).
 func TestConcurrentGetsAgree(t *testing.T) {
+	t.Parallel()
 	c := New[string, *int](2)
 	var wg sync.WaitGroup
 	got := make([]*int, 16)

@@ -1,5 +1,5 @@
 // Package netproxy is the worker's filtering HTTP proxy: the only way out of
-// a sandboxed command's network namespace (SPEC section 20). It serves plain
+// a sandboxed command's network namespace (docs/security.md#the-network). It serves plain
 // HTTP and CONNECT, resolves names itself and checks every address it dials,
 // so a name that resolves to a forbidden address is refused whatever it was
 // called.

@@ -3,6 +3,7 @@ package runes
 import "testing"
 
 func TestPrefixAndSuffixCountCodePoints(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		s, prefix2, suffix2 string
 	}{

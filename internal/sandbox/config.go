@@ -20,7 +20,7 @@ const (
 	NetHost = "host"
 )
 
-// Defaults of the resource limits (SPEC section 20).
+// Defaults of the resource limits (docs/security.md#resources).
 const (
 	DefaultTmpMB    = 1024
 	DefaultMemoryMB = 4096

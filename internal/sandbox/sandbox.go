@@ -214,7 +214,7 @@ func (s *Sandbox) Command(dir, home string, infoFD int, argv []string) (string, 
 	return s.CommandReadOnly(dir, home, infoFD, ReadOnly{}, argv)
 }
 
-// ReadOnly is what a command may read but not write (SPEC section 23).
+// ReadOnly is what a command may read but not write (docs/guards.md#protected-paths).
 type ReadOnly struct {
 	// Workspace mounts the whole workspace read-only (the reviewer's commands).
 	Workspace bool

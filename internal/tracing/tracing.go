@@ -19,7 +19,7 @@ import (
 // InstrumentationName is the tracer name of every Ralph span.
 const InstrumentationName = "github.com/ralph-temporal/ralph"
 
-// Span names (SPEC section 24). Model and tool spans are named
+// Span names (docs/observability.md#traces). Model and tool spans are named
 // "chat <model>" and "execute_tool <tool>" (ChatSpanName, ToolSpanName).
 const (
 	SpanRound      = "ralph.round"

@@ -1,0 +1,112 @@
+package testkit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ralph-temporal/ralph/internal/wait"
+)
+
+// pidWait bounds how long a test waits for a command to write its pid.
+const pidWait = 10 * time.Second
+
+// AwaitPID waits until path holds a whole line, as `echo $! > path` writes
+// it, and returns the pid in it; it gives up after within or when ctx ends.
+func AwaitPID(ctx context.Context, within time.Duration, path string) (int, error) {
+	var data []byte
+	err := wait.For(ctx, within, 10*time.Millisecond, func(context.Context) error {
+		var err error
+		if data, err = os.ReadFile(path); err == nil && !strings.HasSuffix(string(data), "\n") {
+			err = errors.New("not written yet")
+		}
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("pid file %s never appeared: %w", path, err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil {
+		return 0, fmt.Errorf("pid file %s holds %q, not a pid", path, data)
+	}
+	return pid, nil
+}
+
+// ReadPID waits (up to 10 s) for the pid a command writes to path; the test
+// fails when none comes.
+func ReadPID(t testing.TB, path string) int {
+	t.Helper()
+	pid, err := AwaitPID(context.Background(), pidWait, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pid
+}
+
+// CancelOnPID calls cancel as soon as a command has written its pid to
+// path (or 10 s passed without one), so a test cancels what it runs while
+// that command is under way. The returned function waits for that moment
+// and returns the pid; the test fails when none came.
+func CancelOnPID(t testing.TB, path string, cancel context.CancelFunc) func() int {
+	type found struct {
+		pid int
+		err error
+	}
+	done := make(chan found, 1)
+	go func() {
+		pid, err := AwaitPID(context.Background(), pidWait, path)
+		cancel()
+		done <- found{pid, err}
+	}()
+	return func() int {
+		t.Helper()
+		f := <-done
+		if f.err != nil {
+			t.Fatal(f.err)
+		}
+		return f.pid
+	}
+}
+
+// StandIn is this test binary run again as another process, a stand-in
+// worker: only the test named in StartStandIn runs, and its environment
+// says what to do. Killing it with SIGKILL plays a worker that dies without
+// running any cleanup code.
+type StandIn struct {
+	cmd *exec.Cmd
+}
+
+// StartStandIn starts the test binary running only the test named test,
+// with env (KEY=value) added to this process's environment; a stand-in
+// still running when the test ends is killed.
+func StartStandIn(t testing.TB, test string, env ...string) *StandIn {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^"+test+"$")
+	cmd.Env = append(os.Environ(), env...)
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start the stand-in %s: %v", test, err)
+	}
+	s := &StandIn{cmd: cmd}
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
+	})
+	return s
+}
+
+// Kill kills the stand-in with SIGKILL and reaps it.
+func (s *StandIn) Kill(t testing.TB) {
+	t.Helper()
+	if err := s.cmd.Process.Kill(); err != nil {
+		t.Fatalf("kill the stand-in: %v", err)
+	}
+	_ = s.cmd.Wait()
+}
