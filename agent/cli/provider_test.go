@@ -348,3 +348,74 @@ func TestLongRetryAfterDefersTheRound(t *testing.T) {
 		t.Fatalf("round ended with %v, want a deferral for 120 s", err)
 	}
 }
+
+func TestTokenBudgetForcesTheHandoffCodex(t *testing.T)      { tokenBudgetForcesTheHandoff(t, cli.Codex) }
+func TestTokenBudgetForcesTheHandoffClaudeCode(t *testing.T) { tokenBudgetForcesTheHandoff(t, cli.ClaudeCode) }
+
+// tokenBudgetForcesTheHandoff: the first answer spends most of the run's
+// token budget; the next request would pass what is left, so the gateway
+// forwards it with only the report tool and the notice naming the budget.
+func tokenBudgetForcesTheHandoff(t *testing.T, kind string) {
+	big := openai.Usage{PromptTokens: 152000, CompletionTokens: 10, TotalTokens: 152010}
+	script := fakeopenai.AgentScript{Usage: &big,
+		Command: func(int) string { return "echo step" },
+		Report: func(int, string) fakeopenai.ReportArgs {
+			return fakeopenai.ReportArgs{Status: "continue", Summary: "Out of tokens.", Evidence: []string{"echo step"}, NextSteps: []string{"Go on."}}
+		},
+	}
+	r := newRig(t, kind, fakeopenai.Script{Rule: script.Rule})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	res, ev, err := r.run(ctx, agent.Request{SessionID: "s1", Objective: "Work.", Round: 1, TokenBudget: 160000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Report.Summary != "Out of tokens." {
+		t.Fatalf("report %+v", res.Report)
+	}
+	if h := ev.kinds(agent.EventHandoff); len(h) != 1 || h[0].Bound != agent.BoundTokenBudget {
+		t.Fatalf("handoff events %+v", h)
+	}
+	reqs := r.srv.Requests()
+	if last := reqs[len(reqs)-1]; len(last.Chat.Tools) != 1 || !strings.Contains(string(last.Raw), "token budget") {
+		t.Errorf("the hand-off request offered %d tools (want only the report tool) or lacks the notice", len(last.Chat.Tools))
+	}
+}
+
+func TestProtectedPathRestoredCodex(t *testing.T)      { protectedPathRestored(t, cli.Codex) }
+func TestProtectedPathRestoredClaudeCode(t *testing.T) { protectedPathRestored(t, cli.ClaudeCode) }
+
+// protectedPathRestored: the CLI's shell creates a file a protected
+// pattern covers (an existing protected file is read-only in the sandbox);
+// its report is refused with the builtin session's refusal and the file
+// removed; the report that follows is accepted and the round says what it
+// restored.
+func protectedPathRestored(t *testing.T, kind string) {
+	script := fakeopenai.AgentScript{
+		Command: func(int) string { return "echo planted > tests.txt" },
+		Report: func(int, string) fakeopenai.ReportArgs {
+			return fakeopenai.ReportArgs{Status: "continue", Summary: "Changed the tests.", Evidence: []string{"echo"}, NextSteps: []string{"Go on."}}
+		},
+	}
+	r := newRig(t, kind, fakeopenai.Script{Rule: script.Rule})
+	tests := filepath.Join(r.workspace, "tests.txt")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	res, _, err := r.run(ctx, agent.Request{SessionID: "s1", Objective: "Work.", Round: 1, ProtectedPaths: [][]string{{"tests.txt"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(tests); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("tests.txt is still there after the round: %v", err)
+	}
+	if len(res.Restored) != 1 || res.Restored[0] != "tests.txt" {
+		t.Errorf("restored %v", res.Restored)
+	}
+	refused := false
+	for _, req := range r.srv.Requests() {
+		refused = refused || strings.Contains(req.LastToolOutput(), "tests.txt")
+	}
+	if !refused {
+		t.Error("the model never read the refusal naming tests.txt")
+	}
+}
