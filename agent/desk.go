@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ralph-temporal/ralph/agent/tools"
+	"github.com/ralph-temporal/ralph/internal/netproxy"
 	"github.com/ralph-temporal/ralph/report"
 	"github.com/ralph-temporal/ralph/usage"
 )
@@ -224,3 +225,15 @@ func ProviderDelay(status int, h http.Header, now time.Time) (time.Duration, boo
 // ChildFailureOf is an ordinary end of a round without a valid report, for
 // an agent outside the process.
 func ChildFailureOf(reason string) error { return childFailure("%s", reason) }
+
+// AgentTool is the Tool of the events about the agent process itself (the
+// connections it asked the sandbox's proxy for).
+const AgentTool = "agent"
+
+// Network records the connections the agent's process (and all it
+// started) asked the sandbox's proxy for.
+func (d *Desk) Network(recs []netproxy.Record) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.s.emitNetwork(d.s.calls, AgentTool, "", recs)
+}

@@ -178,6 +178,15 @@ func twoRoundsEndVerified(t *testing.T, kind string) {
 	if second.Report.Status != report.StatusComplete || second.Verification == nil || !second.Verification.Passed() {
 		t.Fatalf("round 2: %+v verification %+v", second.Report, second.Verification)
 	}
+	// Codex and Claude Code, told not to phone home, open no connection
+	// through the proxy; opencode still tries the npm registry, refused
+	// (a private or unlisted address) or not, it is on record.
+	for _, n := range ev.kinds(agent.EventNetwork) {
+		t.Logf("proxied: %+v", *n.Network)
+		if kind != cli.Opencode {
+			t.Errorf("%s opened a connection through the proxy: %+v", kind, *n.Network)
+		}
+	}
 	if len(ev.kinds(agent.EventVerifyResult)) != 1 {
 		t.Errorf("verify results: %+v", ev.kinds(agent.EventVerifyResult))
 	}
@@ -349,8 +358,10 @@ func TestLongRetryAfterDefersTheRound(t *testing.T) {
 	}
 }
 
-func TestTokenBudgetForcesTheHandoffCodex(t *testing.T)      { tokenBudgetForcesTheHandoff(t, cli.Codex) }
-func TestTokenBudgetForcesTheHandoffClaudeCode(t *testing.T) { tokenBudgetForcesTheHandoff(t, cli.ClaudeCode) }
+func TestTokenBudgetForcesTheHandoffCodex(t *testing.T) { tokenBudgetForcesTheHandoff(t, cli.Codex) }
+func TestTokenBudgetForcesTheHandoffClaudeCode(t *testing.T) {
+	tokenBudgetForcesTheHandoff(t, cli.ClaudeCode)
+}
 
 // tokenBudgetForcesTheHandoff: the first answer spends most of the run's
 // token budget; the next request would pass what is left, so the gateway

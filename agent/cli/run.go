@@ -145,6 +145,7 @@ func (p Provider) runCLI(ctx context.Context, desk *agent.Desk, ws *tools.Worksp
 		Stdin: strings.NewReader(prompt), Output: out, Home: a.Home,
 	}, 24*time.Hour, outputCap)
 	out.Close()
+	desk.Network(res.Network)
 	cause := context.Cause(rctx)
 	switch {
 	case ctx.Err() != nil:
