@@ -430,3 +430,31 @@ func protectedPathRestored(t *testing.T, kind string) {
 		t.Error("the model never read the refusal naming tests.txt")
 	}
 }
+
+func TestReviewThroughTheCLICodex(t *testing.T)      { reviewThroughTheCLI(t, cli.Codex) }
+func TestReviewThroughTheCLIClaudeCode(t *testing.T) { reviewThroughTheCLI(t, cli.ClaudeCode) }
+
+// reviewThroughTheCLI: a reviewer session on a CLI reads the workspace
+// with its shell (read-only there) and hands its verdict through
+// submit_review, checked by the builtin reviewer's rules.
+func reviewThroughTheCLI(t *testing.T, kind string) {
+	script := fakeopenai.AgentScript{Command: func(int) string { return "cat hello.txt; touch changed.txt" }}
+	r := newRig(t, kind, fakeopenai.Script{Rule: script.Rule})
+	if err := os.WriteFile(filepath.Join(r.workspace, "hello.txt"), []byte("hello\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	subject := &agent.ReviewSubject{Report: report.Report{Status: report.StatusComplete, Summary: "hello.txt holds hello.",
+		Evidence: []string{"cat hello.txt"}, NextSteps: []string{}}}
+	res, _, err := r.run(ctx, agent.Request{SessionID: "r1", Objective: "Write hello.txt.", Round: 1, Review: subject})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Review == nil || res.Review.Verdict != report.VerdictApprove {
+		t.Fatalf("review %+v", res.Review)
+	}
+	if _, err := os.Stat(filepath.Join(r.workspace, "changed.txt")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the reviewer's shell changed the workspace: %v", err)
+	}
+}

@@ -10,8 +10,9 @@ import (
 // AgentScript plays a coding-agent CLI's model (docs/agents.md): each
 // round it runs Command through whatever shell tool the CLI offers (Bash,
 // bash, exec_command, shell), then calls the report tool the worker's MCP
-// server gave the CLI (its name ends in submit_report) with Report. A
-// request without tools (opencode's title request) gets a short text.
+// server gave the CLI (its name ends in submit_report) with Report; a
+// reviewer's CLI approves through submit_review. A request without tools
+// (opencode's title request) gets a short text.
 type AgentScript struct {
 	// Command is what round runs first ("": report at once).
 	Command func(round int) string
@@ -45,6 +46,9 @@ func (a AgentScript) answer(req Request) Response {
 	}
 	if strings.Contains(last, "Report accepted") {
 		return Text("Done.")
+	}
+	if review := req.OfferedTool("submit_review"); review != "" && (len(results) > 0 || a.command(round) == "" || shell == "") {
+		return Tools(CallJSON(review, map[string]any{"verdict": "approve", "summary": "The objective is met.", "findings": []string{}}))
 	}
 	if cmd := a.command(round); len(results) == 0 && cmd != "" && shell != "" {
 		return Tools(CallJSON(shell, shellArgs(shell, cmd)))
