@@ -458,3 +458,32 @@ func reviewThroughTheCLI(t *testing.T, kind string) {
 		t.Errorf("the reviewer's shell changed the workspace: %v", err)
 	}
 }
+
+// TestIdleCLIGetsOneContinuation: a CLI whose model call hangs is silent;
+// after the idle bound it is stopped and continued once in the same
+// session, and the continuation's report ends the round.
+func TestIdleCLIGetsOneContinuation(t *testing.T) {
+	script := fakeopenai.AgentScript{Report: func(int, string) fakeopenai.ReportArgs {
+		return fakeopenai.ReportArgs{Status: "continue", Summary: "Reported after the continuation.", Evidence: []string{"none"}, NextSteps: []string{"Go on."}}
+	}}
+	r := newRig(t, cli.Codex, fakeopenai.Script{Rule: func(req fakeopenai.Request) fakeopenai.Response {
+		if req.Index == 0 {
+			return fakeopenai.Response{Fault: fakeopenai.Fault{Hang: true}}
+		}
+		return script.Rule(req)
+	}})
+	r.p.Idle = 2 * time.Second
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	res, ev, err := r.run(ctx, agent.Request{SessionID: "s1", Objective: "Work.", Round: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Report.Summary != "Reported after the continuation." {
+		t.Fatalf("report %+v", res.Report)
+	}
+	exits := ev.kinds(agent.EventAgentExit)
+	if len(exits) != 1 || !strings.Contains(exits[0].Output, "silent for 2s") {
+		t.Errorf("agent exits %+v, want one idle stop", exits)
+	}
+}
