@@ -487,3 +487,28 @@ func TestIdleCLIGetsOneContinuation(t *testing.T) {
 		t.Errorf("agent exits %+v, want one idle stop", exits)
 	}
 }
+
+// TestRefusedCompleteThroughTheCLI: a complete report whose verify command
+// fails is refused with the builtin session's refusal (not a repair); the
+// CLI's next report, continue, is accepted.
+func TestRefusedCompleteThroughTheCLI(t *testing.T) {
+	script := fakeopenai.AgentScript{Report: func(_ int, last string) fakeopenai.ReportArgs {
+		if strings.Contains(last, "Completion refused") {
+			return fakeopenai.ReportArgs{Status: "continue", Summary: "The check fails.", Evidence: []string{"verify exited 3"}, NextSteps: []string{"Fix it."}}
+		}
+		return fakeopenai.ReportArgs{Status: "complete", Summary: "Done.", Evidence: []string{"none"}, NextSteps: []string{}}
+	}}
+	r := newRig(t, cli.ClaudeCode, fakeopenai.Script{Rule: script.Rule})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	res, ev, err := r.run(ctx, agent.Request{SessionID: "s1", Objective: "Work.", Round: 1, VerifyCommand: "echo not yet; exit 3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Report.Status != report.StatusContinue || res.Verification != nil {
+		t.Fatalf("report %+v verification %+v", res.Report, res.Verification)
+	}
+	if v := ev.kinds(agent.EventVerifyResult); len(v) != 1 || *v[0].ExitCode != 3 {
+		t.Errorf("verify results %+v", v)
+	}
+}
