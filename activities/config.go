@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/ralph-temporal/ralph/agent"
+	"github.com/ralph-temporal/ralph/agent/cli"
 	"github.com/ralph-temporal/ralph/internal/gitws"
 	"github.com/ralph-temporal/ralph/internal/sandbox"
 )
@@ -36,6 +37,9 @@ type Config struct {
 	// ReviewModel is the independent reviewer's model on the same endpoint
 	// (RALPH_REVIEW_MODEL); empty means Agent.Model.
 	ReviewModel string
+	// Agents chooses the provider of rounds and reviews: the builtin
+	// session or a coding-agent CLI (docs/agents.md).
+	Agents cli.Settings
 	// ReviewDiffChars bounds the run's change shown to the reviewer, in code
 	// points (RALPH_REVIEW_DIFF_CHARS).
 	ReviewDiffChars int
@@ -61,5 +65,6 @@ func DefaultConfig() Config {
 		Sandbox:           sandbox.DefaultConfig(),
 		Git:               gitws.DefaultConfig(),
 		ReviewDiffChars:   DefaultReviewDiffChars,
+		Agents:            cli.DefaultSettings(),
 	}
 }

@@ -94,7 +94,7 @@ func (a *Activities) RunRound(ctx context.Context, in RoundInput) (out RoundOutp
 		"sessionId", sessionID, "workspace", in.Workspace, "transcript", path)
 
 	tally, started := newRoundTally(), time.Now()
-	res, err := a.provider(a.cfg.Agent).Run(ctx, agent.Request{
+	res, err := a.provider(a.cfg.Agent, false).Run(ctx, agent.Request{
 		SessionID: sessionID, Objective: in.Objective, Round: in.Round, MaxRounds: in.MaxRounds,
 		Previous: in.Previous, Workspace: dir, MaxHandoffChars: in.MaxHandoffChars,
 		Deadline: roundDeadline(info), VerifyCommand: in.VerifyCommand, TokenBudget: in.TokenBudget, RunDeadline: in.RunDeadline,
@@ -131,11 +131,27 @@ func (a *Activities) RunRound(ctx context.Context, in RoundInput) (out RoundOutp
 	return out, nil
 }
 
-// provider is the agent that runs a round's (or a review's) session with
-// cfg: the builtin one, the seam where another implementation of the round
-// contract would be chosen.
-func (a *Activities) provider(cfg agent.Config) agent.Provider {
-	return agent.Builtin{Config: cfg}
+// provider is the agent that runs a round's (or, with review, a review's)
+// session with cfg: the builtin one or a CLI (RALPH_AGENT,
+// RALPH_REVIEW_AGENT; docs/agents.md).
+func (a *Activities) provider(cfg agent.Config, review bool) agent.Provider {
+	kind := a.cfg.Agents.Agent
+	if review {
+		kind = a.cfg.Agents.ReviewAgent()
+	}
+	p, err := a.cfg.Agents.Provider(kind, cfg)
+	if err != nil {
+		return unavailable{err}
+	}
+	return p
+}
+
+// unavailable is a provider whose CLI cannot be found any more (it was at
+// start): the round fails as a harness error and is retried.
+type unavailable struct{ err error }
+
+func (u unavailable) Run(context.Context, agent.Request, agent.Observer) (agent.Result, error) {
+	return agent.Result{}, u.err
 }
 
 // endRoundSpan records how the round ended on its span: the report's status,

@@ -46,6 +46,10 @@ const (
 	// EventProtectedRestored: protected paths the session changed were
 	// restored (Paths lists them).
 	EventProtectedRestored EventKind = "protected_restored"
+	// EventAgentOutput: a line the agent CLI printed (its JSON events),
+	// in Output; EventAgentExit: the CLI process ended (Output says how).
+	EventAgentOutput EventKind = "agent_output"
+	EventAgentExit   EventKind = "agent_exit"
 )
 
 // Outcomes recorded in a session_end event.

@@ -151,6 +151,8 @@ type session struct {
 
 	snap     *tools.ProtectedSnapshot // protected paths as the session found them (nil: none)
 	restored map[string]bool          // every protected path restored so far
+
+	handoffText string // the forced hand-off's notice, for an agent outside the process (desk.go)
 }
 
 func newSession(cfg Config, req Request, r role, ws *tools.Workspace, obs Observer) (*session, error) {

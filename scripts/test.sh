@@ -23,6 +23,9 @@ echo "== Temporal CLI and server build (cached after the first time)"
 go run ./cmd/ralph-devserver -install-only
 go run ./cmd/ralph-cluster -build-only
 
+echo "== the agent CLIs (pinned in devenv/agentclis) into /opt/ralph-agents"
+scripts/install-agent-clis.sh
+
 echo "== go vet, staticcheck, workflowcheck"
 go vet ./...
 go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...

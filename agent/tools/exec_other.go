@@ -13,3 +13,7 @@ import (
 func (w *Workspace) execute(ctx context.Context, command string, timeout time.Duration, outputCap int, _ bool) (execOutcome, error) {
 	return execOutcome{}, errors.New("run_command: unsupported on this platform (needs Unix process groups)")
 }
+
+func (w *Workspace) spawn(context.Context, Process, time.Duration, int) (execOutcome, error) {
+	return execOutcome{}, errors.New("spawn: unsupported on this platform (needs Unix process groups)")
+}

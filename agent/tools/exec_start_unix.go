@@ -31,11 +31,18 @@ func (x *execution) start(command string) error {
 		extra = append(extra, infoW)
 	}
 	extra = append(extra, x.run.Files()...)
+	argv := []string{"bash", "-c", command}
+	if x.proc != nil {
+		argv = x.proc.Argv
+	}
 	name, args := sb.CommandFor(x.run, x.w.dir, x.home, infoFD, 3+len(extra)-len(x.run.Files()),
-		sandbox.ReadOnly{Workspace: x.w.reviewOnly, Paths: x.w.readOnly}, []string{"bash", "-c", command})
+		sandbox.ReadOnly{Workspace: x.w.reviewOnly, Paths: x.w.readOnly}, argv)
 	cmd := exec.Command(name, args...)
 	cmd.Dir = x.w.dir
 	cmd.Env = sb.Env(os.Environ(), x.home)
+	if x.proc != nil {
+		cmd.Env, cmd.Stdin = append(cmd.Env, x.proc.Env...), x.proc.Stdin
+	}
 	cmd.ExtraFiles = extra
 	// An *os.File is handed to the child as is: no copying goroutine inside
 	// exec, so Wait returns as soon as bash exits, even if a grandchild still

@@ -46,6 +46,8 @@ type execution struct {
 	disk   *diskWatch
 
 	cancelled bool // ctx ended before the command did
+
+	proc *Process // a program other than bash -c (Spawn); nil for commands
 }
 
 // execute runs command in a new process group and returns its capped output
@@ -78,7 +80,9 @@ func (x *execution) release() {
 // cgroup and proxy, and the lifeline that leads its process group.
 func (x *execution) prepare(freshHome bool) error {
 	sb := x.w.sb
-	if freshHome || x.w.reviewOnly {
+	if x.proc != nil && x.proc.Home != "" {
+		x.home = x.proc.Home
+	} else if freshHome || x.w.reviewOnly {
 		home, remove, err := sb.FreshHome()
 		if err != nil {
 			return err
@@ -100,7 +104,11 @@ func (x *execution) prepare(freshHome bool) error {
 	x.copied = make(chan struct{})
 	go func() {
 		defer close(x.copied)
-		_, x.copyErr = io.Copy(x.buf, x.pr)
+		var out io.Writer = x.buf
+		if x.proc != nil && x.proc.Output != nil {
+			out = io.MultiWriter(x.buf, x.proc.Output)
+		}
+		_, x.copyErr = io.Copy(out, x.pr)
 	}()
 	// Whatever happens next, the copy must end before execute returns.
 	x.undo = append(x.undo, func() { x.pw.Close(); x.drain() })
@@ -138,4 +146,18 @@ func (x *execution) drain() {
 		x.pr.Close()
 	}
 	<-x.copied
+}
+
+// spawn is execute for a Process.
+func (w *Workspace) spawn(ctx context.Context, p Process, timeout time.Duration, outputCap int) (execOutcome, error) {
+	x := &execution{w: w, outputCap: outputCap, home: w.home, proc: &p}
+	defer x.release()
+	if err := x.prepare(false); err != nil {
+		return execOutcome{}, fmt.Errorf("spawn %s: %w", p.Argv[0], err)
+	}
+	if err := x.start(""); err != nil {
+		return execOutcome{}, fmt.Errorf("spawn %s: %w", p.Argv[0], err)
+	}
+	o, waitErr := x.wait(ctx, timeout)
+	return x.reap(ctx, o, waitErr)
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ralph-temporal/ralph/activities"
+	"github.com/ralph-temporal/ralph/agent/cli"
 )
 
 func TestLoadWorkerDefaults(t *testing.T) {
@@ -94,6 +95,20 @@ func TestLoadWorkerValues(t *testing.T) {
 			}
 			if a.HeartbeatInterval != time.Second {
 				t.Errorf("heartbeat interval = %v", a.HeartbeatInterval)
+			}
+		}},
+		{"agent providers", nil, MapEnv{"RALPH_AGENT": "opencode", "RALPH_AGENT_COMMAND": "/opt/oc", "RALPH_AGENT_MODEL": "m2",
+			"RALPH_AGENT_IDLE_SECONDS": "90", "RALPH_REVIEW_AGENT": "claude-code", "ANTHROPIC_BASE_URL": "http://127.0.0.1:9",
+			"ANTHROPIC_API_KEY": "sk-ant-x"}, func(t *testing.T, w Worker) {
+			want := cli.Settings{Agent: "opencode", Review: "claude-code", Command: "/opt/oc", Model: "m2", Idle: 90 * time.Second,
+				AnthropicBaseURL: "http://127.0.0.1:9", AnthropicAPIKey: "sk-ant-x"}
+			if !reflect.DeepEqual(w.Activities.Agents, want) {
+				t.Errorf("agents = %+v, want %+v", w.Activities.Agents, want)
+			}
+		}},
+		{"agent providers by default", nil, MapEnv{}, func(t *testing.T, w Worker) {
+			if !reflect.DeepEqual(w.Activities.Agents, cli.DefaultSettings()) {
+				t.Errorf("agents = %+v", w.Activities.Agents)
 			}
 		}},
 		{"the model wire", nil, MapEnv{"RALPH_MODEL_IDLE_SECONDS": "30", "RALPH_MODEL_STREAM": "off", "RALPH_WIRE_API": "responses",
@@ -232,6 +247,9 @@ func TestLoadWorkerErrors(t *testing.T) {
 		{"handoff ceiling", []string{"--max-handoff-chars", "65537"}, MapEnv{}, []string{"--max-handoff-chars", "ceiling of 65536"}},
 		{"objective ceiling", nil, MapEnv{"RALPH_MAX_OBJECTIVE_CHARS": "262145"}, []string{"RALPH_MAX_OBJECTIVE_CHARS", "ceiling of 262144"}},
 		{"log level", nil, MapEnv{"RALPH_LOG_LEVEL": "loud"}, []string{"RALPH_LOG_LEVEL", "loud"}},
+		{"agent", nil, MapEnv{"RALPH_AGENT": "aider"}, []string{"RALPH_AGENT", `"aider"`, "builtin, claude-code, codex, opencode"}},
+		{"review agent", nil, MapEnv{"RALPH_REVIEW_AGENT": "gemini"}, []string{"RALPH_REVIEW_AGENT", `"gemini"`}},
+		{"agent idle seconds", nil, MapEnv{"RALPH_AGENT_IDLE_SECONDS": "0"}, []string{"RALPH_AGENT_IDLE_SECONDS", `"0"`}},
 		{"wire api", nil, MapEnv{"RALPH_WIRE_API": "completions"}, []string{"RALPH_WIRE_API", "completions", "chat, responses"}},
 		{"reasoning effort", nil, MapEnv{"RALPH_REASONING_EFFORT": "max"}, []string{"RALPH_REASONING_EFFORT", `"max"`}},
 		{"extra body not an object", nil, MapEnv{"RALPH_EXTRA_BODY": `["enable_thinking"]`}, []string{"RALPH_EXTRA_BODY", "JSON object"}},

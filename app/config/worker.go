@@ -17,6 +17,7 @@ import (
 
 	"github.com/ralph-temporal/ralph/activities"
 	"github.com/ralph-temporal/ralph/agent"
+	"github.com/ralph-temporal/ralph/agent/cli"
 	"github.com/ralph-temporal/ralph/agent/tools"
 	"github.com/ralph-temporal/ralph/internal/gitws"
 	"github.com/ralph-temporal/ralph/internal/netproxy"
@@ -300,6 +301,22 @@ func workerSettings() []setting {
 				return nil
 			},
 			def: func(w *Worker) string { return strings.Join(w.Activities.Agent.FallbackModels, ",") }},
+		{flag: "agent", env: "RALPH_AGENT", usage: "the provider of every round's fresh agent: builtin, claude-code, codex or opencode (docs/agents.md)",
+			custom: enum(func(w *Worker) *string { return &w.Activities.Agents.Agent }, cli.Kinds()...),
+			def:    func(w *Worker) string { return w.Activities.Agents.Agent }},
+		{flag: "agent-command", env: "RALPH_AGENT_COMMAND", usage: "the CLI binary of RALPH_AGENT (unset: its usual name on PATH)",
+			strp: func(w *Worker) *string { return &w.Activities.Agents.Command }},
+		{flag: "agent-model", env: "RALPH_AGENT_MODEL", usage: "the model name the CLI asks the gateway for (unset: RALPH_MODEL)",
+			strp: func(w *Worker) *string { return &w.Activities.Agents.Model }},
+		{flag: "agent-idle-seconds", env: "RALPH_AGENT_IDLE_SECONDS", usage: "a CLI silent this long (no model request, no report call) gets its one continuation",
+			secp: func(w *Worker) *time.Duration { return &w.Activities.Agents.Idle }},
+		{flag: "review-agent", env: "RALPH_REVIEW_AGENT", usage: "the reviewer's provider (unset: RALPH_AGENT)",
+			custom: enum(func(w *Worker) *string { return &w.Activities.Agents.Review }, cli.Kinds()...),
+			def:    func(w *Worker) string { return orNone(w.Activities.Agents.Review) }},
+		{env: "ANTHROPIC_BASE_URL", usage: "Anthropic Messages endpoint the gateway forwards claude-code's requests to",
+			strp: func(w *Worker) *string { return &w.Activities.Agents.AnthropicBaseURL }},
+		{env: "ANTHROPIC_API_KEY", usage: "Anthropic API key for claude-code (env only; never given to the CLI, never logged)", secret: true,
+			strp: func(w *Worker) *string { return &w.Activities.Agents.AnthropicAPIKey }},
 		{flag: "model-idle-seconds", env: "RALPH_MODEL_IDLE_SECONDS", usage: "a streamed model call that sends no byte for this long is a transient error (retried)",
 			secp: func(w *Worker) *time.Duration { return &w.Activities.Agent.IdleTimeout }},
 		{flag: "model-stream", env: "RALPH_MODEL_STREAM", usage: "stream model answers (off for a provider that cannot stream)",
@@ -574,6 +591,9 @@ func (w *Worker) finish() error {
 		return errors.New("RALPH_TASK_QUEUE / --task-queue: must not be empty")
 	}
 	if err := w.Tracing.CheckEncryption(w.Connection.EncryptionKeyFile); err != nil {
+		return err
+	}
+	if err := w.Activities.Agents.Validate(); err != nil {
 		return err
 	}
 	lim := w.Activities.Limits

@@ -190,13 +190,17 @@ func Start(ctx context.Context, cfg config.Worker, env config.Env, logger *slog.
 		return nil, &UsageError{Err: fmt.Errorf("activities configuration: %w", err)}
 	}
 	logSandbox(logger, cfg.Activities.Sandbox, acts.Sandbox())
+	agentAttrs, err := checkAgents(ctx, cfg.Activities.Agents)
+	if err != nil {
+		return nil, &UsageError{Err: err}
+	}
 	s.ready.setSandbox(acts.Sandbox())
 	w, err := s.newWorkerOptions(cfg, env, tp, logger)
 	if err != nil {
 		return nil, err
 	}
 	s.Version = w.version
-	if err := s.connect(ctx, cfg, env, w.client, logger); err != nil {
+	if err := s.connect(ctx, cfg, env, w.client, agentAttrs, logger); err != nil {
 		return nil, err
 	}
 	if err := s.startPolling(ctx, cfg, w, acts, hooks, logger); err != nil {
@@ -318,9 +322,9 @@ func (s *Started) newWorkerOptions(cfg config.Worker, env config.Env, tp *traces
 
 // connect dials the Temporal frontend (retrying while it is unreachable)
 // and registers the search attributes when the worker upserts them.
-func (s *Started) connect(ctx context.Context, cfg config.Worker, env config.Env, opts client.Options, logger *slog.Logger) error {
+func (s *Started) connect(ctx context.Context, cfg config.Worker, env config.Env, opts client.Options, agentAttrs []any, logger *slog.Logger) error {
 	logger.Info("starting Ralph worker", append([]any{"version", VersionString(s.Version), "address", opts.HostPort, "namespace", opts.Namespace,
-		"encryptionKeyFile", cfg.Connection.EncryptionKeyFile, "metricsAddress", cfg.MetricsAddress}, cfg.LogAttrs()...)...)
+		"encryptionKeyFile", cfg.Connection.EncryptionKeyFile, "metricsAddress", cfg.MetricsAddress}, append(agentAttrs, cfg.LogAttrs()...)...)...)
 	c, err := dialWithRetry(ctx, opts, env, cfg.ConnectTimeout, logger)
 	if err != nil {
 		return err

@@ -35,11 +35,15 @@ type responsesBody struct {
 }
 
 type responsesTool struct {
-	Type        string `json:"type"`
-	Name        string `json:"name"`
-	Description string `json:"description"`
-	Parameters  any    `json:"parameters"`
+	Type        string          `json:"type"`
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	Parameters  any             `json:"parameters"`
+	Tools       []responsesTool `json:"tools"` // a namespace's (Codex puts MCP tools in one)
 }
+
+// namespaced is the name a script sees for a function tool of a namespace.
+func namespaced(ns, name string) string { return ns + "__" + name }
 
 type inputItem struct {
 	Type             string          `json:"type"`
@@ -48,6 +52,7 @@ type inputItem struct {
 	CallID           string          `json:"call_id"`
 	Name             string          `json:"name"`
 	Arguments        string          `json:"arguments"`
+	Namespace        string          `json:"namespace"`
 	Output           json.RawMessage `json:"output"`
 	ID               string          `json:"id"`
 	EncryptedContent string          `json:"encrypted_content"`
@@ -66,8 +71,22 @@ func (s *Server) decodeResponses(raw []byte, req *Request) error {
 		chat.Messages = append(chat.Messages, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleSystem, Content: body.Instructions})
 	}
 	for _, t := range body.Tools {
-		chat.Tools = append(chat.Tools, openai.Tool{Type: openai.ToolType(t.Type),
-			Function: &openai.FunctionDefinition{Name: t.Name, Description: t.Description, Parameters: t.Parameters}})
+		switch t.Type {
+		case "function", "":
+			chat.Tools = append(chat.Tools, openai.Tool{Type: openai.ToolType(t.Type),
+				Function: &openai.FunctionDefinition{Name: t.Name, Description: t.Description, Parameters: t.Parameters}})
+		case "namespace":
+			for _, in := range t.Tools {
+				flat := namespaced(t.Name, in.Name)
+				s.mu.Lock()
+				s.namespaces[flat] = [2]string{t.Name, in.Name}
+				s.mu.Unlock()
+				chat.Tools = append(chat.Tools, openai.Tool{Type: openai.ToolTypeFunction,
+					Function: &openai.FunctionDefinition{Name: flat, Description: in.Description, Parameters: in.Parameters}})
+			}
+		}
+		// Any other type is a hosted or custom tool (Codex offers
+		// web_search): not the script's to call.
 	}
 	reasoning := map[string]string{} // reasoning items sent: id → encrypted content
 	for i, rawItem := range body.Input {
@@ -91,7 +110,11 @@ func (s *Server) addItem(chat *openai.ChatCompletionRequest, it inputItem, reaso
 		if err := s.checkReasoning(it.CallID, reasoning); err != nil {
 			return err
 		}
-		call := openai.ToolCall{ID: it.CallID, Type: openai.ToolTypeFunction, Function: openai.FunctionCall{Name: it.Name, Arguments: it.Arguments}}
+		name := it.Name
+		if it.Namespace != "" {
+			name = namespaced(it.Namespace, it.Name)
+		}
+		call := openai.ToolCall{ID: it.CallID, Type: openai.ToolTypeFunction, Function: openai.FunctionCall{Name: name, Arguments: it.Arguments}}
 		last := len(chat.Messages) - 1
 		if last >= 0 && chat.Messages[last].Role == openai.ChatMessageRoleAssistant {
 			chat.Messages[last].ToolCalls = append(chat.Messages[last].ToolCalls, call)
@@ -101,11 +124,17 @@ func (s *Server) addItem(chat *openai.ChatCompletionRequest, it inputItem, reaso
 	case "function_call_output":
 		var out string
 		if json.Unmarshal(it.Output, &out) != nil {
-			return fmt.Errorf("function_call_output for %s: output must be a string", it.CallID)
+			if out = contentText(it.Output); out == "" {
+				return fmt.Errorf("function_call_output for %s: output must be a string or content parts", it.CallID)
+			}
 		}
 		chat.Messages = append(chat.Messages, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleTool, ToolCallID: it.CallID, Content: out})
 	case "message", "":
-		chat.Messages = append(chat.Messages, openai.ChatCompletionMessage{Role: it.Role, Content: contentText(it.Content)})
+		role := it.Role
+		if role == "developer" {
+			role = openai.ChatMessageRoleSystem // the Responses API's instructions role
+		}
+		chat.Messages = append(chat.Messages, openai.ChatCompletionMessage{Role: role, Content: contentText(it.Content)})
 	default:
 		return fmt.Errorf("unknown item type %q", it.Type)
 	}
@@ -167,8 +196,14 @@ func (s *Server) responseObject(req Request, resp Response) map[string]any {
 			"content": []any{map[string]any{"type": "output_text", "text": *msg.Content, "annotations": []any{}}}})
 	}
 	for i, c := range msg.ToolCalls {
-		output = append(output, map[string]any{"type": "function_call", "id": fmt.Sprintf("fc_%d_%d", req.Index, i), "call_id": c.ID,
-			"name": c.Function.Name, "arguments": c.Function.Arguments, "status": "completed"})
+		item := map[string]any{"type": "function_call", "id": fmt.Sprintf("fc_%d_%d", req.Index, i), "call_id": c.ID,
+			"name": c.Function.Name, "arguments": c.Function.Arguments, "status": "completed"}
+		s.mu.Lock()
+		if ns, ok := s.namespaces[c.Function.Name]; ok {
+			item["namespace"], item["name"] = ns[0], ns[1]
+		}
+		s.mu.Unlock()
+		output = append(output, item)
 	}
 	obj := map[string]any{"id": fmt.Sprintf("resp_fake_%d", req.Index), "object": "response", "created_at": time.Now().Unix(),
 		"status": "completed", "model": full.Model, "output": output, "error": nil, "incomplete_details": nil, "store": false}

@@ -43,6 +43,8 @@ type Server struct {
 	left     map[int]time.Time // request index: when its client left mid-stream
 	// reasoningOf is the reasoning item sent with each call (Responses).
 	reasoningOf map[string]issuedReasoning
+	// namespaces maps a namespaced tool's flat name to its namespace and name (Responses).
+	namespaces map[string][2]string
 	// signatures are the thought signatures sent by call id (Gemini).
 	signatures map[string]string
 	// reasoningSent: an answer carried reasoning_content (DeepSeek).
@@ -72,7 +74,7 @@ func Listen(addr string, script Script) (*Server, error) {
 }
 
 func newServer(script Script) *Server {
-	return &Server{script: script, closing: make(chan struct{}), reasoningOf: map[string]issuedReasoning{}, signatures: map[string]string{}}
+	return &Server{script: script, closing: make(chan struct{}), reasoningOf: map[string]issuedReasoning{}, namespaces: map[string][2]string{}, signatures: map[string]string{}}
 }
 
 // BaseURL is the value for OPENAI_BASE_URL (it ends in /v1).
@@ -112,6 +114,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		wire = WireChat
 	case "/v1/responses", "/responses":
 		wire = WireResponses
+	case "/v1/messages", "/messages":
+		wire = WireMessages
 	}
 	if r.Method != http.MethodPost || wire == "" {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("fakeopenai: no route for %s %s", r.Method, r.URL.Path))
@@ -163,9 +167,12 @@ func (s *Server) validate(req Request) error {
 func (s *Server) record(raw []byte, header http.Header, wire string) (Request, error) {
 	req := Request{Raw: raw, Header: header.Clone(), Time: time.Now(), Wire: wire}
 	var decodeErr error
-	if wire == WireResponses {
+	switch wire {
+	case WireResponses:
 		decodeErr = s.decodeResponses(raw, &req)
-	} else {
+	case WireMessages:
+		decodeErr = decodeMessages(raw, &req)
+	default:
 		decodeErr = json.NewDecoder(bytes.NewReader(raw)).Decode(&req.Chat)
 	}
 	s.mu.Lock()
@@ -229,6 +236,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, req Request, resp
 		io.WriteString(w, body)
 	case req.Wire == WireResponses:
 		s.serveResponses(w, r, req, resp)
+	case req.Wire == WireMessages:
+		s.serveMessages(w, r, req, resp)
 	case req.Chat.Stream:
 		s.writeStream(w, r, req, resp)
 	default:

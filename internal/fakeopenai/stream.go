@@ -127,7 +127,11 @@ func (s *Server) writeEvents(w http.ResponseWriter, r *http.Request, req Request
 			s.streamFault(w, r, req, f)
 			return
 		}
-		if _, err := fmt.Fprintf(w, "data: %s\n\n", line); err != nil || rc.Flush() != nil {
+		format := "data: %s\n\n"
+		if req.Wire == WireMessages {
+			format = "%s\n\n" // named events (serveMessages)
+		}
+		if _, err := fmt.Fprintf(w, format, line); err != nil || rc.Flush() != nil {
 			return
 		}
 		if resp.ChunkDelay > 0 && !s.wait(r, resp.ChunkDelay) {
@@ -135,7 +139,7 @@ func (s *Server) writeEvents(w http.ResponseWriter, r *http.Request, req Request
 			return
 		}
 	}
-	if req.Wire != WireResponses { // the Responses API ends with response.completed
+	if req.Wire == WireChat || req.Wire == "" { // the other APIs end with their own last event
 		if _, err := io.WriteString(w, "data: [DONE]\n\n"); err != nil || rc.Flush() != nil {
 			return
 		}

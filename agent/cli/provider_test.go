@@ -1,0 +1,514 @@
+package cli_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/ralph-temporal/ralph/agent"
+	"github.com/ralph-temporal/ralph/agent/cli"
+	"github.com/ralph-temporal/ralph/internal/fakeopenai"
+	"github.com/ralph-temporal/ralph/internal/sandbox"
+	"github.com/ralph-temporal/ralph/report"
+	"github.com/ralph-temporal/ralph/usage"
+)
+
+const testKey = "sk-real-provider-key-5e1b9c"
+
+// agentsDir is where scripts/test.sh installs the pinned CLIs
+// (devenv/agentclis).
+const agentsDir = "/opt/ralph-agents/node_modules/.bin"
+
+var binaries = map[string]string{cli.Opencode: "opencode", cli.Codex: "codex", cli.ClaudeCode: "claude"}
+
+type events struct {
+	mu  sync.Mutex
+	all []agent.Event
+}
+
+func (e *events) Observe(ev agent.Event) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.all = append(e.all, ev)
+}
+
+func (e *events) kinds(k agent.EventKind) []agent.Event {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var out []agent.Event
+	for _, ev := range e.all {
+		if ev.Kind == k {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
+// rig is one CLI's provider in a real bubblewrap sandbox against the
+// scripted server.
+type rig struct {
+	t         *testing.T
+	srv       *fakeopenai.Server
+	p         cli.Provider
+	workspace string
+	served    *servedLog
+}
+
+// servedLog counts the answers the scripted server delivered.
+type servedLog struct {
+	mu sync.Mutex
+	n  int
+}
+
+func (s *servedLog) count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.n
+}
+
+func newRig(t *testing.T, kind string, script fakeopenai.Script) *rig {
+	t.Helper()
+	served := &servedLog{}
+	script.Delivered = func(fakeopenai.Request, fakeopenai.Response) {
+		served.mu.Lock()
+		served.n++
+		served.mu.Unlock()
+	}
+	srv := fakeopenai.NewServer(script)
+	t.Cleanup(srv.Close)
+	found, err := cli.Check(context.Background(), kind, filepath.Join(agentsDir, binaries[kind]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, sessions := t.TempDir(), t.TempDir()
+	ws := filepath.Join(root, "ws")
+	if err := os.Mkdir(ws, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	sb, err := sandbox.New(context.Background(), sandbox.Config{Mode: sandbox.ModeBwrap}, sandbox.Paths{
+		WorkspaceRoot: root, SessionDir: sessions, HomesDir: filepath.Join(sessions, "homes"), Environ: os.Environ()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := agent.DefaultConfig()
+	cfg.BaseURL, cfg.APIKey, cfg.Model, cfg.Sandbox = srv.BaseURL(), testKey, "fake-model", sb
+	cfg.RetryBaseDelay, cfg.RetryMaxDelay = time.Millisecond, 5*time.Millisecond
+	return &rig{t: t, srv: srv, workspace: ws, served: served, p: cli.Provider{Dialect: found.Dialect, Command: found.Path,
+		Model: "fake-model", Idle: time.Minute, Config: cfg, Upstream: srv.BaseURL(), Key: testKey}}
+}
+
+func (r *rig) run(ctx context.Context, req agent.Request) (agent.Result, *events, error) {
+	r.t.Helper()
+	req.Workspace, req.MaxRounds = r.r(), 2
+	ev := &events{}
+	res, err := r.p.Run(ctx, req, ev)
+	if err != nil {
+		for _, e := range ev.kinds(agent.EventAgentOutput) {
+			r.t.Log(e.Output)
+		}
+	}
+	return res, ev, err
+}
+
+func (r *rig) r() string { return r.workspace }
+
+// perAnswer is the usage of every scripted answer.
+var perAnswer = openai.Usage{PromptTokens: 1000, CompletionTokens: 50, TotalTokens: 1050}
+
+// twoRounds: round 1 writes hello.txt and looks for the provider key in
+// its environment and every process's, round 2 claims complete, verified.
+var twoRounds = fakeopenai.AgentScript{
+	Usage: &perAnswer,
+	Command: func(round int) string {
+		if round == 1 {
+			return "echo hello > hello.txt && id -u && env && cat /proc/[0-9]*/environ 2>/dev/null | tr '\\0' '\\n' | sort -u"
+		}
+		return "cat hello.txt"
+	},
+	Report: func(round int, out string) fakeopenai.ReportArgs {
+		if round == 1 {
+			return fakeopenai.ReportArgs{Status: "continue", Summary: "Wrote hello.txt.", Evidence: []string{"echo hello > hello.txt"},
+				NextSteps: []string{"Check hello.txt."}}
+		}
+		return fakeopenai.ReportArgs{Status: "complete", Summary: "hello.txt holds hello.", Evidence: []string{"cat hello.txt printed " + firstWord(out)},
+			NextSteps: []string{}}
+	},
+}
+
+func firstWord(s string) string {
+	if f := strings.Fields(s); len(f) > 0 {
+		return f[len(f)-1]
+	}
+	return "nothing"
+}
+
+func TestTwoRoundsEndVerifiedOpencode(t *testing.T)   { twoRoundsEndVerified(t, cli.Opencode) }
+func TestTwoRoundsEndVerifiedCodex(t *testing.T)      { twoRoundsEndVerified(t, cli.Codex) }
+func TestTwoRoundsEndVerifiedClaudeCode(t *testing.T) { twoRoundsEndVerified(t, cli.ClaudeCode) }
+
+// twoRoundsEndVerified runs two rounds of kind in the sandbox: the report
+// of each arrives through the worker's MCP tool, the second one is
+// verified; the usage is what the server served; the CLI never held the
+// provider key (its shell's environment and /proc went back to the model,
+// so no request body may hold the key) and every request upstream carried
+// the key, not the attempt's token.
+func twoRoundsEndVerified(t *testing.T, kind string) {
+	r := newRig(t, kind, fakeopenai.Script{Rule: twoRounds.Rule})
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	first, _, err := r.run(ctx, agent.Request{SessionID: "s1", Objective: "Write hello.txt.", Round: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.Report.Status != report.StatusContinue {
+		t.Fatalf("round 1 report %+v", first.Report)
+	}
+	second, ev, err := r.run(ctx, agent.Request{SessionID: "s2", Objective: "Write hello.txt.", Round: 2, Previous: &first.Report,
+		VerifyCommand: "grep -qx hello hello.txt"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if second.Report.Status != report.StatusComplete || second.Verification == nil || !second.Verification.Passed() {
+		t.Fatalf("round 2: %+v verification %+v", second.Report, second.Verification)
+	}
+	// Codex and Claude Code, told not to phone home, open no connection
+	// through the proxy; opencode still tries the npm registry, refused
+	// (a private or unlisted address) or not, it is on record.
+	for _, n := range ev.kinds(agent.EventNetwork) {
+		t.Logf("proxied: %+v", *n.Network)
+		if kind != cli.Opencode {
+			t.Errorf("%s opened a connection through the proxy: %+v", kind, *n.Network)
+		}
+	}
+	if len(ev.kinds(agent.EventVerifyResult)) != 1 {
+		t.Errorf("verify results: %+v", ev.kinds(agent.EventVerifyResult))
+	}
+	b, err := os.ReadFile(filepath.Join(r.workspace, "hello.txt"))
+	if err != nil || string(b) != "hello\n" {
+		t.Fatalf("hello.txt: %q %v", b, err)
+	}
+	got := first.Usage.Add(second.Usage)
+	n := r.served.count()
+	want := usage.Usage{ModelCalls: n, ToolCalls: 2, PromptTokens: n * perAnswer.PromptTokens, CompletionTokens: n * perAnswer.CompletionTokens}
+	if got != want {
+		t.Errorf("usage %+v, want %+v (%d answers served)", got, want, n)
+	}
+	sawShellOutput := false
+	for _, req := range r.srv.Requests() {
+		if h := req.Header.Get("Authorization") + req.Header.Get("x-api-key"); !strings.Contains(h, testKey) {
+			t.Errorf("request %d reached the server without the provider key: %q", req.Index, h)
+		}
+		if strings.Contains(string(req.Raw), testKey) {
+			t.Errorf("request %d body holds the provider key", req.Index)
+		}
+		sawShellOutput = sawShellOutput || strings.Contains(string(req.Raw), "ralph-attempt-")
+	}
+	if !sawShellOutput {
+		t.Error("no request carried the shell's environment (the attempt's token): the key check proved nothing")
+	}
+}
+
+func TestCancelDuringACommandOpencode(t *testing.T)   { cancelDuringACommand(t, cli.Opencode) }
+func TestCancelDuringACommandCodex(t *testing.T)      { cancelDuringACommand(t, cli.Codex) }
+func TestCancelDuringACommandClaudeCode(t *testing.T) { cancelDuringACommand(t, cli.ClaudeCode) }
+
+// cancelDuringACommand cancels the round while the CLI's shell runs a
+// long command: the round ends cancelled, and neither the CLI nor the
+// command (nor anything working in the workspace) is left running.
+func cancelDuringACommand(t *testing.T, kind string) {
+	script := fakeopenai.AgentScript{
+		Command: func(int) string { return "touch started; sleep 3037; echo never" },
+		Report: func(int, string) fakeopenai.ReportArgs {
+			return fakeopenai.ReportArgs{Status: "blocked", Summary: "x", Evidence: []string{}, NextSteps: []string{}, Blocker: "x"}
+		},
+	}
+	r := newRig(t, kind, fakeopenai.Script{Rule: script.Rule})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		for ctx.Err() == nil {
+			if _, err := os.Stat(filepath.Join(r.workspace, "started")); err == nil {
+				time.Sleep(200 * time.Millisecond) // the sleep is running
+				cancel()
+				return
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
+	limit := time.AfterFunc(3*time.Minute, cancel)
+	defer limit.Stop()
+	_, _, err := r.run(ctx, agent.Request{SessionID: "s1", Objective: "Sleep.", Round: 1})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("round ended with %v, want a cancel", err)
+	}
+	if _, err := os.Stat(filepath.Join(r.workspace, "started")); err != nil {
+		t.Fatalf("the command never started: %v", err)
+	}
+	if left := processesIn(r.workspace, "sleep 3037"); len(left) > 0 {
+		t.Fatalf("left running after the cancel: %v", left)
+	}
+}
+
+// processesIn lists the processes whose working directory is dir, or
+// whose command line holds marker.
+func processesIn(dir, marker string) []string {
+	var found []string
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		if e.Name()[0] < '0' || e.Name()[0] > '9' {
+			continue
+		}
+		cwd, _ := os.Readlink(filepath.Join("/proc", e.Name(), "cwd"))
+		cmd, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		line := strings.ReplaceAll(string(cmd), "\x00", " ")
+		if cwd == dir || strings.Contains(line, marker) {
+			found = append(found, e.Name()+": "+line)
+		}
+	}
+	return found
+}
+
+func TestModelCallCapForcesTheHandoffCodex(t *testing.T) {
+	modelCallCapForcesTheHandoff(t, cli.Codex, 0)
+}
+func TestModelCallCapForcesTheHandoffClaudeCode(t *testing.T) {
+	modelCallCapForcesTheHandoff(t, cli.ClaudeCode, 0)
+}
+func TestModelCallCapForcesTheHandoffOpencode(t *testing.T) {
+	modelCallCapForcesTheHandoff(t, cli.Opencode, 1)
+}
+
+// modelCallCapForcesTheHandoff: with two model calls allowed (plus the
+// CLI's own extra ones, opencode's title request), the gateway forwards the
+// second with only the report tool and the hand-off notice; the model then
+// can only report, and the round ends with that report.
+func modelCallCapForcesTheHandoff(t *testing.T, kind string, extra int) {
+	script := fakeopenai.AgentScript{
+		Command: func(int) string { return "echo step" },
+		Report: func(int, string) fakeopenai.ReportArgs {
+			return fakeopenai.ReportArgs{Status: "continue", Summary: "Handed off.", Evidence: []string{"echo step"}, NextSteps: []string{"Go on."}}
+		},
+	}
+	r := newRig(t, kind, fakeopenai.Script{Rule: func(req fakeopenai.Request) fakeopenai.Response {
+		if req.OfferedTool("submit_report") != "" && len(req.Chat.Tools) > 1 && strings.Contains(req.LastToolOutput(), "step") {
+			// Before the hand-off the model would go on working.
+			return fakeopenai.Tools(fakeopenai.CallJSON(req.OfferedTool("Bash", "bash", "exec_command"), map[string]string{"command": "echo more", "cmd": "echo more"}))
+		}
+		return script.Rule(req)
+	}})
+	r.p.Config.MaxModelCalls = 2 + extra
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	res, ev, err := r.run(ctx, agent.Request{SessionID: "s1", Objective: "Work.", Round: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Report.Summary != "Handed off." {
+		t.Fatalf("report %+v", res.Report)
+	}
+	reqs := r.srv.Requests()
+	last := reqs[len(reqs)-1]
+	if len(last.Chat.Tools) != 1 || !strings.HasSuffix(last.Chat.Tools[0].Function.Name, "submit_report") {
+		t.Errorf("the hand-off request offered %d tools, want only the report tool", len(last.Chat.Tools))
+	}
+	if !strings.Contains(string(last.Raw), "this is the last model call of this round") {
+		t.Error("the hand-off request does not carry the notice")
+	}
+	if h := ev.kinds(agent.EventHandoff); len(h) != 1 || h[0].Bound != agent.BoundModelCalls {
+		t.Errorf("handoff events %+v", h)
+	}
+}
+
+// TestRefusedKeyEndsTheRound: a 401 from the provider ends the round as
+// an ordinary child failure at once (the CLI would retry it), naming it.
+func TestRefusedKeyEndsTheRound(t *testing.T) {
+	r := newRig(t, cli.Codex, fakeopenai.Script{Rule: func(fakeopenai.Request) fakeopenai.Response {
+		return fakeopenai.Status(401, "Incorrect API key provided")
+	}})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, _, err := r.run(ctx, agent.Request{SessionID: "s1", Objective: "Work.", Round: 1})
+	if !agent.IsChildFailure(err) || !strings.Contains(err.Error(), "HTTP 401") {
+		t.Fatalf("round ended with %v, want a child failure naming the 401", err)
+	}
+	if n := r.srv.RequestCount(); n != 1 {
+		t.Errorf("%d requests reached the provider, want 1 (a refusal is not retried)", n)
+	}
+}
+
+// TestLongRetryAfterDefersTheRound: a 429 asking for longer than the
+// session may wait defers the round with the provider's delay.
+func TestLongRetryAfterDefersTheRound(t *testing.T) {
+	r := newRig(t, cli.Codex, fakeopenai.Script{Rule: func(fakeopenai.Request) fakeopenai.Response {
+		return fakeopenai.RateLimited("120")
+	}})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, _, err := r.run(ctx, agent.Request{SessionID: "s1", Objective: "Work.", Round: 1, Deferrable: true})
+	d, ok := agent.AsDeferred(err)
+	if !ok || d.Reason != agent.DeferRateLimited || d.RetryAfter != 120*time.Second {
+		t.Fatalf("round ended with %v, want a deferral for 120 s", err)
+	}
+}
+
+func TestTokenBudgetForcesTheHandoffCodex(t *testing.T) { tokenBudgetForcesTheHandoff(t, cli.Codex) }
+func TestTokenBudgetForcesTheHandoffClaudeCode(t *testing.T) {
+	tokenBudgetForcesTheHandoff(t, cli.ClaudeCode)
+}
+
+// tokenBudgetForcesTheHandoff: the first answer spends most of the run's
+// token budget; the next request would pass what is left, so the gateway
+// forwards it with only the report tool and the notice naming the budget.
+func tokenBudgetForcesTheHandoff(t *testing.T, kind string) {
+	big := openai.Usage{PromptTokens: 152000, CompletionTokens: 10, TotalTokens: 152010}
+	script := fakeopenai.AgentScript{Usage: &big,
+		Command: func(int) string { return "echo step" },
+		Report: func(int, string) fakeopenai.ReportArgs {
+			return fakeopenai.ReportArgs{Status: "continue", Summary: "Out of tokens.", Evidence: []string{"echo step"}, NextSteps: []string{"Go on."}}
+		},
+	}
+	r := newRig(t, kind, fakeopenai.Script{Rule: script.Rule})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	res, ev, err := r.run(ctx, agent.Request{SessionID: "s1", Objective: "Work.", Round: 1, TokenBudget: 160000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Report.Summary != "Out of tokens." {
+		t.Fatalf("report %+v", res.Report)
+	}
+	if h := ev.kinds(agent.EventHandoff); len(h) != 1 || h[0].Bound != agent.BoundTokenBudget {
+		t.Fatalf("handoff events %+v", h)
+	}
+	reqs := r.srv.Requests()
+	if last := reqs[len(reqs)-1]; len(last.Chat.Tools) != 1 || !strings.Contains(string(last.Raw), "token budget") {
+		t.Errorf("the hand-off request offered %d tools (want only the report tool) or lacks the notice", len(last.Chat.Tools))
+	}
+}
+
+func TestProtectedPathRestoredCodex(t *testing.T)      { protectedPathRestored(t, cli.Codex) }
+func TestProtectedPathRestoredClaudeCode(t *testing.T) { protectedPathRestored(t, cli.ClaudeCode) }
+
+// protectedPathRestored: the CLI's shell creates a file a protected
+// pattern covers (an existing protected file is read-only in the sandbox);
+// its report is refused with the builtin session's refusal and the file
+// removed; the report that follows is accepted and the round says what it
+// restored.
+func protectedPathRestored(t *testing.T, kind string) {
+	script := fakeopenai.AgentScript{
+		Command: func(int) string { return "echo planted > tests.txt" },
+		Report: func(int, string) fakeopenai.ReportArgs {
+			return fakeopenai.ReportArgs{Status: "continue", Summary: "Changed the tests.", Evidence: []string{"echo"}, NextSteps: []string{"Go on."}}
+		},
+	}
+	r := newRig(t, kind, fakeopenai.Script{Rule: script.Rule})
+	tests := filepath.Join(r.workspace, "tests.txt")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	res, _, err := r.run(ctx, agent.Request{SessionID: "s1", Objective: "Work.", Round: 1, ProtectedPaths: [][]string{{"tests.txt"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(tests); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("tests.txt is still there after the round: %v", err)
+	}
+	if len(res.Restored) != 1 || res.Restored[0] != "tests.txt" {
+		t.Errorf("restored %v", res.Restored)
+	}
+	refused := false
+	for _, req := range r.srv.Requests() {
+		refused = refused || strings.Contains(req.LastToolOutput(), "tests.txt")
+	}
+	if !refused {
+		t.Error("the model never read the refusal naming tests.txt")
+	}
+}
+
+func TestReviewThroughTheCLICodex(t *testing.T)      { reviewThroughTheCLI(t, cli.Codex) }
+func TestReviewThroughTheCLIClaudeCode(t *testing.T) { reviewThroughTheCLI(t, cli.ClaudeCode) }
+
+// reviewThroughTheCLI: a reviewer session on a CLI reads the workspace
+// with its shell (read-only there) and hands its verdict through
+// submit_review, checked by the builtin reviewer's rules.
+func reviewThroughTheCLI(t *testing.T, kind string) {
+	script := fakeopenai.AgentScript{Command: func(int) string { return "cat hello.txt; touch changed.txt" }}
+	r := newRig(t, kind, fakeopenai.Script{Rule: script.Rule})
+	if err := os.WriteFile(filepath.Join(r.workspace, "hello.txt"), []byte("hello\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	subject := &agent.ReviewSubject{Report: report.Report{Status: report.StatusComplete, Summary: "hello.txt holds hello.",
+		Evidence: []string{"cat hello.txt"}, NextSteps: []string{}}}
+	res, _, err := r.run(ctx, agent.Request{SessionID: "r1", Objective: "Write hello.txt.", Round: 1, Review: subject})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Review == nil || res.Review.Verdict != report.VerdictApprove {
+		t.Fatalf("review %+v", res.Review)
+	}
+	if _, err := os.Stat(filepath.Join(r.workspace, "changed.txt")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the reviewer's shell changed the workspace: %v", err)
+	}
+}
+
+// TestIdleCLIGetsOneContinuation: a CLI whose model call hangs is silent;
+// after the idle bound it is stopped and continued once in the same
+// session, and the continuation's report ends the round.
+func TestIdleCLIGetsOneContinuation(t *testing.T) {
+	script := fakeopenai.AgentScript{Report: func(int, string) fakeopenai.ReportArgs {
+		return fakeopenai.ReportArgs{Status: "continue", Summary: "Reported after the continuation.", Evidence: []string{"none"}, NextSteps: []string{"Go on."}}
+	}}
+	r := newRig(t, cli.Codex, fakeopenai.Script{Rule: func(req fakeopenai.Request) fakeopenai.Response {
+		if req.Index == 0 {
+			return fakeopenai.Response{Fault: fakeopenai.Fault{Hang: true}}
+		}
+		return script.Rule(req)
+	}})
+	r.p.Idle = 2 * time.Second
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	res, ev, err := r.run(ctx, agent.Request{SessionID: "s1", Objective: "Work.", Round: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Report.Summary != "Reported after the continuation." {
+		t.Fatalf("report %+v", res.Report)
+	}
+	exits := ev.kinds(agent.EventAgentExit)
+	if len(exits) != 1 || !strings.Contains(exits[0].Output, "silent for 2s") {
+		t.Errorf("agent exits %+v, want one idle stop", exits)
+	}
+}
+
+// TestRefusedCompleteThroughTheCLI: a complete report whose verify command
+// fails is refused with the builtin session's refusal (not a repair); the
+// CLI's next report, continue, is accepted.
+func TestRefusedCompleteThroughTheCLI(t *testing.T) {
+	script := fakeopenai.AgentScript{Report: func(_ int, last string) fakeopenai.ReportArgs {
+		if strings.Contains(last, "Completion refused") {
+			return fakeopenai.ReportArgs{Status: "continue", Summary: "The check fails.", Evidence: []string{"verify exited 3"}, NextSteps: []string{"Fix it."}}
+		}
+		return fakeopenai.ReportArgs{Status: "complete", Summary: "Done.", Evidence: []string{"none"}, NextSteps: []string{}}
+	}}
+	r := newRig(t, cli.ClaudeCode, fakeopenai.Script{Rule: script.Rule})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	res, ev, err := r.run(ctx, agent.Request{SessionID: "s1", Objective: "Work.", Round: 1, VerifyCommand: "echo not yet; exit 3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Report.Status != report.StatusContinue || res.Verification != nil {
+		t.Fatalf("report %+v verification %+v", res.Report, res.Verification)
+	}
+	if v := ev.kinds(agent.EventVerifyResult); len(v) != 1 || *v[0].ExitCode != 3 {
+		t.Errorf("verify results %+v", v)
+	}
+}

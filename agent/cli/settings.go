@@ -1,0 +1,64 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"strings"
+
+	"github.com/ralph-temporal/ralph/agent"
+)
+
+// command is the binary of kind: RALPH_AGENT_COMMAND for the round's
+// agent, the CLI's own name otherwise (a reviewer on another CLI).
+func (s Settings) command(kind string, d Dialect) string {
+	if kind == s.Agent && s.Command != "" {
+		return s.Command
+	}
+	return d.Binary()
+}
+
+// CheckAll checks every CLI the settings use (the round's and the
+// reviewer's), for the start line; builtin needs no check.
+func (s Settings) CheckAll(ctx context.Context) ([]Found, error) {
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	var found []Found
+	for _, kind := range []string{s.Agent, s.ReviewAgent()} {
+		d, ok := Lookup(kind)
+		if !ok || (len(found) > 0 && found[0].Dialect.Name() == kind) {
+			continue
+		}
+		f, err := Check(ctx, kind, s.command(kind, d))
+		if err != nil {
+			return nil, err
+		}
+		if d.API() == APIMessages && s.AnthropicAPIKey == "" {
+			return nil, fmt.Errorf("RALPH_AGENT=%s speaks Anthropic Messages: ANTHROPIC_API_KEY is required (the gateway forwards to ANTHROPIC_BASE_URL with it)", kind)
+		}
+		found = append(found, f)
+	}
+	return found, nil
+}
+
+// Provider is the provider of kind (a RALPH_AGENT value) for sessions
+// with cfg.
+func (s Settings) Provider(kind string, cfg agent.Config) (agent.Provider, error) {
+	d, ok := Lookup(kind)
+	if !ok {
+		return agent.Builtin{Config: cfg}, nil
+	}
+	path, err := exec.LookPath(s.command(kind, d))
+	if err != nil {
+		return nil, fmt.Errorf("agent %s: %w", kind, err)
+	}
+	p := Provider{Dialect: d, Command: path, Model: s.Model, Idle: s.Idle, Config: cfg, Upstream: cfg.BaseURL, Key: cfg.APIKey}
+	if p.Model == "" {
+		p.Model = cfg.Model
+	}
+	if d.API() == APIMessages {
+		p.Upstream, p.Key = strings.TrimRight(s.AnthropicBaseURL, "/")+"/v1", s.AnthropicAPIKey
+	}
+	return p, nil
+}

@@ -1,0 +1,136 @@
+package fakeopenai
+
+import (
+	"strconv"
+	"strings"
+
+	openai "github.com/sashabaranov/go-openai"
+)
+
+// AgentScript plays a coding-agent CLI's model (docs/agents.md): each
+// round it runs Command through whatever shell tool the CLI offers (Bash,
+// bash, exec_command, shell), then calls the report tool the worker's MCP
+// server gave the CLI (its name ends in submit_report) with Report; a
+// reviewer's CLI approves through submit_review. A request without tools
+// (opencode's title request) gets a short text.
+type AgentScript struct {
+	// Command is what round runs first ("": report at once).
+	Command func(round int) string
+	// Report is the report of round, given the shell's output.
+	Report func(round int, shellOutput string) ReportArgs
+	// Usage, when set, is every answer's usage.
+	Usage *openai.Usage
+}
+
+// shellTools are the shell tools of the CLIs, as their models see them.
+var shellTools = []string{"Bash", "bash", "exec_command", "shell"}
+
+// Rule answers one request of the CLI.
+func (a AgentScript) Rule(req Request) Response {
+	r := a.answer(req)
+	r.Usage = a.Usage
+	return r
+}
+
+func (a AgentScript) answer(req Request) Response {
+	if len(req.Chat.Tools) == 0 {
+		return Text("Ralph round")
+	}
+	round := agentRound(req)
+	report := req.OfferedTool("submit_report")
+	shell := req.OfferedTool(shellTools...)
+	results := toolMessages(req)
+	last := ""
+	if len(results) > 0 {
+		last = results[len(results)-1]
+	}
+	if strings.Contains(last, "Report accepted") {
+		return Text("Done.")
+	}
+	if review := req.OfferedTool("submit_review"); review != "" && (len(results) > 0 || a.command(round) == "" || shell == "") {
+		return Tools(CallJSON(review, map[string]any{"verdict": "approve", "summary": "The objective is met.", "findings": []string{}}))
+	}
+	if cmd := a.command(round); len(results) == 0 && cmd != "" && shell != "" {
+		return Tools(CallJSON(shell, shellArgs(shell, cmd)))
+	}
+	if report == "" {
+		return Text("no report tool was offered")
+	}
+	return Tools(SubmitReportNamed(report, a.Report(round, last)))
+}
+
+func (a AgentScript) command(round int) string {
+	if a.Command == nil {
+		return ""
+	}
+	return a.Command(round)
+}
+
+// SubmitReportNamed is SubmitReport under the name the CLI gave the tool.
+func SubmitReportNamed(name string, r ReportArgs) Call {
+	c := SubmitReport(r)
+	c.Name = name
+	return c
+}
+
+// shellArgs are the arguments each CLI's shell tool takes.
+func shellArgs(tool, cmd string) any {
+	switch tool {
+	case "exec_command":
+		return map[string]any{"cmd": cmd}
+	case "shell":
+		return map[string]any{"command": []string{"bash", "-lc", cmd}}
+	}
+	return map[string]any{"command": cmd, "description": "Run the round's command"}
+}
+
+// OfferedTool is the offered tool named one of names, or whose name ends in
+// "_" plus one of them (an MCP tool carries its server's prefix); "" if none.
+func (r Request) OfferedTool(names ...string) string {
+	for _, n := range names {
+		for _, t := range r.Chat.Tools {
+			if t.Function == nil {
+				continue
+			}
+			if got := t.Function.Name; got == n || strings.HasSuffix(got, "_"+n) {
+				return got
+			}
+		}
+	}
+	return ""
+}
+
+// agentRound is R of "Round R of N" anywhere in the request's user text
+// (CLIs send text as parts and wrap it in their own prompts).
+func agentRound(req Request) int {
+	for _, m := range req.Chat.Messages {
+		if match := roundPattern.FindStringSubmatch(messageText(m)); match != nil {
+			if n, err := strconv.Atoi(match[1]); err == nil {
+				return n
+			}
+		}
+	}
+	return 0
+}
+
+// toolMessages are the contents of the request's tool messages, in order.
+func toolMessages(req Request) []string {
+	var out []string
+	for _, m := range req.Chat.Messages {
+		if m.Role == openai.ChatMessageRoleTool {
+			out = append(out, messageText(m))
+		}
+	}
+	return out
+}
+
+func messageText(m openai.ChatCompletionMessage) string {
+	if m.Content != "" {
+		return m.Content
+	}
+	var b strings.Builder
+	for _, p := range m.MultiContent {
+		b.WriteString(p.Text)
+	}
+	return b.String()
+}
