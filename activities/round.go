@@ -219,7 +219,9 @@ func (a *Activities) openTranscript(ctx context.Context, workspace, name string)
 			activity.GetLogger(ctx).Error("The session's transcript is missing or incomplete", "transcript", path, "error", err)
 		}
 	}
-	return agent.NewTranscript(f, a.cfg.Agent.APIKey), closeFile, path, nil
+	transcript := agent.NewTranscript(f, a.cfg.Agent.APIKey)
+	transcript.SetLimit(int64(a.cfg.TranscriptMaxMB) << 20)
+	return transcript, closeFile, path, nil
 }
 
 // roundDeadline is the session's own deadline: Temporal's deadline for this
