@@ -90,6 +90,7 @@ func checkConfig(cfg Config) error {
 		{"limits.maxObjectiveChars", cfg.Limits.MaxObjectiveChars}, {"limits.roundTimeoutSeconds", cfg.Limits.RoundTimeoutSeconds},
 		{"limits.heartbeatTimeoutSeconds", cfg.Limits.HeartbeatTimeoutSeconds}, {"limits.roundAttempts", cfg.Limits.RoundAttempts},
 		{"limits.roundsPerRun", cfg.Limits.RoundsPerRun}, {"reviewDiffChars", cfg.ReviewDiffChars},
+		{"transcriptMaxMB", cfg.TranscriptMaxMB},
 	}
 	for _, p := range positive {
 		if p.value <= 0 {

@@ -92,16 +92,17 @@ func (w *workspaceRound) finish(ctx context.Context, rep report.Report, details 
 }
 
 // stepError maps a failed workspace step: a cancel stays a cancel; a push
-// the remote rejected and a repository set up to run programs are ordinary
-// child failures (a retry cannot help); a workspace that cannot name a
-// branch is bad input; anything else (disk, network) is retryable.
+// the remote rejected, a repository set up to run programs and a walk that
+// met a directory it cannot read are ordinary child failures (a retry
+// cannot help); a workspace that cannot name a branch is bad input;
+// anything else (disk, network) is retryable.
 func (w *workspaceRound) stepError(ctx context.Context, err error, details FailureDetails) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
 	msg := fmt.Sprintf("round %d: %v", w.round.Round, err)
 	switch {
-	case errors.Is(err, gitws.ErrPushRejected), errors.Is(err, gitws.ErrUnsafeRepo):
+	case errors.Is(err, gitws.ErrPushRejected), errors.Is(err, gitws.ErrUnsafeRepo), isUnreadable(err):
 		return temporal.NewNonRetryableApplicationError(msg, ErrTypeChildFailed, nil, details)
 	case errors.Is(err, gitws.ErrBadWorkspaceName):
 		return temporal.NewNonRetryableApplicationError("bad round input: "+msg, ErrTypeBadRoundInput, nil)

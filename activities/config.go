@@ -43,6 +43,9 @@ type Config struct {
 	// ReviewDiffChars bounds the run's change shown to the reviewer, in code
 	// points (RALPH_REVIEW_DIFF_CHARS).
 	ReviewDiffChars int
+	// TranscriptMaxMB caps the transcript of one round attempt
+	// (RALPH_TRANSCRIPT_MAX_MB); past it one line says what was left out.
+	TranscriptMaxMB int
 }
 
 // Default directories, relative to the worker's working directory.
@@ -66,5 +69,6 @@ func DefaultConfig() Config {
 		Git:               gitws.DefaultConfig(),
 		ReviewDiffChars:   DefaultReviewDiffChars,
 		Agents:            cli.DefaultSettings(),
+		TranscriptMaxMB:   agent.DefaultTranscriptMaxBytes >> 20,
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/ralph-temporal/ralph/agent"
+	"github.com/ralph-temporal/ralph/internal/readable"
 	"github.com/ralph-temporal/ralph/internal/tracing"
 	"github.com/ralph-temporal/ralph/usage"
 )
@@ -236,7 +237,9 @@ func (a *Activities) openTranscript(ctx context.Context, workspace, name string)
 			activity.GetLogger(ctx).Error("The session's transcript is missing or incomplete", "transcript", path, "error", err)
 		}
 	}
-	return agent.NewTranscript(f, a.cfg.Agent.APIKey), closeFile, path, nil
+	transcript := agent.NewTranscript(f, a.cfg.Agent.APIKey)
+	transcript.SetLimit(int64(a.cfg.TranscriptMaxMB) << 20)
+	return transcript, closeFile, path, nil
 }
 
 // roundDeadline is the session's own deadline: Temporal's deadline for this
@@ -257,13 +260,21 @@ func (a *Activities) roundError(ctx context.Context, err error, round int, detai
 	}
 	msg := agent.Redact(fmt.Sprintf("round %d: %v", round, err), a.cfg.Agent.APIKey)
 	switch {
-	case agent.IsChildFailure(err):
+	case agent.IsChildFailure(err), isUnreadable(err):
 		return temporal.NewNonRetryableApplicationError(msg, ErrTypeChildFailed, nil, details)
 	case agent.IsModelUnavailable(err):
 		return temporal.NewApplicationError(msg, ErrTypeModelUnavailable, details)
 	default:
 		return temporal.NewApplicationError(msg, ErrTypeRoundError, details)
 	}
+}
+
+// isUnreadable reports whether err is a workspace walk that met a directory
+// the worker could neither read nor make readable: the round cannot be
+// checked, and a retry would meet the same directory.
+func isUnreadable(err error) bool {
+	var re *readable.Error
+	return errors.As(err, &re)
 }
 
 // cancelError is what an attempt whose context ended returns: when the

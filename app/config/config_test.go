@@ -129,6 +129,12 @@ func TestLoadWorkerValues(t *testing.T) {
 					t.Errorf("got %+v", w)
 				}
 			}},
+		{"transcript cap", nil, MapEnv{"RALPH_TRANSCRIPT_MAX_MB": "3"},
+			func(t *testing.T, w Worker) {
+				if w.Activities.TranscriptMaxMB != 3 {
+					t.Errorf("TranscriptMaxMB = %d, want 3", w.Activities.TranscriptMaxMB)
+				}
+			}},
 		{"protected paths and the reviewer", []string{"--review-model", "judge"},
 			MapEnv{"RALPH_PROTECTED_PATHS": " tests/**, !tests/fixtures/** ,verify.sh,", "RALPH_REVIEW": "on", "RALPH_REVIEW_DIFF_CHARS": "1000"},
 			func(t *testing.T, w Worker) {
@@ -231,6 +237,8 @@ func TestLoadWorkerErrors(t *testing.T) {
 		{"review", nil, MapEnv{"RALPH_REVIEW": "yes"}, []string{"RALPH_REVIEW", `"yes"`, "off, on"}},
 		{"protected pattern", nil, MapEnv{"RALPH_PROTECTED_PATHS": "tests/**,[z-a"}, []string{"RALPH_PROTECTED_PATHS", "[z-a", "not a valid gitignore pattern"}},
 		{"review diff chars", nil, MapEnv{"RALPH_REVIEW_DIFF_CHARS": "0"}, []string{"RALPH_REVIEW_DIFF_CHARS", `"0"`}},
+		{"transcript cap", nil, MapEnv{"RALPH_TRANSCRIPT_MAX_MB": "0"}, []string{"RALPH_TRANSCRIPT_MAX_MB", `"0"`}},
+		{"transcript cap not a number", []string{"--transcript-max-mb=1g"}, MapEnv{}, []string{"--transcript-max-mb", `"1g"`}},
 		{"heartbeat vs round timeout", nil, MapEnv{"RALPH_HEARTBEAT_TIMEOUT_SECONDS": "60", "RALPH_ROUND_TIMEOUT_SECONDS": "60"},
 			[]string{"RALPH_HEARTBEAT_TIMEOUT_SECONDS", "RALPH_ROUND_TIMEOUT_SECONDS"}},
 		{"bad base url", nil, MapEnv{"OPENAI_BASE_URL": "localhost:8080"}, []string{"OPENAI_BASE_URL", "localhost:8080"}},

@@ -277,6 +277,8 @@ func workerSettings() []setting {
 			intp: func(w *Worker) *int { return &w.Activities.Sandbox.WorkspaceMaxMB }},
 		{flag: "min-free-mb", env: "RALPH_MIN_FREE_MB", usage: "MB kept free on the file systems of the workspaces and the session directory; a command past it is killed",
 			intp: func(w *Worker) *int { return &w.Activities.Sandbox.MinFreeMB }},
+		{flag: "transcript-max-mb", env: "RALPH_TRANSCRIPT_MAX_MB", usage: "MB one round attempt's transcript may hold; past it one line says what was left out",
+			intp: func(w *Worker) *int { return &w.Activities.TranscriptMaxMB }},
 		{flag: "sandbox-hide", env: "RALPH_SANDBOX_HIDE", usage: "':'-separated paths made invisible to commands",
 			listp: func(w *Worker) *[]string { return &w.Activities.Sandbox.Hide }},
 		{flag: "sandbox-share", env: "RALPH_SANDBOX_SHARE", usage: "':'-separated paths mounted read-write into the sandbox (shared caches)",

@@ -18,7 +18,11 @@ import (
 //   - every mount system call, the key management calls, BPF, perf events,
 //     setns;
 //   - ptrace attach and seize: a command traces only what it starts itself
-//     (PTRACE_TRACEME, as gdb's run and strace's fallback do).
+//     (PTRACE_TRACEME, as gdb's run and strace's fallback do);
+//   - process_vm_readv and process_vm_writev, which reach another process's
+//     memory with no attach, only the kernel's access check (bubblewrap's
+//     pid 1 runs as the command's uid). A debugger of its own children
+//     reads them through ptrace instead.
 
 // seccompData offsets (struct seccomp_data: nr, arch, ip, args[6]). The
 // low half of an argument comes first on the little-endian machines the
@@ -35,6 +39,7 @@ var deniedSyscalls = []uint32{
 	unix.SYS_FSOPEN, unix.SYS_FSCONFIG, unix.SYS_FSMOUNT, unix.SYS_FSPICK, unix.SYS_MOUNT_SETATTR,
 	unix.SYS_KEYCTL, unix.SYS_ADD_KEY, unix.SYS_REQUEST_KEY,
 	unix.SYS_BPF, unix.SYS_PERF_EVENT_OPEN, unix.SYS_SETNS,
+	unix.SYS_PROCESS_VM_READV, unix.SYS_PROCESS_VM_WRITEV,
 }
 
 // bpfProgram assembles the filter's classic BPF instructions.
