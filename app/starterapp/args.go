@@ -52,23 +52,14 @@ func usagef(format string, args ...any) error {
 	return &usageError{msg: fmt.Sprintf(format, args...)}
 }
 
-// parseArgs parses a whole command line (without the program name).
+// parseArgs parses a whole command line (without the program name) in
+// steps: which command, its flags, its workflow id, its counts, its own check.
 func parseArgs(args []string, env config.Env, stdin io.Reader, stderr io.Writer) (command, error) {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, topUsage())
-		return command{}, usagef("a command is required (%s)", commandList())
+	d, err := pickCommand(args, stderr)
+	if err != nil {
+		return command{}, err
 	}
-	name := args[0]
-	switch name {
-	case "-h", "--help", "-help", "help":
-		fmt.Fprint(stderr, topUsage())
-		return command{}, flag.ErrHelp
-	}
-	d, ok := lookupCommand(name)
-	if !ok {
-		return command{}, usagef("unknown command %q (want %s; see starter --help)", name, commandList())
-	}
-	cmd := command{name: name}
+	cmd := command{name: d.name}
 	counts := make(map[string]*string)
 	fs, shared := d.flagSet(&cmd, counts)
 	fs.SetOutput(stderr)
@@ -76,71 +67,21 @@ func parseArgs(args []string, env config.Env, stdin io.Reader, stderr io.Writer)
 		fmt.Fprint(stderr, d.usageHead())
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args[1:]); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return command{}, err
-		}
-		return command{}, &usageError{msg: err.Error()}
-	}
-
-	// Flags may also follow the workflow id ("stop ralph-w --reason x").
-	var rest []string
-	for args := fs.Args(); len(args) > 0; args = fs.Args() {
-		rest = append(rest, args[0])
-		if err := fs.Parse(args[1:]); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return command{}, err
-			}
-			return command{}, &usageError{msg: err.Error()}
-		}
-	}
-	switch {
-	case d.starts && len(rest) > 0:
-		return command{}, usagef("unexpected argument %q (give the objective with --objective)", rest[0])
-	case !d.starts && len(rest) > 1:
-		return command{}, usagef("unexpected argument %q (give one workflow id)", rest[1])
-	case !d.starts && len(rest) == 1:
-		if cmd.workflowID != "" && cmd.workflowID != rest[0] {
-			return command{}, usagef("two workflow ids: --workflow-id %q and %q", cmd.workflowID, rest[0])
-		}
-		cmd.workflowID = rest[0]
-	}
-
-	cfg, err := shared.Resolve(env)
+	rest, err := parseInterleaved(fs, args[1:])
 	if err != nil {
+		return command{}, err
+	}
+	if err := takeArguments(&cmd, d, rest); err != nil {
+		return command{}, err
+	}
+	if cmd.cfg, err = shared.Resolve(env); err != nil {
 		return command{}, &usageError{msg: err.Error()}
 	}
-	cmd.cfg = cfg
-
-	if cmd.workspace != "" {
-		if err := workflows.CheckWorkspace(cmd.workspace); err != nil {
-			var ie *workflows.InputError
-			if errors.As(err, &ie) {
-				return command{}, usagef("--workspace: %s", ie.Problem)
-			}
-			return command{}, usagef("--workspace: %v", err)
-		}
+	if err := resolveWorkflowID(&cmd, d); err != nil {
+		return command{}, err
 	}
-	cmd.workflowID = strings.TrimSpace(cmd.workflowID)
-	if cmd.workflowID == "" {
-		if cmd.workspace == "" {
-			if d.starts {
-				return command{}, usagef("--workspace is required (the run's directory under the worker's workspace root; the workflow id defaults to ralph-<workspace>), or give --workflow-id")
-			}
-			return command{}, usagef("which run? give --workflow-id, --workspace, or the workflow id as the argument")
-		}
-		cmd.workflowID = DefaultWorkflowID(cmd.workspace)
-	}
-
-	for _, f := range d.flags {
-		if f.count == nil || *counts[f.name] == "" {
-			continue
-		}
-		n, err := config.ParsePositiveInt("--"+f.name, *counts[f.name])
-		if err != nil {
-			return command{}, &usageError{msg: err.Error()}
-		}
-		*f.count(&cmd) = n
+	if err := parseCounts(&cmd, d, counts); err != nil {
+		return command{}, err
 	}
 	if d.check != nil {
 		if err := d.check(&cmd, fs, stdin); err != nil {
@@ -148,6 +89,101 @@ func parseArgs(args []string, env config.Env, stdin io.Reader, stderr io.Writer)
 		}
 	}
 	return cmd, nil
+}
+
+// pickCommand finds the declared command args[0] names (help is ErrHelp).
+func pickCommand(args []string, stderr io.Writer) (commandDecl, error) {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, topUsage())
+		return commandDecl{}, usagef("a command is required (%s)", commandList())
+	}
+	switch args[0] {
+	case "-h", "--help", "-help", "help":
+		fmt.Fprint(stderr, topUsage())
+		return commandDecl{}, flag.ErrHelp
+	}
+	d, ok := lookupCommand(args[0])
+	if !ok {
+		return commandDecl{}, usagef("unknown command %q (want %s; see starter --help)", args[0], commandList())
+	}
+	return d, nil
+}
+
+// parseInterleaved parses flags that may also follow the positional
+// arguments ("stop ralph-w --reason x") and returns the positional ones.
+func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
+	var rest []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, err
+			}
+			return nil, &usageError{msg: err.Error()}
+		}
+		if fs.NArg() == 0 {
+			return rest, nil
+		}
+		rest = append(rest, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+}
+
+// takeArguments: a command that starts a run takes none; the others take
+// at most one, the workflow id.
+func takeArguments(cmd *command, d commandDecl, rest []string) error {
+	switch {
+	case d.starts && len(rest) > 0:
+		return usagef("unexpected argument %q (give the objective with --objective)", rest[0])
+	case !d.starts && len(rest) > 1:
+		return usagef("unexpected argument %q (give one workflow id)", rest[1])
+	case !d.starts && len(rest) == 1:
+		if cmd.workflowID != "" && cmd.workflowID != rest[0] {
+			return usagef("two workflow ids: --workflow-id %q and %q", cmd.workflowID, rest[0])
+		}
+		cmd.workflowID = rest[0]
+	}
+	return nil
+}
+
+// resolveWorkflowID checks --workspace and derives the workflow id from it
+// when none was given.
+func resolveWorkflowID(cmd *command, d commandDecl) error {
+	if cmd.workspace != "" {
+		if err := workflows.CheckWorkspace(cmd.workspace); err != nil {
+			var ie *workflows.InputError
+			if errors.As(err, &ie) {
+				return usagef("--workspace: %s", ie.Problem)
+			}
+			return usagef("--workspace: %v", err)
+		}
+	}
+	cmd.workflowID = strings.TrimSpace(cmd.workflowID)
+	if cmd.workflowID != "" {
+		return nil
+	}
+	if cmd.workspace == "" {
+		if d.starts {
+			return usagef("--workspace is required (the run's directory under the worker's workspace root; the workflow id defaults to ralph-<workspace>), or give --workflow-id")
+		}
+		return usagef("which run? give --workflow-id, --workspace, or the workflow id as the argument")
+	}
+	cmd.workflowID = DefaultWorkflowID(cmd.workspace)
+	return nil
+}
+
+// parseCounts reads the positive integers the command's count flags were given.
+func parseCounts(cmd *command, d commandDecl, counts map[string]*string) error {
+	for _, f := range d.flags {
+		if f.count == nil || *counts[f.name] == "" {
+			continue
+		}
+		n, err := config.ParsePositiveInt("--"+f.name, *counts[f.name])
+		if err != nil {
+			return &usageError{msg: err.Error()}
+		}
+		*f.count(cmd) = n
+	}
+	return nil
 }
 
 // checkStart completes and checks what a command that starts a run was
