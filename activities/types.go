@@ -86,6 +86,11 @@ type Limits struct {
 	// MaxPauseHours ends a run paused longer (stopped); 0 (histories from
 	// before it) means a pause has no end.
 	MaxPauseHours int `json:"maxPauseHours,omitempty"`
+	// UpgradeOnTargetChange: the run is pinned (RALPH_VERSIONING_BEHAVIOR=
+	// pinned on a versioned worker) and continues as new onto a changed
+	// target version at a round boundary, a pause or a wait; false in
+	// histories from before it and for auto-upgrade runs.
+	UpgradeOnTargetChange bool `json:"upgradeOnTargetChange,omitempty"`
 }
 
 // Deferrals reports whether rounds may end as deferred under these limits.

@@ -41,6 +41,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/ralph-temporal/ralph/activities"
+	"github.com/ralph-temporal/ralph/app/config"
 	"github.com/ralph-temporal/ralph/app/workerapp"
 	"github.com/ralph-temporal/ralph/devenv/temporalserver"
 	"github.com/ralph-temporal/ralph/internal/buildid"
@@ -312,7 +313,7 @@ func record(parent, name, only string) error {
 	w := worker.New(c, taskQueue, worker.Options{
 		MaxHeartbeatThrottleInterval: workerapp.HeartbeatThrottle, DefaultHeartbeatThrottleInterval: workerapp.HeartbeatThrottle,
 	})
-	workerapp.Register(w, acts)
+	workerapp.Register(w, acts, config.BehaviorPinned)
 	if err := w.Start(); err != nil {
 		return fmt.Errorf("start the worker: %w", err)
 	}
