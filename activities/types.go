@@ -134,6 +134,10 @@ type RoundInput struct {
 	// (git modes; "" before the first). A workspace whose HEAD holds later
 	// rounds of this run was rewound: the round restores this checkpoint.
 	Checkpoint string `json:"checkpoint,omitempty"`
+	// Rewound: the run was rewound (starter rewind) to just after the round
+	// whose checkpoint this is; the round's first attempt restores it even
+	// when HEAD is already there, saving what the work tree holds.
+	Rewound bool `json:"rewound,omitempty"`
 	// ProtectedPaths are pattern sets (the deployment's, the run's), each
 	// evaluated on its own; a path any set protects is protected.
 	ProtectedPaths [][]string `json:"protectedPaths,omitempty"`

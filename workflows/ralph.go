@@ -82,6 +82,9 @@ type loop struct {
 	firstRequestTokens int
 	// roundsThisRun counts the rounds this workflow run started.
 	roundsThisRun int
+	// rewound: a SignalRewound arrived; the next round session restores
+	// the checkpoint (see takeRewind).
+	rewound bool
 }
 
 // begin resolves the deployment limits (recorded in history) and validates a
@@ -220,6 +223,7 @@ func (l *loop) run(ctx workflow.Context, continued bool) (*Result, error) {
 // beforeRound holds a paused run and ends the run before round when a stop
 // is pending or a budget cannot pay for the round (a nil result: go on).
 func (l *loop) beforeRound(ctx workflow.Context, round int) (*Result, error) {
+	l.takeRewind(ctx)
 	if res, err := l.waitWhilePaused(ctx, round-1); res != nil || err != nil {
 		if err != nil && !workflow.IsContinueAsNewError(err) {
 			return nil, l.cancelled(ctx, round-1, err)
@@ -365,7 +369,9 @@ func (l *loop) runRound(ctx workflow.Context, round int) (activities.RoundOutput
 		TokenBudget: l.budget.tokensLeft(l.usage), RunDeadline: l.budget.Deadline,
 		ProtectedPaths: l.protectedSets(),
 		Deferrable:     l.limits.Deferrals(),
+		Rewound:        l.rewound,
 	}
+	l.rewound = false
 	if l.checkpoint != nil {
 		in.Checkpoint = l.checkpoint.Commit
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 	commonpb "go.temporal.io/api/common/v1"
 	enumspb "go.temporal.io/api/enums/v1"
+	workflowpb "go.temporal.io/api/workflow/v1"
 	"go.temporal.io/api/workflowservice/v1"
 
 	"github.com/ralph-temporal/ralph/activities"
@@ -79,6 +80,11 @@ func (s *session) rewind(ctx context.Context) int {
 	}
 	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
+	told, err := s.rewoundSignal(rctx, id, runID, k, d.RawResponse.GetPendingActivities())
+	if err != nil {
+		s.errorf("rewind workflow %s: %v", id, err)
+		return ExitFailed
+	}
 	resp, err := s.c.ResetWorkflowExecution(rctx, &workflowservice.ResetWorkflowExecutionRequest{
 		Namespace:                 s.namespace,
 		WorkflowExecution:         &commonpb.WorkflowExecution{WorkflowId: id, RunId: runID},
@@ -90,7 +96,8 @@ func (s *session) rewind(ctx context.Context) int {
 		// deprecated in favour of exclude types, but servers from 1.2x on
 		// honour it and it says "none" in one word.)
 		//lint:ignore SA1019 see above
-		ResetReapplyType: enumspb.RESET_REAPPLY_TYPE_NONE,
+		ResetReapplyType:    enumspb.RESET_REAPPLY_TYPE_NONE,
+		PostResetOperations: []*workflowpb.PostResetOperation{told},
 	})
 	if err != nil {
 		s.errorf("reset workflow %s to after round %d: %v", id, k, err)
@@ -160,4 +167,34 @@ func (s *session) roundsOf(ctx context.Context, id, runID string) (runRounds, er
 		checkpointed = true
 	}
 	return runRounds{points: points, current: current, checkpointed: checkpointed}, nil
+}
+
+// rewoundSignal is the reset's post-reset operation: workflows.SignalRewound
+// with what the run spent before the reset — its status usage plus what a
+// running round's last heartbeat reported — so the reset run keeps counting
+// it (the signal lands in its history before its first workflow task).
+func (s *session) rewoundSignal(ctx context.Context, id, runID string, k int, pending []*workflowpb.PendingActivityInfo) (*workflowpb.PostResetOperation, error) {
+	v, err := s.c.QueryWorkflow(ctx, id, runID, workflows.StatusQueryName)
+	var st workflows.Status
+	if err == nil {
+		err = v.Get(&st)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read what the run spent (status query; a worker must be polling): %w", err)
+	}
+	spent := st.Usage
+	for _, p := range pending {
+		var hb activities.HeartbeatDetails
+		if p.GetActivityType().GetName() == activities.RunRoundName && p.GetHeartbeatDetails() != nil &&
+			s.dc.FromPayloads(p.GetHeartbeatDetails(), &hb) == nil {
+			spent = spent.Add(hb.Usage)
+		}
+	}
+	input, err := s.dc.ToPayloads(workflows.RewoundSignal{Round: k, Usage: spent})
+	if err != nil {
+		return nil, fmt.Errorf("encode the rewound signal: %w", err)
+	}
+	return &workflowpb.PostResetOperation{Variant: &workflowpb.PostResetOperation_SignalWorkflow_{
+		SignalWorkflow: &workflowpb.PostResetOperation_SignalWorkflow{SignalName: workflows.SignalRewound, Input: input},
+	}}, nil
 }

@@ -1,0 +1,38 @@
+package workflows
+
+import (
+	"testing"
+	"time"
+
+	"github.com/ralph-temporal/ralph/usage"
+)
+
+// What a rewound run spent before its reset (SignalRewound) stays in its
+// usage and its token budget, and only the next round's input says rewound.
+func TestRewoundSignalKeepsWhatWasSpent(t *testing.T) {
+	s := &script{}
+	env := newEnv(t, testLimits(), s)
+	slowRounds(env, s, 10*time.Minute)
+	spent := usage.Usage{ModelCalls: 9, ToolCalls: 20, PromptTokens: 800, CompletionTokens: 100}
+	env.RegisterDelayedCallback(func() {
+		env.SignalWorkflow(SignalRewound, RewoundSignal{Round: 1, Usage: spent})
+	}, 5*time.Minute)
+	res, err := execute(t, env, `{"objective":"fix it","maxRounds":3,"maxTokens":100000}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.inputs) != 3 {
+		t.Fatalf("%d rounds", len(s.inputs))
+	}
+	rewound := []bool{s.inputs[0].Rewound, s.inputs[1].Rewound, s.inputs[2].Rewound}
+	if rewound[0] || !rewound[1] || rewound[2] {
+		t.Fatalf("rewound per round = %v, want only round 2", rewound)
+	}
+	if got := s.inputs[1].TokenBudget; got != 100000-900 {
+		t.Fatalf("round 2's token budget = %d, want %d (what was spent before the reset counts)", got, 100000-900)
+	}
+	round := usage.Usage{ModelCalls: 2, ToolCalls: 3, PromptTokens: 100, CompletionTokens: 10}
+	if want := spent.Add(round).Add(round); res.Usage != want {
+		t.Fatalf("usage = %+v, want %+v", res.Usage, want)
+	}
+}
