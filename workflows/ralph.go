@@ -82,9 +82,6 @@ type loop struct {
 	firstRequestTokens int
 	// roundsThisRun counts the rounds this workflow run started.
 	roundsThisRun int
-	// rewound: a SignalRewound arrived; the next round session restores
-	// the checkpoint (see takeRewind).
-	rewound bool
 }
 
 // begin resolves the deployment limits (recorded in history) and validates a
@@ -369,9 +366,8 @@ func (l *loop) runRound(ctx workflow.Context, round int) (activities.RoundOutput
 		TokenBudget: l.budget.tokensLeft(l.usage), RunDeadline: l.budget.Deadline,
 		ProtectedPaths: l.protectedSets(),
 		Deferrable:     l.limits.Deferrals(),
-		Rewound:        l.rewound,
+		Rewound:        resetRun(ctx),
 	}
-	l.rewound = false
 	if l.checkpoint != nil {
 		in.Checkpoint = l.checkpoint.Commit
 	}

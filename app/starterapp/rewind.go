@@ -13,6 +13,7 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 
 	"github.com/ralph-temporal/ralph/activities"
+	"github.com/ralph-temporal/ralph/usage"
 	"github.com/ralph-temporal/ralph/workflows"
 )
 
@@ -80,7 +81,7 @@ func (s *session) rewind(ctx context.Context) int {
 	}
 	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	told, err := s.rewoundSignal(rctx, id, runID, k, d.RawResponse.GetPendingActivities())
+	spent, err := s.spentBefore(rctx, id, runID, d.RawResponse.GetPendingActivities())
 	if err != nil {
 		s.errorf("rewind workflow %s: %v", id, err)
 		return ExitFailed
@@ -96,11 +97,16 @@ func (s *session) rewind(ctx context.Context) int {
 		// deprecated in favour of exclude types, but servers from 1.2x on
 		// honour it and it says "none" in one word.)
 		//lint:ignore SA1019 see above
-		ResetReapplyType:    enumspb.RESET_REAPPLY_TYPE_NONE,
-		PostResetOperations: []*workflowpb.PostResetOperation{told},
+		ResetReapplyType: enumspb.RESET_REAPPLY_TYPE_NONE,
 	})
 	if err != nil {
 		s.errorf("reset workflow %s to after round %d: %v", id, k, err)
+		return ExitFailed
+	}
+	// Servers up to 1.29 refuse a signal as a post-reset operation, so it
+	// follows the reset; the run counts it from its next budget check.
+	if err := s.c.SignalWorkflow(rctx, id, resp.GetRunId(), workflows.SignalRewound, workflows.RewoundSignal{Round: k, Usage: spent}); err != nil {
+		s.errorf("workflow %s was rewound, but what it spent after round %d (%d tokens) could not be handed to it: %v", id, k, spent.PromptTokens+spent.CompletionTokens, err)
 		return ExitFailed
 	}
 	s.infof("workflow %s rewound to just after round %d (reset at event %d of run %s); it goes on at round %d", id, k, point, runID, k+1)
@@ -169,18 +175,16 @@ func (s *session) roundsOf(ctx context.Context, id, runID string) (runRounds, er
 	return runRounds{points: points, current: current, checkpointed: checkpointed}, nil
 }
 
-// rewoundSignal is the reset's post-reset operation: workflows.SignalRewound
-// with what the run spent before the reset — its status usage plus what a
-// running round's last heartbeat reported — so the reset run keeps counting
-// it (the signal lands in its history before its first workflow task).
-func (s *session) rewoundSignal(ctx context.Context, id, runID string, k int, pending []*workflowpb.PendingActivityInfo) (*workflowpb.PostResetOperation, error) {
+// spentBefore is what the run spent before the reset: its status usage
+// plus what a running round's last heartbeat reported.
+func (s *session) spentBefore(ctx context.Context, id, runID string, pending []*workflowpb.PendingActivityInfo) (usage.Usage, error) {
 	v, err := s.c.QueryWorkflow(ctx, id, runID, workflows.StatusQueryName)
 	var st workflows.Status
 	if err == nil {
 		err = v.Get(&st)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("read what the run spent (status query; a worker must be polling): %w", err)
+		return usage.Usage{}, fmt.Errorf("read what the run spent (status query; a worker must be polling): %w", err)
 	}
 	spent := st.Usage
 	for _, p := range pending {
@@ -190,11 +194,5 @@ func (s *session) rewoundSignal(ctx context.Context, id, runID string, k int, pe
 			spent = spent.Add(hb.Usage)
 		}
 	}
-	input, err := s.dc.ToPayloads(workflows.RewoundSignal{Round: k, Usage: spent})
-	if err != nil {
-		return nil, fmt.Errorf("encode the rewound signal: %w", err)
-	}
-	return &workflowpb.PostResetOperation{Variant: &workflowpb.PostResetOperation_SignalWorkflow_{
-		SignalWorkflow: &workflowpb.PostResetOperation_SignalWorkflow{SignalName: workflows.SignalRewound, Input: input},
-	}}, nil
+	return spent, nil
 }
