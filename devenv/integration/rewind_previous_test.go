@@ -18,13 +18,13 @@ import (
 func TestRealStackRewindToThePreviousRound(t *testing.T) {
 	e := newEnv(t, agentScript(func(tn turn) fakeopenai.Response {
 		switch {
-		case tn.Session == 1 && tn.Step() == 0:
+		case tn.Round() == 1 && tn.Step() == 0:
 			return tool("write_file", map[string]string{"path": "one.txt", "content": "round 1\n"})
-		case tn.Session == 1:
+		case tn.Round() == 1:
 			return submit(continueArgs("round 1 done", "go on"))
-		case tn.Session == 2 && tn.Step() == 0:
+		case tn.Session == 1 && tn.Step() == 0:
 			return tool("write_file", map[string]string{"path": "partial.txt", "content": "uncommitted\n"})
-		case tn.Session == 2:
+		case tn.Session == 1:
 			return tool("run_command", map[string]any{"command": "echo started > started.txt; sleep 300"})
 		default:
 			return submit(completeArgs("finished after the rewind", "one.txt exists"))
