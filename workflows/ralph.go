@@ -485,6 +485,7 @@ func (l *loop) roundOptions(summary string) workflow.ActivityOptions {
 }
 
 func (l *loop) finish(ctx workflow.Context, outcome string, rounds int) *Result {
+	l.takeRewind(ctx) // what a rewound run spent before its reset is in its result
 	l.stop(ctx, outcome, rounds)
 	return &Result{Status: outcome, RoundsStarted: rounds, Report: l.last, Usage: l.usage, Checkpoint: l.checkpoint}
 }
