@@ -58,9 +58,10 @@ func TestRealStackRewindToThePreviousRound(t *testing.T) {
 	if got := gitOut(t, ws, "show", ref+":partial.txt"); got != "uncommitted" {
 		t.Fatalf("%s:partial.txt = %q, want the killed round's file", ref, got)
 	}
-	// Round 1: 2 model calls; the killed round 2: 2 (in its last heartbeat);
-	// the rewound round 2: 1. Without the killed round's: 3.
-	if res.Usage.ModelCalls < 5 {
+	// Round 1: 2 model calls; the rewound round 2: 1; the killed round 2:
+	// 1 or 2, as far as its last heartbeat got (it heartbeats soon after each
+	// model answer). Without the killed round's: 3.
+	if res.Usage.ModelCalls < 4 {
 		t.Fatalf("usage %+v: the killed round's model calls are not counted", res.Usage)
 	}
 }
