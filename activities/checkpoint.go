@@ -38,7 +38,7 @@ func (a *Activities) beginWorkspace(ctx context.Context, dir string, in RoundInp
 	info := activity.GetInfo(ctx)
 	w := &workspaceRound{git: a.git, dir: dir, logger: activity.GetLogger(ctx), tracing: a.cfg.Agent.Tracing, round: gitws.Round{
 		WorkflowID: info.WorkflowExecution.ID, Workspace: in.Workspace,
-		Round: in.Round, MaxRounds: in.MaxRounds, Attempt: int(info.Attempt), Checkpoint: in.Checkpoint,
+		Round: in.Round, MaxRounds: in.MaxRounds, Attempt: int(info.Attempt), Checkpoint: in.Checkpoint, Rewound: in.Rewound,
 	}}
 	var err error
 	if w.git == nil {

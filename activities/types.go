@@ -86,6 +86,11 @@ type Limits struct {
 	// MaxPauseHours ends a run paused longer (stopped); 0 (histories from
 	// before it) means a pause has no end.
 	MaxPauseHours int `json:"maxPauseHours,omitempty"`
+	// UpgradeOnTargetChange: the run is pinned (RALPH_VERSIONING_BEHAVIOR=
+	// pinned on a versioned worker) and continues as new onto a changed
+	// target version at a round boundary, a pause or a wait; false in
+	// histories from before it and for auto-upgrade runs.
+	UpgradeOnTargetChange bool `json:"upgradeOnTargetChange,omitempty"`
 }
 
 // Deferrals reports whether rounds may end as deferred under these limits.
@@ -129,6 +134,10 @@ type RoundInput struct {
 	// (git modes; "" before the first). A workspace whose HEAD holds later
 	// rounds of this run was rewound: the round restores this checkpoint.
 	Checkpoint string `json:"checkpoint,omitempty"`
+	// Rewound: the run was rewound (starter rewind) to just after the round
+	// whose checkpoint this is; the round's first attempt restores it even
+	// when HEAD is already there, saving what the work tree holds.
+	Rewound bool `json:"rewound,omitempty"`
 	// ProtectedPaths are pattern sets (the deployment's, the run's), each
 	// evaluated on its own; a path any set protects is protected.
 	ProtectedPaths [][]string `json:"protectedPaths,omitempty"`

@@ -135,6 +135,25 @@ func TestComposeMountsTheTestedServerConfig(t *testing.T) {
 	}
 }
 
+// A rebuilt worker replaces the old one (one build at a time), so it must
+// become current and take the running runs: otherwise `docker compose up -d
+// --build` strands old runs on a build with no pollers and new ones on a
+// current version without workers.
+func TestComposeUpgradeNeverStrandsARun(t *testing.T) {
+	c := loadCompose(t)
+	want := map[string]string{"RALPH_SET_CURRENT": "always", "RALPH_VERSIONING_BEHAVIOR": "auto-upgrade"}
+	for _, name := range []string{"ralph-worker", "ralph-worker-remote"} {
+		env := c.Services[name].Environment
+		got := map[string]string{"RALPH_SET_CURRENT": env["RALPH_SET_CURRENT"], "RALPH_VERSIONING_BEHAVIOR": env["RALPH_VERSIONING_BEHAVIOR"]}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: %v, want %v", name, got, want)
+		}
+		if v := env["RALPH_VERSIONING"]; v != "" && v != "on" {
+			t.Errorf("%s: RALPH_VERSIONING=%q", name, v)
+		}
+	}
+}
+
 func TestComposeWorkerSettings(t *testing.T) {
 	c := loadCompose(t)
 	w := c.Services["ralph-worker"]

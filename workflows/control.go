@@ -128,7 +128,7 @@ func (l *loop) waitWhilePaused(ctx workflow.Context, done int) (*Result, error) 
 	l.status.Phase = PhasePaused
 	workflow.SetCurrentDetails(ctx, fmt.Sprintf("Paused before round %d of %d", l.status.Round+1, l.maxRounds))
 	l.upsertVisibility(ctx)
-	res, err := l.awaitResume(ctx, done)
+	res, err := l.awaitResume(ctx, done, true)
 	if res == nil && err == nil && !l.control.stopRequested {
 		l.status.Phase = PhaseRunning
 	}
@@ -139,12 +139,16 @@ func (l *loop) waitWhilePaused(ctx workflow.Context, done int) (*Result, error) 
 // its time budget's deadline (budget-limited, time) and after
 // MaxPauseHours (stopped, with the reason saying so), so a forgotten pause
 // never keeps a run, and the build it runs on, for ever. done is the
-// rounds finished. Runs recorded before these ends wait as they did.
-func (l *loop) awaitResume(ctx workflow.Context, done int) (*Result, error) {
-	resumed := func() bool { return !l.control.paused || l.control.stopRequested }
+// rounds finished. Runs recorded before these ends wait as they did. With
+// upgrade, a pinned run whose target version changed continues as new (still
+// paused) before round done+1.
+func (l *loop) awaitResume(ctx workflow.Context, done int, upgrade bool) (*Result, error) {
+	resumed := func() bool {
+		return !l.control.paused || l.control.stopRequested || (upgrade && l.upgradeDue(ctx, done+1))
+	}
 	if workflow.GetVersion(ctx, versionPauseEnds, workflow.DefaultVersion, 1) == workflow.DefaultVersion ||
 		(l.limits.MaxPauseHours == 0 && l.budget.Deadline.IsZero()) {
-		return nil, workflow.Await(ctx, resumed)
+		return nil, l.upgradeAfterWait(ctx, done+1, upgrade, workflow.Await(ctx, resumed))
 	}
 	pausedAt := workflow.Now(ctx)
 	for {
@@ -166,7 +170,26 @@ func (l *loop) awaitResume(ctx workflow.Context, done int) (*Result, error) {
 		}
 		ok, err := workflow.AwaitWithTimeout(ctx, end.Sub(now), resumed)
 		if err != nil || ok {
-			return nil, err
+			return nil, l.upgradeAfterWait(ctx, done+1, upgrade, err)
 		}
 	}
+}
+
+// upgradeAfterWait is the continue-as-new of a wait that ended on a changed
+// target version (err when the wait itself failed, nil otherwise).
+func (l *loop) upgradeAfterWait(ctx workflow.Context, next int, upgrade bool, err error) error {
+	if err == nil && upgrade && l.control.paused && !l.control.stopRequested && l.upgradeDue(ctx, next) {
+		return l.continueAsNew(ctx, next)
+	}
+	return err
+}
+
+// upgradeDue: a pinned run (the recorded limits say so) whose target
+// version changed moves to it with a continue-as-new before round next.
+// Only after a round of this run, and never before round 2, so a server that
+// ignores the upgrade on continue-as-new costs one continue-as-new per round,
+// not a loop of them.
+func (l *loop) upgradeDue(ctx workflow.Context, next int) bool {
+	return l.limits.UpgradeOnTargetChange && l.roundsThisRun > 0 && next >= 2 &&
+		workflow.GetInfo(ctx).GetTargetWorkerDeploymentVersionChanged()
 }

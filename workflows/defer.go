@@ -118,6 +118,9 @@ func (l *loop) waitDeferred(ctx workflow.Context, w deferredWork, d activities.D
 	l.status.WaitReason = d.Reason
 	defer func() { l.status.WaitingUntil, l.status.WaitReason = "", "" }()
 	shown := ""
+	// A round's wait (not a review's) may end in an upgrade: the round runs
+	// again on the new build.
+	upgrade := w.done < w.round
 	for {
 		if l.control.stopRequested {
 			return l.finishStopped(ctx, w.done), nil
@@ -125,6 +128,9 @@ func (l *loop) waitDeferred(ctx workflow.Context, w deferredWork, d activities.D
 		now := workflow.Now(ctx)
 		if limit := l.budget.exhausted(l.usage, now); limit != "" {
 			return l.finishBudget(ctx, limit, w.done), nil
+		}
+		if upgrade && l.upgradeDue(ctx, w.round) {
+			return nil, l.continueAsNew(ctx, w.round)
 		}
 		if l.control.paused {
 			if shown != PhasePaused {
@@ -134,11 +140,11 @@ func (l *loop) waitDeferred(ctx workflow.Context, w deferredWork, d activities.D
 					w.what, d.Reason, l.status.WaitingUntil))
 				l.upsertVisibility(ctx)
 			}
-			if res, err := l.awaitResume(ctx, w.done); res != nil || err != nil {
-				if err != nil {
+			if res, err := l.awaitResume(ctx, w.done, upgrade); res != nil || err != nil {
+				if err != nil && !workflow.IsContinueAsNewError(err) {
 					return nil, l.cancelled(ctx, w.done, err)
 				}
-				return res, nil
+				return res, err
 			}
 			continue
 		}
@@ -161,7 +167,7 @@ func (l *loop) waitDeferred(ctx workflow.Context, w deferredWork, d activities.D
 			end = l.budget.Deadline
 		}
 		if _, err := workflow.AwaitWithTimeout(ctx, end.Sub(now), func() bool {
-			return l.control.stopRequested || l.control.paused
+			return l.control.stopRequested || l.control.paused || (upgrade && l.upgradeDue(ctx, w.round))
 		}); err != nil {
 			return nil, l.cancelled(ctx, w.done, err)
 		}

@@ -80,6 +80,8 @@ type loop struct {
 	// firstRequestTokens is the prompt tokens of the last round's first
 	// request (0: unknown), for the token budget's floor.
 	firstRequestTokens int
+	// roundsThisRun counts the rounds this workflow run started.
+	roundsThisRun int
 }
 
 // begin resolves the deployment limits (recorded in history) and validates a
@@ -194,15 +196,15 @@ func (l *loop) run(ctx workflow.Context, continued bool) (*Result, error) {
 	if !continued || workflow.GetVersion(ctx, versionNoStartingUpsert, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
 		l.upsertVisibility(ctx)
 	}
-	roundsThisRun := 0
 	for round := l.nextRound; round <= l.maxRounds; round++ {
 		if res, err := l.beforeRound(ctx, round); res != nil || err != nil {
 			return res, err
 		}
-		if roundsThisRun >= l.limits.RoundsPerRun || (roundsThisRun > 0 && workflow.GetInfo(ctx).GetContinueAsNewSuggested()) {
+		if l.roundsThisRun >= l.limits.RoundsPerRun || (l.roundsThisRun > 0 && workflow.GetInfo(ctx).GetContinueAsNewSuggested()) ||
+			l.upgradeDue(ctx, round) {
 			return nil, l.continueAsNew(ctx, round)
 		}
-		roundsThisRun++
+		l.roundsThisRun++
 		out, res, err := l.playRound(ctx, round)
 		if err != nil || res != nil {
 			return res, err
@@ -218,11 +220,12 @@ func (l *loop) run(ctx workflow.Context, continued bool) (*Result, error) {
 // beforeRound holds a paused run and ends the run before round when a stop
 // is pending or a budget cannot pay for the round (a nil result: go on).
 func (l *loop) beforeRound(ctx workflow.Context, round int) (*Result, error) {
+	l.takeRewind(ctx)
 	if res, err := l.waitWhilePaused(ctx, round-1); res != nil || err != nil {
-		if err != nil {
+		if err != nil && !workflow.IsContinueAsNewError(err) {
 			return nil, l.cancelled(ctx, round-1, err)
 		}
-		return res, nil
+		return res, err
 	}
 	if l.control.stopRequested {
 		return l.finishStopped(ctx, round-1), nil
@@ -363,6 +366,7 @@ func (l *loop) runRound(ctx workflow.Context, round int) (activities.RoundOutput
 		TokenBudget: l.budget.tokensLeft(l.usage), RunDeadline: l.budget.Deadline,
 		ProtectedPaths: l.protectedSets(),
 		Deferrable:     l.limits.Deferrals(),
+		Rewound:        resetRun(ctx),
 	}
 	if l.checkpoint != nil {
 		in.Checkpoint = l.checkpoint.Commit
@@ -481,6 +485,7 @@ func (l *loop) roundOptions(summary string) workflow.ActivityOptions {
 }
 
 func (l *loop) finish(ctx workflow.Context, outcome string, rounds int) *Result {
+	l.takeRewind(ctx) // what a rewound run spent before its reset is in its result
 	l.stop(ctx, outcome, rounds)
 	return &Result{Status: outcome, RoundsStarted: rounds, Report: l.last, Usage: l.usage, Checkpoint: l.checkpoint}
 }

@@ -87,6 +87,10 @@ type Versioning struct {
 	BuildID string
 	// SetCurrent: SetCurrentIfNone, SetCurrentAlways or SetCurrentNever.
 	SetCurrent string
+	// Behavior: BehaviorAutoUpgrade (runs move to the current build at
+	// their next workflow task) or BehaviorPinned (runs stay on their build
+	// and continue as new onto a changed target at a round boundary).
+	Behavior string
 }
 
 // Values of RALPH_VERSIONING and RALPH_SET_CURRENT.
@@ -96,6 +100,8 @@ const (
 	SetCurrentIfNone      = "if-none"
 	SetCurrentAlways      = "always"
 	SetCurrentNever       = "never"
+	BehaviorAutoUpgrade   = "auto-upgrade"
+	BehaviorPinned        = "pinned"
 	DefaultDeploymentName = "ralph"
 )
 
@@ -135,7 +141,7 @@ func DefaultWorker() Worker {
 		ConnectTimeout:   DefaultConnectTimeout,
 		LogLevel:         slog.LevelInfo,
 		LogFormat:        "text",
-		Versioning:       Versioning{Mode: VersioningOn, DeploymentName: DefaultDeploymentName, SetCurrent: SetCurrentIfNone},
+		Versioning:       Versioning{Mode: VersioningOn, DeploymentName: DefaultDeploymentName, SetCurrent: SetCurrentIfNone, Behavior: BehaviorAutoUpgrade},
 	}
 }
 
@@ -345,7 +351,7 @@ func workerSettings() []setting {
 			strp: func(w *Worker) *string { return &w.Activities.Git.Author }},
 		{flag: "encryption-key-file", env: EnvEncryptionKeyFile, usage: "file of '<key id> <base64 32 bytes>' lines: encrypt payloads (first key), decrypt (all)",
 			strp: func(w *Worker) *string { return &w.Connection.EncryptionKeyFile }},
-		{flag: "versioning", env: "RALPH_VERSIONING", usage: "on: Worker Deployment Versioning, runs pinned to the build that started them; off: unversioned workers (servers without it)",
+		{flag: "versioning", env: "RALPH_VERSIONING", usage: "on: Worker Deployment Versioning (how runs move between builds: RALPH_VERSIONING_BEHAVIOR); off: unversioned workers (servers without it)",
 			custom: enum(func(w *Worker) *string { return &w.Versioning.Mode }, VersioningOn, VersioningOff),
 			def:    func(w *Worker) string { return w.Versioning.Mode }},
 		{flag: "deployment-name", env: "RALPH_DEPLOYMENT_NAME", usage: "Worker Deployment name; the worker's version is <deployment name>.<build id> (unset: TEMPORAL_DEPLOYMENT_NAME when Temporal's Worker Controller sets it)",
@@ -355,6 +361,9 @@ func workerSettings() []setting {
 		{flag: "set-current", env: "RALPH_SET_CURRENT", usage: "if-none: make this version current when the deployment has none; always; never (the worker logs the command that would)",
 			custom: enum(func(w *Worker) *string { return &w.Versioning.SetCurrent }, SetCurrentIfNone, SetCurrentAlways, SetCurrentNever),
 			def:    func(w *Worker) string { return w.Versioning.SetCurrent }},
+		{flag: "versioning-behavior", env: "RALPH_VERSIONING_BEHAVIOR", usage: "auto-upgrade: runs move to the deployment's current build at their next workflow task; pinned: runs stay on their build and continue as new onto a changed target version at a round boundary or during a pause or wait",
+			custom: enum(func(w *Worker) *string { return &w.Versioning.Behavior }, BehaviorAutoUpgrade, BehaviorPinned),
+			def:    func(w *Worker) string { return w.Versioning.Behavior }},
 		{flag: "metrics-address", env: "RALPH_METRICS_ADDRESS", usage: "host:port serving Prometheus /metrics (empty: off)",
 			strp: func(w *Worker) *string { return &w.MetricsAddress }},
 		{flag: "health-address", env: "RALPH_HEALTH_ADDRESS", usage: "host:port serving /healthz (alive) and /readyz (polling with a working sandbox, Temporal frontend reachable) for Kubernetes probes (empty: off)",
@@ -637,6 +646,8 @@ func (w *Worker) finish() error {
 			int(t.MaxCommandTimeout/time.Second), int(t.CommandTimeout/time.Second))
 	}
 	w.Activities.HeartbeatInterval = HeartbeatInterval(lim.HeartbeatTimeoutSeconds)
+	// Recorded with the limits, so a replay never depends on this worker's setting.
+	w.Activities.Limits.UpgradeOnTargetChange = w.Versioning.Mode == VersioningOn && w.Versioning.Behavior == BehaviorPinned
 	return w.Versioning.check()
 }
 

@@ -19,14 +19,14 @@ func TestVersioningFromWorkerController(t *testing.T) {
 		want Versioning
 	}{
 		{"controller", controller, nil,
-			Versioning{Mode: VersioningOn, DeploymentName: "ralph-prod/ralph-worker", BuildID: "v1-2-3-5d4f", SetCurrent: SetCurrentIfNone}},
+			Versioning{Mode: VersioningOn, DeploymentName: "ralph-prod/ralph-worker", BuildID: "v1-2-3-5d4f", SetCurrent: SetCurrentIfNone, Behavior: BehaviorAutoUpgrade}},
 		{"RALPH_ settings win", MapEnv{EnvControllerDeploymentName: "ralph-prod/ralph-worker", EnvControllerBuildID: "v1-2-3-5d4f",
 			"RALPH_DEPLOYMENT_NAME": "mine", "RALPH_BUILD_ID": "b7"}, nil,
-			Versioning{Mode: VersioningOn, DeploymentName: "mine", BuildID: "b7", SetCurrent: SetCurrentIfNone}},
+			Versioning{Mode: VersioningOn, DeploymentName: "mine", BuildID: "b7", SetCurrent: SetCurrentIfNone, Behavior: BehaviorAutoUpgrade}},
 		{"flags win", controller, []string{"--deployment-name", "flagged", "--build-id", "f1"},
-			Versioning{Mode: VersioningOn, DeploymentName: "flagged", BuildID: "f1", SetCurrent: SetCurrentIfNone}},
+			Versioning{Mode: VersioningOn, DeploymentName: "flagged", BuildID: "f1", SetCurrent: SetCurrentIfNone, Behavior: BehaviorAutoUpgrade}},
 		{"no controller", MapEnv{}, nil,
-			Versioning{Mode: VersioningOn, DeploymentName: DefaultDeploymentName, SetCurrent: SetCurrentIfNone}},
+			Versioning{Mode: VersioningOn, DeploymentName: DefaultDeploymentName, SetCurrent: SetCurrentIfNone, Behavior: BehaviorAutoUpgrade}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

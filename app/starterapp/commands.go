@@ -265,7 +265,7 @@ var commands = []commandDecl{
 		name:    cmdRewind,
 		summary: "reset a run to just after round K's report (--round K): it goes on at round K+1 with K's report as the handoff",
 		detail: "Resets the run (a Temporal reset, the reason recorded) to just after round K's report was accepted: " +
-			"the run goes on at round K+1 with round K's report as the handoff and its usage and budgets as they were then; " +
+			"the run goes on at round K+1 with round K's report as the handoff and its budgets as they were then, except that its usage keeps what the run spent since (the time deadline never moves); " +
 			"updates sent after that point are not reapplied. In git modes the next round first restores the workspace to " +
 			"round K's checkpoint and saves what was there on refs/ralph/abandoned/<workflow id>/rewind-<n>. " +
 			"K must be between 1 and the current round minus 1, and in the current run of the workflow (a round before the " +

@@ -9,9 +9,11 @@ import (
 	"github.com/google/uuid"
 	commonpb "go.temporal.io/api/common/v1"
 	enumspb "go.temporal.io/api/enums/v1"
+	workflowpb "go.temporal.io/api/workflow/v1"
 	"go.temporal.io/api/workflowservice/v1"
 
 	"github.com/ralph-temporal/ralph/activities"
+	"github.com/ralph-temporal/ralph/usage"
 	"github.com/ralph-temporal/ralph/workflows"
 )
 
@@ -79,6 +81,11 @@ func (s *session) rewind(ctx context.Context) int {
 	}
 	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
+	spent, err := s.spentBefore(rctx, id, runID, d.RawResponse.GetPendingActivities())
+	if err != nil {
+		s.errorf("rewind workflow %s: %v", id, err)
+		return ExitFailed
+	}
 	resp, err := s.c.ResetWorkflowExecution(rctx, &workflowservice.ResetWorkflowExecutionRequest{
 		Namespace:                 s.namespace,
 		WorkflowExecution:         &commonpb.WorkflowExecution{WorkflowId: id, RunId: runID},
@@ -94,6 +101,12 @@ func (s *session) rewind(ctx context.Context) int {
 	})
 	if err != nil {
 		s.errorf("reset workflow %s to after round %d: %v", id, k, err)
+		return ExitFailed
+	}
+	// Servers up to 1.29 refuse a signal as a post-reset operation, so it
+	// follows the reset; the run counts it from its next budget check.
+	if err := s.c.SignalWorkflow(rctx, id, resp.GetRunId(), workflows.SignalRewound, workflows.RewoundSignal{Round: k, Usage: spent}); err != nil {
+		s.errorf("workflow %s was rewound, but what it spent after round %d (%d tokens) could not be handed to it: %v", id, k, spent.PromptTokens+spent.CompletionTokens, err)
 		return ExitFailed
 	}
 	s.infof("workflow %s rewound to just after round %d (reset at event %d of run %s); it goes on at round %d", id, k, point, runID, k+1)
@@ -160,4 +173,26 @@ func (s *session) roundsOf(ctx context.Context, id, runID string) (runRounds, er
 		checkpointed = true
 	}
 	return runRounds{points: points, current: current, checkpointed: checkpointed}, nil
+}
+
+// spentBefore is what the run spent before the reset: its status usage
+// plus what a running round's last heartbeat reported.
+func (s *session) spentBefore(ctx context.Context, id, runID string, pending []*workflowpb.PendingActivityInfo) (usage.Usage, error) {
+	v, err := s.c.QueryWorkflow(ctx, id, runID, workflows.StatusQueryName)
+	var st workflows.Status
+	if err == nil {
+		err = v.Get(&st)
+	}
+	if err != nil {
+		return usage.Usage{}, fmt.Errorf("read what the run spent (status query; a worker must be polling): %w", err)
+	}
+	spent := st.Usage
+	for _, p := range pending {
+		var hb activities.HeartbeatDetails
+		if p.GetActivityType().GetName() == activities.RunRoundName && p.GetHeartbeatDetails() != nil &&
+			s.dc.FromPayloads(p.GetHeartbeatDetails(), &hb) == nil {
+			spent = spent.Add(hb.Usage)
+		}
+	}
+	return spent, nil
 }

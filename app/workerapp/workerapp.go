@@ -358,7 +358,7 @@ func (s *Started) startPolling(ctx context.Context, cfg config.Worker, setup wor
 		hooks.Options(&wopts)
 	}
 	w := worker.New(s.Client, cfg.TaskQueue, wopts)
-	Register(w, acts)
+	Register(w, acts, cfg.Versioning.Behavior)
 	if hooks.Register != nil {
 		hooks.Register(w)
 	}
@@ -397,12 +397,23 @@ func Options(cfg config.Worker, version *worker.WorkerDeploymentVersion) worker.
 
 // Register puts the workflow and the activities on w under their stable
 // names; the activities register themselves (one path for every worker).
-// The workflow is Pinned: on a versioned worker each run's tasks go only to
-// workers of the build that started it (unversioned workers ignore it).
-func Register(w worker.Registry, acts *activities.Activities) {
+// behavior is RALPH_VERSIONING_BEHAVIOR (unversioned workers ignore it).
+func Register(w worker.Registry, acts *activities.Activities, behavior string) {
 	w.RegisterWorkflowWithOptions(workflows.Ralph, workflow.RegisterOptions{Name: workflows.WorkflowName,
-		VersioningBehavior: workflow.VersioningBehaviorPinned})
+		VersioningBehavior: WorkflowBehavior(behavior)})
 	acts.Register(w)
+}
+
+// WorkflowBehavior is the SDK's versioning behavior for a
+// RALPH_VERSIONING_BEHAVIOR value: auto-upgrade moves a run to the current
+// build at its next workflow task (every workflow change is guarded by
+// workflow.GetVersion); pinned keeps each run's tasks on the build that
+// started it.
+func WorkflowBehavior(behavior string) workflow.VersioningBehavior {
+	if behavior == config.BehaviorPinned {
+		return workflow.VersioningBehaviorPinned
+	}
+	return workflow.VersioningBehaviorAutoUpgrade
 }
 
 // dialWithRetry keeps trying an unreachable server for up to timeout, so a

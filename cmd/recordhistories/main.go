@@ -29,7 +29,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -41,6 +40,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/ralph-temporal/ralph/activities"
+	"github.com/ralph-temporal/ralph/app/config"
 	"github.com/ralph-temporal/ralph/app/workerapp"
 	"github.com/ralph-temporal/ralph/devenv/temporalserver"
 	"github.com/ralph-temporal/ralph/internal/buildid"
@@ -99,147 +99,15 @@ type scenario struct {
 	continues bool
 	// stopWhenWaiting sends a stop once the run waits after a deferred round.
 	stopWhenWaiting bool
+	// script plays the model for this scenario's requests (nil: every round
+	// hands off with continue); play finds it by the scenario's tag.
+	script func(req fakeopenai.Request) fakeopenai.Response
 }
 
 // update is one operator update a scenario sends.
 type update struct {
 	name string
 	args []any
-}
-
-// scenarios are the recorded paths, one history file (or two, across a
-// continue-as-new) each.
-func scenarios() []scenario {
-	return []scenario{
-		{name: "complete", input: `{"objective":"scenario complete: write hello.txt","maxRounds":4}`},
-		{name: "blocked", input: `{"objective":"scenario blocked: needs a secret"}`},
-		{name: "budget-limited", input: `{"objective":"scenario budget: never done","maxRounds":2}`},
-		{name: "round-failed", input: `{"objective":"scenario fail: 401 in round 2"}`},
-		{name: "cancelled", input: `{"objective":"scenario cancel: sleep"}`, cancel: true},
-		{name: "continue-as-new", input: `{"objective":"scenario long: four rounds","maxRounds":5}`, continues: true},
-		{name: "invalid-input", input: `{"objective":"x","maxRounds":2.5}`},
-		{name: "verified", input: `{"objective":"scenario complete: write hello.txt","verifyCommand":"test -f hello.txt"}`},
-		{name: "stopped", input: `{"objective":"scenario steer: wait for release"}`,
-			updates: []update{{name: workflows.UpdateStop, args: []any{workflows.StopRequest{Reason: "recorded stop"}}}}},
-		{name: "paused-resumed", input: `{"objective":"scenario steer: wait for release","maxRounds":2}`,
-			updates: []update{{name: workflows.UpdatePause}, {name: workflows.UpdateResume}}},
-		{name: "budget-tokens", input: `{"objective":"scenario budget: never done","maxTokens":1000}`},
-		{name: "budget-idle", input: `{"objective":"scenario budget: never done"}`},
-		// Section 22: a deferred round and its durable wait, a stop during
-		// such a wait, a fallback model; and the budget floor (a round spends
-		// about 1,100 tokens here, its first request about 1,050: after two
-		// rounds the 300 left of 2,500 cannot pay for a third).
-		{name: "deferred", input: `{"objective":"scenario deferred: rate-limited once"}`},
-		{name: "deferred-stopped", input: `{"objective":"scenario deferred-stop: rate-limited for an hour"}`, stopWhenWaiting: true},
-		{name: "fallback", input: `{"objective":"scenario fallback: the primary is down"}`},
-		{name: "budget-floor", input: `{"objective":"scenario budget: never done","maxTokens":2500}`},
-		{name: "budget-time", input: `{"objective":"scenario slow: a round past the time budget","maxMinutes":1}`, slow: true},
-		{name: "invalid-report", input: `{"objective":"scenario invalid report"}`, queue: invalidReportQueue},
-		// Section 23 :
-		// the independent reviewer's two verdicts, under protected paths.
-		{name: "review-approve", input: `{"objective":"scenario review: write hello.txt","review":true,"protectedPaths":["tests/**"]}`},
-		{name: "review-revise", input: `{"objective":"scenario review revise: write hello.txt","review":true,"protectedPaths":["tests/**"],"maxRounds":3}`},
-		// Runs that last days: a review the provider deferred, a round whose
-		// hand-off the token budget forced (the run's last), a run extended
-		// and described while running, a pause that ends at the deadline.
-		{name: "review-deferred", input: `{"objective":"scenario review-deferred: write hello.txt","review":true}`},
-		{name: "budget-forced", input: `{"objective":"scenario budget: never done","maxTokens":1200}`},
-		{name: "extended", input: `{"objective":"scenario steer: wait for release","maxRounds":1}`,
-			updates: []update{{name: workflows.UpdateExtend, args: []any{json.RawMessage(`{"maxRounds":2}`)}}, {name: workflows.UpdateDescribe}}},
-		{name: "pause-deadline", input: `{"objective":"scenario steer: wait for release","maxMinutes":1}`,
-			updates: []update{{name: workflows.UpdatePause}}, slow: true},
-		// An objective one 4-byte character over the bound (as JSON) is refused.
-		{name: "objective-too-large", input: `{"objective":"` + strings.Repeat("𝄞", workflows.MaxObjectiveBytes/4+1) + `"}`},
-	}
-}
-
-// The recorded worker's model and its fallback.
-const (
-	primaryModel  = "scripted"
-	fallbackModel = "scripted-fallback"
-)
-
-// sessions counts the sessions each deferral scenario started.
-var sessions = struct {
-	sync.Mutex
-	n map[string]int
-}{n: map[string]int{}}
-
-func session(name string, step int) int {
-	sessions.Lock()
-	defer sessions.Unlock()
-	if step == 0 {
-		sessions.n[name]++
-	}
-	return sessions.n[name]
-}
-
-// play scripts the model for every scenario, keyed by the objective text.
-func play(req fakeopenai.Request) fakeopenai.Response {
-	prompt, round, step := req.Prompt(), req.Round(), req.Step()
-	cont := fakeopenai.ReportArgs{Status: "continue", Summary: fmt.Sprintf("round %d done", round), NextSteps: []string{"keep going"}}
-	done := fakeopenai.ReportArgs{Status: "complete", Summary: "hello.txt written", Evidence: []string{"hello.txt exists"}}
-	switch {
-	case strings.Contains(prompt, "scenario deferred:"):
-		// The first session is told to wait longer than the worker sleeps
-		// in a session (MaxRetryAfter is 1 s here): the round is deferred.
-		if session("deferred", step) == 1 {
-			return fakeopenai.RateLimited("3")
-		}
-		return fakeopenai.Tools(fakeopenai.SubmitReport(done))
-	case strings.Contains(prompt, "scenario deferred-stop"):
-		return fakeopenai.RateLimited("3600")
-	case strings.Contains(prompt, "scenario fallback"):
-		if req.Chat.Model == primaryModel {
-			return fakeopenai.Status(503, "the primary is overloaded")
-		}
-		return fakeopenai.Tools(fakeopenai.SubmitReport(done))
-	case req.IsReview() && strings.Contains(prompt, "scenario review-deferred") && session("review-deferred", step) == 1:
-		return fakeopenai.RateLimited("3")
-	case req.IsReview():
-		if strings.Contains(prompt, "scenario review revise") && round == 1 {
-			return fakeopenai.Tools(fakeopenai.SubmitReview(fakeopenai.ReviewArgs{Verdict: "revise", Summary: "hello.txt lacks a newline check",
-				Findings: []string{"Check that hello.txt ends with a newline"}}))
-		}
-		return fakeopenai.Tools(fakeopenai.SubmitReview(fakeopenai.ReviewArgs{Verdict: "approve", Summary: "hello.txt holds hello"}))
-	case strings.Contains(prompt, "scenario review"):
-		if step == 0 {
-			return fakeopenai.Tools(fakeopenai.CallJSON("run_command", map[string]any{"command": "printf 'hello\\n' > hello.txt && mkdir -p tests && echo weakened > tests/t.sh"}))
-		}
-		if step == 1 {
-			return fakeopenai.Tools(fakeopenai.SubmitReport(done)) // refused once: tests/t.sh is restored
-		}
-		return fakeopenai.Tools(fakeopenai.SubmitReport(done))
-	case strings.Contains(prompt, "scenario complete"):
-		if round == 1 && step == 0 {
-			return fakeopenai.Tools(fakeopenai.CallJSON("write_file", map[string]string{"path": "hello.txt", "content": "hello\n"}))
-		}
-		if round == 1 {
-			return fakeopenai.Tools(fakeopenai.SubmitReport(cont))
-		}
-		return fakeopenai.Tools(fakeopenai.SubmitReport(done))
-	case strings.Contains(prompt, "scenario blocked"):
-		return fakeopenai.Tools(fakeopenai.SubmitReport(fakeopenai.ReportArgs{Status: "blocked", Summary: "cannot continue", Blocker: "the deploy key is missing"}))
-	case strings.Contains(prompt, "scenario fail") && round == 2:
-		return fakeopenai.Status(401, "invalid api key")
-	case strings.Contains(prompt, "scenario cancel"):
-		if step == 0 {
-			return fakeopenai.Tools(fakeopenai.CallJSON("run_command", map[string]any{"command": "echo started > started.txt; sleep 120"}))
-		}
-		return fakeopenai.Tools(fakeopenai.SubmitReport(done))
-	case strings.Contains(prompt, "scenario steer") && step == 0:
-		return fakeopenai.Tools(fakeopenai.CallJSON("run_command", map[string]any{"command": fmt.Sprintf("echo %d > started.txt; while [ ! -e release-%d ]; do sleep 0.1; done", round, round)}))
-	case strings.Contains(prompt, "scenario slow") && step == 0:
-		return fakeopenai.Tools(fakeopenai.CallJSON("run_command", map[string]any{"command": "sleep 62", "timeout_seconds": 120}))
-	case strings.Contains(prompt, "scenario long") && step == 0:
-		// Each round changes the workspace, so the idle budget never ends
-		// the run before it crosses the continue-as-new.
-		return fakeopenai.Tools(fakeopenai.CallJSON("write_file", map[string]string{"path": fmt.Sprintf("round-%d.txt", round), "content": "done\n"}))
-	case strings.Contains(prompt, "scenario long") && round == 4:
-		return fakeopenai.Tools(fakeopenai.SubmitReport(done))
-	default:
-		return fakeopenai.Tools(fakeopenai.SubmitReport(cont))
-	}
 }
 
 // invalidRound stands in for RunRound on invalidReportQueue: its report
@@ -312,7 +180,7 @@ func record(parent, name, only string) error {
 	w := worker.New(c, taskQueue, worker.Options{
 		MaxHeartbeatThrottleInterval: workerapp.HeartbeatThrottle, DefaultHeartbeatThrottleInterval: workerapp.HeartbeatThrottle,
 	})
-	workerapp.Register(w, acts)
+	workerapp.Register(w, acts, config.BehaviorPinned)
 	if err := w.Start(); err != nil {
 		return fmt.Errorf("start the worker: %w", err)
 	}

@@ -39,13 +39,13 @@ func TestRealStackRollingUpgradeKeepsRunsPinned(t *testing.T) {
 
 	// if-none: the first version becomes current. One round per workflow
 	// run, so the long run continues as new after B is current.
-	a := e.startWorker("RALPH_BUILD_ID=build-a", "RALPH_ROUNDS_PER_RUN=1")
+	a := e.startWorker("RALPH_BUILD_ID=build-a", "RALPH_ROUNDS_PER_RUN=1", "RALPH_VERSIONING_BEHAVIOR=pinned")
 	long := e.start("upgrade-long", `{"objective":"long run","workspace":"long"}`)
 	waitForFile(t, filepath.Join(e.root, "long", "started.txt"), time.Minute)
 
 	// Build B: started with RALPH_SET_CURRENT=never, so it only logs the
 	// command; the operator promotes it with exactly that command.
-	b := e.startWorker("RALPH_BUILD_ID=build-b", "RALPH_SET_CURRENT=never")
+	b := e.startWorker("RALPH_BUILD_ID=build-b", "RALPH_SET_CURRENT=never", "RALPH_VERSIONING_BEHAVIOR=pinned")
 	wantCmd := "temporal worker deployment set-current-version --deployment-name " + deployment + " --build-id build-b"
 	if !strings.Contains(b.out.String(), wantCmd) {
 		t.Fatalf("worker B did not log the promote command %q:\n%s", wantCmd, tail(b.out.String(), 2000))

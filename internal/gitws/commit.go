@@ -34,6 +34,10 @@ type Round struct {
 	// the first, or from histories that predate it): a HEAD past it with
 	// later rounds of this workflow means the run was rewound.
 	Checkpoint string
+	// Rewound: the workflow was rewound to Checkpoint's round, so the first
+	// attempt restores it whatever HEAD and the work tree hold (what they
+	// held is saved on the rewind ref).
+	Rewound bool
 }
 
 // Handoff is what the round's valid report says, for the commit message.

@@ -18,9 +18,12 @@ func RewindRef(workflowID string, n int) string {
 // rewind) to an earlier round, and the workflow hands the round the
 // checkpoint it holds. What HEAD and the work tree held is saved on the
 // next RewindRef first, so nothing is lost. A HEAD without later rounds of
-// this workflow (a person's own commits) is left alone.
+// this workflow (a person's own commits) is left alone, unless the workflow
+// says it was rewound (r.Rewound, first attempt): then even a HEAD at the
+// checkpoint with a changed work tree is the abandoned round's partial work.
 func (g *Git) rewind(ctx context.Context, dir, head string, r Round) (ref, commit string, err error) {
-	if r.Checkpoint == "" || head == "" || head == r.Checkpoint {
+	told := r.Rewound && r.Attempt <= 1
+	if r.Checkpoint == "" || head == "" || (head == r.Checkpoint && !told) {
 		return "", "", nil
 	}
 	if c, err := g.resolve(ctx, dir, r.Checkpoint); err != nil {
@@ -35,13 +38,15 @@ func (g *Git) rewind(ctx context.Context, dir, head string, r Round) (ref, commi
 		}
 		return "", "", err
 	}
-	later, err := g.run(ctx, dir, cmdOpts{}, "log", "--format=%H", "--fixed-strings",
-		"--grep="+TrailerWorkflowID+": "+oneLine(r.WorkflowID), r.Checkpoint+".."+head)
-	if err != nil {
-		return "", "", fmt.Errorf("list the rounds after checkpoint %s: %w", r.Checkpoint, err)
-	}
-	if strings.TrimSpace(later) == "" {
-		return "", "", nil
+	if !told {
+		later, err := g.run(ctx, dir, cmdOpts{}, "log", "--format=%H", "--fixed-strings",
+			"--grep="+TrailerWorkflowID+": "+oneLine(r.WorkflowID), r.Checkpoint+".."+head)
+		if err != nil {
+			return "", "", fmt.Errorf("list the rounds after checkpoint %s: %w", r.Checkpoint, err)
+		}
+		if strings.TrimSpace(later) == "" {
+			return "", "", nil
+		}
 	}
 	tree, err := g.WorkTree(ctx, dir)
 	if err != nil {
@@ -50,6 +55,9 @@ func (g *Git) rewind(ctx context.Context, dir, head string, r Round) (ref, commi
 	headTree, err := g.treeOf(ctx, dir, head)
 	if err != nil {
 		return "", "", err
+	}
+	if head == r.Checkpoint && tree == headTree {
+		return "", "", nil // rewound, and nothing was left to abandon
 	}
 	commit = head
 	if tree != headTree {

@@ -75,3 +75,47 @@ func TestPersonsCommitIsNotARewind(t *testing.T) {
 		t.Fatalf("refs = %q", refs)
 	}
 }
+
+// A rewind to the round before the running one: HEAD is already that
+// round's checkpoint, but the killed round left a commit of its own (no
+// round trailer) and an uncommitted file. Told it was rewound, the next
+// round's first attempt abandons both onto the rewind ref; a retry of it
+// (attempt 2) does not rewind again.
+func TestRewindToThePreviousRoundRemovesItsPartialWork(t *testing.T) {
+	g := newGit(t, ModeLocal, "")
+	dir := workspace(t, "ws")
+	p := prepare(t, g, dir, round(1, 1))
+	write(t, dir, "one.txt", "round 1\n")
+	cp1 := checkpoint(t, g, dir, p, round(1, 1), handoff("continue", "one"))
+	r2 := round(2, 1)
+	r2.Checkpoint = cp1.Commit
+	prepare(t, g, dir, r2)
+	write(t, dir, "partial.txt", "committed by the model\n")
+	testkit.Git(t, dir, "add", "partial.txt")
+	testkit.Git(t, dir, "-c", "user.name=M", "-c", "user.email=m@localhost", "commit", "-q", "-m", "model's own commit")
+	partial := testkit.Git(t, dir, "rev-parse", "HEAD")
+	write(t, dir, "wip.txt", "uncommitted\n")
+
+	r2.Rewound = true
+	p = prepare(t, g, dir, r2)
+	want := "refs/ralph/abandoned/wf-1/rewind-1"
+	if p.Rewound != want || testkit.Git(t, dir, "rev-parse", "HEAD") != cp1.Commit || exists(dir, "partial.txt") || exists(dir, "wip.txt") {
+		t.Fatalf("prepared = %+v; HEAD %s, want round 1's checkpoint %s and a clean tree", p, testkit.Git(t, dir, "rev-parse", "HEAD"), cp1.Commit)
+	}
+	if got := testkit.Git(t, dir, "show", want+":wip.txt"); got != "uncommitted" {
+		t.Fatalf("saved wip.txt = %q", got)
+	}
+	if parent := testkit.Git(t, dir, "rev-parse", want+"^"); parent != partial {
+		t.Fatalf("the saved commit's parent is %s, want the model's commit %s", parent, partial)
+	}
+	// Rewound at a clean checkpoint: nothing to abandon, no ref.
+	if p = prepare(t, g, dir, r2); p.Rewound != "" {
+		t.Fatalf("a clean checkpoint was rewound again: %+v", p)
+	}
+	write(t, dir, "attempt1.txt", "left by attempt 1\n")
+	retry := r2
+	retry.Attempt = 2
+	if p = prepare(t, g, dir, retry); p.Rewound != "" {
+		t.Fatalf("a retry of the rewound round rewound again: %+v", p)
+	}
+}

@@ -1,0 +1,99 @@
+package workflows
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/ralph-temporal/ralph/activities"
+	"github.com/ralph-temporal/ralph/report"
+)
+
+// continuation decodes a run's continue-as-new, failing when it ended otherwise.
+func continuation(t *testing.T, err error) Continuation {
+	t.Helper()
+	var can *workflow.ContinueAsNewError
+	if !errors.As(err, &can) {
+		t.Fatalf("error = %v, want a continue-as-new", err)
+	}
+	var raw []byte
+	var cont Continuation
+	if err := converter.GetDefaultDataConverter().FromPayloads(can.Input, &raw, &cont); err != nil {
+		t.Fatal(err)
+	}
+	if can.InitialVersioningBehavior != workflow.ContinueAsNewVersioningBehaviorAutoUpgrade {
+		t.Fatalf("continue-as-new versioning behavior = %v, want auto-upgrade", can.InitialVersioningBehavior)
+	}
+	return cont
+}
+
+// A pinned run whose target version changed continues as new at the next
+// round boundary (never before its first round), carrying the run on.
+func TestPinnedRunMovesToChangedTargetAtRoundBoundary(t *testing.T) {
+	s := &script{}
+	limits := testLimits()
+	limits.UpgradeOnTargetChange = true
+	env := newEnv(t, limits, s)
+	env.SetTargetWorkerDeploymentVersionChanged(true)
+	_, err := execute(t, env, `{"objective":"fix it"}`)
+	cont := continuation(t, err)
+	if len(s.inputs) != 1 || cont.NextRound != 2 || cont.LastReport == nil || cont.LastReport.Summary != "round 1 done" ||
+		!cont.Limits.UpgradeOnTargetChange || cont.Paused {
+		t.Fatalf("%d rounds, continuation %+v", len(s.inputs), cont)
+	}
+}
+
+// Runs that are not pinned (the recorded limits say so: auto-upgrade, or a
+// history from before the setting) ignore a target change.
+func TestUnpinnedRunIgnoresTargetChange(t *testing.T) {
+	s := &script{reports: map[int]report.Report{3: completeReport(3)}}
+	env := newEnv(t, testLimits(), s)
+	env.SetTargetWorkerDeploymentVersionChanged(true)
+	res, err := execute(t, env, `{"objective":"fix it"}`)
+	if err != nil || res.Status != report.OutcomeComplete || res.RoundsStarted != 3 {
+		t.Fatalf("result %+v, %v", res, err)
+	}
+}
+
+// A paused pinned run moves when its target changes during the pause, and
+// stays paused in the next run.
+func TestPausedPinnedRunMovesToChangedTarget(t *testing.T) {
+	s := &script{}
+	limits := testLimits()
+	limits.UpgradeOnTargetChange = true
+	env := newEnv(t, limits, s)
+	slowRounds(env, s, 10*time.Minute)
+	sendUpdate(env, time.Minute, UpdatePause)
+	env.RegisterDelayedCallback(func() { env.SetTargetWorkerDeploymentVersionChanged(true) }, 2*time.Hour)
+	start := env.Now()
+	_, err := execute(t, env, `{"objective":"fix it"}`)
+	cont := continuation(t, err)
+	if took := env.Now().Sub(start); took != 2*time.Hour {
+		t.Fatalf("moved after %s, want when the target changed (2h)", took)
+	}
+	if len(s.inputs) != 1 || cont.NextRound != 2 || !cont.Paused {
+		t.Fatalf("%d rounds, continuation %+v", len(s.inputs), cont)
+	}
+}
+
+// A pinned round waiting out a provider limit moves when its target changes
+// during the wait; the next run runs that round again.
+func TestWaitingPinnedRunMovesToChangedTarget(t *testing.T) {
+	s := &script{deferrals: map[int][]activities.Deferred{2: {{Reason: activities.DeferQuota}}}}
+	limits := testLimits()
+	limits.UpgradeOnTargetChange = true
+	env := newEnv(t, limits, s)
+	env.RegisterDelayedCallback(func() { env.SetTargetWorkerDeploymentVersionChanged(true) }, 30*time.Minute)
+	start := env.Now()
+	_, err := execute(t, env, `{"objective":"fix it"}`)
+	cont := continuation(t, err)
+	if took := env.Now().Sub(start); took != 30*time.Minute {
+		t.Fatalf("moved after %s, want when the target changed (30m)", took)
+	}
+	if len(s.inputs) != 2 || cont.NextRound != 2 || cont.LastReport.Summary != "round 1 done" || cont.Usage.PromptTokens != 100+deferredUsage.PromptTokens {
+		t.Fatalf("%d sessions, continuation %+v", len(s.inputs), cont)
+	}
+}
