@@ -72,3 +72,26 @@ func countTakers(pollers []*taskqueuepb.PollerInfo, current map[string]string) q
 	}
 	return q
 }
+
+// promoteGrace is how long the pre-start check waits for a polling
+// versioned worker to become able to take the run: a worker that just
+// started makes its version current right after its first poll, so for a
+// moment it polls but nothing routes to it.
+const promoteGrace = 10 * time.Second
+
+// takers is the pre-start check: the pollers that can take a new run on
+// tq, asked again for up to promoteGrace while workers poll but none can.
+func (s *session) takers(ctx context.Context, tq string) (queuePollers, error) {
+	deadline := time.Now().Add(promoteGrace)
+	for {
+		q, err := s.pollers(ctx, tq)
+		if err != nil || q.takers > 0 || q.all == 0 || time.Now().After(deadline) {
+			return q, err
+		}
+		select {
+		case <-ctx.Done():
+			return q, nil
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}

@@ -154,7 +154,7 @@ func (s *session) infof(format string, args ...any) {
 func (s *session) run(ctx context.Context, foreground bool) int {
 	cmd := s.cmd
 	tq := cmd.cfg.TaskQueue
-	pollers, err := s.pollers(ctx, tq)
+	pollers, err := s.takers(ctx, tq)
 	switch {
 	case err != nil:
 		s.errorf("warning: could not check task queue %q for workers: %v", tq, err)
