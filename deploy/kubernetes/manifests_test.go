@@ -373,7 +373,7 @@ func checkWorkerController(t *testing.T, wd *workerDeployment, conn *connection,
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := (cfg.Versioning), (config.Versioning{Mode: config.VersioningOn, DeploymentName: "ralph/" + wd.Name, BuildID: "ralph-worker-5d4f8c", SetCurrent: config.SetCurrentNever}); got != want {
+	if got, want := (cfg.Versioning), (config.Versioning{Mode: config.VersioningOn, DeploymentName: "ralph/" + wd.Name, BuildID: "ralph-worker-5d4f8c", SetCurrent: config.SetCurrentNever, Behavior: config.BehaviorAutoUpgrade}); got != want {
 		t.Errorf("versioning under the controller = %+v, want %+v", got, want)
 	}
 }
