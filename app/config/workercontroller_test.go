@@ -31,8 +31,11 @@ func TestVersioningFromWorkerController(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			c.env["RALPH_WORKSPACE_ROOT"], c.env["RALPH_SESSION_DIR"] = t.TempDir()+"/ws", t.TempDir()+"/s"
-			w, err := LoadWorker(c.args, c.env, io.Discard)
+			env := MapEnv{"RALPH_WORKSPACE_ROOT": t.TempDir() + "/ws", "RALPH_SESSION_DIR": t.TempDir() + "/s"}
+			for k, v := range c.env { // cases share the controller's map
+				env[k] = v
+			}
+			w, err := LoadWorker(c.args, env, io.Discard)
 			if err != nil {
 				t.Fatal(err)
 			}
