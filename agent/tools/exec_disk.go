@@ -8,8 +8,15 @@ import (
 )
 
 // DiskCheckInterval is how often a running command's disk use is checked
-// against RALPH_WORKSPACE_MAX_MB and RALPH_MIN_FREE_MB.
-const DiskCheckInterval = 500 * time.Millisecond
+// against RALPH_WORKSPACE_MAX_MB and RALPH_MIN_FREE_MB, at most: the check
+// walks the workspace, so after a walk that took w the next one waits at
+// least diskCheckShare times w (a large workspace costs at most a tenth of
+// a core, and a command can overshoot the bound by what it writes in the
+// longer interval).
+const (
+	DiskCheckInterval = 500 * time.Millisecond
+	diskCheckShare    = 10
+)
 
 // diskWatch checks a running command's disk use; hit delivers why it must
 // be killed (nil channel: nothing is checked).
@@ -26,17 +33,19 @@ func watchDisk(sb *sandbox.Sandbox, dir string) *diskWatch {
 	}
 	w.hit = make(chan string, 1)
 	go func() {
-		t := time.NewTicker(DiskCheckInterval)
+		t := time.NewTimer(DiskCheckInterval)
 		defer t.Stop()
 		for {
 			select {
 			case <-w.done:
 				return
 			case <-t.C:
+				began := time.Now()
 				if why := sb.DiskOver(dir); why != "" {
 					w.hit <- why
 					return
 				}
+				t.Reset(max(DiskCheckInterval, diskCheckShare*time.Since(began)))
 			}
 		}
 	}()

@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"strconv"
+	"time"
 )
 
 // freshHomes holds the HOMEs made for one verify or review command each;
@@ -111,29 +113,89 @@ func (s *Sandbox) Own(dir string) error {
 		return fmt.Errorf("sandbox: opening the workspace %s: %w", dir, err)
 	}
 	defer root.Close()
-	return fs.WalkDir(root.FS(), ".", func(rel string, d fs.DirEntry, err error) error {
+	fi, err := root.Stat(".")
+	if err == nil {
+		err = s.openToGroup(root, fi)
+	}
+	if err != nil {
+		return fmt.Errorf("sandbox: giving %s to uid %d: %w", dir, s.id.uid, err)
+	}
+	w := ownWalk{s: s, root: root, dir: dir, start: time.Now(), seen: map[string]ownedDir{}}
+	if err := w.walk("."); err != nil {
+		return err
+	}
+	s.owned.remember(w.seen, w.start)
+	return nil
+}
+
+// ownWalk is one walk of Own: what it found of each directory.
+type ownWalk struct {
+	s     *Sandbox
+	root  *os.Root
+	dir   string
+	start time.Time
+	seen  map[string]ownedDir
+}
+
+// walk gives directory rel's entries to the commands' uid and walks its
+// subdirectories; a directory unchanged since a walk found it owned is
+// not read again (see ownedDirs).
+func (w *ownWalk) walk(rel string) error {
+	fi, err := w.root.Lstat(rel)
+	if err != nil || !fi.IsDir() {
+		return nil // gone or replaced since it was listed: the next walk sees it
+	}
+	st, stamped := stampOf(fi)
+	abs := filepath.Join(w.dir, rel)
+	d, cached := w.s.owned.get(abs, st)
+	if !stamped || !cached {
+		if d.subdirs, err = w.ownEntries(rel); err != nil {
+			return err
+		}
+	}
+	if stamped {
+		w.seen[abs] = ownedDir{stamp: st, subdirs: d.subdirs}
+	}
+	for _, sub := range d.subdirs {
+		if err := w.walk(path.Join(rel, sub)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ownEntries gives every entry of directory rel that the uid does not own
+// to it (links themselves; a file with more than one name is left alone)
+// and returns the names of its subdirectories.
+func (w *ownWalk) ownEntries(rel string) ([]string, error) {
+	f, err := w.root.Open(rel)
+	if err != nil {
+		return nil, nil // gone since it was listed
+	}
+	entries, err := f.ReadDir(-1) // in a Root, every entry comes Lstat'ed
+	f.Close()
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: giving %s to uid %d: %w", filepath.Join(w.dir, rel), w.s.id.uid, err)
+	}
+	var subdirs []string
+	for _, e := range entries {
+		name := path.Join(rel, e.Name())
+		if e.IsDir() && !(name == ".git" && w.s.protectGit) {
+			subdirs = append(subdirs, e.Name())
+		}
+		fi, err := e.Info()
 		if err != nil {
-			return fmt.Errorf("sandbox: giving %s to uid %d: %w", filepath.Join(dir, rel), s.id.uid, err)
-		}
-		if rel == ".git" && d.IsDir() && s.protectGit {
-			return fs.SkipDir
-		}
-		fi, err := d.Info()
-		if err != nil {
-			return nil // gone since it was listed
-		}
-		if rel == "." {
-			return s.openToGroup(root, fi)
+			continue
 		}
 		uid, gid, links := owner(fi)
-		if (uid == s.id.uid && gid == s.id.gid) || (fi.Mode().IsRegular() && links > 1) {
-			return nil
+		if (uid == w.s.id.uid && gid == w.s.id.gid) || (fi.Mode().IsRegular() && links > 1) || name == ".git" && w.s.protectGit {
+			continue
 		}
-		if err := root.Lchown(rel, s.id.uid, s.id.gid); err != nil && !os.IsNotExist(err) {
-			return fmt.Errorf("sandbox: giving %s to uid %d: %w", filepath.Join(dir, rel), s.id.uid, err)
+		if err := w.root.Lchown(name, w.s.id.uid, w.s.id.gid); err != nil && !os.IsNotExist(err) {
+			return nil, fmt.Errorf("sandbox: giving %s to uid %d: %w", filepath.Join(w.dir, name), w.s.id.uid, err)
 		}
-		return nil
-	})
+	}
+	return subdirs, nil
 }
 
 // openToGroup gives the workspace directory to the uid's group with group

@@ -61,6 +61,7 @@ type Sandbox struct {
 	disk       diskBounds
 	id         identity // who commands run as
 	seccomp    []byte   // the filter bwrap loads (see seccompFilter)
+	owned      *ownedDirs
 }
 
 // New resolves cfg against the machine. ModeAuto and ModeBwrap probe
@@ -68,7 +69,7 @@ type Sandbox struct {
 // the probe does, ModeAuto then falls back to ModeOff (Fallback says why).
 func New(ctx context.Context, cfg Config, p Paths) (*Sandbox, error) {
 	cfg = cfg.withDefaults()
-	s := &Sandbox{mode: cfg.Mode, network: cfg.Network, protectGit: cfg.ProtectGit, tmpBytes: int64(cfg.TmpMB) << 20,
+	s := &Sandbox{owned: &ownedDirs{fine: ctimeSettleFine}, mode: cfg.Mode, network: cfg.Network, protectGit: cfg.ProtectGit, tmpBytes: int64(cfg.TmpMB) << 20,
 		limits: cgroup.Limits{MemoryBytes: int64(cfg.MemoryMB) << 20, Pids: cfg.Pids}}
 	if !slices.Contains([]string{NetProxy, NetOff, NetHost}, cfg.Network) {
 		return nil, fmt.Errorf("sandbox: RALPH_SANDBOX_NETWORK must be %s, %s or %s, got %q", NetProxy, NetOff, NetHost, cfg.Network)
