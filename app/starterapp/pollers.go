@@ -76,7 +76,9 @@ func countTakers(pollers []*taskqueuepb.PollerInfo, current map[string]string) q
 // promoteGrace is how long the pre-start check waits for a polling
 // versioned worker to become able to take the run: a worker that just
 // started makes its version current right after its first poll, so for a
-// moment it polls but nothing routes to it.
+// moment it polls but nothing routes to it. ralph-local waits for its
+// worker to be promoted (workerapp.Start) before it starts the run; this is
+// for a user's script or compose file that starts both at once.
 const promoteGrace = 10 * time.Second
 
 // takers is the pre-start check: the pollers that can take a new run on

@@ -109,6 +109,12 @@ func Run(ctx context.Context, cfg config.Worker, env config.Env, logger *slog.Lo
 	if err != nil {
 		return err
 	}
+	return s.Serve(ctx, cfg, logger)
+}
+
+// Serve keeps a started worker polling until ctx is done, then drains it;
+// a fatal worker error ends it sooner.
+func (s *Started) Serve(ctx context.Context, cfg config.Worker, logger *slog.Logger) error {
 	defer s.Stop()
 	select {
 	case <-ctx.Done():

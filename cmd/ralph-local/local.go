@@ -206,7 +206,7 @@ type worker struct {
 	cfg    config.Worker
 	stopFn context.CancelFunc
 	exited chan struct{}
-	err    error // Run's result, set before exited is closed
+	err    error // Start's or Serve's result, set before exited is closed
 	logf   *os.File
 }
 
@@ -239,26 +239,29 @@ func (l *local) startWorker(ctx context.Context, s settings, addr string, env co
 	))
 	runCtx, stop := context.WithCancel(context.Background())
 	w := &worker{cfg: cfg, stopFn: stop, exited: make(chan struct{}), logf: logf}
+	ready := make(chan struct{})
 	go func() {
-		w.err = workerapp.Run(runCtx, cfg, env, logger)
-		close(w.exited)
+		defer close(w.exited)
+		// Start returns once the worker polls and its version (when
+		// versioned) is current: the run the starter starts next is taken.
+		started, err := workerapp.Start(runCtx, cfg, env, logger, workerapp.Hooks{})
+		if w.err = err; err == nil {
+			close(ready)
+			w.err = started.Serve(runCtx, cfg, logger)
+		}
 	}()
 	l.say("starting the worker (log %s)", rel(l.dir, logPath))
-	c, err := client.DialContext(ctx, client.Options{HostPort: addr, Logger: temporalserver.QuietLogger{}})
-	if err != nil {
+	select {
+	case <-ready:
+	case <-w.exited:
 		w.stop(l)
-		return nil, fmt.Errorf("dial %s: %w", addr, err)
-	}
-	defer c.Close()
-	readyCtx, cancel := context.WithTimeout(ctx, s.workerTimeout)
-	defer cancel()
-	// The worker runs in this process, so its pollers carry this pid.
-	if err := temporalserver.WaitPolling(readyCtx, c, cfg.TaskQueue, os.Getpid(), w.exited); err != nil {
+		return nil, fmt.Errorf("the worker stopped: %w (log %s)", w.err, rel(l.dir, logPath))
+	case <-time.After(s.workerTimeout):
 		w.stop(l)
-		if w.err != nil {
-			return nil, fmt.Errorf("the worker stopped: %w (log %s)", w.err, rel(l.dir, logPath))
-		}
-		return nil, fmt.Errorf("%w (%s; log %s)", err, EnvWorkerTimeout, rel(l.dir, logPath))
+		return nil, fmt.Errorf("the worker is not polling task queue %s after %s (%s; log %s)", cfg.TaskQueue, s.workerTimeout, EnvWorkerTimeout, rel(l.dir, logPath))
+	case <-ctx.Done():
+		w.stop(l)
+		return nil, ctx.Err()
 	}
 	l.say("worker is polling task queue %s", cfg.TaskQueue)
 	return w, nil
