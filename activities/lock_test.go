@@ -83,7 +83,10 @@ func TestRunRoundWaitsForBusyWorkspace(t *testing.T) {
 	}
 	defer held.release()
 
-	ctx, cancel := context.WithTimeout(context.Background(), 400*time.Millisecond)
+	// The test environment passes only the context's deadline on (as the
+	// round's start-to-close timeout), not a cancel: 3 s leaves a loaded
+	// machine room for the round to reach the lock and heartbeat there.
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
 	var suite testsuite.WorkflowTestSuite
 	env := suite.NewTestActivityEnvironment()
