@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/ralph-temporal/ralph/devenv/testkit"
 )
 
 // newGit returns a Git for mode with its own empty hooks directory.
@@ -70,4 +72,26 @@ func checkpoint(t *testing.T, g *Git, dir string, p Prepared, r Round, h Handoff
 		t.Fatalf("checkpoint round %d: %v", r.Round, err)
 	}
 	return cp
+}
+
+// roundOne is a first round that wrote one.txt, checkpointed, and round 2's
+// input after it (its checkpoint set).
+func roundOne(t *testing.T, g *Git, dir string) (Checkpoint, Round) {
+	t.Helper()
+	p := prepare(t, g, dir, round(1, 1))
+	write(t, dir, "one.txt", "round 1\n")
+	cp1 := checkpoint(t, g, dir, p, round(1, 1), handoff("continue", "one"))
+	r2 := round(2, 1)
+	r2.Checkpoint = cp1.Commit
+	return cp1, r2
+}
+
+// commitAs commits rel (written with content) as someone other than the
+// loop, with no round trailer, and returns the commit.
+func commitAs(t *testing.T, dir, who, rel, content string) string {
+	t.Helper()
+	write(t, dir, rel, content)
+	testkit.Git(t, dir, "add", rel)
+	testkit.Git(t, dir, "-c", "user.name="+who, "-c", "user.email="+who+"@localhost", "commit", "-q", "-m", "a commit by "+who)
+	return testkit.Git(t, dir, "rev-parse", "HEAD")
 }

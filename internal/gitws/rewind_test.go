@@ -13,12 +13,8 @@ import (
 func TestRewindRestoresTheCheckpointAndSavesTheRest(t *testing.T) {
 	g := newGit(t, ModeLocal, "")
 	dir := workspace(t, "ws")
-	p := prepare(t, g, dir, round(1, 1))
-	write(t, dir, "one.txt", "round 1\n")
-	cp1 := checkpoint(t, g, dir, p, round(1, 1), handoff("continue", "one"))
-	r2 := round(2, 1)
-	r2.Checkpoint = cp1.Commit
-	p = prepare(t, g, dir, r2)
+	cp1, r2 := roundOne(t, g, dir)
+	p := prepare(t, g, dir, r2)
 	if p.Rewound != "" {
 		t.Fatalf("an ordinary round 2 was taken for a rewind: %+v", p)
 	}
@@ -60,14 +56,8 @@ func TestRewindRestoresTheCheckpointAndSavesTheRest(t *testing.T) {
 func TestPersonsCommitIsNotARewind(t *testing.T) {
 	g := newGit(t, ModeLocal, "")
 	dir := workspace(t, "ws")
-	p := prepare(t, g, dir, round(1, 1))
-	write(t, dir, "one.txt", "round 1\n")
-	cp1 := checkpoint(t, g, dir, p, round(1, 1), handoff("continue", "one"))
-	write(t, dir, "HUMAN.md", "note\n")
-	testkit.Git(t, dir, "add", "HUMAN.md")
-	testkit.Git(t, dir, "-c", "user.name=P", "-c", "user.email=p@localhost", "commit", "-q", "-m", "a person's commit")
-	r2 := round(2, 1)
-	r2.Checkpoint = cp1.Commit
+	_, r2 := roundOne(t, g, dir)
+	commitAs(t, dir, "person", "HUMAN.md", "note\n")
 	if p := prepare(t, g, dir, r2); p.Rewound != "" || !exists(dir, "HUMAN.md") {
 		t.Fatalf("a person's commit was rewound: %+v", p)
 	}
@@ -84,20 +74,13 @@ func TestPersonsCommitIsNotARewind(t *testing.T) {
 func TestRewindToThePreviousRoundRemovesItsPartialWork(t *testing.T) {
 	g := newGit(t, ModeLocal, "")
 	dir := workspace(t, "ws")
-	p := prepare(t, g, dir, round(1, 1))
-	write(t, dir, "one.txt", "round 1\n")
-	cp1 := checkpoint(t, g, dir, p, round(1, 1), handoff("continue", "one"))
-	r2 := round(2, 1)
-	r2.Checkpoint = cp1.Commit
+	cp1, r2 := roundOne(t, g, dir)
 	prepare(t, g, dir, r2)
-	write(t, dir, "partial.txt", "committed by the model\n")
-	testkit.Git(t, dir, "add", "partial.txt")
-	testkit.Git(t, dir, "-c", "user.name=M", "-c", "user.email=m@localhost", "commit", "-q", "-m", "model's own commit")
-	partial := testkit.Git(t, dir, "rev-parse", "HEAD")
+	partial := commitAs(t, dir, "model", "partial.txt", "committed by the model\n")
 	write(t, dir, "wip.txt", "uncommitted\n")
 
 	r2.Rewound = true
-	p = prepare(t, g, dir, r2)
+	p := prepare(t, g, dir, r2)
 	want := "refs/ralph/abandoned/wf-1/rewind-1"
 	if p.Rewound != want || testkit.Git(t, dir, "rev-parse", "HEAD") != cp1.Commit || exists(dir, "partial.txt") || exists(dir, "wip.txt") {
 		t.Fatalf("prepared = %+v; HEAD %s, want round 1's checkpoint %s and a clean tree", p, testkit.Git(t, dir, "rev-parse", "HEAD"), cp1.Commit)
