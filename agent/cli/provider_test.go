@@ -353,7 +353,7 @@ func modelCallCapForcesTheHandoff(t *testing.T, kind string, extra int) {
 	r := newRig(t, kind, fakeopenai.Script{Rule: func(req fakeopenai.Request) fakeopenai.Response {
 		if req.OfferedTool("submit_report") != "" && len(req.Chat.Tools) > 1 && strings.Contains(req.LastToolOutput(), "step") {
 			// Before the hand-off the model would go on working.
-			return fakeopenai.Tools(fakeopenai.CallJSON(req.OfferedTool("Bash", "bash", "exec_command"), map[string]string{"command": "echo more", "cmd": "echo more"}))
+			return fakeopenai.Tools(fakeopenai.ShellCall(req.ShellTool(), "echo more"))
 		}
 		return script.Rule(req)
 	}})
@@ -641,7 +641,7 @@ func timeBoundForcesTheHandoff(t *testing.T, kind string) {
 			// Before the hand-off the model would go on working.
 			wait := min(time.Until(boundAt)+time.Second, 5*time.Second)
 			cmd := fmt.Sprintf("sleep %.1f; echo step", max(wait.Seconds(), 0.1))
-			return fakeopenai.Tools(fakeopenai.CallJSON(req.OfferedTool("Bash", "bash", "exec_command"), map[string]string{"command": cmd, "cmd": cmd}))
+			return fakeopenai.Tools(fakeopenai.ShellCall(req.ShellTool(), cmd))
 		}
 		return script.Rule(req)
 	}})
