@@ -638,10 +638,12 @@ func timeBoundForcesTheHandoff(t *testing.T, kind string) {
 	script := fakeopenai.AgentScript{Report: func(int, string) fakeopenai.ReportArgs {
 		return fakeopenai.ReportArgs{Status: "continue", Summary: "Out of time.", Evidence: []string{"sleep"}, NextSteps: []string{"Go on."}}
 	}}
-	// Below twice MinHandoffReserve the bound keeps half the round for the
-	// hand-off: it passes at about span/2.
+	// Up to twice MinHandoffReserve the bound keeps half the round for the
+	// hand-off: it passes half-way from the session's start (a little after
+	// now) to the deadline.
 	span := 30 * time.Second
-	boundAt := time.Now().Add(span / 2)
+	deadline := time.Now().Add(span)
+	boundAt := deadline.Add(-span / 2)
 	r := newRig(t, kind, fakeopenai.Script{Rule: func(req fakeopenai.Request) fakeopenai.Response {
 		if req.OfferedTool("submit_report") != "" && len(req.Chat.Tools) > 1 {
 			// Before the hand-off the model would go on working.
@@ -653,7 +655,7 @@ func timeBoundForcesTheHandoff(t *testing.T, kind string) {
 	}})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	res, ev, err := r.run(ctx, agent.Request{SessionID: "s1", Objective: "Work.", Round: 1, Deadline: time.Now().Add(span)})
+	res, ev, err := r.run(ctx, agent.Request{SessionID: "s1", Objective: "Work.", Round: 1, Deadline: deadline})
 	if err != nil {
 		t.Fatal(err)
 	}
