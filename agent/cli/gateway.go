@@ -36,11 +36,15 @@ type gateway struct {
 	deferrable bool
 	ctx        context.Context // the attempt's: its end aborts upstream requests
 	client     *http.Client
+	models     []string // the primary model, then the fallbacks
 
-	mu     sync.Mutex
-	fatal  error         // what ended the round at the gateway (nil: nothing)
-	failed chan struct{} // closed with fatal
-	active chan struct{} // a signal per request (the idle watch)
+	mu    sync.Mutex
+	fatal error // what ended the round at the gateway (nil: nothing)
+	// current indexes models: requests go there, and stay on a fallback
+	// once one took over, as in the builtin session.
+	current int
+	failed  chan struct{} // closed with fatal
+	active  chan struct{} // a signal per request (the idle watch)
 }
 
 func newGateway(ctx context.Context, api apiSpec, desk *agent.Desk, cfg agent.Config, upstream, key, token, tool string, deferrable bool) *gateway {
@@ -49,7 +53,7 @@ func newGateway(ctx context.Context, api apiSpec, desk *agent.Desk, cfg agent.Co
 		client = &http.Client{}
 	}
 	return &gateway{api: api, desk: desk, cfg: cfg, upstream: strings.TrimRight(upstream, "/"), key: key, token: token,
-		reportTool: tool, deferrable: deferrable, ctx: ctx, client: client,
+		reportTool: tool, deferrable: deferrable, ctx: ctx, client: client, models: append([]string{cfg.Model}, cfg.FallbackModels...),
 		failed: make(chan struct{}), active: make(chan struct{}, 1)}
 }
 
@@ -129,20 +133,18 @@ func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	g.forward(ctx, w, r.Header, body)
 }
 
-// forward sends the request on the current model and its fallbacks, each
-// with its retries; a 401 or 403 ends the round, a "not now" past the
+// forward sends the request on the current model, then on the fallbacks,
+// each with its retries (a request still retrying a model another one left
+// follows it); a 401 or 403 ends the round, a "not now" past the
 // retries defers it (when the round may be deferred).
 func (g *gateway) forward(ctx context.Context, w http.ResponseWriter, h http.Header, body map[string]json.RawMessage) {
-	models := append([]string{g.cfg.Model}, g.cfg.FallbackModels...)
 	var last string
 	var lastDelay time.Duration
 	reason := agent.DeferUnavailable
-	for i, model := range models {
-		if i > 0 {
-			g.desk.Emit(agent.Event{Kind: agent.EventModelFallback, Model: model})
-		}
+	for i, more := g.currentModel(), true; more; i, more = g.moveOn(i, last) {
+		model := g.models[i]
 		body["model"], _ = json.Marshal(model)
-		for try := 0; try <= g.cfg.TransientRetries; try++ {
+		for try := 0; try <= g.cfg.TransientRetries && g.currentModel() == i; try++ {
 			resp, err := g.send(ctx, h, body, model)
 			if ctx.Err() != nil {
 				return
@@ -167,7 +169,29 @@ func (g *gateway) forward(ctx context.Context, w http.ResponseWriter, h http.Hea
 			g.sleep(ctx, max(delay, g.backoff(try)))
 		}
 	}
-	g.spent(w, reason, lastDelay, models[len(models)-1], last, (g.cfg.TransientRetries+1)*len(models))
+	g.spent(w, reason, lastDelay, g.models[len(g.models)-1], last, (g.cfg.TransientRetries+1)*len(g.models))
+}
+
+func (g *gateway) currentModel() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.current
+}
+
+// moveOn is the model after models[from], whose retries are spent (false:
+// none is left); this and every later request go there. A request that
+// ran concurrently may have moved on already.
+func (g *gateway) moveOn(from int, why string) (int, bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.current == from {
+		if from+1 == len(g.models) {
+			return from, false
+		}
+		g.current++
+		g.desk.Emit(agent.Event{Kind: agent.EventModelFallback, Model: g.models[g.current], Error: why})
+	}
+	return g.current, true
 }
 
 // spent ends the round once the provider kept saying "not now".

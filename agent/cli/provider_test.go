@@ -3,10 +3,15 @@ package cli_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,6 +19,7 @@ import (
 
 	"github.com/ralph-temporal/ralph/agent"
 	"github.com/ralph-temporal/ralph/agent/cli"
+	"github.com/ralph-temporal/ralph/devenv/testkit"
 	"github.com/ralph-temporal/ralph/internal/fakeopenai"
 	"github.com/ralph-temporal/ralph/internal/sandbox"
 	"github.com/ralph-temporal/ralph/report"
@@ -122,24 +128,57 @@ func (r *rig) r() string { return r.workspace }
 // perAnswer is the usage of every scripted answer.
 var perAnswer = openai.Usage{PromptTokens: 1000, CompletionTokens: 50, TotalTokens: 1050}
 
-// twoRounds: round 1 writes hello.txt and looks for the provider key in
-// its environment and every process's, round 2 claims complete, verified.
-var twoRounds = fakeopenai.AgentScript{
-	Usage: &perAnswer,
-	Command: func(round int) string {
-		if round == 1 {
-			return "echo hello > hello.txt && id -u && env && cat /proc/[0-9]*/environ 2>/dev/null | tr '\\0' '\\n' | sort -u"
+// twoRounds: round 1 writes hello.txt, looks for the provider key in its
+// environment and every process's, and asks for reach (a URL on this
+// host's own addresses) directly and through the sandbox's proxy; round 2
+// claims complete, verified.
+func twoRounds(reach []string) fakeopenai.AgentScript {
+	return fakeopenai.AgentScript{
+		Usage: &perAnswer,
+		Command: func(round int) string {
+			if round == 1 {
+				return "echo hello > hello.txt && id -u && env && cat /proc/[0-9]*/environ 2>/dev/null | tr '\\0' '\\n' | sort -u; " + curlEach(reach)
+			}
+			return "cat hello.txt"
+		},
+		Report: func(round int, out string) fakeopenai.ReportArgs {
+			if round == 1 {
+				return fakeopenai.ReportArgs{Status: "continue", Summary: "Wrote hello.txt.", Evidence: []string{"echo hello > hello.txt"},
+					NextSteps: []string{"Check hello.txt."}}
+			}
+			return fakeopenai.ReportArgs{Status: "complete", Summary: "hello.txt holds hello.", Evidence: []string{"cat hello.txt printed " + firstWord(out)},
+				NextSteps: []string{}}
+		},
+	}
+}
+
+// curlEach asks for every URL bypassing any proxy, then through the proxy
+// the environment names (whatever NO_PROXY says).
+func curlEach(urls []string) string {
+	var cmds []string
+	for _, u := range urls {
+		cmds = append(cmds, fmt.Sprintf("curl --noproxy '*' -s -m 5 %q; curl --noproxy '' -s -m 5 %q", u, u))
+	}
+	return strings.Join(cmds, "; ")
+}
+
+// hostURLs are URLs of l on each of this host's own addresses that are
+// neither loopback nor link-local: outside the sandbox's network.
+func hostURLs(t *testing.T, l *testkit.Listener) []string {
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var urls []string
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && !n.IP.IsLoopback() && !n.IP.IsLinkLocalUnicast() {
+			urls = append(urls, "http://"+net.JoinHostPort(n.IP.String(), strconv.Itoa(l.Port))+"/")
 		}
-		return "cat hello.txt"
-	},
-	Report: func(round int, out string) fakeopenai.ReportArgs {
-		if round == 1 {
-			return fakeopenai.ReportArgs{Status: "continue", Summary: "Wrote hello.txt.", Evidence: []string{"echo hello > hello.txt"},
-				NextSteps: []string{"Check hello.txt."}}
-		}
-		return fakeopenai.ReportArgs{Status: "complete", Summary: "hello.txt holds hello.", Evidence: []string{"cat hello.txt printed " + firstWord(out)},
-			NextSteps: []string{}}
-	},
+	}
+	if len(urls) == 0 {
+		t.Fatal("this host has no address but loopback and link-local ones: nothing outside the sandbox to reach")
+	}
+	return urls
 }
 
 func firstWord(s string) string {
@@ -158,12 +197,16 @@ func TestTwoRoundsEndVerifiedClaudeCode(t *testing.T) { twoRoundsEndVerified(t, 
 // verified; the usage is what the server served; the CLI never held the
 // provider key (its shell's environment and /proc went back to the model,
 // so no request body may hold the key) and every request upstream carried
-// the key, not the attempt's token.
+// the key, not the attempt's token; no connection left the sandbox but
+// through the gateway and the proxy (which refused this host's addresses:
+// the listener there saw none).
 func twoRoundsEndVerified(t *testing.T, kind string) {
-	r := newRig(t, kind, fakeopenai.Script{Rule: twoRounds.Rule})
+	host := testkit.Listen(t)
+	reach := hostURLs(t, host)
+	r := newRig(t, kind, fakeopenai.Script{Rule: twoRounds(reach).Rule})
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	first, _, err := r.run(ctx, agent.Request{SessionID: "s1", Objective: "Write hello.txt.", Round: 1})
+	first, firstRound, err := r.run(ctx, agent.Request{SessionID: "s1", Objective: "Write hello.txt.", Round: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,14 +221,25 @@ func twoRoundsEndVerified(t *testing.T, kind string) {
 	if second.Report.Status != report.StatusComplete || second.Verification == nil || !second.Verification.Passed() {
 		t.Fatalf("round 2: %+v verification %+v", second.Report, second.Verification)
 	}
+	if n := host.Connections(); n != 0 {
+		t.Errorf("the listener on this host's addresses saw %d connections from the sandbox", n)
+	}
 	// Codex and Claude Code, told not to phone home, open no connection
-	// through the proxy; opencode still tries the npm registry, refused
-	// (a private or unlisted address) or not, it is on record.
-	for _, n := range ev.kinds(agent.EventNetwork) {
+	// through the proxy but the shell's; opencode still tries the npm
+	// registry, refused (a private or unlisted address) or not, it is on
+	// record.
+	refused := map[string]bool{}
+	for _, n := range append(firstRound.kinds(agent.EventNetwork), ev.kinds(agent.EventNetwork)...) {
 		t.Logf("proxied: %+v", *n.Network)
-		if kind != cli.Opencode {
+		switch {
+		case n.Network.Port == host.Port && !n.Network.Allowed:
+			refused[n.Network.Host] = true
+		case kind != cli.Opencode:
 			t.Errorf("%s opened a connection through the proxy: %+v", kind, *n.Network)
 		}
+	}
+	if len(refused) != len(reach) {
+		t.Errorf("the proxy refused the shell's requests for %v, want one for each of %v", refused, reach)
 	}
 	if len(ev.kinds(agent.EventVerifyResult)) != 1 {
 		t.Errorf("verify results: %+v", ev.kinds(agent.EventVerifyResult))
@@ -299,7 +353,7 @@ func modelCallCapForcesTheHandoff(t *testing.T, kind string, extra int) {
 	r := newRig(t, kind, fakeopenai.Script{Rule: func(req fakeopenai.Request) fakeopenai.Response {
 		if req.OfferedTool("submit_report") != "" && len(req.Chat.Tools) > 1 && strings.Contains(req.LastToolOutput(), "step") {
 			// Before the hand-off the model would go on working.
-			return fakeopenai.Tools(fakeopenai.CallJSON(req.OfferedTool("Bash", "bash", "exec_command"), map[string]string{"command": "echo more", "cmd": "echo more"}))
+			return fakeopenai.Tools(fakeopenai.ShellCall(req.ShellTool(), "echo more"))
 		}
 		return script.Rule(req)
 	}})
@@ -326,10 +380,14 @@ func modelCallCapForcesTheHandoff(t *testing.T, kind string, extra int) {
 	}
 }
 
-// TestRefusedKeyEndsTheRound: a 401 from the provider ends the round as
-// an ordinary child failure at once (the CLI would retry it), naming it.
-func TestRefusedKeyEndsTheRound(t *testing.T) {
-	r := newRig(t, cli.Codex, fakeopenai.Script{Rule: func(fakeopenai.Request) fakeopenai.Response {
+func TestRefusedKeyEndsTheRoundOpencode(t *testing.T)   { refusedKeyEndsTheRound(t, cli.Opencode) }
+func TestRefusedKeyEndsTheRoundCodex(t *testing.T)      { refusedKeyEndsTheRound(t, cli.Codex) }
+func TestRefusedKeyEndsTheRoundClaudeCode(t *testing.T) { refusedKeyEndsTheRound(t, cli.ClaudeCode) }
+
+// refusedKeyEndsTheRound: a 401 from the provider ends the round as an
+// ordinary child failure at once (the CLI would retry it), naming it.
+func refusedKeyEndsTheRound(t *testing.T, kind string) {
+	r := newRig(t, kind, fakeopenai.Script{Rule: func(fakeopenai.Request) fakeopenai.Response {
 		return fakeopenai.Status(401, "Incorrect API key provided")
 	}})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -338,15 +396,41 @@ func TestRefusedKeyEndsTheRound(t *testing.T) {
 	if !agent.IsChildFailure(err) || !strings.Contains(err.Error(), "HTTP 401") {
 		t.Fatalf("round ended with %v, want a child failure naming the 401", err)
 	}
-	if n := r.srv.RequestCount(); n != 1 {
-		t.Errorf("%d requests reached the provider, want 1 (a refusal is not retried)", n)
+	// One request (opencode: the title request, or the round's first, or
+	// both when they race), each once: a refusal is not retried.
+	bodies := map[string]bool{}
+	for _, req := range r.srv.Requests() {
+		bodies[string(req.Raw)] = true
+	}
+	if n := r.srv.RequestCount(); n == 0 || n != len(bodies) {
+		t.Errorf("%d requests reached the provider, %d of them different; want each once", n, len(bodies))
 	}
 }
 
-// TestLongRetryAfterDefersTheRound: a 429 asking for longer than the
-// session may wait defers the round with the provider's delay.
-func TestLongRetryAfterDefersTheRound(t *testing.T) {
-	r := newRig(t, cli.Codex, fakeopenai.Script{Rule: func(fakeopenai.Request) fakeopenai.Response {
+// roundRequests are the requests of the round's conversation: those that
+// offer the report tool (not opencode's title request, sent alongside).
+func roundRequests(reqs []fakeopenai.Request) []fakeopenai.Request {
+	var out []fakeopenai.Request
+	for _, req := range reqs {
+		if req.OfferedTool("submit_report", "submit_review") != "" {
+			out = append(out, req)
+		}
+	}
+	return out
+}
+
+func TestLongRetryAfterDefersTheRoundOpencode(t *testing.T) {
+	longRetryAfterDefersTheRound(t, cli.Opencode)
+}
+func TestLongRetryAfterDefersTheRoundCodex(t *testing.T) { longRetryAfterDefersTheRound(t, cli.Codex) }
+func TestLongRetryAfterDefersTheRoundClaudeCode(t *testing.T) {
+	longRetryAfterDefersTheRound(t, cli.ClaudeCode)
+}
+
+// longRetryAfterDefersTheRound: a 429 asking for longer than the session
+// may wait defers the round with the provider's delay.
+func longRetryAfterDefersTheRound(t *testing.T, kind string) {
+	r := newRig(t, kind, fakeopenai.Script{Rule: func(fakeopenai.Request) fakeopenai.Response {
 		return fakeopenai.RateLimited("120")
 	}})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -358,6 +442,9 @@ func TestLongRetryAfterDefersTheRound(t *testing.T) {
 	}
 }
 
+func TestTokenBudgetForcesTheHandoffOpencode(t *testing.T) {
+	tokenBudgetForcesTheHandoff(t, cli.Opencode)
+}
 func TestTokenBudgetForcesTheHandoffCodex(t *testing.T) { tokenBudgetForcesTheHandoff(t, cli.Codex) }
 func TestTokenBudgetForcesTheHandoffClaudeCode(t *testing.T) {
 	tokenBudgetForcesTheHandoff(t, cli.ClaudeCode)
@@ -393,6 +480,7 @@ func tokenBudgetForcesTheHandoff(t *testing.T, kind string) {
 	}
 }
 
+func TestProtectedPathRestoredOpencode(t *testing.T)   { protectedPathRestored(t, cli.Opencode) }
 func TestProtectedPathRestoredCodex(t *testing.T)      { protectedPathRestored(t, cli.Codex) }
 func TestProtectedPathRestoredClaudeCode(t *testing.T) { protectedPathRestored(t, cli.ClaudeCode) }
 
@@ -431,6 +519,7 @@ func protectedPathRestored(t *testing.T, kind string) {
 	}
 }
 
+func TestReviewThroughTheCLIOpencode(t *testing.T)   { reviewThroughTheCLI(t, cli.Opencode) }
 func TestReviewThroughTheCLICodex(t *testing.T)      { reviewThroughTheCLI(t, cli.Codex) }
 func TestReviewThroughTheCLIClaudeCode(t *testing.T) { reviewThroughTheCLI(t, cli.ClaudeCode) }
 
@@ -459,20 +548,30 @@ func reviewThroughTheCLI(t *testing.T, kind string) {
 	}
 }
 
-// TestIdleCLIGetsOneContinuation: a CLI whose model call hangs is silent;
-// after the idle bound it is stopped and continued once in the same
-// session, and the continuation's report ends the round.
-func TestIdleCLIGetsOneContinuation(t *testing.T) {
+func TestIdleCLIGetsOneContinuationOpencode(t *testing.T) {
+	idleCLIGetsOneContinuation(t, cli.Opencode)
+}
+func TestIdleCLIGetsOneContinuationCodex(t *testing.T) { idleCLIGetsOneContinuation(t, cli.Codex) }
+func TestIdleCLIGetsOneContinuationClaudeCode(t *testing.T) {
+	idleCLIGetsOneContinuation(t, cli.ClaudeCode)
+}
+
+// idleCLIGetsOneContinuation: a CLI whose first model call hangs is
+// silent; after the idle bound it is stopped and continued once in the
+// same session, and the continuation's report ends the round.
+func idleCLIGetsOneContinuation(t *testing.T, kind string) {
 	script := fakeopenai.AgentScript{Report: func(int, string) fakeopenai.ReportArgs {
 		return fakeopenai.ReportArgs{Status: "continue", Summary: "Reported after the continuation.", Evidence: []string{"none"}, NextSteps: []string{"Go on."}}
 	}}
-	r := newRig(t, cli.Codex, fakeopenai.Script{Rule: func(req fakeopenai.Request) fakeopenai.Response {
-		if req.Index == 0 {
-			return fakeopenai.Response{Fault: fakeopenai.Fault{Hang: true}}
+	var hung atomic.Bool
+	r := newRig(t, kind, fakeopenai.Script{Rule: func(req fakeopenai.Request) fakeopenai.Response {
+		if req.OfferedTool("submit_report") != "" && hung.CompareAndSwap(false, true) {
+			return fakeopenai.Hang()
 		}
 		return script.Rule(req)
 	}})
-	r.p.Idle = 2 * time.Second
+	// Longer than the CLI takes to start (opencode: seconds).
+	r.p.Idle = 10 * time.Second
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	res, ev, err := r.run(ctx, agent.Request{SessionID: "s1", Objective: "Work.", Round: 1})
@@ -483,22 +582,34 @@ func TestIdleCLIGetsOneContinuation(t *testing.T) {
 		t.Fatalf("report %+v", res.Report)
 	}
 	exits := ev.kinds(agent.EventAgentExit)
-	if len(exits) != 1 || !strings.Contains(exits[0].Output, "silent for 2s") {
+	if len(exits) != 1 || !strings.Contains(exits[0].Output, "silent for 10s") {
 		t.Errorf("agent exits %+v, want one idle stop", exits)
+	}
+	round := roundRequests(r.srv.Requests())
+	if !strings.Contains(string(round[len(round)-1].Raw), "You stopped without a valid report") {
+		t.Error("the report came without the continuation's prompt")
 	}
 }
 
-// TestRefusedCompleteThroughTheCLI: a complete report whose verify command
+func TestRefusedCompleteThroughTheCLIOpencode(t *testing.T) {
+	refusedCompleteThroughTheCLI(t, cli.Opencode)
+}
+func TestRefusedCompleteThroughTheCLICodex(t *testing.T) { refusedCompleteThroughTheCLI(t, cli.Codex) }
+func TestRefusedCompleteThroughTheCLIClaudeCode(t *testing.T) {
+	refusedCompleteThroughTheCLI(t, cli.ClaudeCode)
+}
+
+// refusedCompleteThroughTheCLI: a complete report whose verify command
 // fails is refused with the builtin session's refusal (not a repair); the
 // CLI's next report, continue, is accepted.
-func TestRefusedCompleteThroughTheCLI(t *testing.T) {
+func refusedCompleteThroughTheCLI(t *testing.T, kind string) {
 	script := fakeopenai.AgentScript{Report: func(_ int, last string) fakeopenai.ReportArgs {
 		if strings.Contains(last, "Completion refused") {
 			return fakeopenai.ReportArgs{Status: "continue", Summary: "The check fails.", Evidence: []string{"verify exited 3"}, NextSteps: []string{"Fix it."}}
 		}
 		return fakeopenai.ReportArgs{Status: "complete", Summary: "Done.", Evidence: []string{"none"}, NextSteps: []string{}}
 	}}
-	r := newRig(t, cli.ClaudeCode, fakeopenai.Script{Rule: script.Rule})
+	r := newRig(t, kind, fakeopenai.Script{Rule: script.Rule})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	res, ev, err := r.run(ctx, agent.Request{SessionID: "s1", Objective: "Work.", Round: 1, VerifyCommand: "echo not yet; exit 3"})
@@ -511,4 +622,114 @@ func TestRefusedCompleteThroughTheCLI(t *testing.T) {
 	if v := ev.kinds(agent.EventVerifyResult); len(v) != 1 || *v[0].ExitCode != 3 {
 		t.Errorf("verify results %+v", v)
 	}
+}
+
+func TestTimeBoundForcesTheHandoffOpencode(t *testing.T) { timeBoundForcesTheHandoff(t, cli.Opencode) }
+func TestTimeBoundForcesTheHandoffCodex(t *testing.T)    { timeBoundForcesTheHandoff(t, cli.Codex) }
+func TestTimeBoundForcesTheHandoffClaudeCode(t *testing.T) {
+	timeBoundForcesTheHandoff(t, cli.ClaudeCode)
+}
+
+// timeBoundForcesTheHandoff: the model works (short sleeps) until the
+// round's time bound passes; the gateway forwards the request after it
+// with only the report tool and the notice naming the round's time, and
+// the report then ends the round before its deadline.
+func timeBoundForcesTheHandoff(t *testing.T, kind string) {
+	script := fakeopenai.AgentScript{Report: func(int, string) fakeopenai.ReportArgs {
+		return fakeopenai.ReportArgs{Status: "continue", Summary: "Out of time.", Evidence: []string{"sleep"}, NextSteps: []string{"Go on."}}
+	}}
+	// Up to twice MinHandoffReserve the bound keeps half the round for the
+	// hand-off: it passes half-way from the session's start (a little after
+	// now) to the deadline.
+	span := 30 * time.Second
+	deadline := time.Now().Add(span)
+	boundAt := deadline.Add(-span / 2)
+	r := newRig(t, kind, fakeopenai.Script{Rule: func(req fakeopenai.Request) fakeopenai.Response {
+		if req.OfferedTool("submit_report") != "" && len(req.Chat.Tools) > 1 {
+			// Before the hand-off the model would go on working.
+			wait := min(time.Until(boundAt)+time.Second, 5*time.Second)
+			cmd := fmt.Sprintf("sleep %.1f; echo step", max(wait.Seconds(), 0.1))
+			return fakeopenai.Tools(fakeopenai.ShellCall(req.ShellTool(), cmd))
+		}
+		return script.Rule(req)
+	}})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	res, ev, err := r.run(ctx, agent.Request{SessionID: "s1", Objective: "Work.", Round: 1, Deadline: deadline})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Report.Summary != "Out of time." {
+		t.Fatalf("report %+v", res.Report)
+	}
+	if h := ev.kinds(agent.EventHandoff); len(h) != 1 || h[0].Bound != agent.BoundRoundTime {
+		t.Fatalf("handoff events %+v", h)
+	}
+	round := roundRequests(r.srv.Requests())
+	if len(round[0].Chat.Tools) == 1 {
+		t.Error("the round's first request already came after the time bound: the CLI worked not at all")
+	}
+	last := round[len(round)-1]
+	if len(last.Chat.Tools) != 1 || !strings.Contains(string(last.Raw), "the time of this round is nearly spent") {
+		t.Errorf("the hand-off request offered %d tools (want only the report tool) or lacks the notice", len(last.Chat.Tools))
+	}
+}
+
+func TestFallbackModelTakesOverOpencode(t *testing.T)   { fallbackModelTakesOver(t, cli.Opencode) }
+func TestFallbackModelTakesOverCodex(t *testing.T)      { fallbackModelTakesOver(t, cli.Codex) }
+func TestFallbackModelTakesOverClaudeCode(t *testing.T) { fallbackModelTakesOver(t, cli.ClaudeCode) }
+
+// fallbackModelTakesOver: the primary model only answers 429 and 503
+// (without a wait worth deferring for); once its retries are spent the
+// gateway moves the same conversation to the fallback model, and every
+// later request goes there, as in the builtin session. The round ends with
+// the fallback's report and the usage is what was served.
+func fallbackModelTakesOver(t *testing.T, kind string) {
+	script := fakeopenai.AgentScript{Usage: &perAnswer, Command: func(int) string { return "echo step" },
+		Report: func(int, string) fakeopenai.ReportArgs {
+			return fakeopenai.ReportArgs{Status: "continue", Summary: "Reported by the fallback.", Evidence: []string{"echo step"}, NextSteps: []string{"Go on."}}
+		}}
+	r := newRig(t, kind, fakeopenai.Script{Rule: func(req fakeopenai.Request) fakeopenai.Response {
+		switch {
+		case req.Chat.Model != "fake-model":
+			return script.Rule(req)
+		case req.Index%2 == 0:
+			return fakeopenai.RateLimited("0")
+		}
+		return fakeopenai.Unavailable("")
+	}})
+	r.p.Config.FallbackModels = []string{"fallback-model"}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	res, ev, err := r.run(ctx, agent.Request{SessionID: "s1", Objective: "Work.", Round: 1, Deferrable: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Report.Summary != "Reported by the fallback." || res.Model != "fallback-model" {
+		t.Fatalf("report %+v by %q", res.Report, res.Model)
+	}
+	if f := ev.kinds(agent.EventModelFallback); len(f) != 1 || f[0].Model != "fallback-model" {
+		t.Errorf("fallback events %+v, want one to fallback-model", f)
+	}
+	// opencode's title request, sent alongside, may be the one that spends
+	// the primary's retries: the round's own requests say what came after.
+	all, round := modelsAsked(r.srv.Requests()), modelsAsked(roundRequests(r.srv.Requests()))
+	moved := slices.Index(round, "fallback-model")
+	if slices.Index(all, "fallback-model") < agent.DefaultTransientRetries+1 || moved < 0 ||
+		slices.ContainsFunc(round[moved:], func(m string) bool { return m != "fallback-model" }) {
+		t.Errorf("models asked, in order: %v (by the round's requests %v); want the primary's retries spent, then only the fallback", all, round)
+	}
+	n := r.served.count()
+	want := usage.Usage{ModelCalls: n, ToolCalls: 1, PromptTokens: n * perAnswer.PromptTokens, CompletionTokens: n * perAnswer.CompletionTokens}
+	if res.Usage != want {
+		t.Errorf("usage %+v, want %+v (%d answers served)", res.Usage, want, n)
+	}
+}
+
+func modelsAsked(reqs []fakeopenai.Request) []string {
+	var models []string
+	for _, req := range reqs {
+		models = append(models, req.Chat.Model)
+	}
+	return models
 }

@@ -65,7 +65,8 @@ func (x *execution) reap(ctx context.Context, o execOutcome, waitErr error) (exe
 	o.network, o.memoryKill = x.outcome.Network, x.outcome.String()
 	o.output = x.buf.String(x.outputCap)
 	if x.cancelled {
-		return execOutcome{}, ctx.Err()
+		// What it asked the proxy for is on record however it ended.
+		return execOutcome{network: o.network}, ctx.Err()
 	}
 	var exitErr *exec.ExitError
 	if waitErr != nil && !errors.As(waitErr, &exitErr) {

@@ -28,7 +28,9 @@ type Process struct {
 
 // Spawn runs p until it exits, passes timeout or ctx ends (then it is
 // killed with everything it started). A Go error means the harness failed
-// or ctx ended; the program's own failure is in the result.
+// or ctx ended (the result then holds only the connections p asked the
+// proxy for: a caller stops p by ending ctx); the program's own failure is
+// in the result.
 func (w *Workspace) Spawn(ctx context.Context, p Process, timeout time.Duration, outputCap int) (ExecResult, error) {
 	if len(p.Argv) == 0 {
 		return ExecResult{}, errors.New("spawn: no program given")
@@ -36,7 +38,7 @@ func (w *Workspace) Spawn(ctx context.Context, p Process, timeout time.Duration,
 	started := time.Now()
 	o, err := w.spawn(ctx, p, timeout, outputCap)
 	if err != nil {
-		return ExecResult{}, err
+		return ExecResult{Network: o.network}, err
 	}
 	return ExecResult{Output: o.output, ExitCode: o.exitCode, TimedOut: o.timedOut, Duration: time.Since(started),
 		MemoryKill: o.memoryKill, DiskKill: o.diskKill, Network: o.network}, nil

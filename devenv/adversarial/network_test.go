@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ralph-temporal/ralph/devenv/testkit"
 	"github.com/ralph-temporal/ralph/internal/netproxy"
 	"github.com/ralph-temporal/ralph/internal/sandbox"
 )
@@ -40,7 +41,7 @@ func hostAddrs(t *testing.T) []netip.Addr {
 // not RFC 1918, and the IANA special-purpose ranges were unclassified.
 func TestProxyRefusesThisHostAndSpecialPurposeRanges(t *testing.T) {
 	j := New(t)
-	l := Listen(t)
+	l := testkit.Listen(t)
 	port := strconv.Itoa(l.Port)
 	var script []string
 	for _, a := range hostAddrs(t) {
@@ -74,7 +75,7 @@ func TestProxyRefusesThisHostAndSpecialPurposeRanges(t *testing.T) {
 // Finding 10: an allowlisted loopback destination (an internal mirror on
 // the host's loopback) must work with the environment as the worker sets it.
 func TestAllowlistedLoopbackWorksWithTheCommandEnvironment(t *testing.T) {
-	l := Listen(t)
+	l := testkit.Listen(t)
 	dest := "127.0.0.1:" + strconv.Itoa(l.Port)
 	j := New(t, func(c *sandbox.Config) { c.AllowHosts = []string{dest} })
 	res := j.Run("curl -sS -m 10 http://" + dest + "/x; echo; curl -sS -m 10 http://localhost:" + strconv.Itoa(l.Port) + "/y")
@@ -114,7 +115,7 @@ print("done")
 // Finding 5: a command held thousands of proxy connections open, idle,
 // against the worker's descriptor limit.
 func TestProxyConnectionsAreBoundedAndIdleOnesClosed(t *testing.T) {
-	l := Listen(t)
+	l := testkit.Listen(t)
 	dest := "127.0.0.1:" + strconv.Itoa(l.Port)
 	old := netproxy.IdleTimeout
 	netproxy.IdleTimeout = 3 * time.Second

@@ -1,10 +1,11 @@
 // Package testkit holds the helpers tests share across packages: running
 // git as a person would, a buffer several goroutines write, fixture files,
 // the cgroup requirement, generated blocks of docs kept equal to their
-// source, and processes (pid files, stand-in workers to kill -9). Of this
-// module it imports only internal/cgroup and internal/wait (whose own tests
-// do not use it), so the tests of any other package, down to internal/, can
-// use it. Temporal server helpers live in devenv/temporalserver.
+// source, processes (pid files, stand-in workers to kill -9) and a host
+// listener that counts the connections it gets. Of this module it imports
+// only internal/cgroup and internal/wait (whose own tests do not use it), so
+// the tests of any other package, down to internal/, can use it. Temporal
+// server helpers live in devenv/temporalserver.
 package testkit
 
 import (

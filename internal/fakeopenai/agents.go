@@ -38,7 +38,7 @@ func (a AgentScript) answer(req Request) Response {
 	}
 	round := agentRound(req)
 	report := req.OfferedTool("submit_report")
-	shell := req.OfferedTool(shellTools...)
+	shell := req.ShellTool()
 	results := toolMessages(req)
 	last := ""
 	if len(results) > 0 {
@@ -51,7 +51,7 @@ func (a AgentScript) answer(req Request) Response {
 		return Tools(CallJSON(review, map[string]any{"verdict": "approve", "summary": "The objective is met.", "findings": []string{}}))
 	}
 	if cmd := a.command(round); len(results) == 0 && cmd != "" && shell != "" {
-		return Tools(CallJSON(shell, shellArgs(shell, cmd)))
+		return Tools(ShellCall(shell, cmd))
 	}
 	if report == "" {
 		return Text("no report tool was offered")
@@ -73,7 +73,15 @@ func SubmitReportNamed(name string, r ReportArgs) Call {
 	return c
 }
 
-// shellArgs are the arguments each CLI's shell tool takes.
+// ShellCall is a call of the CLI's shell tool named tool (as
+// req.ShellTool finds it) running cmd, with the arguments that tool takes.
+func ShellCall(tool, cmd string) Call {
+	return CallJSON(tool, shellArgs(tool, cmd))
+}
+
+// ShellTool is the shell tool the CLI offers, "" if none.
+func (r Request) ShellTool() string { return r.OfferedTool(shellTools...) }
+
 func shellArgs(tool, cmd string) any {
 	switch tool {
 	case "exec_command":
