@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -224,4 +225,60 @@ func distinctTokens(reqs []fakeopenai.Request) []string {
 		}
 	}
 	return tokens
+}
+
+// TestRealStackAgentReviewOnAnotherProvider: RALPH_REVIEW_AGENT on its own.
+// The rounds run on Codex, the independent review on Claude Code (a second
+// opinion from another model family): the round's requests came in OpenAI
+// Responses, the review's in Anthropic Messages on the review model, and
+// the run's result carries the approved review.
+func TestRealStackAgentReviewOnAnotherProvider(t *testing.T) {
+	script := fakeopenai.AgentScript{
+		// The reviewer's workspace is read-only: there it only reads.
+		Command: func(int) string { return "test -e hello.txt || echo hello > hello.txt; cat hello.txt" },
+		Report: func(int, string) fakeopenai.ReportArgs {
+			return completeArgs("hello.txt holds hello.", "cat hello.txt printed hello")
+		},
+	}
+	e := agentEnv(t, fakeopenai.Script{Rule: script.Rule}, "RALPH_AGENT=codex", "RALPH_AGENT_COMMAND="+agentsBin+"codex",
+		"RALPH_REVIEW_AGENT=claude-code", "PATH="+agentsBin+":"+os.Getenv("PATH"), "RALPH_REVIEW=on", "RALPH_REVIEW_MODEL=judge-model")
+	w := e.startWorker()
+	if log := w.out.String(); !strings.Contains(log, `"reviewAgent":"claude-code"`) || !strings.Contains(log, "agentCLI.claude-code") {
+		t.Errorf("the start line does not name the reviewer's CLI:\n%s", tail(log, 2000))
+	}
+	res, err := e.result(e.start("review-agent", `{"objective":"write hello.txt","verifyCommand":"grep -qx hello hello.txt"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != report.OutcomeComplete || res.RoundsStarted != 1 || res.Review == nil {
+		t.Fatalf("result %+v", res)
+	}
+	want := report.Review{Verdict: report.VerdictApprove, Summary: "The objective is met.", Findings: []string{}, Model: "judge-model",
+		SessionID: res.Review.SessionID}
+	if !reflect.DeepEqual(*res.Review, want) || want.SessionID == "" {
+		t.Errorf("review %+v, want %+v", *res.Review, want)
+	}
+	var rounds, reviews int
+	for _, req := range e.model.Requests() {
+		switch req.Wire {
+		case fakeopenai.WireResponses:
+			rounds++
+			if req.OfferedTool("submit_review") != "" || req.Chat.Model != "scripted-model" {
+				t.Errorf("request %d on /v1/responses offers submit_review or asks for %q: not the round's", req.Index, req.Chat.Model)
+			}
+		case fakeopenai.WireMessages:
+			if req.OfferedTool("submit_report") != "" || req.Chat.Model != "judge-model" {
+				t.Errorf("request %d on /v1/messages offers submit_report or asks for %q: not the review's", req.Index, req.Chat.Model)
+			}
+			if req.OfferedTool("submit_review") != "" {
+				reviews++
+			}
+		default:
+			t.Errorf("request %d came on the %s wire", req.Index, req.Wire)
+		}
+	}
+	t.Logf("%d round requests in OpenAI Responses, %d review requests in Anthropic Messages", rounds, reviews)
+	if rounds == 0 || reviews == 0 {
+		t.Errorf("%d round requests in OpenAI Responses, %d review requests in Anthropic Messages", rounds, reviews)
+	}
 }
