@@ -185,6 +185,11 @@ func agentRoundSurvivesAKilledWorker(t *testing.T, kind, binary string) {
 	if len(before) != 1 || len(after) != 2 || after[0] != before[0] {
 		t.Errorf("tokens in the request log: %d before the kill, %d after (want the killed attempt's, then a new one)", len(before), len(after))
 	}
+	// The attempts' private homes (the CLI's state): the second worker swept
+	// the killed one's when it started, and removed its own.
+	if homes, err := os.ReadDir(filepath.Join(e.sessions, "homes", ".fresh")); err != nil || len(homes) > 0 {
+		t.Errorf("private homes left after the run: %v %v", homes, err)
+	}
 }
 
 // awaitProcesses waits until the processes working in ws (or running the
