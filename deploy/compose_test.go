@@ -269,6 +269,56 @@ func TestDockerfileCarriesTheRoundToolchain(t *testing.T) {
 	}
 }
 
+// The opt-in agent CLIs (docs/agents.md): RALPH_AGENT_CLIS=1 installs the
+// versions pinned in devenv/agentclis with scripts/install-agent-clis.sh,
+// into a directory the sandbox uid (65534) can read and execute: not under
+// a home, /tmp or the worker's data (the sandbox hides or replaces those),
+// opened to every user, and on PATH.
+func TestDockerfileInstallsTheAgentCLIsWhereTheSandboxCanRunThem(t *testing.T) {
+	data, err := os.ReadFile("Dockerfile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stages := strings.Split(string(data), "\nFROM ")
+	runtime := stages[len(stages)-1]
+	for _, want := range []string{
+		"\nARG RALPH_AGENT_CLIS=\n", // off unless asked for
+		"\nCOPY devenv/agentclis/ /opt/ralph-src/devenv/agentclis/\n",
+		"\nCOPY scripts/install-agent-clis.sh /opt/ralph-src/scripts/\n",
+		"\nRUN if [ -n \"$RALPH_AGENT_CLIS\" ]; then /opt/ralph-src/scripts/install-agent-clis.sh; fi\n",
+	} {
+		if !strings.Contains(runtime, want) {
+			t.Errorf("the runtime stage lacks %q", want)
+		}
+	}
+	if strings.Contains(string(data), "RALPH_AGENTS_DIR") {
+		t.Fatal("the Dockerfile moves the CLIs with RALPH_AGENTS_DIR: check the new place as below")
+	}
+	script, err := os.ReadFile("../scripts/install-agent-clis.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^dest="\$\{RALPH_AGENTS_DIR:-([^}]+)\}"$`).FindSubmatch(script)
+	if m == nil {
+		t.Fatal("install-agent-clis.sh names no default directory")
+	}
+	dest := string(m[1])
+	if dest != "/opt/ralph-agents" {
+		t.Errorf("the CLIs go to %s, want /opt/ralph-agents (docs/agents.md)", dest)
+	}
+	for _, hidden := range []string{"/root", "/home", "/tmp", "/var/tmp", "/data"} {
+		if dest == hidden || strings.HasPrefix(dest, hidden+"/") {
+			t.Errorf("the CLIs go to %s, under %s, which the sandbox hides or replaces", dest, hidden)
+		}
+	}
+	if !strings.Contains(string(script), `chmod -R a+rX "$dest"`) {
+		t.Error("install-agent-clis.sh does not open the CLIs to every user (the sandbox uid 65534 runs them)")
+	}
+	if !strings.Contains(runtime, "\nENV PATH="+dest+"/node_modules/.bin:$PATH\n") {
+		t.Errorf("the runtime stage does not put %s/node_modules/.bin on PATH", dest)
+	}
+}
+
 // The git-remote profile: workers that share no storage, only a git server.
 func TestComposeGitRemoteProfile(t *testing.T) {
 	c := loadCompose(t)

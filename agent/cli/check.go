@@ -63,30 +63,41 @@ func (f Found) String() string {
 // and checks its version against the tested range; the error names what is
 // missing. command overrides the binary.
 func Check(ctx context.Context, agent, command string) (Found, error) {
+	return check(ctx, "RALPH_AGENT", agent, command)
+}
+
+// check is Check for the setting (RALPH_AGENT or RALPH_REVIEW_AGENT) that
+// names agent, so that the error names what the operator set.
+func check(ctx context.Context, setting, agent, command string) (Found, error) {
 	d, ok := Lookup(agent)
 	if !ok {
-		return Found{}, fmt.Errorf("agent %q: no such CLI provider (one of %s)", agent, strings.Join(Kinds(), ", "))
+		return Found{}, fmt.Errorf("%s=%q: no such CLI provider (one of %s)", setting, agent, strings.Join(Kinds(), ", "))
 	}
 	bin := d.Binary()
 	if command != "" {
 		bin = command
 	}
+	named := setting + "=" + agent
 	path, err := exec.LookPath(bin)
 	if err != nil {
-		return Found{}, fmt.Errorf("RALPH_AGENT=%s: the CLI %q is not installed or not on PATH (set RALPH_AGENT_COMMAND; docs/agents.md says where to install it): %v", agent, bin, err)
+		hint := "set RALPH_AGENT_COMMAND"
+		if setting != "RALPH_AGENT" {
+			hint = "the reviewer's CLI is found on PATH"
+		}
+		return Found{}, fmt.Errorf("%s: the CLI %q is not installed or not on PATH (%s; docs/agents.md says where to install it): %v", named, bin, hint, err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	out, err := exec.CommandContext(ctx, path, "--version").CombinedOutput()
 	if err != nil {
-		return Found{}, fmt.Errorf("RALPH_AGENT=%s: %s --version failed: %v (%s)", agent, path, err, strings.TrimSpace(string(out)))
+		return Found{}, fmt.Errorf("%s: %s --version failed: %v (%s)", named, path, err, strings.TrimSpace(string(out)))
 	}
 	v, ok := parseVersion(string(out))
 	if !ok {
-		return Found{}, fmt.Errorf("RALPH_AGENT=%s: %s --version printed no version: %q", agent, path, strings.TrimSpace(string(out)))
+		return Found{}, fmt.Errorf("%s: %s --version printed no version: %q", named, path, strings.TrimSpace(string(out)))
 	}
 	if !d.Tested().Contains(v) {
-		return Found{}, fmt.Errorf("RALPH_AGENT=%s: %s is version %s, outside the tested range %s (docs/reference.md)", agent, path, v, d.Tested())
+		return Found{}, fmt.Errorf("%s: %s is version %s, outside the tested range %s (docs/reference.md)", named, path, v, d.Tested())
 	}
 	return Found{Dialect: d, Path: path, Version: v}, nil
 }

@@ -305,28 +305,9 @@ func cancelDuringACommand(t *testing.T, kind string) {
 	if _, err := os.Stat(filepath.Join(r.workspace, "started")); err != nil {
 		t.Fatalf("the command never started: %v", err)
 	}
-	if left := processesIn(r.workspace, "sleep 3037"); len(left) > 0 {
+	if left := testkit.ProcessesIn(r.workspace, "sleep 3037"); len(left) > 0 {
 		t.Fatalf("left running after the cancel: %v", left)
 	}
-}
-
-// processesIn lists the processes whose working directory is dir, or
-// whose command line holds marker.
-func processesIn(dir, marker string) []string {
-	var found []string
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		if e.Name()[0] < '0' || e.Name()[0] > '9' {
-			continue
-		}
-		cwd, _ := os.Readlink(filepath.Join("/proc", e.Name(), "cwd"))
-		cmd, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		line := strings.ReplaceAll(string(cmd), "\x00", " ")
-		if cwd == dir || strings.Contains(line, marker) {
-			found = append(found, e.Name()+": "+line)
-		}
-	}
-	return found
 }
 
 func TestModelCallCapForcesTheHandoffCodex(t *testing.T) {

@@ -30,12 +30,16 @@ func (s Settings) CheckAll(ctx context.Context) ([]Found, error) {
 		if !ok || (len(found) > 0 && found[0].Dialect.Name() == kind) {
 			continue
 		}
-		f, err := Check(ctx, kind, s.command(kind, d))
+		setting := "RALPH_AGENT"
+		if kind != s.Agent {
+			setting = "RALPH_REVIEW_AGENT"
+		}
+		f, err := check(ctx, setting, kind, s.command(kind, d))
 		if err != nil {
 			return nil, err
 		}
 		if d.API() == APIMessages && s.AnthropicAPIKey == "" {
-			return nil, fmt.Errorf("RALPH_AGENT=%s speaks Anthropic Messages: ANTHROPIC_API_KEY is required (the gateway forwards to ANTHROPIC_BASE_URL with it)", kind)
+			return nil, fmt.Errorf("%s=%s speaks Anthropic Messages: ANTHROPIC_API_KEY is required (the gateway forwards to ANTHROPIC_BASE_URL with it)", setting, kind)
 		}
 		found = append(found, f)
 	}

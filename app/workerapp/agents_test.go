@@ -57,3 +57,26 @@ func TestStartLineNamesTheAgentCLI(t *testing.T) {
 		t.Errorf("start line attributes %v, want %v", attrs, want)
 	}
 }
+
+// TestWorkerRefusesAMissingReviewerCLI: RALPH_REVIEW_AGENT names a CLI
+// that is not on PATH while the rounds run the builtin session: the worker
+// does not start, and says that the reviewer's setting names it.
+func TestWorkerRefusesAMissingReviewerCLI(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("PATH", dir)
+	var stderr bytes.Buffer
+	env := config.MapEnv{"RALPH_WORKSPACE_ROOT": filepath.Join(dir, "ws"), "RALPH_SESSION_DIR": filepath.Join(dir, "s"),
+		"RALPH_MODEL": "m", "OPENAI_API_KEY": "sk-secret-value", "RALPH_REVIEW_AGENT": "claude-code", "ANTHROPIC_API_KEY": "sk-ant",
+		"TEMPORAL_ADDRESS": "127.0.0.1:1"}
+	if code := Main(nil, env, &stderr); code != ExitUsage {
+		t.Fatalf("exit %d, stderr %q", code, stderr.String())
+	}
+	for _, w := range []string{"RALPH_REVIEW_AGENT=claude-code: the CLI", "not installed or not on PATH (the reviewer's CLI is found on PATH"} {
+		if !strings.Contains(stderr.String(), w) {
+			t.Errorf("stderr %q does not say %q", stderr.String(), w)
+		}
+	}
+	if strings.Contains(stderr.String(), "RALPH_AGENT_COMMAND") {
+		t.Errorf("stderr %q points at RALPH_AGENT_COMMAND, which sets the rounds' CLI only", stderr.String())
+	}
+}

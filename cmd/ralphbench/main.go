@@ -34,7 +34,7 @@ import (
 var allSections = []string{"overhead", "scale", "cancel", "crash", "prompt", "history", "encryption"}
 
 // Scenarios that run only when named in -only (they take long).
-var extraSections = []string{"churn", "ratelimit"}
+var extraSections = []string{"churn", "ratelimit", "agents"}
 
 func main() {
 	os.Exit(run())
@@ -61,6 +61,8 @@ type options struct {
 	rlWindow                    time.Duration
 	rlBefore                    string
 	workerEnv                   string
+	agentRounds                 int
+	agentKinds, agentCLIDir     string
 	settings                    map[string]string // -worker-env
 	want                        map[string]bool   // the benchmarks named in -only
 	runsList, slotsList, hbList []int
@@ -94,6 +96,9 @@ func parseFlags() options {
 	flag.IntVar(&o.rlRuns, "ratelimit-runs", 20, "concurrent runs of the rate-limit scenario")
 	flag.DurationVar(&o.rlWindow, "ratelimit-window", 5*time.Minute, "how long the provider rate-limits in the rate-limit scenario")
 	flag.StringVar(&o.rlBefore, "ratelimit-before-bin", "", "a worker binary built from an earlier commit, measured as \"before\" in the rate-limit scenario")
+	flag.IntVar(&o.agentRounds, "agents-rounds", 6, "rounds per provider of the agent providers' fixed-cost benchmark")
+	flag.StringVar(&o.agentKinds, "agents", "builtin,claude-code,codex,opencode", "RALPH_AGENT values the agents benchmark measures")
+	flag.StringVar(&o.agentCLIDir, "agents-cli-dir", "/opt/ralph-agents/node_modules/.bin", "where the agent CLIs are (scripts/install-agent-clis.sh)")
 	flag.StringVar(&o.workerEnv, "worker-env", "", "comma-separated KEY=VALUE worker settings applied to every benchmark's workers (e.g. RALPH_MODEL_STREAM=off)")
 	flag.Parse()
 	return o
@@ -367,6 +372,9 @@ func (s *stack) steps(ctx context.Context, o options) []step {
 				Runs: o.churnRuns, Rounds: o.churnRounds, Workers: o.churnWorkers, Latency: o.churnLatency,
 				RollingRestart: true, Kill: true, ServerRestart: restart, DBSize: s.dbSize,
 			}})
+		}},
+		{"agents", benchCommand("agents", fmt.Sprintf("-agents-rounds %d -agents %s", o.agentRounds, o.agentKinds)), func() (bench.Section, error) {
+			return h.Agents(ctx, bench.AgentsConfig{Rounds: o.agentRounds, Kinds: strings.Split(o.agentKinds, ","), CLIDir: o.agentCLIDir})
 		}},
 		{"encryption", benchCommand("encryption", fmt.Sprintf("-overhead-rounds %d -overhead-reps %d", o.rounds, o.reps)), func() (bench.Section, error) {
 			return h.Encryption(ctx, bench.EncryptionConfig{Rounds: o.rounds, Reps: o.reps})

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -109,4 +110,24 @@ func (s *StandIn) Kill(t testing.TB) {
 		t.Fatalf("kill the stand-in: %v", err)
 	}
 	_ = s.cmd.Wait()
+}
+
+// ProcessesIn lists the processes (as "pid: command line") whose working
+// directory is dir, or whose command line holds marker: what a round in
+// the workspace dir left running.
+func ProcessesIn(dir, marker string) []string {
+	var found []string
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		if e.Name()[0] < '0' || e.Name()[0] > '9' {
+			continue
+		}
+		cwd, _ := os.Readlink(filepath.Join("/proc", e.Name(), "cwd"))
+		cmd, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		line := strings.TrimSpace(strings.ReplaceAll(string(cmd), "\x00", " "))
+		if cwd == dir || (marker != "" && strings.Contains(line, marker)) {
+			found = append(found, e.Name()+": "+line)
+		}
+	}
+	return found
 }

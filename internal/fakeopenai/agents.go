@@ -8,14 +8,18 @@ import (
 )
 
 // AgentScript plays a coding-agent CLI's model (docs/agents.md): each
-// round it runs Command through whatever shell tool the CLI offers (Bash,
-// bash, exec_command, shell), then calls the report tool the worker's MCP
+// round it runs Command (or each of Commands in turn) through whatever
+// shell tool the CLI offers (Bash, bash, exec_command, shell), then calls
+// the report tool the worker's MCP
 // server gave the CLI (its name ends in submit_report) with Report; a
 // reviewer's CLI approves through submit_review. A request without tools
 // (opencode's title request) gets a short text.
 type AgentScript struct {
 	// Command is what round runs first ("": report at once).
 	Command func(round int) string
+	// Commands, when set, are what round runs one after another, each once
+	// the previous one's output came back (in place of Command).
+	Commands func(round int) []string
 	// Report is the report of round, given the shell's output.
 	Report func(round int, shellOutput string) ReportArgs
 	// Usage, when set, is every answer's usage.
@@ -47,11 +51,12 @@ func (a AgentScript) answer(req Request) Response {
 	if strings.Contains(last, "Report accepted") {
 		return Text("Done.")
 	}
-	if review := req.OfferedTool("submit_review"); review != "" && (len(results) > 0 || a.command(round) == "" || shell == "") {
+	cmds := a.commands(round)
+	if review := req.OfferedTool("submit_review"); review != "" && (len(results) > 0 || len(cmds) == 0 || shell == "") {
 		return Tools(CallJSON(review, map[string]any{"verdict": "approve", "summary": "The objective is met.", "findings": []string{}}))
 	}
-	if cmd := a.command(round); len(results) == 0 && cmd != "" && shell != "" {
-		return Tools(ShellCall(shell, cmd))
+	if len(results) < len(cmds) && shell != "" {
+		return Tools(ShellCall(shell, cmds[len(results)]))
 	}
 	if report == "" {
 		return Text("no report tool was offered")
@@ -59,11 +64,16 @@ func (a AgentScript) answer(req Request) Response {
 	return Tools(SubmitReportNamed(report, a.Report(round, last)))
 }
 
-func (a AgentScript) command(round int) string {
-	if a.Command == nil {
-		return ""
+func (a AgentScript) commands(round int) []string {
+	switch {
+	case a.Commands != nil:
+		return a.Commands(round)
+	case a.Command == nil:
+		return nil
+	case a.Command(round) == "":
+		return nil
 	}
-	return a.Command(round)
+	return []string{a.Command(round)}
 }
 
 // SubmitReportNamed is SubmitReport under the name the CLI gave the tool.

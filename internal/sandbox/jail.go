@@ -7,6 +7,8 @@ import (
 	"path"
 	"path/filepath"
 	"strconv"
+	"strings"
+	"syscall"
 	"time"
 )
 
@@ -72,9 +74,12 @@ func (s *Sandbox) ownHome(home string) error {
 }
 
 // FreshHome makes a HOME no command has written, for one verify or review
-// command: what the model planted in its persistent home (a Go env file,
-// .gitconfig, .npmrc) cannot change what verification runs. remove deletes
-// it. A nil Sandbox returns "" (commands keep the worker's HOME).
+// command or one agent CLI attempt: what the model planted in its
+// persistent home (a Go env file, .gitconfig, .npmrc) cannot change what
+// verification runs. remove deletes it. While the home is in use the worker
+// holds a lock on home-<id>.lock beside it, so that a worker starting later
+// removes the homes of one that was killed (sweepFreshHomes). A nil Sandbox
+// returns "" (commands keep the worker's HOME).
 func (s *Sandbox) FreshHome() (home string, remove func(), err error) {
 	if s == nil {
 		return "", func() {}, nil
@@ -83,16 +88,50 @@ func (s *Sandbox) FreshHome() (home string, remove func(), err error) {
 	if err := os.MkdirAll(parent, 0o711); err != nil {
 		return "", nil, fmt.Errorf("sandbox: creating %s: %w", parent, err)
 	}
-	home, err = os.MkdirTemp(parent, "home-")
+	lock, err := os.CreateTemp(parent, "home-*"+homeLockSuffix)
 	if err != nil {
+		return "", nil, fmt.Errorf("sandbox: creating a fresh home's lock: %w", err)
+	}
+	home = strings.TrimSuffix(lock.Name(), homeLockSuffix)
+	remove = func() {
+		_ = os.RemoveAll(home)
+		_ = os.Remove(lock.Name())
+		_ = lock.Close()
+	}
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		remove()
+		return "", nil, fmt.Errorf("sandbox: locking a fresh home: %w", err)
+	}
+	if err := os.Mkdir(home, 0o700); err != nil {
+		remove()
 		return "", nil, fmt.Errorf("sandbox: creating a fresh home: %w", err)
 	}
-	remove = func() { _ = os.RemoveAll(home) }
 	if err := s.ownHome(home); err != nil {
 		remove()
 		return "", nil, err
 	}
 	return home, remove, nil
+}
+
+// homeLockSuffix names a fresh home's lock file (the home without it).
+const homeLockSuffix = ".lock"
+
+// sweepFreshHomes removes the fresh homes under homes whose lock nobody
+// holds: a killed worker's (the kernel dropped its lock), never one that a
+// live worker sharing the directory is using.
+func sweepFreshHomes(homes string) {
+	locks, _ := filepath.Glob(filepath.Join(homes, freshHomes, "home-*"+homeLockSuffix))
+	for _, path := range locks {
+		f, err := os.Open(path)
+		if err != nil {
+			continue
+		}
+		if syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) == nil {
+			_ = os.RemoveAll(strings.TrimSuffix(path, homeLockSuffix))
+			_ = os.Remove(path)
+		}
+		f.Close()
+	}
 }
 
 // Own makes the workspace at dir workable by the commands' uid: every entry

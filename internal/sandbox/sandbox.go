@@ -109,6 +109,7 @@ func New(ctx context.Context, cfg Config, p Paths) (*Sandbox, error) {
 	if err := os.MkdirAll(s.homes, homeDirPerm); err != nil {
 		return nil, fmt.Errorf("sandbox: create the homes directory: %w", err)
 	}
+	sweepFreshHomes(s.homes)
 	if err := s.reachable(s.root, s.homes); err != nil {
 		return nil, err
 	}

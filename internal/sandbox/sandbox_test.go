@@ -319,3 +319,42 @@ func jailed(t *testing.T, sb *Sandbox, dir, home, script string) *exec.Cmd {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: sb.Credential()}
 	return cmd
 }
+
+// TestNewSweepsTheFreshHomesOfAKilledWorker: a fresh home whose lock
+// nobody holds (its worker was killed mid-round) is removed when a sandbox
+// starts on the same homes directory; a home in use stays.
+func TestNewSweepsTheFreshHomesOfAKilledWorker(t *testing.T) {
+	f := newFixture(t)
+	sb, err := New(context.Background(), Config{Mode: ModeOff}, f.paths)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inUse, remove, err := sb.FreshHome()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer remove()
+	fresh := filepath.Join(f.paths.HomesDir, freshHomes)
+	killed := filepath.Join(fresh, "home-killed")
+	if err := os.MkdirAll(filepath.Join(killed, ".codex"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(killed+homeLockSuffix, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := New(context.Background(), Config{Mode: ModeOff}, f.paths); err != nil {
+		t.Fatal(err)
+	}
+	entries, err := os.ReadDir(fresh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var left []string
+	for _, e := range entries {
+		left = append(left, e.Name())
+	}
+	want := []string{filepath.Base(inUse), filepath.Base(inUse) + homeLockSuffix}
+	if !slices.Equal(left, want) {
+		t.Errorf("fresh homes after a sandbox started: %v, want %v", left, want)
+	}
+}
