@@ -391,13 +391,19 @@ func (l *loop) runRound(ctx workflow.Context, round int) (activities.RoundOutput
 		return out, nil
 	}
 	if err := l.checkOutput(out); err != nil {
-		l.usage = l.usage.Add(out.Usage)
-		l.stop(ctx, OutcomeFailed, round)
-		return out, temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("round %d returned an invalid report: %v", round, err), ErrTypeInvalidReport, nil,
-			InvalidReportDetails{Round: round, Problem: err.Error(), LastHandoff: l.last})
+		return out, l.refuseOutput(ctx, round, out, err)
 	}
 	return out, nil
+}
+
+// refuseOutput fails the run on round's output, whose report broke a rule
+// (problem); what the round spent still counts.
+func (l *loop) refuseOutput(ctx workflow.Context, round int, out activities.RoundOutput, problem error) error {
+	l.usage = l.usage.Add(out.Usage)
+	l.stop(ctx, OutcomeFailed, round)
+	return temporal.NewNonRetryableApplicationError(
+		fmt.Sprintf("round %d returned an invalid report: %v", round, problem), ErrTypeInvalidReport, nil,
+		InvalidReportDetails{Round: round, Problem: problem.Error(), LastHandoff: l.last})
 }
 
 // checkOutput validates a round's report again across the seam, and that a
