@@ -36,6 +36,10 @@ const (
 	// versionPauseEnds: a pause ends at the time budget's deadline and
 	// after RALPH_MAX_PAUSE_HOURS.
 	versionPauseEnds = "pause-ends-at-deadline"
+	// versionRewoundWait: a reset run waits up to rewoundWait for
+	// SignalRewound before its first round check after the reset. Its change
+	// id carries the round (rewoundWaitChange): see awaitRewound.
+	versionRewoundWait = "wait-for-rewound-signal"
 )
 
 // Deferral waits: the provider's delay when it gave one, else

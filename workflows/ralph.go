@@ -82,6 +82,8 @@ type loop struct {
 	firstRequestTokens int
 	// roundsThisRun counts the rounds this workflow run started.
 	roundsThisRun int
+	// rewoundAwaited: this reset run waited for SignalRewound (awaitRewound).
+	rewoundAwaited bool
 }
 
 // begin resolves the deployment limits (recorded in history) and validates a
@@ -220,6 +222,9 @@ func (l *loop) run(ctx workflow.Context, continued bool) (*Result, error) {
 // beforeRound holds a paused run and ends the run before round when a stop
 // is pending or a budget cannot pay for the round (a nil result: go on).
 func (l *loop) beforeRound(ctx workflow.Context, round int) (*Result, error) {
+	if err := l.awaitRewound(ctx, round); err != nil {
+		return nil, l.cancelled(ctx, round-1, err)
+	}
 	l.takeRewind(ctx)
 	if res, err := l.waitWhilePaused(ctx, round-1); res != nil || err != nil {
 		if err != nil && !workflow.IsContinueAsNewError(err) {

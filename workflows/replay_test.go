@@ -136,7 +136,7 @@ func TestReplayDetectsNonDeterminism(t *testing.T) {
 // before the change, the new one in a history that recorded the marker).
 func TestCorpusHoldsEveryVersionMarker(t *testing.T) {
 	inUse := []string{versionDeferrals, versionBudgetFloor, versionNoStartingUpsert, versionBudgetLastRound,
-		versionObjectiveBytes, versionReviewDeferrals, versionPauseEnds}
+		versionObjectiveBytes, versionReviewDeferrals, versionPauseEnds, versionRewoundWait}
 	seen := map[string]bool{}
 	dc := converter.GetDefaultDataConverter()
 	for _, dir := range releases(t) {
@@ -158,6 +158,10 @@ func TestCorpusHoldsEveryVersionMarker(t *testing.T) {
 				var id string
 				if err := dc.FromPayloads(m.GetDetails()["change-id"], &id); err == nil {
 					seen[id] = true
+					// The rewound wait's id names its round (rewoundWaitChange).
+					if family, _, ok := strings.Cut(id, "-before-round-"); ok {
+						seen[family] = true
+					}
 				}
 			}
 		}
