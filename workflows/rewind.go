@@ -74,6 +74,9 @@ func (l *loop) awaitRewound(ctx workflow.Context, round int) error {
 	}
 	l.rewoundAwaited = true
 	signal := workflow.GetSignalChannel(ctx, SignalRewound)
+	if signal.Len() > 0 {
+		return nil // already there: no timer (this SDK starts one even then)
+	}
 	_, err := workflow.AwaitWithTimeout(ctx, rewoundWait, func() bool { return signal.Len() > 0 })
 	return err
 }
