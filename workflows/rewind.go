@@ -64,7 +64,9 @@ const rewoundWait = 10 * time.Second
 // default (no wait, as that run did); the first check after the point runs
 // live and records the marker. GetVersion keeps its first answer per change
 // id for the whole run, so the id names the round. Reset runs recorded
-// before the wait hold no marker either and replay without it.
+// before the wait hold no marker either and replay without it. A run waits
+// once: a reset of a reset run that replays the first reset's wait does not
+// wait again (its signal counts from the check after it lands, as before).
 func (l *loop) awaitRewound(ctx workflow.Context, round int) error {
 	if l.rewoundAwaited || !resetRun(ctx) {
 		return nil
