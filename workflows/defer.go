@@ -36,6 +36,10 @@ const (
 	// versionPauseEnds: a pause ends at the time budget's deadline and
 	// after RALPH_MAX_PAUSE_HOURS.
 	versionPauseEnds = "pause-ends-at-deadline"
+	// versionRewoundWait: a reset run waits up to rewoundWait for
+	// SignalRewound before its first round check after the reset. Its change
+	// id carries the round (rewoundWaitChange): see awaitRewound.
+	versionRewoundWait = "wait-for-rewound-signal"
 )
 
 // Deferral waits: the provider's delay when it gave one, else
@@ -73,7 +77,16 @@ func (l *loop) playRound(ctx workflow.Context, round int) (activities.RoundOutpu
 			// l.status.Deferrals stays until record() puts it in the round's summary.
 			return out, nil, err
 		}
-		workflow.GetVersion(ctx, versionDeferrals, workflow.DefaultVersion, 1)
+		if workflow.GetVersion(ctx, versionDeferrals, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+			// A history from before deferrals never holds a deferred round:
+			// the code of then took every output as the round's hand-off,
+			// checked like any other (a deferred session's empty report fails
+			// the run as invalid), and so does its replay.
+			if err := l.checkOutput(out); err != nil {
+				return out, nil, l.refuseOutput(ctx, round, out, err)
+			}
+			return out, nil, nil
+		}
 		// A deferral is not a round attempt and not a round: only its usage
 		// counts (in the run's usage and so in the token budget).
 		l.usage = l.usage.Add(out.Usage)

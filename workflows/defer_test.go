@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/mock"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
 
 	"github.com/ralph-temporal/ralph/activities"
 	"github.com/ralph-temporal/ralph/report"
@@ -274,5 +275,28 @@ func TestDeferralWait(t *testing.T) {
 		if got := deferralWait(tc.d, tc.n, 360); got != tc.want {
 			t.Errorf("deferralWait(%+v, %d) = %s, want %s", tc.d, tc.n, got, tc.want)
 		}
+	}
+}
+
+// A history from before deferrals (no deferred-rounds marker) replays on the
+// old path: that code took a deferred session's output as the round's
+// hand-off, and its empty report failed the run as invalid. Without the
+// guard the round would wait and run again.
+func TestDeferredRoundWithoutTheMarkerTakesTheOldPath(t *testing.T) {
+	s := &script{reports: map[int]report.Report{1: completeReport(1)},
+		deferrals: map[int][]activities.Deferred{1: {rateLimited(60)}}}
+	env := newEnv(t, testLimits(), s)
+	env.OnGetVersion(versionDeferrals, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
+	_, err := execute(t, env, `{"objective":"fix it"}`)
+	appErr := applicationError(t, err, ErrTypeInvalidReport)
+	var details InvalidReportDetails
+	if err := appErr.Details(&details); err != nil {
+		t.Fatal(err)
+	}
+	if details.Round != 1 || len(s.inputs) != 1 {
+		t.Fatalf("details %+v after %d sessions, want round 1 refused after its one session", details, len(s.inputs))
+	}
+	if st := queryStatus(t, env); st.Phase != PhaseFinished || st.Outcome != OutcomeFailed || st.Usage != deferredUsage {
+		t.Fatalf("status %+v, want failed with the deferred session's usage", st)
 	}
 }

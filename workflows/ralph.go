@@ -82,6 +82,8 @@ type loop struct {
 	firstRequestTokens int
 	// roundsThisRun counts the rounds this workflow run started.
 	roundsThisRun int
+	// rewoundAwaited: this reset run waited for SignalRewound (awaitRewound).
+	rewoundAwaited bool
 }
 
 // begin resolves the deployment limits (recorded in history) and validates a
@@ -220,6 +222,9 @@ func (l *loop) run(ctx workflow.Context, continued bool) (*Result, error) {
 // beforeRound holds a paused run and ends the run before round when a stop
 // is pending or a budget cannot pay for the round (a nil result: go on).
 func (l *loop) beforeRound(ctx workflow.Context, round int) (*Result, error) {
+	if err := l.awaitRewound(ctx, round); err != nil {
+		return nil, l.cancelled(ctx, round-1, err)
+	}
 	l.takeRewind(ctx)
 	if res, err := l.waitWhilePaused(ctx, round-1); res != nil || err != nil {
 		if err != nil && !workflow.IsContinueAsNewError(err) {
@@ -391,13 +396,19 @@ func (l *loop) runRound(ctx workflow.Context, round int) (activities.RoundOutput
 		return out, nil
 	}
 	if err := l.checkOutput(out); err != nil {
-		l.usage = l.usage.Add(out.Usage)
-		l.stop(ctx, OutcomeFailed, round)
-		return out, temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("round %d returned an invalid report: %v", round, err), ErrTypeInvalidReport, nil,
-			InvalidReportDetails{Round: round, Problem: err.Error(), LastHandoff: l.last})
+		return out, l.refuseOutput(ctx, round, out, err)
 	}
 	return out, nil
+}
+
+// refuseOutput fails the run on round's output, whose report broke a rule
+// (problem); what the round spent still counts.
+func (l *loop) refuseOutput(ctx workflow.Context, round int, out activities.RoundOutput, problem error) error {
+	l.usage = l.usage.Add(out.Usage)
+	l.stop(ctx, OutcomeFailed, round)
+	return temporal.NewNonRetryableApplicationError(
+		fmt.Sprintf("round %d returned an invalid report: %v", round, problem), ErrTypeInvalidReport, nil,
+		InvalidReportDetails{Round: round, Problem: problem.Error(), LastHandoff: l.last})
 }
 
 // checkOutput validates a round's report again across the seam, and that a

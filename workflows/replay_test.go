@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/worker"
@@ -56,15 +58,45 @@ func TestReplayRecordedHistories(t *testing.T) {
 			files := histories(t, dir)
 			for _, file := range files {
 				t.Run(strings.TrimSuffix(filepath.Base(file), ".json"), func(t *testing.T) {
+					hist := readHistory(t, file)
 					replayer := worker.NewWorkflowReplayer()
 					replayer.RegisterWorkflowWithOptions(Ralph, workflow.RegisterOptions{Name: WorkflowName})
-					if err := replayer.ReplayWorkflowHistoryFromJSONFile(nil, file); err != nil {
+					err := replayer.ReplayWorkflowHistoryWithOptions(nil, hist, worker.ReplayWorkflowHistoryOptions{
+						OriginalExecution: workflow.Execution{ID: "replay", RunID: runIDOf(hist)}})
+					if err != nil {
 						t.Fatalf("replay %s: %v", file, err)
 					}
 				})
 			}
 		})
 	}
+}
+
+func readHistory(t *testing.T, file string) *historypb.History {
+	t.Helper()
+	f, err := os.Open(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	hist, err := client.HistoryFromJSON(f, client.HistoryJSONOptions{})
+	if err != nil {
+		t.Fatalf("%s: %v", file, err)
+	}
+	return hist
+}
+
+// runIDOf is the id of the run whose history hist is, as a worker sees it:
+// a reset run's is in the workflow task its reset failed (the replayer's
+// default, the started event's original run id, is the run it reset).
+func runIDOf(hist *historypb.History) string {
+	runID := hist.GetEvents()[0].GetWorkflowExecutionStartedEventAttributes().GetOriginalExecutionRunId()
+	for _, ev := range hist.GetEvents() {
+		if a := ev.GetWorkflowTaskFailedEventAttributes(); a.GetCause() == enumspb.WORKFLOW_TASK_FAILED_CAUSE_RESET_WORKFLOW {
+			runID = a.GetNewRunId()
+		}
+	}
+	return runID
 }
 
 // histories are a release's history files, checked against its manifest.
@@ -136,21 +168,12 @@ func TestReplayDetectsNonDeterminism(t *testing.T) {
 // before the change, the new one in a history that recorded the marker).
 func TestCorpusHoldsEveryVersionMarker(t *testing.T) {
 	inUse := []string{versionDeferrals, versionBudgetFloor, versionNoStartingUpsert, versionBudgetLastRound,
-		versionObjectiveBytes, versionReviewDeferrals, versionPauseEnds}
+		versionObjectiveBytes, versionReviewDeferrals, versionPauseEnds, versionRewoundWait}
 	seen := map[string]bool{}
 	dc := converter.GetDefaultDataConverter()
 	for _, dir := range releases(t) {
 		for _, file := range histories(t, dir) {
-			f, err := os.Open(file)
-			if err != nil {
-				t.Fatal(err)
-			}
-			hist, err := client.HistoryFromJSON(f, client.HistoryJSONOptions{})
-			f.Close()
-			if err != nil {
-				t.Fatalf("%s: %v", file, err)
-			}
-			for _, ev := range hist.GetEvents() {
+			for _, ev := range readHistory(t, file).GetEvents() {
 				m := ev.GetMarkerRecordedEventAttributes()
 				if m == nil || m.GetMarkerName() != "Version" {
 					continue
@@ -158,6 +181,10 @@ func TestCorpusHoldsEveryVersionMarker(t *testing.T) {
 				var id string
 				if err := dc.FromPayloads(m.GetDetails()["change-id"], &id); err == nil {
 					seen[id] = true
+					// The rewound wait's id names its round (rewoundWaitChange).
+					if family, _, ok := strings.Cut(id, "-before-round-"); ok {
+						seen[family] = true
+					}
 				}
 			}
 		}

@@ -1,6 +1,9 @@
 package workflows
 
 import (
+	"fmt"
+	"time"
+
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/ralph-temporal/ralph/usage"
@@ -8,9 +11,9 @@ import (
 
 // SignalRewound tells a run reset by `starter rewind` what the run had spent
 // before the reset. The starter sends it right after the reset (servers up to
-// 1.29 refuse it as a post-reset operation), so the run counts it from the
-// budget check after it lands (at the latest before the round after the
-// first rewound one); a replay reads it from history, never from the starter.
+// 1.29 refuse it as a post-reset operation), so the reset run waits for it
+// (awaitRewound) before its first budget check; a replay reads it from
+// history, never from the starter.
 const SignalRewound = "rewound"
 
 // RewoundSignal is SignalRewound's payload: the run's usage before the
@@ -38,8 +41,49 @@ func (l *loop) takeRewind(ctx workflow.Context) {
 // resetRun: this run is a reset of another (starter rewind): its started
 // event keeps the original run's id. Its rounds' first attempts restore the
 // checkpoint they are handed whatever HEAD holds (RoundInput.Rewound); the
-// rounds replayed from before the reset point never run again.
-func resetRun(ctx workflow.Context) bool {
+// rounds replayed from before the reset point never run again. A variable
+// because the test environment cannot start a reset run: tests stand one in.
+var resetRun = func(ctx workflow.Context) bool {
 	info := workflow.GetInfo(ctx)
 	return info.OriginalRunID != "" && info.OriginalRunID != info.WorkflowExecution.RunID
+}
+
+// rewoundWait bounds how long a reset run waits for SignalRewound: the
+// starter sends it right after the reset, so it is normally there at once;
+// a starter that died in between costs the run this much, once.
+const rewoundWait = 10 * time.Second
+
+// awaitRewound holds a reset run's first round check after the reset until
+// SignalRewound is there (or rewoundWait passed), so that check counts what
+// was spent before the reset instead of starting a round the budget no
+// longer pays for.
+//
+// Which check is the first after the reset is told by a version marker:
+// the reset run replays the rounds before the reset point from the run it
+// reset, whose history holds no marker there, so GetVersion answers the
+// default (no wait, as that run did); the first check after the point runs
+// live and records the marker. GetVersion keeps its first answer per change
+// id for the whole run, so the id names the round. Reset runs recorded
+// before the wait hold no marker either and replay without it. A run waits
+// once: a reset of a reset run that replays the first reset's wait does not
+// wait again (its signal counts from the check after it lands, as before).
+func (l *loop) awaitRewound(ctx workflow.Context, round int) error {
+	if l.rewoundAwaited || !resetRun(ctx) {
+		return nil
+	}
+	if workflow.GetVersion(ctx, rewoundWaitChange(round), workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return nil
+	}
+	l.rewoundAwaited = true
+	signal := workflow.GetSignalChannel(ctx, SignalRewound)
+	if signal.Len() > 0 {
+		return nil // already there: no timer (this SDK starts one even then)
+	}
+	_, err := workflow.AwaitWithTimeout(ctx, rewoundWait, func() bool { return signal.Len() > 0 })
+	return err
+}
+
+// rewoundWaitChange is versionRewoundWait's change id before round.
+func rewoundWaitChange(round int) string {
+	return fmt.Sprintf("%s-before-round-%d", versionRewoundWait, round)
 }

@@ -81,6 +81,17 @@ func (s *session) rewind(ctx context.Context) int {
 	}
 	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
+	// A run pinned to a build whose workers are gone answers no query and
+	// its reset run would wait for that build for ever: it moves to the
+	// current version first (the run and, below, its reset run).
+	gone, err := s.strandedRun(rctx, d.RawResponse.GetWorkflowExecutionInfo())
+	if err == nil && gone != nil {
+		err = s.pinTo(rctx, id, runID, gone.to)
+	}
+	if err != nil {
+		s.errorf("rewind workflow %s: %v", id, err)
+		return ExitFailed
+	}
 	spent, err := s.spentBefore(rctx, id, runID, d.RawResponse.GetPendingActivities())
 	if err != nil {
 		s.errorf("rewind workflow %s: %v", id, err)
@@ -103,8 +114,17 @@ func (s *session) rewind(ctx context.Context) int {
 		s.errorf("reset workflow %s to after round %d: %v", id, k, err)
 		return ExitFailed
 	}
+	if gone != nil {
+		if err := s.pinTo(rctx, id, resp.GetRunId(), gone.to); err != nil {
+			s.errorf("workflow %s was rewound, but its reset run stays pinned to %s, which no worker polls: %v", id, versionName(gone.from), err)
+			return ExitFailed
+		}
+		s.infof("workflow %s was pinned to %s, which no worker polls: moved it to the current version %s "+
+			"(a pinned versioning override; `temporal workflow update-options --workflow-id %s --versioning-override-behavior unspecified` removes it)",
+			id, versionName(gone.from), versionName(gone.to), id)
+	}
 	// Servers up to 1.29 refuse a signal as a post-reset operation, so it
-	// follows the reset; the run counts it from its next budget check.
+	// follows the reset; the reset run waits for it before its first round.
 	if err := s.c.SignalWorkflow(rctx, id, resp.GetRunId(), workflows.SignalRewound, workflows.RewoundSignal{Round: k, Usage: spent}); err != nil {
 		s.errorf("workflow %s was rewound, but what it spent after round %d (%d tokens) could not be handed to it: %v", id, k, spent.PromptTokens+spent.CompletionTokens, err)
 		return ExitFailed

@@ -41,6 +41,7 @@ import (
 
 	"github.com/ralph-temporal/ralph/activities"
 	"github.com/ralph-temporal/ralph/app/config"
+	"github.com/ralph-temporal/ralph/app/starterapp"
 	"github.com/ralph-temporal/ralph/app/workerapp"
 	"github.com/ralph-temporal/ralph/devenv/temporalserver"
 	"github.com/ralph-temporal/ralph/internal/buildid"
@@ -56,6 +57,19 @@ const (
 	// the workflow must refuse: the real agent validates every report before
 	// it returns, so only a stand-in round can record that path.
 	invalidReportQueue = "record-histories-invalid-report"
+	// pinnedQueue and autoUpgradeQueue are served by versioned workers, each
+	// queue its own Worker Deployment (docs/operations.md: one deployment per
+	// set of task queues): RALPH_VERSIONING_BEHAVIOR pinned and auto-upgrade.
+	pinnedQueue      = "record-histories-pinned"
+	autoUpgradeQueue = "record-histories-auto-upgrade"
+)
+
+// The versioned workers' versions: the pinned deployment's build A serves
+// the runs; build B becomes current during the upgrade scenario's round 1.
+var (
+	pinnedA     = worker.WorkerDeploymentVersion{DeploymentName: "record-pinned", BuildID: "build-a"}
+	pinnedB     = worker.WorkerDeploymentVersion{DeploymentName: "record-pinned", BuildID: "build-b"}
+	autoUpgrade = worker.WorkerDeploymentVersion{DeploymentName: "record-auto-upgrade", BuildID: "build-a"}
 )
 
 func main() {
@@ -99,6 +113,12 @@ type scenario struct {
 	continues bool
 	// stopWhenWaiting sends a stop once the run waits after a deferred round.
 	stopWhenWaiting bool
+	// upgrade: once round 1 started its command, build B of the pinned
+	// deployment starts and becomes current, then the rounds are released.
+	upgrade bool
+	// rewind: once round 2 started its command, `starter rewind --round 1`
+	// resets the run; the original run and the reset run are recorded.
+	rewind bool
 	// script plays the model for this scenario's requests (nil: every round
 	// hands off with continue); play finds it by the scenario's tag.
 	script func(req fakeopenai.Request) fakeopenai.Response
@@ -194,6 +214,41 @@ func record(parent, name, only string) error {
 	}
 	defer standIn.Stop()
 
+	// The versioned workers run what a versioned Ralph worker runs
+	// (workerapp.Register with the behavior); the pinned one's limits carry
+	// upgradeOnTargetChange, as RALPH_VERSIONING_BEHAVIOR=pinned sets it.
+	// One round per workflow run: the upgrade scenario continues as new
+	// after its round 1, with build B current by then (Temporal 1.29.1 sets
+	// no target-version-changed flag, so rounds per run is what moves it).
+	pinnedCfg := cfg
+	pinnedCfg.Limits.UpgradeOnTargetChange = true
+	pinnedCfg.Limits.RoundsPerRun = 1
+	pinnedActs, err := activities.New(pinnedCfg)
+	if err != nil {
+		return fmt.Errorf("activities: %w", err)
+	}
+	for _, v := range []struct {
+		queue    string
+		version  worker.WorkerDeploymentVersion
+		acts     *activities.Activities
+		behavior string
+	}{{pinnedQueue, pinnedA, pinnedActs, config.BehaviorPinned}, {autoUpgradeQueue, autoUpgrade, acts, config.BehaviorAutoUpgrade}} {
+		stop, err := startVersioned(ctx, c, v.queue, v.version, v.acts, v.behavior)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
+	env := config.MapEnv{"RALPH_TASK_QUEUE": taskQueue}
+	for _, kv := range dev.Env() {
+		k, v, _ := strings.Cut(kv, "=")
+		env[k] = v
+	}
+	r := recorder{c: c, root: cfg.WorkspaceRoot, out: stage, starterEnv: env,
+		upgrade: func(ctx context.Context) (func(), error) {
+			return startVersioned(ctx, c, pinnedQueue, pinnedB, pinnedActs, config.BehaviorPinned)
+		}}
+
 	var wanted []scenario
 	for _, sc := range scenarios() {
 		if only == "" || slices.Contains(strings.Split(only, ","), sc.name) {
@@ -209,12 +264,12 @@ func record(parent, name, only string) error {
 	for _, sc := range wanted {
 		if sc.slow {
 			pending++
-			go func() { slow <- runScenario(ctx, c, cfg.WorkspaceRoot, sc, stage) }()
+			go func() { slow <- r.runScenario(ctx, sc) }()
 		}
 	}
 	for _, sc := range wanted {
 		if !sc.slow {
-			if err := runScenario(ctx, c, cfg.WorkspaceRoot, sc, stage); err != nil {
+			if err := r.runScenario(ctx, sc); err != nil {
 				return err
 			}
 		}
@@ -253,15 +308,52 @@ func writeManifest(dir string) error {
 	return os.WriteFile(filepath.Join(dir, "SHA256SUMS"), []byte(b.String()), 0o644)
 }
 
-func runScenario(ctx context.Context, c client.Client, root string, sc scenario, out string) error {
-	if err := recordScenario(ctx, c, root, sc, out); err != nil {
+// startVersioned starts a worker of version v on queue and makes v the
+// deployment's current version; stop stops the worker.
+func startVersioned(ctx context.Context, c client.Client, queue string, v worker.WorkerDeploymentVersion,
+	acts *activities.Activities, behavior string) (stop func(), err error) {
+	w := worker.New(c, queue, worker.Options{
+		MaxHeartbeatThrottleInterval: workerapp.HeartbeatThrottle, DefaultHeartbeatThrottleInterval: workerapp.HeartbeatThrottle,
+		DeploymentOptions: worker.DeploymentOptions{UseVersioning: true, Version: v},
+	})
+	workerapp.Register(w, acts, behavior)
+	if err := w.Start(); err != nil {
+		return nil, fmt.Errorf("start the worker of %s.%s: %w", v.DeploymentName, v.BuildID, err)
+	}
+	// The server knows a version only after its first poll.
+	h := c.WorkerDeploymentClient().GetHandle(v.DeploymentName)
+	err = wait.For(ctx, time.Minute, 250*time.Millisecond, func(ctx context.Context) error {
+		_, err := h.SetCurrentVersion(ctx, client.WorkerDeploymentSetCurrentVersionOptions{BuildID: v.BuildID, IgnoreMissingTaskQueues: true})
+		return err
+	})
+	if err != nil {
+		w.Stop()
+		return nil, fmt.Errorf("make %s.%s current: %w", v.DeploymentName, v.BuildID, err)
+	}
+	return w.Stop, nil
+}
+
+// recorder records scenarios on the dev server's client c; root is the
+// workers' workspace root, out the staging directory.
+type recorder struct {
+	c          client.Client
+	root, out  string
+	starterEnv config.MapEnv // how the starter reaches the dev server
+	// upgrade starts build B of the pinned deployment and makes it current.
+	upgrade func(context.Context) (stop func(), err error)
+}
+
+func (r recorder) runScenario(ctx context.Context, sc scenario) error {
+	if err := r.recordScenario(ctx, sc); err != nil {
 		return fmt.Errorf("scenario %s: %w", sc.name, err)
 	}
 	return nil
 }
 
-func recordScenario(ctx context.Context, c client.Client, root string, sc scenario, out string) error {
+func (r recorder) recordScenario(ctx context.Context, sc scenario) error {
+	c, root, out := r.c, r.root, r.out
 	id := "history-" + sc.name
+	began := time.Now()
 	queue := taskQueue
 	if sc.queue != "" {
 		queue = sc.queue
@@ -297,10 +389,26 @@ func recordScenario(ctx context.Context, c client.Client, root string, sc scenar
 			return err
 		}
 	}
+	if sc.upgrade {
+		if err := waitStarted(ctx, filepath.Join(root, workflows.DefaultWorkspace(id), "started.txt")); err != nil {
+			return err
+		}
+		stop, err := r.upgrade(ctx)
+		if err != nil {
+			return err
+		}
+		defer stop()
+		if err := release(filepath.Join(root, workflows.DefaultWorkspace(id))); err != nil {
+			return err
+		}
+	}
+	if sc.rewind {
+		return r.recordRewind(ctx, sc, id, run.GetRunID())
+	}
 	// Get follows continue-as-new and moves GetRunID along, so keep the first.
 	firstRunID := run.GetRunID()
 	runErr := run.Get(ctx, nil)
-	fmt.Fprintf(os.Stderr, "%s: %v\n", sc.name, outcome(runErr))
+	fmt.Fprintf(os.Stderr, "%s: %v (%s)\n", sc.name, outcome(runErr), time.Since(began).Round(time.Second))
 
 	// The first run of the chain, then every run continue-as-new started:
 	// each run's last event names the next.
@@ -331,6 +439,43 @@ func recordScenario(ctx context.Context, c client.Client, root string, sc scenar
 	return nil
 }
 
+// recordRewind rewinds the run to round 1 once round 2 started its command,
+// with the starter's own rewind, and records the original run (ended by the
+// reset) and the reset run.
+func (r recorder) recordRewind(ctx context.Context, sc scenario, id, originalRunID string) error {
+	if err := waitStarted(ctx, filepath.Join(r.root, workflows.DefaultWorkspace(id), "started.txt")); err != nil {
+		return err
+	}
+	var stdout, stderr strings.Builder
+	starter := starterapp.App{Env: r.starterEnv, Stdout: &stdout, Stderr: &stderr}
+	if code := starter.Main([]string{"rewind", "--workflow-id", id, "--round", "1", "--keep-workspace"}); code != starterapp.ExitComplete {
+		return fmt.Errorf("starter rewind: exit %d\n%s", code, stderr.String())
+	}
+	resetRunID := strings.TrimSpace(stdout.String())
+	runErr := r.c.GetWorkflow(ctx, id, resetRunID).Get(ctx, nil)
+	fmt.Fprintf(os.Stderr, "%s: %v\n", sc.name, outcome(runErr))
+	for name, runID := range map[string]string{sc.name + "-original": originalRunID, sc.name: resetRunID} {
+		hist, err := readHistory(ctx, r.c, id, runID)
+		if err != nil {
+			return err
+		}
+		if err := writeHistory(hist, filepath.Join(r.out, name+".json")); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// release lets every round of a waitForRelease script end.
+func release(ws string) error {
+	for r := 1; r <= 8; r++ {
+		if err := os.WriteFile(filepath.Join(ws, fmt.Sprintf("release-%d", r)), nil, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func steer(ctx context.Context, c client.Client, ws, id string, updates []update) error {
 	started := filepath.Join(ws, "started.txt")
 	if err := waitStarted(ctx, started); err != nil {
@@ -354,12 +499,7 @@ func steer(ctx context.Context, c client.Client, ws, id string, updates []update
 			}
 		}
 	}
-	for r := 1; r <= 8; r++ {
-		if err := os.WriteFile(filepath.Join(ws, fmt.Sprintf("release-%d", r)), nil, 0o644); err != nil {
-			return err
-		}
-	}
-	return nil
+	return release(ws)
 }
 
 // waitStarted waits until the round's command has written started.

@@ -52,6 +52,16 @@ func scenarios() []scenario {
 			updates: []update{{name: workflows.UpdateExtend, args: []any{json.RawMessage(`{"maxRounds":2}`)}}, {name: workflows.UpdateDescribe}}, script: waitForRelease},
 		{name: "pause-deadline", input: objective("pause-deadline", "wait for release", `"maxMinutes":1`),
 			updates: []update{{name: workflows.UpdatePause}}, slow: true, script: waitForRelease},
+		// Runs that last days, continued: a run on a versioned worker of each
+		// RALPH_VERSIONING_BEHAVIOR, the pinned one continuing as new when
+		// build B becomes current during its round 1; and a run rewound by
+		// `starter rewind` (a reset, then the rewound signal).
+		{name: "versioned-pinned-upgrade", input: objective("versioned-pinned-upgrade", "wait for release", `"maxRounds":2`),
+			queue: pinnedQueue, upgrade: true, continues: true, script: waitForRelease},
+		{name: "versioned-auto-upgrade", input: objective("versioned-auto-upgrade", "write hello.txt", `"maxRounds":4`),
+			queue: autoUpgradeQueue, script: writeHello},
+		{name: "rewound", input: objective("rewound", "rewound while round 2 runs", `"maxRounds":4,"maxTokens":100000`),
+			rewind: true, script: rewoundOnce},
 		// An objective one 4-byte character over the bound (as JSON) is refused.
 		{name: "objective-too-large", input: `{"objective":"` + strings.Repeat("𝄞", workflows.MaxObjectiveBytes/4+1) + `"}`},
 	}
@@ -177,6 +187,21 @@ func fourRounds(req fakeopenai.Request) fakeopenai.Response {
 func deferredOnce(req fakeopenai.Request) fakeopenai.Response {
 	if session("deferred", req.Step()) == 1 {
 		return fakeopenai.RateLimited("3")
+	}
+	return fakeopenai.Tools(fakeopenai.SubmitReport(done))
+}
+
+// rewoundOnce: round 1 hands off; round 2's first session runs a command
+// until the recorder rewinds the run to round 1; the rewound round 2 completes.
+func rewoundOnce(req fakeopenai.Request) fakeopenai.Response {
+	n := session("rewound", req.Step())
+	switch {
+	case req.Round() == 1:
+		return handOff(req)
+	case n == 2 && req.Step() == 0:
+		return command("echo 2 > started.txt; sleep 300", "timeout_seconds", 600)
+	case n == 2:
+		return handOff(req)
 	}
 	return fakeopenai.Tools(fakeopenai.SubmitReport(done))
 }
