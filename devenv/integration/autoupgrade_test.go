@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -37,14 +36,7 @@ func TestRealStackAutoUpgradeMovesARunningRun(t *testing.T) {
 
 	// B is current once startWorker returns (it logs that it polls after promoting).
 	b := e.startWorker("RALPH_BUILD_ID=build-b", "RALPH_SET_CURRENT=always")
-	if err := a.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-a.done:
-	case <-time.After(time.Minute):
-		t.Fatal("worker A did not exit")
-	}
+	e.drain(a)
 	if err := os.WriteFile(filepath.Join(e.root, "long", "release"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -374,10 +373,7 @@ func TestRealStackWorkerWithoutTheKeyFailsLoudly(t *testing.T) {
 	if strings.Contains(wrong.out.String(), secretObjective) {
 		t.Fatal("the worker without the key logged the objective")
 	}
-	if err := wrong.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	<-wrong.done
+	e.drain(wrong)
 	st := e.client.GetWorkflowHistory(context.Background(), "ralph-nokey-ws", "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 	failedTasks := 0
 	for st.HasNext() {

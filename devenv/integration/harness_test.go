@@ -211,6 +211,20 @@ func (e *env) startWorker(extraEnv ...string) *process {
 	return p
 }
 
+// drain stops worker p as a deploy does (SIGTERM: running rounds get its
+// stop timeout) and waits for it to exit.
+func (e *env) drain(p *process) {
+	e.t.Helper()
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		e.t.Fatal(err)
+	}
+	select {
+	case <-p.done:
+	case <-time.After(time.Minute):
+		e.t.Fatalf("worker pid %d did not drain within a minute", p.cmd.Process.Pid)
+	}
+}
+
 func tail(s string, n int) string {
 	if len(s) <= n {
 		return s

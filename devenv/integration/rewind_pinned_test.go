@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -39,14 +38,7 @@ func TestRealStackRewindAPinnedRunWhoseBuildIsGone(t *testing.T) {
 	waitForFile(t, filepath.Join(e.root, "pinned", "started.txt"), time.Minute)
 
 	b := e.startWorker("RALPH_BUILD_ID=build-b", "RALPH_SET_CURRENT=always")
-	if err := a.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-a.done:
-	case <-time.After(time.Minute):
-		t.Fatal("worker A did not exit")
-	}
+	e.drain(a)
 	assertPinned(t, e, id, "", e.queue, "build-a")
 	// A stopped worker stays in the queue's poller list with its last poll
 	// time; the starter counts a build gone once silent for 70 s.

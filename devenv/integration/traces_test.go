@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -94,10 +93,7 @@ func TestRealStackTraces(t *testing.T) {
 		t.Fatalf("starter run: exit %d\n%s", code, out)
 	}
 	// The starter flushed at exit; the worker flushes at shutdown.
-	if err := worker.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	<-worker.done
+	e.drain(worker)
 	spans := waitForSpans(t, rcv, 30*time.Second, "the starter's root span and the workflow span", func(s []testkit.Span) bool {
 		return hasSpan("starter run")(s) && hasSpan("RunWorkflow:Ralph")(s)
 	})
@@ -199,19 +195,13 @@ func TestRealStackTracesWorkerRestart(t *testing.T) {
 	first := e.startWorker()
 	run := e.start("traced-restart", `{"objective":"survive a restart","workspace":"restart"}`)
 	waitForLines(t, filepath.Join(e.root, "restart", "attempts"), 1, 90*time.Second)
-	if err := first.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	<-first.done
+	e.drain(first)
 	second := e.startWorker()
 	res, err := e.result(run)
 	if err != nil || res.Status != report.OutcomeComplete || res.RoundsStarted != 2 {
 		t.Fatalf("run across a restart: %+v, %v", res, err)
 	}
-	if err := second.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	<-second.done
+	e.drain(second)
 	spans := waitForSpans(t, rcv, 30*time.Second, "the workflow span", hasSpan("RunWorkflow:Ralph"))
 
 	wf := byName(spans, "RunWorkflow:Ralph")
