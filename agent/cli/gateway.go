@@ -162,11 +162,14 @@ func (g *gateway) forward(ctx context.Context, w http.ResponseWriter, h http.Hea
 			if resp.StatusCode == http.StatusTooManyRequests {
 				reason = agent.DeferRateLimited
 			}
-			if delay > g.cfg.MaxRetryAfter || strings.Contains(why, "insufficient_quota") {
+			// Like the builtin session: only a round that may be deferred
+			// ends on a long wait or a quota; any other retries, waiting
+			// at most MaxRetryAfter.
+			if g.deferrable && (delay > g.cfg.MaxRetryAfter || strings.Contains(why, "insufficient_quota")) {
 				g.spent(w, reason, delay, model, why, try+1)
 				return
 			}
-			g.sleep(ctx, max(delay, g.backoff(try)))
+			g.sleep(ctx, max(min(delay, g.cfg.MaxRetryAfter), g.backoff(try)))
 		}
 	}
 	g.spent(w, reason, lastDelay, g.models[len(g.models)-1], last, (g.cfg.TransientRetries+1)*len(g.models))

@@ -423,6 +423,40 @@ func longRetryAfterDefersTheRound(t *testing.T, kind string) {
 	}
 }
 
+func TestLongRetryAfterIsWaitedOutCodex(t *testing.T) { longRetryAfterIsWaitedOut(t, cli.Codex) }
+func TestLongRetryAfterIsWaitedOutClaudeCode(t *testing.T) {
+	longRetryAfterIsWaitedOut(t, cli.ClaudeCode)
+}
+
+// longRetryAfterIsWaitedOut: in a round that may not be deferred (a
+// reviewer's, say) a 429 asking for longer than the session may wait is
+// retried after MaxRetryAfter, as the builtin session does, and the round
+// ends with its report.
+func longRetryAfterIsWaitedOut(t *testing.T, kind string) {
+	script := fakeopenai.AgentScript{Report: func(int, string) fakeopenai.ReportArgs {
+		return fakeopenai.ReportArgs{Status: "continue", Summary: "Waited it out.", Evidence: []string{"none"}, NextSteps: []string{"Go on."}}
+	}}
+	r := newRig(t, kind, fakeopenai.Script{Rule: func(req fakeopenai.Request) fakeopenai.Response {
+		if req.Index < 2 {
+			return fakeopenai.RateLimited("120")
+		}
+		return script.Rule(req)
+	}})
+	r.p.Config.MaxRetryAfter = 10 * time.Millisecond
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	res, _, err := r.run(ctx, agent.Request{SessionID: "s1", Objective: "Work.", Round: 1})
+	if err != nil {
+		t.Fatalf("round ended with %v, want its report after the retries", err)
+	}
+	if res.Report.Summary != "Waited it out." {
+		t.Fatalf("report %+v", res.Report)
+	}
+	if n := r.srv.RequestCount(); n < 3 {
+		t.Errorf("%d requests reached the provider, want the two refused ones and at least one more", n)
+	}
+}
+
 func TestTokenBudgetForcesTheHandoffOpencode(t *testing.T) {
 	tokenBudgetForcesTheHandoff(t, cli.Opencode)
 }
