@@ -23,6 +23,7 @@ import (
 	"github.com/ralph-temporal/ralph/app/config"
 	"github.com/ralph-temporal/ralph/app/workerapp"
 	"github.com/ralph-temporal/ralph/devenv/temporalserver"
+	"github.com/ralph-temporal/ralph/internal/deathsig"
 	"github.com/ralph-temporal/ralph/internal/fakeopenai"
 	"github.com/ralph-temporal/ralph/internal/proc"
 	"github.com/ralph-temporal/ralph/workflows"
@@ -172,11 +173,11 @@ func (h *Harness) StartWorkerProc(ctx context.Context, t Target, queue, baseURL 
 	}
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = childSysProcAttr()
-	if err := cmd.Start(); err != nil {
+	p := &WorkerProc{Queue: queue, Root: env["RALPH_WORKSPACE_ROOT"], cmd: cmd, done: make(chan struct{})}
+	if err := deathsig.Go(cmd.Start, func() { _ = cmd.Wait(); close(p.done) }); err != nil {
 		return nil, fmt.Errorf("start worker: %w", err)
 	}
-	p := &WorkerProc{Queue: queue, Root: env["RALPH_WORKSPACE_ROOT"], Pid: cmd.Process.Pid, cmd: cmd, done: make(chan struct{})}
-	go func() { _ = cmd.Wait(); close(p.done) }()
+	p.Pid = cmd.Process.Pid
 	readyCtx, cancelReady := context.WithTimeout(ctx, workerReadyTimeout)
 	err = temporalserver.WaitPolling(readyCtx, t.Client, queue, p.Pid, p.done)
 	cancelReady()

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/ralph-temporal/ralph/internal/deathsig"
 )
 
 // TailBytes is how much of a server's output is kept for error messages.
@@ -45,16 +47,16 @@ func StartProcess(name string, cmd *exec.Cmd, output io.Writer) (*Process, error
 	}
 	cmd.SysProcAttr = sysProcAttr()
 	cmd.SysProcAttr.Credential = cred
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start %s (%s): %w", name, cmd.Path, err)
-	}
-	go func() {
+	err := deathsig.Go(cmd.Start, func() {
 		err := cmd.Wait()
 		p.mu.Lock()
 		p.werr = err
 		p.mu.Unlock()
 		close(p.done)
-	}()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("start %s (%s): %w", name, cmd.Path, err)
+	}
 	return p, nil
 }
 

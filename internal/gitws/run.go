@@ -11,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/ralph-temporal/ralph/internal/deathsig"
 )
 
 // Git runs the worker's own git steps. One value serves every round; it holds
@@ -121,7 +123,7 @@ func (g *Git) run(parent context.Context, dir string, opts cmdOpts, args ...stri
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 5 * time.Second
-	err := cmd.Run()
+	err := deathsig.Run(cmd.Run)
 	if cmd.Process != nil {
 		// Helpers (ssh, credential helpers) git left behind go with it.
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)

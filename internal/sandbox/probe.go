@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/ralph-temporal/ralph/internal/deathsig"
 	"github.com/ralph-temporal/ralph/internal/netproxy"
 )
 
@@ -129,13 +130,16 @@ func (s *Sandbox) probeRun(ctx context.Context, ws, home string, exe *os.File, a
 	run.SysProcAttr(cmd.SysProcAttr)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
-	err = cmd.Start()
-	infoW.Close()
-	if err == nil {
+	err = deathsig.Run(func() error {
+		err := cmd.Start()
+		infoW.Close()
+		if err != nil {
+			return err
+		}
 		run.Started()
 		run.Entered(probeNSInit(infoR, cmd.Process.Pid))
-		err = cmd.Wait()
-	}
+		return cmd.Wait()
+	})
 	run.Finish()
 	msg := strings.TrimSpace(out.String())
 	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
