@@ -31,8 +31,8 @@ func Listen(t testing.TB) *Listener {
 			switch s {
 			case http.StateNew:
 				l.conns.Add(1)
-				if n := l.open.Add(1); n > l.max.Load() {
-					l.max.Store(n)
+				n := l.open.Add(1)
+				for m := l.max.Load(); n > m && !l.max.CompareAndSwap(m, n); m = l.max.Load() {
 				}
 			case http.StateClosed, http.StateHijacked:
 				l.open.Add(-1)
