@@ -14,6 +14,8 @@ command -v python3 >/dev/null || need+=(python3)
 command -v curl >/dev/null || need+=(curl)
 command -v unshare >/dev/null || need+=(util-linux)
 [[ -x /usr/lib/postgresql/15/bin/initdb ]] || need+=(postgresql-15)
+# The agent CLIs (scripts/install-agent-clis.sh) come from the npm registry.
+command -v npm >/dev/null || need+=(nodejs npm)
 if ((${#need[@]})); then
   echo "== apt-get install ${need[*]}"
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}"

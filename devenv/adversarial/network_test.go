@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -114,12 +116,24 @@ print("done")
 
 // Finding 5: a command held thousands of proxy connections open, idle,
 // against the worker's descriptor limit. The tunnels are held, not idle
-// (IdleTimeout is long here), so a slow machine cannot free slots early;
-// the host listener says how many reached it at once.
+// (IdleTimeout is long here), so a slow machine cannot free slots early.
+// The host listener is read while the command still holds them: once it
+// exits, the proxy takes the connections that waited and the listener may
+// see those before it sees the held ones close.
 func TestProxyConnectionsAreBounded(t *testing.T) {
 	l := testkit.Listen(t)
 	dest := "127.0.0.1:" + strconv.Itoa(l.Port)
 	j := New(t, func(c *sandbox.Config) { c.AllowHosts = []string{dest} })
+	held := make(chan int, 1)
+	go func() {
+		for t.Context().Err() == nil {
+			if _, err := os.Stat(filepath.Join(j.Dir, "counted")); err == nil {
+				held <- l.MaxOpen()
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}()
 	res := j.Run(`python3 -c '
 import socket, select, time
 held = []
@@ -137,12 +151,19 @@ while time.time() < deadline and time.time() - last < 3:
         if s.recv(100).startswith(b"HTTP/1.1 200"):
             up += 1
 print("tunnels", up)
+open("counted", "w").close()
+time.sleep(2)
 '`)
 	if want := fmt.Sprintf("tunnels %d\n", netproxy.MaxConns); !strings.Contains(res.Output, want) {
 		t.Errorf("want %q: at most %d connections at once:\n%s", want, netproxy.MaxConns, res.Output)
 	}
-	if got := l.MaxOpen(); got != netproxy.MaxConns {
-		t.Errorf("the host listener held %d tunnels at once, want %d", got, netproxy.MaxConns)
+	select {
+	case got := <-held:
+		if got != netproxy.MaxConns {
+			t.Errorf("the host listener held %d tunnels at once, want %d", got, netproxy.MaxConns)
+		}
+	case <-time.After(5 * time.Second):
+		t.Errorf("the command never wrote counted:\n%s", res.Output)
 	}
 }
 
