@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -79,7 +80,7 @@ func gatewayMain(args []string) int {
 		return fail(errors.New("usage: " + gatewayArg + " <socket> <command...>"))
 	}
 	socket := args[0]
-	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	ln, err := net.Listen("tcp4", net.JoinHostPort(directLoopback(os.Getenv("NO_PROXY")), "0"))
 	if err != nil {
 		return fail(err)
 	}
@@ -146,4 +147,17 @@ func forward(ln net.Listener, socket string) {
 			<-done
 		}()
 	}
+}
+
+// directLoopback is the first IPv4 loopback address NO_PROXY lists, so
+// the CLI reaches the gateway without the proxy: the sandbox puts one there
+// even when RALPH_SANDBOX_ALLOW_HOSTS sends 127.0.0.1 to the proxy (a
+// mirror on the host's loopback). Without a proxy it is 127.0.0.1.
+func directLoopback(noProxy string) string {
+	for _, e := range strings.Split(noProxy, ",") {
+		if a, err := netip.ParseAddr(strings.TrimSpace(e)); err == nil && a.Is4() && a.IsLoopback() {
+			return a.String()
+		}
+	}
+	return "127.0.0.1"
 }

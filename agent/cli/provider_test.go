@@ -79,7 +79,7 @@ func (s *servedLog) count() int {
 	return s.n
 }
 
-func newRig(t *testing.T, kind string, script fakeopenai.Script) *rig {
+func newRig(t *testing.T, kind string, script fakeopenai.Script, adjust ...func(*sandbox.Config)) *rig {
 	t.Helper()
 	served := &servedLog{}
 	script.Delivered = func(fakeopenai.Request, fakeopenai.Response) {
@@ -98,7 +98,11 @@ func newRig(t *testing.T, kind string, script fakeopenai.Script) *rig {
 	if err := os.Mkdir(ws, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	sb, err := sandbox.New(context.Background(), sandbox.Config{Mode: sandbox.ModeBwrap}, sandbox.Paths{
+	sc := sandbox.Config{Mode: sandbox.ModeBwrap}
+	for _, a := range adjust {
+		a(&sc)
+	}
+	sb, err := sandbox.New(context.Background(), sc, sandbox.Paths{
 		WorkspaceRoot: root, SessionDir: sessions, HomesDir: filepath.Join(sessions, "homes"), Environ: os.Environ()})
 	if err != nil {
 		t.Fatal(err)
@@ -266,6 +270,46 @@ func twoRoundsEndVerified(t *testing.T, kind string) {
 	}
 	if !sawShellOutput {
 		t.Error("no request carried the shell's environment (the attempt's token): the key check proved nothing")
+	}
+}
+
+func TestLoopbackMirrorKeepsTheGatewayOpencode(t *testing.T) {
+	loopbackMirrorKeepsTheGateway(t, cli.Opencode)
+}
+func TestLoopbackMirrorKeepsTheGatewayCodex(t *testing.T) {
+	loopbackMirrorKeepsTheGateway(t, cli.Codex)
+}
+func TestLoopbackMirrorKeepsTheGatewayClaudeCode(t *testing.T) {
+	loopbackMirrorKeepsTheGateway(t, cli.ClaudeCode)
+}
+
+// loopbackMirrorKeepsTheGateway: RALPH_SANDBOX_ALLOW_HOSTS names a mirror on
+// the host's 127.0.0.1, so the sandbox sends 127.0.0.1 to the proxy; the
+// CLI must still reach its gateway (a loopback address inside the sandbox)
+// directly, and its shell the mirror, with the environment as it is set.
+func loopbackMirrorKeepsTheGateway(t *testing.T, kind string) {
+	mirror := testkit.Listen(t)
+	dest := "127.0.0.1:" + strconv.Itoa(mirror.Port)
+	script := fakeopenai.AgentScript{
+		Usage:   &perAnswer,
+		Command: func(int) string { return "curl -sS -m 10 http://" + dest + "/mirror" },
+		Report: func(_ int, out string) fakeopenai.ReportArgs {
+			return fakeopenai.ReportArgs{Status: "continue", Summary: "Asked the mirror.", Evidence: []string{"curl printed " + firstWord(out)},
+				NextSteps: []string{"Use the mirror."}}
+		},
+	}
+	r := newRig(t, kind, fakeopenai.Script{Rule: script.Rule}, func(c *sandbox.Config) { c.AllowHosts = []string{dest} })
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	res, _, err := r.run(ctx, agent.Request{SessionID: "s1", Objective: "Ask the mirror.", Round: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"curl printed host-listener"}; !slices.Equal(res.Report.Evidence, want) {
+		t.Errorf("evidence %q, want %q (the shell's curl through the proxy to the mirror)", res.Report.Evidence, want)
+	}
+	if mirror.Connections() == 0 {
+		t.Error("the mirror on the host's loopback saw no connection")
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -277,5 +278,30 @@ func TestProxyCloseEndsTunnels(t *testing.T) {
 	p.Close()
 	if _, err := io.ReadAll(br); err != nil {
 		t.Fatalf("after Close: %v", err)
+	}
+}
+
+// An allowlisted loopback mirror sends 127.0.0.1 to the proxy; NO_PROXY
+// then names another loopback address that no entry names, for the
+// worker's services inside the sandbox.
+func TestEnvKeepsOneLoopbackAddressDirect(t *testing.T) {
+	proxy := []string{"HTTP_PROXY=http://127.0.0.1:3128", "HTTPS_PROXY=http://127.0.0.1:3128", "http_proxy=http://127.0.0.1:3128", "https_proxy=http://127.0.0.1:3128"}
+	for _, c := range []struct {
+		allow []string
+		want  string
+	}{
+		{nil, "localhost,127.0.0.1,::1"},
+		{[]string{"example.com"}, "localhost,127.0.0.1,::1"},
+		{[]string{"127.0.0.1:8080"}, "::1,127.0.0.2"},
+		{[]string{"127.0.0.1", "127.0.0.2:3000", "[::1]:9"}, "127.0.0.3"},
+	} {
+		l, err := ParseAllowList(c.allow)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := append(append([]string{}, proxy...), "NO_PROXY="+c.want, "no_proxy="+c.want)
+		if got := Env(l); !slices.Equal(got, want) {
+			t.Errorf("Env(%q) = %q, want %q", c.allow, got, want)
+		}
 	}
 }
