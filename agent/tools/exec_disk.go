@@ -9,13 +9,14 @@ import (
 
 // DiskCheckInterval is how often a running command's disk use is checked
 // against RALPH_WORKSPACE_MAX_MB and RALPH_MIN_FREE_MB, at most: the check
-// walks the workspace, so after a walk that took w the next one waits at
-// least diskCheckShare times w (a large workspace costs at most a tenth of
-// a core, and a command can overshoot the bound by what it writes in the
-// longer interval).
+// walks the workspace, so after a walk that took w the next one waits
+// diskCheckShare times w (a large workspace costs a tenth of a core), but
+// never longer than diskCheckMaxGap: the bound is checked at least once a
+// second whatever the walk costs.
 const (
 	DiskCheckInterval = 500 * time.Millisecond
 	diskCheckShare    = 10
+	diskCheckMaxGap   = time.Second
 )
 
 // diskWatch checks a running command's disk use; hit delivers why it must
@@ -45,7 +46,7 @@ func watchDisk(sb *sandbox.Sandbox, dir string) *diskWatch {
 					w.hit <- why
 					return
 				}
-				t.Reset(max(DiskCheckInterval, diskCheckShare*time.Since(began)))
+				t.Reset(min(diskCheckMaxGap, max(DiskCheckInterval, diskCheckShare*time.Since(began))))
 			}
 		}
 	}()
