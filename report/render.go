@@ -81,7 +81,7 @@ func budgetHeadline(limit string, rounds int) (string, error) {
 	case LimitRounds, "":
 		return fmt.Sprintf("The %d-round limit was reached with work remaining.", rounds), nil
 	case LimitTokens:
-		return fmt.Sprintf("The run's token budget was spent after %s, with work remaining.", roundsPhrase(rounds)), nil
+		return fmt.Sprintf("The run's budget of tokens was spent after %s, with work remaining.", roundsPhrase(rounds)), nil
 	case LimitTime:
 		return fmt.Sprintf("The run's time budget ran out after %s, with work remaining.", roundsPhrase(rounds)), nil
 	case LimitIdle:

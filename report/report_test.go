@@ -244,7 +244,7 @@ func TestHeadlinesNameWhatEndedTheRun(t *testing.T) {
 			"A worker reported completion after 2 rounds; the verify command passed (exit 0): go test ./..."},
 		{Outcome{Status: OutcomeComplete, Rounds: 1, Verification: &Verification{Command: "x", ExitCode: 1}},
 			"A worker reported completion after 1 round."},
-		{Outcome{Status: OutcomeBudgetLimited, Rounds: 3, Limit: LimitTokens}, "The run's token budget was spent after 3 rounds, with work remaining."},
+		{Outcome{Status: OutcomeBudgetLimited, Rounds: 3, Limit: LimitTokens}, "The run's budget of tokens was spent after 3 rounds, with work remaining."},
 		{Outcome{Status: OutcomeBudgetLimited, Rounds: 3, Limit: LimitTime}, "The run's time budget ran out after 3 rounds, with work remaining."},
 		{Outcome{Status: OutcomeBudgetLimited, Rounds: 4, Limit: LimitIdle}, "The idle budget was reached after 4 rounds: the last rounds left the workspace unchanged, with work remaining."},
 		{Outcome{Status: OutcomeStopped, Rounds: 0, Reason: "reviewing"}, "The run was stopped by an operator after 0 rounds: reviewing"},

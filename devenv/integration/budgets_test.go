@@ -28,7 +28,7 @@ func TestRealStackBudgetExamplesThroughTheStarter(t *testing.T) {
 		// Rounds of about 25 s: a sleeping command, then the report.
 		{"time", []string{"--max-minutes", "1"}, sleepyRound, "The run's time budget ran out after "},
 		// Rounds of 6,200 tokens: a write (3,100 tokens), then the report (3,100).
-		{"tokens", []string{"--max-tokens", "12500"}, costlyRound, "The run's token budget was spent after "},
+		{"tokens", []string{"--max-tokens", "12500"}, costlyRound, "The run's budget of tokens was spent after "},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t, agentScript(tc.play))
