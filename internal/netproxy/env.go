@@ -18,7 +18,7 @@ var loopbackNames = []string{"localhost", "127.0.0.1", "::1"}
 // NO_PROXY lists the loopback names except those allow names (an internal
 // mirror on the host's loopback): a listed destination must reach the
 // proxy, and NO_PROXY cannot say "this port only" to every client. It
-// always holds DirectLoopback's address, its first IPv4 loopback entry:
+// always holds directLoopback's address, its first IPv4 loopback entry:
 // the worker's own services inside the sandbox (an agent CLI's model
 // gateway) listen there, and their clients must not go to the proxy.
 func Env(allow *AllowList) []string {
@@ -29,7 +29,7 @@ func Env(allow *AllowList) []string {
 			direct = append(direct, name)
 		}
 	}
-	if a := allow.DirectLoopback(); a != "127.0.0.1" {
+	if a := allow.directLoopback(); a != "127.0.0.1" {
 		direct = append(direct, a)
 	}
 	env := []string{"HTTP_PROXY=" + u, "HTTPS_PROXY=" + u, "http_proxy=" + u, "https_proxy=" + u}
@@ -55,11 +55,11 @@ func (l *AllowList) namesLoopback(name string) bool {
 	return false
 }
 
-// DirectLoopback is the sandbox's loopback address that NO_PROXY keeps
+// directLoopback is the sandbox's loopback address that NO_PROXY keeps
 // direct: 127.0.0.1, or when the list names it, the first of 127.0.0.2,
 // 127.0.0.3, ... that no entry names (the sandbox's lo answers on all of
 // 127/8).
-func (l *AllowList) DirectLoopback() string {
+func (l *AllowList) directLoopback() string {
 	a := netip.AddrFrom4([4]byte{127, 0, 0, 1})
 	for l.namesLoopback(a.String()) {
 		a = a.Next()
