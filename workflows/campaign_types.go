@@ -1,0 +1,192 @@
+package workflows
+
+import (
+	"github.com/ralph-temporal/ralph/activities"
+	"github.com/ralph-temporal/ralph/report"
+	"github.com/ralph-temporal/ralph/usage"
+)
+
+// CampaignWorkflowName is the Campaign workflow's registered type: many Ralph
+// loops over one task list, merged one at a time into an integration branch.
+const CampaignWorkflowName = "Campaign"
+
+// Names of the Campaign's query and updates (status is shared with Ralph).
+const (
+	UpdateAddTasks = "add-tasks"
+	UpdateApprove  = "approve"
+	UpdateReject   = "reject"
+)
+
+// SearchAttrCampaign (Keyword) names the campaign on the campaign itself and
+// on every task run it starts.
+const SearchAttrCampaign = "RalphCampaign"
+
+// Campaign input field names: the only keys a caller may send.
+const (
+	fieldTasks            = "tasks"
+	fieldBase             = "base"
+	fieldBranch           = "branch"
+	fieldMaxParallel      = "maxParallel"
+	fieldMaxMergeAttempts = "maxMergeAttempts"
+	fieldMergeBatch       = "mergeBatch"
+	fieldApprove          = "approve"
+	fieldID               = "id"
+	fieldDependsOn        = "dependsOn"
+)
+
+// Campaign defaults (SPEC section 34).
+const (
+	DefaultCampaignParallel   = 2
+	DefaultMaxMergeAttempts   = 3
+	DefaultMergeBatch         = 1
+	ApproveNone               = "none"
+	ApproveMerge              = "merge"
+	campaignWorkspacePrefix   = "campaigns/"
+	campaignIntegrationSuffix = "/integration"
+)
+
+// CampaignInput is what a caller may send to start a Campaign.
+type CampaignInput struct {
+	Tasks            []Task `json:"tasks"`
+	Base             string `json:"base,omitempty"`
+	Branch           string `json:"branch,omitempty"`
+	MaxParallel      *int   `json:"maxParallel,omitempty"`
+	VerifyCommand    string `json:"verifyCommand,omitempty"`
+	MaxMergeAttempts *int   `json:"maxMergeAttempts,omitempty"`
+	MergeBatch       *int   `json:"mergeBatch,omitempty"`
+	Approve          string `json:"approve,omitempty"`
+	MaxTokens        *int   `json:"maxTokens,omitempty"`
+	MaxMinutes       *int   `json:"maxMinutes,omitempty"`
+}
+
+// Task is one entry of a campaign's task list: an objective that becomes an
+// ordinary Ralph run on its own branch.
+type Task struct {
+	ID            string   `json:"id"`
+	Objective     string   `json:"objective"`
+	DependsOn     []string `json:"dependsOn,omitempty"`
+	VerifyCommand string   `json:"verifyCommand,omitempty"`
+	MaxRounds     *int     `json:"maxRounds,omitempty"`
+}
+
+// AddTasksRequest is the add-tasks update's argument.
+type AddTasksRequest struct {
+	Tasks []Task `json:"tasks"`
+}
+
+// TaskRequest names one task (approve).
+type TaskRequest struct {
+	Task string `json:"task"`
+}
+
+// RejectRequest sends a task waiting for approval back with a reason.
+type RejectRequest struct {
+	Task   string `json:"task"`
+	Reason string `json:"reason"`
+}
+
+// Task phases of a campaign's status and result.
+const (
+	TaskWaiting          = "waiting"
+	TaskRunning          = "running"
+	TaskQueued           = "queued"
+	TaskMerging          = "merging"
+	TaskAwaitingApproval = "awaiting-approval"
+	TaskMerged           = "merged"
+	TaskReturned         = "returned"
+	TaskBlocked          = "blocked"
+	TaskFailed           = "failed"
+	TaskCancelled        = "cancelled"
+)
+
+// Campaign result statuses.
+const (
+	CampaignComplete      = "complete"
+	CampaignPartial       = "partial"
+	CampaignStopped       = "stopped"
+	CampaignBudgetLimited = "budget-limited"
+)
+
+// TaskStatus is one task in the campaign's status query.
+type TaskStatus struct {
+	ID            string      `json:"id"`
+	Phase         string      `json:"phase"`
+	Go            int         `json:"go"`
+	Round         int         `json:"round"`
+	WorkflowID    string      `json:"workflowId"`
+	Branch        string      `json:"branch"`
+	MergeCommit   string      `json:"mergeCommit"`
+	MergeAttempts int         `json:"mergeAttempts"`
+	LastFailure   string      `json:"lastFailure"`
+	Usage         usage.Usage `json:"usage"`
+	// DependsOn and Objective say what the task is; DiffStat is the merge's
+	// diff stat while it awaits approval.
+	DependsOn []string `json:"dependsOn"`
+	Objective string   `json:"objective"`
+	DiffStat  string   `json:"diffStat,omitempty"`
+}
+
+// CampaignStatus is the Campaign's status query answer.
+type CampaignStatus struct {
+	Phase             string       `json:"phase"` // running, paused, finished
+	Tasks             []TaskStatus `json:"tasks"`
+	Merged            int          `json:"merged"`
+	IntegrationBranch string       `json:"integrationBranch"`
+	Head              string       `json:"head"`
+	Usage             usage.Usage  `json:"usage"`
+	// Outcome is the result status once finished; StopRequested says a stop
+	// is draining the running loops; Verifies lists every verify of the
+	// merge queue (a bisection's halves included), newest last, bounded.
+	Outcome       string        `json:"outcome"`
+	StopRequested bool          `json:"stopRequested"`
+	Verifies      []MergeVerify `json:"verifies"`
+	Budget        BudgetStatus  `json:"budget"`
+}
+
+// MergeVerify is one verify of the merge queue: the tasks of the stack it
+// checked, the merged tip and how the verify command ended.
+type MergeVerify struct {
+	Tasks    []string `json:"tasks"`
+	Commit   string   `json:"commit"`
+	ExitCode int      `json:"exitCode"`
+	Passed   bool     `json:"passed"`
+}
+
+// TaskResult is one task in the campaign's result.
+type TaskResult struct {
+	ID          string `json:"id"`
+	Phase       string `json:"phase"`
+	MergeCommit string `json:"mergeCommit"`
+	LastFailure string `json:"lastFailure"`
+}
+
+// CampaignResult is the Campaign's result.
+type CampaignResult struct {
+	Status            string       `json:"status"`
+	Tasks             []TaskResult `json:"tasks"`
+	IntegrationBranch string       `json:"integrationBranch"`
+	Head              string       `json:"head"`
+	Usage             usage.Usage  `json:"usage"`
+}
+
+// TaskStart is what a Campaign passes to a task's Ralph run beside its
+// input: the campaign it belongs to and, on a later go, the report the
+// campaign wrote naming what failed. Only a parent workflow may pass it.
+type TaskStart struct {
+	Campaign       string         `json:"campaign"`
+	PreviousReport *report.Report `json:"previousReport,omitempty"`
+}
+
+// CampaignContinuation carries a campaign across continue-as-new.
+type CampaignContinuation struct {
+	Limits   activities.Limits `json:"limits"`
+	Settings campaignSettings  `json:"settings"`
+	Tasks    []taskState       `json:"tasks"`
+	Queue    []string          `json:"queue"`
+	Head     string            `json:"head"`
+	Usage    usage.Usage       `json:"usage"`
+	Budget   RunBudget         `json:"budget"`
+	Paused   bool              `json:"paused"`
+	Stopping bool              `json:"stopping"`
+	Verifies []MergeVerify     `json:"verifies"`
+}
