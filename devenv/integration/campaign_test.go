@@ -1,0 +1,252 @@
+package integration
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/client"
+
+	"github.com/ralph-temporal/ralph/activities"
+	"github.com/ralph-temporal/ralph/devenv/testkit"
+	"github.com/ralph-temporal/ralph/internal/fakeopenai"
+	"github.com/ralph-temporal/ralph/internal/wait"
+	"github.com/ralph-temporal/ralph/workflows"
+)
+
+// campaignCheck is the campaign's verify command: no conflict marker
+// anywhere, and x.txt and y.txt — each fine alone — only together when one
+// of them says it is compatible (a semantic conflict git cannot see). It
+// sleeps while slow-merge exists, so a test can kill a worker mid-merge.
+const campaignCheck = `set -e
+if grep -rq '^<<<<<<<' --exclude=check.sh .; then echo "conflict markers left"; exit 1; fi
+if [ -f x.txt ] && [ -f y.txt ] && ! grep -q compatible x.txt y.txt; then echo "x and y clash: neither is compatible"; exit 3; fi
+if [ -f slow-merge ] && [ -f a.txt ]; then sleep 4; fi
+echo ok
+`
+
+var campaignTaskPattern = regexp.MustCompile(`TASK ([a-z0-9-]+)`)
+
+// campaignModel plays every task's agent: a task writes its file and
+// completes; c1 and c2 write the same line (the second to merge conflicts);
+// x and y each pass alone and clash together; a task sent back (its
+// previous report says why) fixes what the report names; blk is blocked.
+func campaignModel(tn turn) fakeopenai.Response {
+	prompt := tn.Prompt()
+	m := campaignTaskPattern.FindStringSubmatch(prompt)
+	if m == nil {
+		return fakeopenai.Text("no task in the prompt")
+	}
+	task := m[1]
+	back := strings.Contains(prompt, "did not merge into")
+	if tn.Step() > 0 {
+		return submit(completeArgs("task "+task+" done", task+" wrote its file"))
+	}
+	switch {
+	case task == "blk":
+		return submit(fakeopenai.ReportArgs{Status: "blocked", Summary: "cannot start", Evidence: []string{}, NextSteps: []string{},
+			Blocker: "needs a credential nobody gave"})
+	case (task == "c1" || task == "c2") && back:
+		return tool("write_file", map[string]string{"path": "shared.txt", "content": "line from c1\nline from c2\n"})
+	case task == "c1" || task == "c2":
+		return tool("write_file", map[string]string{"path": "shared.txt", "content": "line from " + task + "\n"})
+	case (task == "x" || task == "y") && back:
+		return tool("write_file", map[string]string{"path": task + ".txt", "content": task + " compatible\n"})
+	}
+	return tool("write_file", map[string]string{"path": task + ".txt", "content": task + "\n"})
+}
+
+func campaignTasks() []workflows.Task {
+	obj := func(id, what string) string { return fmt.Sprintf("TASK %s: %s", id, what) }
+	return []workflows.Task{
+		{ID: "a", Objective: obj("a", "write a.txt")},
+		{ID: "b", Objective: obj("b", "write b.txt after a"), DependsOn: []string{"a"}},
+		{ID: "c1", Objective: obj("c1", "put c1's line in shared.txt")},
+		{ID: "c2", Objective: obj("c2", "put c2's line in shared.txt")},
+		{ID: "x", Objective: obj("x", "write x.txt")},
+		{ID: "y", Objective: obj("y", "write y.txt")},
+		{ID: "blk", Objective: obj("blk", "needs a credential")},
+		{ID: "dep", Objective: obj("dep", "write dep.txt after blk"), DependsOn: []string{"blk"}},
+	}
+}
+
+func TestRealStackCampaign(t *testing.T) {
+	for _, batch := range []int{1, 3} {
+		t.Run(fmt.Sprintf("mergeBatch-%d", batch), func(t *testing.T) {
+			runCampaign(t, batch)
+		})
+	}
+}
+
+func runCampaign(t *testing.T, batch int) {
+	bare, person := bareRepo(t)
+	testkit.WriteFiles(t, person, map[string]string{"check.sh": campaignCheck, "slow-merge": "x\n"})
+	testkit.Git(t, person, "add", "check.sh", "slow-merge")
+	testkit.Git(t, person, "commit", "-q", "-m", "the campaign's check")
+	testkit.Git(t, person, "push", "-q", "origin", "HEAD:main")
+
+	e := newEnv(t, agentScript(campaignModel), "RALPH_GIT=remote", "RALPH_GIT_REMOTE="+bare, "RALPH_HEARTBEAT_TIMEOUT_SECONDS=3")
+	hosts := []string{t.TempDir(), t.TempDir()}
+	host := func(i int) []string {
+		return []string{"RALPH_WORKSPACE_ROOT=" + filepath.Join(hosts[i], "workspaces"), "RALPH_SESSION_DIR=" + filepath.Join(hosts[i], "sessions")}
+	}
+	first := e.startWorker(host(0)...)
+
+	id := fmt.Sprintf("camp-b%d", batch)
+	three := 3
+	in := workflows.CampaignInput{Tasks: campaignTasks(), MaxParallel: &three, VerifyCommand: "bash check.sh", MergeBatch: &batch}
+	run, err := e.client.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{
+		ID: id, TaskQueue: e.queue, WorkflowExecutionTimeout: 10 * time.Minute,
+	}, workflows.CampaignWorkflowName, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Kill the worker while a merge verifies (check.sh sleeps once a.txt is
+	// in the tree), then let a worker on another host take over.
+	waitMerging(t, e, id)
+	if err := first.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-first.done
+	e.startWorker(host(1)...)
+
+	var res workflows.CampaignResult
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	if err := run.Get(ctx, &res); err != nil {
+		t.Fatalf("campaign failed: %v", err)
+	}
+	phases := map[string]string{}
+	for _, tr := range res.Tasks {
+		phases[tr.ID] = tr.Phase
+	}
+	want := map[string]string{"a": "merged", "b": "merged", "c1": "merged", "c2": "merged", "x": "merged", "y": "merged", "blk": "blocked", "dep": "blocked"}
+	if res.Status != workflows.CampaignPartial || fmt.Sprint(phases) != fmt.Sprint(want) {
+		t.Fatalf("result = %+v, want partial with phases %v", res, want)
+	}
+	st := campaignStatus(t, e, id)
+	byID := map[string]workflows.TaskStatus{}
+	for _, ts := range st.Tasks {
+		byID[ts.ID] = ts
+	}
+	if byID["dep"].Go != 0 || !strings.Contains(byID["dep"].LastFailure, "dependency blk") {
+		t.Errorf("dep = %+v, want blocked by blk without starting", byID["dep"])
+	}
+	// One of c1/c2 conflicted and merged on its second go; one of x/y failed
+	// the verify after the merge and merged on its second go.
+	for _, pair := range [][2]string{{"c1", "c2"}, {"x", "y"}} {
+		a, b := byID[pair[0]], byID[pair[1]]
+		if a.MergeAttempts+b.MergeAttempts != 1 || a.Go+b.Go != 3 {
+			t.Errorf("%s and %s: merge attempts %d+%d, goes %d+%d; want one sent back once", pair[0], pair[1], a.MergeAttempts, b.MergeAttempts, a.Go, b.Go)
+		}
+	}
+	red := 0
+	for _, v := range st.Verifies {
+		if !v.Passed {
+			red++
+		}
+	}
+	if red == 0 {
+		t.Errorf("no red verify recorded: %+v", st.Verifies)
+	}
+
+	// The integration branch: each task merged exactly once, the head
+	// passes the check, and every go's commits are reachable.
+	check := t.TempDir()
+	testkit.Git(t, check, "clone", "-q", "--mirror", bare, ".git")
+	testkit.Git(t, check, "config", "--bool", "core.bare", "false")
+	testkit.Git(t, check, "checkout", "-q", "-f", res.Head)
+	if got := testkit.Git(t, check, "rev-parse", "ralph/campaigns/"+id+"/integration"); got != res.Head {
+		t.Fatalf("integration branch at %s, result head %s", got, res.Head)
+	}
+	log := testkit.Git(t, check, "log", "--first-parent", "--format=%s", res.Head)
+	for _, task := range []string{"a", "b", "c1", "c2", "x", "y"} {
+		if n := strings.Count(log+"\n", "ralph: merge task "+task+"\n"); n != 1 {
+			t.Errorf("task %s merged %d times on the integration branch:\n%s", task, n, log)
+		}
+	}
+	cmd := exec.Command("bash", "check.sh")
+	cmd.Dir = check
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Errorf("the integration head fails the check: %v\n%s", err, out)
+	}
+	for _, ts := range st.Tasks {
+		if ts.Go == 0 {
+			continue
+		}
+		if testkit.Git(t, check, "rev-parse", "--verify", "-q", ts.Branch) == "" {
+			t.Errorf("task branch %s is gone", ts.Branch)
+		}
+	}
+	for _, out := range allRoundCommits(t, e, id, st) {
+		if testkit.Git(t, check, "cat-file", "-t", out) != "commit" {
+			t.Errorf("round commit %s is not reachable", out)
+		}
+	}
+}
+
+// waitMerging waits until a MergeTask of the campaign is running a verify
+// that sleeps (a.txt merged, slow-merge on the branch).
+func waitMerging(t *testing.T, e *env, id string) {
+	t.Helper()
+	err := wait.For(context.Background(), 3*time.Minute, 100*time.Millisecond, func(ctx context.Context) error {
+		d, err := e.client.DescribeWorkflowExecution(ctx, id, "")
+		if err != nil {
+			return err
+		}
+		for _, pa := range d.GetPendingActivities() {
+			if pa.GetActivityType().GetName() == activities.MergeTaskName && pa.GetAttempt() == 1 && pa.GetLastStartedTime() != nil {
+				return nil
+			}
+		}
+		return errors.New("no MergeTask running")
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second) // into the verify
+}
+
+func campaignStatus(t *testing.T, e *env, id string) workflows.CampaignStatus {
+	t.Helper()
+	v, err := e.client.QueryWorkflow(context.Background(), id, "", workflows.StatusQueryName)
+	if err != nil {
+		t.Fatalf("query %s: %v", id, err)
+	}
+	var st workflows.CampaignStatus
+	if err := v.Get(&st); err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// allRoundCommits lists the checkpoint of every round of every go.
+func allRoundCommits(t *testing.T, e *env, id string, st workflows.CampaignStatus) []string {
+	t.Helper()
+	var commits []string
+	for _, ts := range st.Tasks {
+		for g := 1; g <= ts.Go; g++ {
+			wid := id + "/" + ts.ID
+			if g > 1 {
+				wid = fmt.Sprintf("%s/%d", wid, g)
+			}
+			for _, out := range roundOutputs(t, e, wid) {
+				if out.Checkpoint != nil {
+					commits = append(commits, out.Checkpoint.Commit)
+				}
+			}
+		}
+	}
+	if len(commits) == 0 {
+		t.Fatal("no round commits found")
+	}
+	return commits
+}

@@ -1,0 +1,82 @@
+package workflows
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/ralph-temporal/ralph/activities"
+)
+
+func campaignLimits() activities.Limits {
+	l := activities.DefaultLimits()
+	l.Git = "remote"
+	l.VerifyCommand = ""
+	return l
+}
+
+func TestParseCampaignInputDefaults(t *testing.T) {
+	s, err := parseCampaignInput([]byte(`{"tasks":[{"id":"a","objective":"do a"},{"id":"b","objective":"do b","dependsOn":["a"]}],"verifyCommand":"make check"}`),
+		campaignLimits(), "camp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := campaignSettings{ID: "camp", Branch: "ralph/campaigns/camp/integration", MaxParallel: 2, VerifyCommand: "make check",
+		MaxMergeAttempts: 3, MergeBatch: 1, Approve: ApproveNone}
+	if s.settings != want || len(s.tasks) != 2 || s.tasks[1].DependsOn[0] != "a" {
+		t.Fatalf("got %+v %+v", s.settings, s.tasks)
+	}
+}
+
+func TestParseCampaignInputErrors(t *testing.T) {
+	ok := `{"id":"a","objective":"do a"}`
+	cases := []struct {
+		name, input, want string
+	}{
+		{"unknown field", `{"tasks":[` + ok + `],"verifyCommand":"x","parallel":2}`, "parallel: is not a known field"},
+		{"no tasks", `{"verifyCommand":"x"}`, "tasks: is required"},
+		{"empty tasks", `{"tasks":[],"verifyCommand":"x"}`, "tasks: must hold at least one task"},
+		{"bad id", `{"tasks":[{"id":"A_b","objective":"x"}],"verifyCommand":"x"}`, "tasks[0].id: must be a string"},
+		{"duplicate", `{"tasks":[` + ok + `,` + ok + `],"verifyCommand":"x"}`, `tasks[1].id: "a" is used by another task`},
+		{"unknown dependency", `{"tasks":[{"id":"a","objective":"x","dependsOn":["zz"]}],"verifyCommand":"x"}`, `names "zz", which is no task`},
+		{"cycle", `{"tasks":[{"id":"a","objective":"x","dependsOn":["b"]},{"id":"b","objective":"y","dependsOn":["a"]}],"verifyCommand":"x"}`, "has a cycle: a -> b -> a"},
+		{"unknown task field", `{"tasks":[{"id":"a","objective":"x","after":["b"]}],"verifyCommand":"x"}`, "tasks[0].after: is not a known field"},
+		{"no verify", `{"tasks":[` + ok + `]}`, "verifyCommand: is required"},
+		{"parallel over ceiling", `{"tasks":[` + ok + `],"verifyCommand":"x","maxParallel":9}`, "maxParallel: must be between 1 and 8 (RALPH_MAX_CAMPAIGN_PARALLEL)"},
+		{"approve", `{"tasks":[` + ok + `],"verifyCommand":"x","approve":"all"}`, `approve: must be "none" or "merge"`},
+		{"branch", `{"tasks":[` + ok + `],"verifyCommand":"x","branch":"a..b"}`, "branch: \"a..b\" is not a branch name"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := parseCampaignInput([]byte(c.input), campaignLimits(), "camp")
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("err = %v, want one containing %q", err, c.want)
+			}
+		})
+	}
+}
+
+func TestParseCampaignInputNeedsGit(t *testing.T) {
+	l := campaignLimits()
+	l.Git = ""
+	_, err := parseCampaignInput([]byte(`{"tasks":[{"id":"a","objective":"x"}],"verifyCommand":"x"}`), l, "camp")
+	if err == nil || !strings.Contains(err.Error(), "RALPH_GIT") {
+		t.Fatalf("err = %v, want one naming RALPH_GIT", err)
+	}
+	_, err = parseCampaignInput([]byte(`{"tasks":[{"id":"a","objective":"x"}],"verifyCommand":"x"}`), campaignLimits(), "a/b")
+	if err == nil || !strings.Contains(err.Error(), "workflow id") {
+		t.Fatalf("err = %v, want one naming the workflow id", err)
+	}
+}
+
+func TestParseTasksCeilingCountsExisting(t *testing.T) {
+	l := campaignLimits()
+	existing := []Task{{ID: "a", Objective: "x"}}
+	_, err := parseTasks([]byte(`[{"id":"b","objective":"y"},{"id":"c","objective":"z"}]`), l, existing, 2)
+	if err == nil || !strings.Contains(err.Error(), "would make 3 tasks, more than 2") {
+		t.Fatalf("err = %v", err)
+	}
+	got, err := parseTasks([]byte(`[{"id":"b","objective":"y","dependsOn":["a"]}]`), l, existing, 2)
+	if err != nil || len(got) != 1 {
+		t.Fatalf("got %v, %v", got, err)
+	}
+}

@@ -1,0 +1,177 @@
+package workflows
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/mock"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/ralph-temporal/ralph/activities"
+	"github.com/ralph-temporal/ralph/report"
+	"github.com/ralph-temporal/ralph/usage"
+)
+
+// fakeLine plays the integration branch: which task commits it holds. A
+// stack that would hold x and y both fails the verify unless one of them is
+// a later go (the fixed one).
+type fakeLine struct {
+	mu      sync.Mutex
+	landed  []string // task commits, in landing order
+	merges  [][]string
+	red     []bool // per merge
+	reports map[string]*report.Report // the previous report each child got
+}
+
+func (f *fakeLine) merge(_ context.Context, in activities.MergeTaskInput) (activities.MergeTaskOutput, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var stack []string
+	for _, t := range in.Tasks {
+		stack = append(stack, t.Commit)
+	}
+	f.merges = append(f.merges, stack)
+	all := append(slices.Clone(f.landed), stack...)
+	head := fmt.Sprintf("head-%d", len(f.landed))
+	out := activities.MergeTaskOutput{Head: head, Tip: "tip-" + strings.Join(stack, "+")}
+	if slices.Contains(all, "x@1") && slices.Contains(all, "y@1") {
+		out.Outcome = activities.MergeRed
+		f.red = append(f.red, true)
+		out.Verification = &report.Verification{Command: in.VerifyCommand, ExitCode: 3, Output: "x and y clash"}
+		return out, nil
+	}
+	out.Verification = &report.Verification{Command: in.VerifyCommand, ExitCode: 0, Output: "ok"}
+	for _, c := range stack {
+		out.Merged = append(out.Merged, activities.MergedTask{ID: strings.Split(c, "@")[0], Commit: "merge-" + c})
+	}
+	f.landed = all
+	f.red = append(f.red, false)
+	out.Outcome, out.Head = activities.MergeLanded, fmt.Sprintf("head-%d", len(f.landed))
+	return out, nil
+}
+
+func (f *fakeLine) child(ctx workflow.Context, input json.RawMessage, _ *Continuation, start *TaskStart) (*Result, error) {
+	var in map[string]any
+	_ = json.Unmarshal(input, &in)
+	id := workflow.GetInfo(ctx).WorkflowExecution.ID
+	parts := strings.Split(id, "/")
+	task, goN := parts[1], 1
+	if len(parts) == 3 {
+		fmt.Sscan(parts[2], &goN)
+	}
+	f.mu.Lock()
+	f.reports[id] = start.PreviousReport
+	f.mu.Unlock()
+	// First goes complete a second apart in list order (a, x, b, y).
+	if err := workflow.Sleep(ctx, time.Minute+time.Duration(strings.Index("axby", task))*time.Second); err != nil {
+		return nil, err
+	}
+	rep := completeReport(1)
+	return &Result{Status: report.OutcomeComplete, RoundsStarted: 1, Report: &rep, Usage: usage.Usage{PromptTokens: 10, CompletionTokens: 5},
+		Checkpoint: &activities.Checkpoint{Commit: fmt.Sprintf("%s@%d", task, goN)}}, nil
+}
+
+func TestCampaignBisectsARedStack(t *testing.T) {
+	var suite testsuite.WorkflowTestSuite
+	env := suite.NewTestWorkflowEnvironment()
+	f := &fakeLine{reports: map[string]*report.Report{}}
+	limits := campaignLimits()
+	env.RegisterActivityWithOptions(func(context.Context) (activities.Limits, error) { return limits, nil },
+		activity.RegisterOptions{Name: activities.ResolveLimitsName})
+	env.RegisterActivityWithOptions(func(context.Context, activities.PrepareTaskInput) (activities.PrepareTaskOutput, error) {
+		return activities.PrepareTaskOutput{IntegrationHead: "h", TaskHead: "h"}, nil
+	}, activity.RegisterOptions{Name: activities.PrepareTaskName})
+	env.RegisterActivityWithOptions(f.merge, activity.RegisterOptions{Name: activities.MergeTaskName})
+	env.RegisterWorkflowWithOptions(f.child, workflow.RegisterOptions{Name: WorkflowName})
+	env.RegisterWorkflowWithOptions(Campaign, workflow.RegisterOptions{Name: CampaignWorkflowName})
+	env.SetStartWorkflowOptions(clientOptions("camp"))
+	// A merge takes 30 s, so x, b and y queue while a merges.
+	env.OnActivity(activities.MergeTaskName, mock.Anything, mock.Anything).After(30 * time.Second).Return(f.merge)
+
+	// Four tasks land as one stack once all four completed: a chain makes the
+	// order deterministic (d waits for nothing, but maxParallel 4 starts all).
+	in := `{"tasks":[{"id":"a","objective":"a"},{"id":"x","objective":"x"},{"id":"b","objective":"b"},{"id":"y","objective":"y"}],
+		"verifyCommand":"check","maxParallel":4,"mergeBatch":4}`
+	env.ExecuteWorkflow(CampaignWorkflowName, json.RawMessage(in), (*CampaignContinuation)(nil))
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	var res CampaignResult
+	if err := env.GetWorkflowResult(&res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != CampaignComplete {
+		t.Fatalf("result = %+v", res)
+	}
+	// The stack of four failed and was bisected: its halves were verified in
+	// turn, the one of x and y that merged second went back, and its second
+	// go landed; every task landed exactly once.
+	// a merged alone while x, b and y queued; their stack failed and was
+	// bisected: [x] landed, [b y] failed, [b] landed, [y] went back and its
+	// second go landed.
+	want := [][]string{{"a@1"}, {"x@1", "b@1", "y@1"}, {"x@1"}, {"b@1", "y@1"}, {"b@1"}, {"y@1"}, {"y@2"}}
+	if fmt.Sprint(f.merges) != fmt.Sprint(want) || fmt.Sprint(f.landed) != "[a@1 x@1 b@1 y@2]" {
+		t.Fatalf("merges = %v landing %v, want %v", f.merges, f.landed, want)
+	}
+	back := f.reports["camp/y/2"]
+	if back == nil || back.Status != report.StatusContinue || !strings.Contains(back.Summary, "exited 3") || !strings.Contains(back.Summary, "x and y clash") {
+		t.Fatalf("y's second go started from %+v", back)
+	}
+	if report.Validate(*back, limits.MaxHandoffChars) != nil {
+		t.Fatalf("the campaign's report is invalid: %v", report.Validate(*back, limits.MaxHandoffChars))
+	}
+	if f.reports["camp/a"] != nil {
+		t.Fatalf("a first go got a report: %+v", f.reports["camp/a"])
+	}
+	if res.Usage.PromptTokens != 50 {
+		t.Fatalf("usage = %+v, want the five loops' sum", res.Usage)
+	}
+}
+
+func TestCampaignBlocksDependentsAndStopsAfterMaxMergeAttempts(t *testing.T) {
+	var suite testsuite.WorkflowTestSuite
+	env := suite.NewTestWorkflowEnvironment()
+	limits := campaignLimits()
+	env.RegisterActivityWithOptions(func(context.Context) (activities.Limits, error) { return limits, nil },
+		activity.RegisterOptions{Name: activities.ResolveLimitsName})
+	env.RegisterActivityWithOptions(func(context.Context, activities.PrepareTaskInput) (activities.PrepareTaskOutput, error) {
+		return activities.PrepareTaskOutput{IntegrationHead: "h", TaskHead: "h"}, nil
+	}, activity.RegisterOptions{Name: activities.PrepareTaskName})
+	merges := 0
+	env.RegisterActivityWithOptions(func(_ context.Context, in activities.MergeTaskInput) (activities.MergeTaskOutput, error) {
+		merges++
+		return activities.MergeTaskOutput{Outcome: activities.MergeConflict, Head: "h", ConflictTask: in.Tasks[0].ID, ConflictPaths: []string{"f.txt"}}, nil
+	}, activity.RegisterOptions{Name: activities.MergeTaskName})
+	env.RegisterWorkflowWithOptions(func(ctx workflow.Context, _ json.RawMessage, _ *Continuation, _ *TaskStart) (*Result, error) {
+		rep := completeReport(1)
+		return &Result{Status: report.OutcomeComplete, RoundsStarted: 1, Report: &rep, Checkpoint: &activities.Checkpoint{Commit: "c"}}, nil
+	}, workflow.RegisterOptions{Name: WorkflowName})
+	env.RegisterWorkflowWithOptions(Campaign, workflow.RegisterOptions{Name: CampaignWorkflowName})
+	env.SetStartWorkflowOptions(clientOptions("camp"))
+	in := `{"tasks":[{"id":"a","objective":"a"},{"id":"b","objective":"b","dependsOn":["a"]}],"verifyCommand":"check","maxMergeAttempts":2}`
+	env.ExecuteWorkflow(CampaignWorkflowName, json.RawMessage(in), (*CampaignContinuation)(nil))
+	var res CampaignResult
+	if err := env.GetWorkflowResult(&res); err != nil {
+		t.Fatal(err)
+	}
+	want := []TaskResult{
+		{ID: "a", Phase: TaskBlocked, LastFailure: "did not merge after 2 attempts; the last: merging into ralph/campaigns/camp/integration conflicts in f.txt"},
+		{ID: "b", Phase: TaskBlocked, LastFailure: "dependency a ended blocked"},
+	}
+	if res.Status != CampaignPartial || fmt.Sprint(res.Tasks) != fmt.Sprint(want) || merges != 2 {
+		t.Fatalf("result = %+v after %d merges, want partial %+v after 2", res, merges, want)
+	}
+}
+
+func clientOptions(id string) client.StartWorkflowOptions {
+	return client.StartWorkflowOptions{ID: id, TaskQueue: "q", WorkflowExecutionTimeout: time.Hour}
+}
