@@ -151,16 +151,15 @@ func (c *campaign) run(ctx workflow.Context) (*CampaignResult, error) {
 	}
 }
 
-// allDone: nothing runs, nothing is queued, and nothing more will start.
+// allDone: nothing runs, nothing is queued, and nothing more will start
+// (a pending task waits out a pause; a stop or a spent budget ends it).
 func (c *campaign) allDone() bool {
 	if len(c.queue) > 0 {
 		return false
 	}
 	for _, t := range c.tasks {
-		if c.startable(t) && !c.stopping && c.limitHit == "" && !c.paused {
-			return false
-		}
-		if t.Phase == TaskWaiting && !c.stopping && c.limitHit == "" {
+		pending := t.Phase == TaskWaiting || t.Phase == TaskReturned
+		if pending && !c.stopping && c.limitHit == "" {
 			return false
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -12,6 +13,9 @@ import (
 	"testing"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/api/temporalproto"
 	"go.temporal.io/sdk/client"
 
 	"github.com/ralph-temporal/ralph/activities"
@@ -186,6 +190,7 @@ func runCampaign(t *testing.T, batch int) {
 			t.Errorf("task branch %s is gone", ts.Branch)
 		}
 	}
+	recordCampaign(t, e, id, st)
 	for _, out := range allRoundCommits(t, e, id, st) {
 		if testkit.Git(t, check, "cat-file", "-t", out) != "commit" {
 			t.Errorf("round commit %s is not reachable", out)
@@ -249,4 +254,39 @@ func allRoundCommits(t *testing.T, e *env, id string, st workflows.CampaignStatu
 		t.Fatal("no round commits found")
 	}
 	return commits
+}
+
+// recordCampaign writes the campaign's history and those of its tasks'
+// later goes (a Ralph run started with a campaign's report) into
+// $RALPH_RECORD_HISTORIES, for the replay corpus (docs/testing.md).
+func recordCampaign(t *testing.T, e *env, id string, st workflows.CampaignStatus) {
+	dir := os.Getenv("RALPH_RECORD_HISTORIES")
+	if dir == "" {
+		return
+	}
+	ids := []string{id}
+	for _, ts := range st.Tasks {
+		if ts.Go > 1 {
+			ids = append(ids, ts.WorkflowID)
+		}
+	}
+	for _, wid := range ids {
+		hist := &historypb.History{}
+		iter := e.client.GetWorkflowHistory(context.Background(), wid, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+		for iter.HasNext() {
+			ev, err := iter.Next()
+			if err != nil {
+				t.Fatal(err)
+			}
+			hist.Events = append(hist.Events, ev)
+		}
+		data, err := temporalproto.CustomJSONMarshalOptions{Indent: "  "}.Marshal(hist)
+		if err != nil {
+			t.Fatal(err)
+		}
+		name := strings.ReplaceAll(wid, "/", "-") + ".json"
+		if err := os.WriteFile(filepath.Join(dir, name), append(data, '\n'), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
