@@ -175,3 +175,84 @@ func TestCampaignBlocksDependentsAndStopsAfterMaxMergeAttempts(t *testing.T) {
 func clientOptions(id string) client.StartWorkflowOptions {
 	return client.StartWorkflowOptions{ID: id, TaskQueue: "q", WorkflowExecutionTimeout: time.Hour}
 }
+
+func TestCampaignApprovalHoldsAMergeUntilApproved(t *testing.T) {
+	var suite testsuite.WorkflowTestSuite
+	env := suite.NewTestWorkflowEnvironment()
+	f := &fakeLine{reports: map[string]*report.Report{}}
+	limits := campaignLimits()
+	env.RegisterActivityWithOptions(func(context.Context) (activities.Limits, error) { return limits, nil },
+		activity.RegisterOptions{Name: activities.ResolveLimitsName})
+	env.RegisterActivityWithOptions(func(context.Context, activities.PrepareTaskInput) (activities.PrepareTaskOutput, error) {
+		return activities.PrepareTaskOutput{IntegrationHead: "h", TaskHead: "h"}, nil
+	}, activity.RegisterOptions{Name: activities.PrepareTaskName})
+	var calls []activities.MergeTaskInput
+	env.RegisterActivityWithOptions(func(_ context.Context, in activities.MergeTaskInput) (activities.MergeTaskOutput, error) {
+		calls = append(calls, in)
+		if in.Land != "" {
+			return activities.MergeTaskOutput{Outcome: activities.MergeLanded, Head: in.Land, Tip: in.Land,
+				Merged: []activities.MergedTask{{ID: in.Tasks[0].ID, Commit: in.Land}}}, nil
+		}
+		return activities.MergeTaskOutput{Outcome: activities.MergeHeld, Head: "h", Tip: "tip-" + in.Tasks[0].Commit,
+			DiffStat: " a.txt | 1 +", Verification: &report.Verification{Command: in.VerifyCommand}}, nil
+	}, activity.RegisterOptions{Name: activities.MergeTaskName})
+	env.RegisterWorkflowWithOptions(f.child, workflow.RegisterOptions{Name: WorkflowName})
+	env.RegisterWorkflowWithOptions(Campaign, workflow.RegisterOptions{Name: CampaignWorkflowName})
+	env.SetStartWorkflowOptions(clientOptions("camp"))
+
+	var held, again TaskStatus
+	refused := ""
+	env.RegisterDelayedCallback(func() {
+		held = campaignTask(t, env, "a")
+		env.UpdateWorkflow(UpdateApprove, "1", &testsuite.TestUpdateCallback{OnReject: func(err error) { refused = err.Error() },
+			OnAccept: func() {}, OnComplete: func(any, error) {}}, TaskRequest{Task: "zz"})
+		env.UpdateWorkflow(UpdateReject, "2", noopUpdate(), RejectRequest{Task: "a", Reason: "name the file A.txt"})
+	}, 5*time.Minute)
+	env.RegisterDelayedCallback(func() {
+		again = campaignTask(t, env, "a")
+		env.UpdateWorkflow(UpdateApprove, "3", noopUpdate(), TaskRequest{Task: "a"})
+	}, 10*time.Minute)
+	env.ExecuteWorkflow(CampaignWorkflowName, json.RawMessage(`{"tasks":[{"id":"a","objective":"a"}],"verifyCommand":"check","approve":"merge"}`),
+		(*CampaignContinuation)(nil))
+	var res CampaignResult
+	if err := env.GetWorkflowResult(&res); err != nil {
+		t.Fatal(err)
+	}
+	if held.Phase != TaskAwaitingApproval || held.DiffStat != " a.txt | 1 +" || !strings.Contains(refused, `"zz" is no task`) {
+		t.Fatalf("first wait: %+v, refusal %q", held, refused)
+	}
+	if again.Phase != TaskAwaitingApproval || again.Go != 2 || again.MergeAttempts != 1 {
+		t.Fatalf("second wait: %+v", again)
+	}
+	if back := f.reports["camp/a/2"]; back == nil || !strings.Contains(back.Summary, "the merge was rejected: name the file A.txt") {
+		t.Fatalf("the second go started from %+v", back)
+	}
+	last := calls[len(calls)-1]
+	if res.Status != CampaignComplete || res.Tasks[0].MergeCommit != "tip-a@2" || last.Land != "tip-a@2" || last.LandOn != "h" ||
+		!strings.HasPrefix(last.HoldRef, "refs/ralph/campaigns/camp/held/a/") {
+		t.Fatalf("result %+v after %+v", res, last)
+	}
+}
+
+func campaignTask(t *testing.T, env *testsuite.TestWorkflowEnvironment, id string) TaskStatus {
+	t.Helper()
+	v, err := env.QueryWorkflow(StatusQueryName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st CampaignStatus
+	if err := v.Get(&st); err != nil {
+		t.Fatal(err)
+	}
+	for _, ts := range st.Tasks {
+		if ts.ID == id {
+			return ts
+		}
+	}
+	t.Fatalf("no task %s in %+v", id, st)
+	return TaskStatus{}
+}
+
+func noopUpdate() *testsuite.TestUpdateCallback {
+	return &testsuite.TestUpdateCallback{OnReject: func(error) {}, OnAccept: func() {}, OnComplete: func(any, error) {}}
+}
