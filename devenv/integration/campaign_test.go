@@ -81,29 +81,45 @@ func campaignTasks() []workflows.Task {
 	}
 }
 
+// TestRealStackCampaign runs SPEC 34's campaign on the real stack: on a
+// remote with workers on two hosts (merge batches of 1 and 3), and in local
+// mode with one workspace root.
 func TestRealStackCampaign(t *testing.T) {
-	for _, batch := range []int{1, 3} {
-		t.Run(fmt.Sprintf("mergeBatch-%d", batch), func(t *testing.T) {
-			runCampaign(t, batch)
+	for _, c := range []struct {
+		mode  string
+		batch int
+	}{{"remote", 1}, {"remote", 3}, {"local", 1}} {
+		t.Run(fmt.Sprintf("%s-mergeBatch-%d", c.mode, c.batch), func(t *testing.T) {
+			runCampaign(t, c.mode, c.batch)
 		})
 	}
 }
 
-func runCampaign(t *testing.T, batch int) {
+func runCampaign(t *testing.T, mode string, batch int) {
 	bare, person := bareRepo(t)
 	testkit.WriteFiles(t, person, map[string]string{"check.sh": campaignCheck, "slow-merge": "x\n"})
 	testkit.Git(t, person, "add", "check.sh", "slow-merge")
 	testkit.Git(t, person, "commit", "-q", "-m", "the campaign's check")
 	testkit.Git(t, person, "push", "-q", "origin", "HEAD:main")
 
-	e := newEnv(t, agentScript(campaignModel), "RALPH_GIT=remote", "RALPH_GIT_REMOTE="+bare, "RALPH_HEARTBEAT_TIMEOUT_SECONDS=3")
+	id := fmt.Sprintf("camp-%s-b%d", mode, batch)
 	hosts := []string{t.TempDir(), t.TempDir()}
 	host := func(i int) []string {
 		return []string{"RALPH_WORKSPACE_ROOT=" + filepath.Join(hosts[i], "workspaces"), "RALPH_SESSION_DIR=" + filepath.Join(hosts[i], "sessions")}
 	}
+	gitEnv := []string{"RALPH_GIT=remote", "RALPH_GIT_REMOTE=" + bare}
+	if mode == "local" {
+		// A local campaign's integration branch lives in its own bare
+		// repository, which a person seeds (here with main's check).
+		hosts[1] = hosts[0]
+		gitEnv = []string{"RALPH_GIT=local"}
+		local := filepath.Join(hosts[0], "workspaces", "campaigns", id, "integration.git")
+		testkit.Git(t, person, "clone", "-q", "--bare", bare, local)
+		bare = local
+	}
+	e := newEnv(t, agentScript(campaignModel), append(gitEnv, "RALPH_HEARTBEAT_TIMEOUT_SECONDS=3")...)
 	first := e.startWorker(host(0)...)
 
-	id := fmt.Sprintf("camp-b%d", batch)
 	three := 3
 	in := workflows.CampaignInput{Tasks: campaignTasks(), MaxParallel: &three, VerifyCommand: "bash check.sh", MergeBatch: &batch}
 	run, err := e.client.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{
