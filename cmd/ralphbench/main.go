@@ -34,7 +34,7 @@ import (
 var allSections = []string{"overhead", "scale", "cancel", "crash", "prompt", "history", "encryption"}
 
 // Scenarios that run only when named in -only (they take long).
-var extraSections = []string{"churn", "ratelimit", "agents"}
+var extraSections = []string{"churn", "ratelimit", "agents", "campaign"}
 
 func main() {
 	os.Exit(run())
@@ -63,6 +63,7 @@ type options struct {
 	workerEnv                   string
 	agentRounds                 int
 	agentKinds, agentCLIDir     string
+	campaignTasks               int
 	settings                    map[string]string // -worker-env
 	want                        map[string]bool   // the benchmarks named in -only
 	runsList, slotsList, hbList []int
@@ -97,6 +98,7 @@ func parseFlags() options {
 	flag.DurationVar(&o.rlWindow, "ratelimit-window", 5*time.Minute, "how long the provider rate-limits in the rate-limit scenario")
 	flag.StringVar(&o.rlBefore, "ratelimit-before-bin", "", "a worker binary built from an earlier commit, measured as \"before\" in the rate-limit scenario")
 	flag.IntVar(&o.agentRounds, "agents-rounds", 6, "rounds per provider of the agent providers' fixed-cost benchmark")
+	flag.IntVar(&o.campaignTasks, "campaign-tasks", 12, "one-round tasks of each campaign the campaign benchmark runs")
 	flag.StringVar(&o.agentKinds, "agents", "builtin,claude-code,codex,opencode", "RALPH_AGENT values the agents benchmark measures")
 	flag.StringVar(&o.agentCLIDir, "agents-cli-dir", "/opt/ralph-agents/node_modules/.bin", "where the agent CLIs are (scripts/install-agent-clis.sh)")
 	flag.StringVar(&o.workerEnv, "worker-env", "", "comma-separated KEY=VALUE worker settings applied to every benchmark's workers (e.g. RALPH_MODEL_STREAM=off)")
@@ -375,6 +377,9 @@ func (s *stack) steps(ctx context.Context, o options) []step {
 		}},
 		{"agents", benchCommand("agents", fmt.Sprintf("-agents-rounds %d -agents %s", o.agentRounds, o.agentKinds)), func() (bench.Section, error) {
 			return h.Agents(ctx, bench.AgentsConfig{Rounds: o.agentRounds, Kinds: strings.Split(o.agentKinds, ","), CLIDir: o.agentCLIDir})
+		}},
+		{"campaign", benchCommand("campaign", fmt.Sprintf("-campaign-tasks %d", o.campaignTasks)), func() (bench.Section, error) {
+			return h.Campaign(ctx, bench.CampaignConfig{Tasks: o.campaignTasks, Parallel: []int{1, 2, 4}})
 		}},
 		{"encryption", benchCommand("encryption", fmt.Sprintf("-overhead-rounds %d -overhead-reps %d", o.rounds, o.reps)), func() (bench.Section, error) {
 			return h.Encryption(ctx, bench.EncryptionConfig{Rounds: o.rounds, Reps: o.reps})
