@@ -205,6 +205,9 @@ func (g *Git) Publish(ctx context.Context, dir string, t TaskBranch, commit, old
 	if err := g.setRef(ctx, dir, scratchOutRef, commit, ""); err != nil {
 		return err
 	}
+	if err := os.MkdirAll(t.Repo, 0o755); err != nil {
+		return fmt.Errorf("create the task's workspace: %w", err)
+	}
 	if err := g.ensureRepo(ctx, t.Repo); err != nil {
 		return err
 	}
@@ -316,6 +319,9 @@ func (g *Git) conflicted(ctx context.Context, dir string) ([]string, error) {
 // conflict is committed with its markers as they stand (the paths are
 // returned), so the loop only has to edit files.
 func (g *Git) BringUp(ctx context.Context, dir, campaign, integration, head string, t TaskBranch) (string, []string, error) {
+	if _, err := g.TaskHead(ctx, dir, t); err != nil {
+		return "", nil, err
+	}
 	if _, err := g.run(ctx, dir, cmdOpts{}, "checkout", "-q", "--detach", "--force", t.Commit); err != nil {
 		return "", nil, fmt.Errorf("check out task %s at %s: %w", t.ID, shortID(t.Commit), err)
 	}
