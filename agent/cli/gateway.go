@@ -54,6 +54,7 @@ type gateway struct {
 	current int
 	failed  chan struct{} // closed with fatal
 	active  chan struct{} // a signal per request (the idle watch)
+	handlers sync.WaitGroup // requests being served
 	// relayed counts the finishing tool's calls in relayed answers, by
 	// canonical arguments: each vouches for one submission.
 	relayed map[string]int
@@ -125,6 +126,8 @@ func (g *gateway) authorized(r *http.Request) bool {
 }
 
 func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	g.handlers.Add(1)
+	defer g.handlers.Done()
 	select {
 	case g.active <- struct{}{}:
 	default:

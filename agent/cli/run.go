@@ -107,6 +107,12 @@ func (p Provider) attempt(ctx context.Context, desk *agent.Desk, req agent.Reque
 	srv := &http.Server{Handler: gw, ReadHeaderTimeout: time.Minute}
 	go func() { _ = srv.Serve(ln) }()
 	defer srv.Close()
+	// Answers still being read upstream are counted before the round
+	// closes (an abandoned answer is never free).
+	defer func() {
+		stopGateway()
+		gw.handlers.Wait()
+	}()
 
 	a := Attempt{Command: p.Command, Home: h.dir, Model: p.Model, GatewayURL: gatewayMark, Token: token,
 		ReportCommand: []string{h.helper, reportArg, filepath.Join(h.private, "report.sock")}, ReportTool: tool}
