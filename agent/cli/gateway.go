@@ -51,9 +51,9 @@ type gateway struct {
 	fatal error // what ended the round at the gateway (nil: nothing)
 	// current indexes models: requests go there, and stay on a fallback
 	// once one took over, as in the builtin session.
-	current int
-	failed  chan struct{} // closed with fatal
-	active  chan struct{} // a signal per request (the idle watch)
+	current  int
+	failed   chan struct{}  // closed with fatal
+	active   chan struct{}  // a signal per request (the idle watch)
 	handlers sync.WaitGroup // requests being served
 	// relayed counts the finishing tool's calls in relayed answers, by
 	// canonical arguments: each vouches for one submission.
