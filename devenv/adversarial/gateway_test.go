@@ -178,10 +178,10 @@ func TestForgedApproveIsRefused(t *testing.T) {
 	}
 }
 
-// TestModelsVerdictCountsOnceOnly: the model's own submit_review call,
-// made through the report tool, is accepted; the same arguments written to
-// the socket again are refused as a replay.
-func TestModelsVerdictCountsOnceOnly(t *testing.T) {
+// TestModelsOwnVerdictCounts: the model's own submit_review call, made
+// through the report tool with its arguments (the gateway relayed them in
+// pieces of a stream, keys in another order), is accepted.
+func TestModelsOwnVerdictCounts(t *testing.T) {
 	r := newCLIRig(t, "honest", func(fakeopenai.Request) fakeopenai.Response {
 		return fakeopenai.Tools(fakeopenai.CallJSON("ralph_submit_review",
 			map[string]any{"findings": []string{}, "summary": "Checked it.", "verdict": "approve"}))
@@ -224,7 +224,8 @@ func TestParallelRequestsStayUnderTheCap(t *testing.T) {
 }
 
 // TestAbandonedAnswersAreCharged: streamed answers the CLI leaves after
-// their first line still count, with their tokens.
+// their first line still count, each with tokens: read to its end
+// upstream, or, cut when the attempt ended, charged its estimate.
 func TestAbandonedAnswersAreCharged(t *testing.T) {
 	r := newCLIRig(t, "abandon", func(req fakeopenai.Request) fakeopenai.Response {
 		a := answered(req)
@@ -236,8 +237,13 @@ func TestAbandonedAnswersAreCharged(t *testing.T) {
 	if served == 0 {
 		t.Fatal("no request reached the provider")
 	}
-	if res.Usage.ModelCalls != served || res.Usage.PromptTokens < served*1000 {
-		t.Fatalf("usage %+v after %d abandoned answers of 1,000 prompt tokens each", res.Usage, served)
+	if res.Usage.ModelCalls != served {
+		t.Fatalf("usage %+v after %d abandoned answers", res.Usage, served)
+	}
+	for _, e := range r.events(agent.EventModelResponse) {
+		if e.Usage.PromptTokens == 0 || e.Usage.CompletionTokens == 0 {
+			t.Errorf("an abandoned answer was recorded as %+v", *e.Usage)
+		}
 	}
 }
 
