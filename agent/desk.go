@@ -210,7 +210,10 @@ func (d *Desk) Forward(nextTokens int) (Forwarding, error) {
 		}
 	}
 	d.forwarded++
-	f.Reserved = nextTokens + f.MaxOutput
+	// The room the hand-off check assumes for an answer, not the whole
+	// MaxOutput: a CLI's side request sent beside the round's (opencode's
+	// title) must not find the budget spent by the other's limit.
+	f.Reserved = nextTokens + s.bounds.answerReserve
 	d.reserved += f.Reserved
 	return f, nil
 }
