@@ -31,7 +31,11 @@ func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == scriptcli.Arg {
 		os.Exit(scriptcli.Main(os.Args[2:]))
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if cliDir != "" {
+		_ = os.RemoveAll(cliDir)
+	}
+	os.Exit(code)
 }
 
 const providerKey = "sk-adversarial-provider-key-9d2f61"
