@@ -27,6 +27,14 @@ type Desk struct {
 	done   bool
 	report report.Report
 	ended  error // a submission that ended the round (repairs spent)
+
+	// What the gateway forwarded (SPEC 33): requests count when forwarded,
+	// the tokens of those in flight are reserved against the budget, and
+	// past a forced hand-off only one request per refused submission goes.
+	forwarded int
+	reserved  int
+	refusals  int // submissions refused since the hand-off (each owes a repair)
+	afterCap  int // requests forwarded after the hand-off request
 }
 
 // OpenDesk opens the round of req: the workspace with the role's guards,
@@ -108,6 +116,9 @@ func (d *Desk) Submit(ctx context.Context, args string) (answer string, failedCa
 		d.done, d.report = true, *rep
 		return content, false, true
 	}
+	if res.Failed {
+		d.refusals++
+	}
 	return content, res.Failed, false
 }
 
@@ -145,40 +156,81 @@ func (d *Desk) Emit(ev Event) {
 	d.s.emit(ev)
 }
 
-// HandoffDue forces the hand-off before the next model call when a bound
-// that applies to an agent outside the process is reached (the model call
-// cap, the round or run time, the run's token budget), and returns the
-// notice to hand the model then; "" when no hand-off is forced. Once
-// forced, the notice is returned for every later call.
-func (d *Desk) HandoffDue(nextTokens int) (notice string, err error) {
+// Forwarding is the gateway's leave for one request: Refused names the
+// bound that keeps it from the provider (""; it may go); Notice is the
+// hand-off notice to send with it ("": none); MaxOutput is what the token
+// budget's remainder pays for its answer (0: no budget); Reserved is what
+// the request holds of the budget until Release.
+type Forwarding struct {
+	Refused, Notice string
+	MaxOutput       int
+	Reserved        int
+}
+
+// Forward counts one request of an agent outside the process before the
+// gateway forwards it, the request of about nextTokens tokens. A bound
+// that applies to such an agent (the model call cap, the round or run
+// time, the run's token budget, counting what requests in flight may
+// spend) forces the hand-off: the notice is returned for it and every
+// later request. Past the hand-off request, one more goes per submission
+// refused since (a repair, at most Config.MaxRepairs); any other is
+// refused. A forwarded request's reservation must be released (Release)
+// once its answer is counted or it failed.
+func (d *Desk) Forward(nextTokens int) (Forwarding, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	s := d.s
-	step := s.calls + 1
-	spent := s.usage.PromptTokens + s.usage.CompletionTokens
+	step := d.forwarded + 1
+	spent := s.usage.PromptTokens + s.usage.CompletionTokens + d.reserved
 	if s.bounds.forced == "" {
 		bound := s.bounds.handoffDue(step, time.Now(), spent, func() int { return nextTokens })
-		if bound == BoundContext {
-			bound = "" // the agent manages its own context
+		if bound != "" && bound != BoundContext { // the agent manages its own context
+			var err error
+			if s.handoffText, err = s.handoffNotice(bound); err != nil {
+				return Forwarding{}, err
+			}
+			s.bounds.force(bound)
+			s.emit(Event{Kind: EventHandoff, Step: step, Bound: bound})
+			d.afterCap, d.refusals = -1, 0 // this request is the hand-off
 		}
-		if bound == "" {
-			return "", nil
-		}
-		s.bounds.forced = bound
-		if s.handoffText, err = s.handoffNotice(bound); err != nil {
-			return "", err
-		}
-		s.bounds.reportOnly = true
-		s.emit(Event{Kind: EventHandoff, Step: step, Bound: bound})
 	}
-	return s.handoffText, nil
+	f := Forwarding{Notice: s.handoffText}
+	if s.bounds.forced != "" {
+		if d.afterCap >= min(d.refusals, s.cfg.MaxRepairs) {
+			f.Refused = fmt.Sprintf("the round's %s bound is reached and its hand-off request was forwarded; "+
+				"only a repair of a refused %s goes to the model (at most %d)", s.bounds.forced, s.role.finishing(), s.cfg.MaxRepairs)
+			return f, nil
+		}
+		d.afterCap++
+	}
+	if b := s.bounds; b.tokenBudget > 0 {
+		f.MaxOutput = max(b.budgetLeft(spent)-nextTokens, 1)
+		if b.forced != "" {
+			f.MaxOutput = max(f.MaxOutput, b.answerReserve) // room for the report
+		}
+	}
+	d.forwarded++
+	// The room the hand-off check assumes for an answer, not the whole
+	// MaxOutput: a CLI's side request sent beside the round's (opencode's
+	// title) must not find the budget spent by the other's limit.
+	f.Reserved = nextTokens + s.bounds.answerReserve
+	d.reserved += f.Reserved
+	return f, nil
 }
 
-// CallsLeft reports whether another model call is allowed.
-func (d *Desk) CallsLeft() bool {
+// Release frees what a forwarded request reserved of the token budget.
+func (d *Desk) Release(f Forwarding) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return d.s.bounds.callsLeft(d.s.calls)
+	d.reserved -= f.Reserved
+}
+
+// Forged records a submission that was not the model's act (SPEC 33):
+// it never counts; why is what the agent is answered.
+func (d *Desk) Forged(args, why string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.s.emit(Event{Kind: EventForgedSubmission, Step: d.s.calls, Tool: d.s.role.finishing(), Arguments: args, Output: why, Failed: true})
 }
 
 // Usage is what the round spent so far.

@@ -50,6 +50,10 @@ const (
 	// in Output; EventAgentExit: the CLI process ended (Output says how).
 	EventAgentOutput EventKind = "agent_output"
 	EventAgentExit   EventKind = "agent_exit"
+	// EventForgedSubmission: a call of the finishing tool that reached the
+	// worker without the model having asked for it (SPEC 33); it never
+	// counts (Arguments, and Output: why it was refused).
+	EventForgedSubmission EventKind = "forged_submission"
 )
 
 // Outcomes recorded in a session_end event.

@@ -42,11 +42,15 @@ type Settings struct {
 	// AnthropicBaseURL and AnthropicAPIKey are the upstream of a CLI
 	// speaking Anthropic Messages (claude-code).
 	AnthropicBaseURL, AnthropicAPIKey string
+	// MaxInflight is RALPH_AGENT_MAX_INFLIGHT, MaxRequestMB
+	// RALPH_AGENT_MAX_REQUEST_MB (the gateway's bounds, SPEC 33).
+	MaxInflight, MaxRequestMB int
 }
 
 // DefaultSettings: the builtin session, CLIs idle for DefaultIdle at most.
 func DefaultSettings() Settings {
-	return Settings{Agent: Builtin, Idle: DefaultIdle, AnthropicBaseURL: "https://api.anthropic.com"}
+	return Settings{Agent: Builtin, Idle: DefaultIdle, AnthropicBaseURL: "https://api.anthropic.com",
+		MaxInflight: DefaultMaxInflight, MaxRequestMB: DefaultMaxRequestMB}
 }
 
 // Kinds lists every value of RALPH_AGENT.
@@ -74,6 +78,12 @@ func (s Settings) Validate() error {
 	}
 	if s.Idle <= 0 {
 		return fmt.Errorf("RALPH_AGENT_IDLE_SECONDS must be positive, got %s", s.Idle)
+	}
+	if s.MaxInflight < 1 {
+		return fmt.Errorf("RALPH_AGENT_MAX_INFLIGHT must be at least 1, got %d", s.MaxInflight)
+	}
+	if s.MaxRequestMB < 1 {
+		return fmt.Errorf("RALPH_AGENT_MAX_REQUEST_MB must be at least 1, got %d", s.MaxRequestMB)
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/subtle"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -19,8 +20,14 @@ import (
 	"github.com/ralph-temporal/ralph/internal/tracing"
 )
 
-// maxRequestBytes bounds one request the CLI sends the gateway.
-const maxRequestBytes = 64 << 20
+// Defaults of RALPH_AGENT_MAX_INFLIGHT and RALPH_AGENT_MAX_REQUEST_MB.
+const (
+	DefaultMaxInflight  = 4
+	DefaultMaxRequestMB = 16
+)
+
+// charsPerToken estimates a request's tokens from its size.
+const charsPerToken = 4
 
 // gateway is the model endpoint a CLI sees: it takes the attempt's token,
 // applies the round's bounds, and forwards to the provider with the real
@@ -37,24 +44,61 @@ type gateway struct {
 	ctx        context.Context // the attempt's: its end aborts upstream requests
 	client     *http.Client
 	models     []string // the primary model, then the fallbacks
+	maxBody    int64    // RALPH_AGENT_MAX_REQUEST_MB in bytes
+	inflight   chan struct{}
 
 	mu    sync.Mutex
 	fatal error // what ended the round at the gateway (nil: nothing)
 	// current indexes models: requests go there, and stay on a fallback
 	// once one took over, as in the builtin session.
-	current int
-	failed  chan struct{} // closed with fatal
-	active  chan struct{} // a signal per request (the idle watch)
+	current  int
+	failed   chan struct{}  // closed with fatal
+	active   chan struct{}  // a signal per request (the idle watch)
+	handlers sync.WaitGroup // requests being served
+	// relayed counts the finishing tool's calls in relayed answers, by
+	// canonical arguments: each vouches for one submission.
+	relayed map[string]int
 }
 
-func newGateway(ctx context.Context, api apiSpec, desk *agent.Desk, cfg agent.Config, upstream, key, token, tool string, deferrable bool) *gateway {
+// gatewayLimits bound what one attempt may have the gateway hold.
+type gatewayLimits struct {
+	inflight int   // requests in flight
+	body     int64 // bytes of one request body
+}
+
+func newGateway(ctx context.Context, api apiSpec, desk *agent.Desk, cfg agent.Config, upstream, key, token, tool string, deferrable bool, lim gatewayLimits) *gateway {
 	client := cfg.HTTPClient
 	if client == nil {
 		client = &http.Client{}
 	}
 	return &gateway{api: api, desk: desk, cfg: cfg, upstream: strings.TrimRight(upstream, "/"), key: key, token: token,
 		reportTool: tool, deferrable: deferrable, ctx: ctx, client: client, models: append([]string{cfg.Model}, cfg.FallbackModels...),
-		failed: make(chan struct{}), active: make(chan struct{}, 1)}
+		maxBody: lim.body, inflight: make(chan struct{}, lim.inflight),
+		failed: make(chan struct{}), active: make(chan struct{}, 1), relayed: map[string]int{}}
+}
+
+// note keeps the finishing tool's calls of a relayed answer.
+func (g *gateway) note(calls []toolCall) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, c := range calls {
+		if strings.HasSuffix(c.name, g.reportTool) {
+			g.relayed[canonicalArgs(c.args)]++
+		}
+	}
+}
+
+// vouch reports whether a relayed answer called the finishing tool with
+// args, using that call up: it vouches for one submission only.
+func (g *gateway) vouch(args string) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	c := canonicalArgs(args)
+	if g.relayed[c] == 0 {
+		return false
+	}
+	g.relayed[c]--
+	return true
 }
 
 // fail ends the round at the gateway with err (the first one wins).
@@ -82,6 +126,8 @@ func (g *gateway) authorized(r *http.Request) bool {
 }
 
 func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	g.handlers.Add(1)
+	defer g.handlers.Done()
 	select {
 	case g.active <- struct{}{}:
 	default:
@@ -99,45 +145,67 @@ func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "the gateway serves POST /v1"+g.api.path)
 		return
 	}
-	raw, err := io.ReadAll(io.LimitReader(r.Body, maxRequestBytes))
+	// The bound in flight holds before the body is read: a waiting
+	// request holds nothing of the worker's memory.
+	select {
+	case g.inflight <- struct{}{}:
+		defer func() { <-g.inflight }()
+	case <-r.Context().Done():
+		return
+	case <-g.ctx.Done():
+		writeError(w, http.StatusServiceUnavailable, "the round is over")
+		return
+	}
+	raw, err := readBody(w, r, g.maxBody)
+	if errors.Is(err, errTooLarge) {
+		writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("the request body passes RALPH_AGENT_MAX_REQUEST_MB (%d MB)", g.maxBody>>20))
+		return
+	}
 	var body map[string]json.RawMessage
 	if err == nil {
-		err = json.Unmarshal(raw, &body)
+		body, err = splitObject(raw)
 	}
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "the request body is not a JSON object")
+		return
+	}
+	if err := onlyOne(body); err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
 	if err := g.err(); err != nil {
 		writeError(w, http.StatusServiceUnavailable, "the round is over")
 		return
 	}
-	if !g.desk.CallsLeft() {
-		g.fail(agent.ChildFailureOf(fmt.Sprintf("no valid report within the bound of %d model calls", g.cfg.MaxModelCalls)))
-		writeError(w, http.StatusTooManyRequests, "the round's model calls are spent")
-		return
-	}
-	notice, err := g.desk.HandoffDue(len(raw) / 4)
+	estimate := len(raw) / charsPerToken
+	f, err := g.desk.Forward(estimate)
 	if err != nil {
 		g.fail(err)
 		writeError(w, http.StatusInternalServerError, "the hand-off could not be prepared")
 		return
 	}
-	if notice != "" {
-		g.api.reportOnly(body, g.reportTool, notice)
+	if f.Refused != "" {
+		writeError(w, http.StatusTooManyRequests, "not forwarded: "+f.Refused)
+		return
+	}
+	defer g.desk.Release(f)
+	if f.Notice != "" {
+		g.api.reportOnly(body, g.reportTool, f.Notice)
 	}
 	g.api.prepare(body)
-	ctx, cancel := context.WithCancel(r.Context())
-	defer cancel()
-	defer context.AfterFunc(g.ctx, cancel)()
-	g.forward(ctx, w, r.Header, body)
+	if f.MaxOutput > 0 {
+		lowerOutput(body, f.MaxOutput, g.api.outputFields)
+	}
+	g.forward(r.Context(), w, r.Header, body, estimate)
 }
 
 // forward sends the request on the current model, then on the fallbacks,
 // each with its retries (a request still retrying a model another one left
 // follows it); a 401 or 403 ends the round, a "not now" past the
-// retries defers it (when the round may be deferred).
-func (g *gateway) forward(ctx context.Context, w http.ResponseWriter, h http.Header, body map[string]json.RawMessage) {
+// retries defers it (when the round may be deferred). ctx is the CLI's:
+// once it leaves no retry follows, but an answer on its way is read to its
+// end upstream (only the attempt's end cuts it), so it is counted.
+func (g *gateway) forward(ctx context.Context, w http.ResponseWriter, h http.Header, body map[string]json.RawMessage, estimate int) {
 	var last string
 	var lastDelay time.Duration
 	reason := agent.DeferUnavailable
@@ -145,8 +213,14 @@ func (g *gateway) forward(ctx context.Context, w http.ResponseWriter, h http.Hea
 		model := g.models[i]
 		body["model"], _ = json.Marshal(model)
 		for try := 0; try <= g.cfg.TransientRetries && g.currentModel() == i; try++ {
-			resp, err := g.send(ctx, h, body, model)
 			if ctx.Err() != nil {
+				return
+			}
+			resp, err := g.send(g.ctx, h, body, model)
+			if g.ctx.Err() != nil {
+				if resp != nil {
+					resp.Body.Close()
+				}
 				return
 			}
 			if err != nil {
@@ -154,7 +228,7 @@ func (g *gateway) forward(ctx context.Context, w http.ResponseWriter, h http.Hea
 				g.sleep(ctx, g.backoff(try))
 				continue
 			}
-			done, delay, why := g.answer(ctx, w, resp, model)
+			done, delay, why := g.answer(w, resp, model, estimate)
 			if done {
 				return
 			}
@@ -225,15 +299,13 @@ func (g *gateway) sleep(ctx context.Context, d time.Duration) {
 
 // send is one upstream request, under a chat span.
 func (g *gateway) send(ctx context.Context, h http.Header, body map[string]json.RawMessage, model string) (*http.Response, error) {
-	data, err := json.Marshal(body)
-	if err != nil {
-		return nil, err
-	}
 	g.desk.Emit(agent.Event{Kind: agent.EventModelRequest, Model: model, Tools: toolNamesOf(body["tools"])})
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, g.upstream+g.api.path, bytes.NewReader(data))
+	data, n := objectReader(body)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, g.upstream+g.api.path, data)
 	if err != nil {
 		return nil, err
 	}
+	req.ContentLength = n
 	for _, name := range []string{"Content-Type", "Accept", "anthropic-version", "anthropic-beta"} {
 		if v := h.Get(name); v != "" {
 			req.Header.Set(name, v)
@@ -254,14 +326,17 @@ func (g *gateway) send(ctx context.Context, h http.Header, body map[string]json.
 // 403 to the CLI, ending the round (done), another refusal to the CLI
 // (done), or a transient failure the caller retries (the provider's delay
 // and the error text).
-func (g *gateway) answer(ctx context.Context, w http.ResponseWriter, resp *http.Response, model string) (bool, time.Duration, string) {
+func (g *gateway) answer(w http.ResponseWriter, resp *http.Response, model string, estimate int) (bool, time.Duration, string) {
 	defer resp.Body.Close()
 	if resp.StatusCode == http.StatusOK {
-		g.relay(ctx, w, resp, model)
+		g.relay(w, resp, model, estimate)
 		return true, 0, ""
 	}
-	text, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-	why := fmt.Sprintf("HTTP %d: %s", resp.StatusCode, agent.Redact(strings.TrimSpace(string(text)), g.key))
+	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	// A provider may echo the key it was sent: the CLI's shell must not
+	// read it in an error either.
+	text := agent.Redact(string(raw), g.key)
+	why := fmt.Sprintf("HTTP %d: %s", resp.StatusCode, strings.TrimSpace(text))
 	g.desk.Emit(agent.Event{Kind: agent.EventModelError, Model: model, Error: why})
 	switch s := resp.StatusCode; {
 	case s == http.StatusTooManyRequests || s == http.StatusRequestTimeout || s == http.StatusConflict || s >= 500:
@@ -272,16 +347,19 @@ func (g *gateway) answer(ctx context.Context, w http.ResponseWriter, resp *http.
 	}
 	w.Header().Set("Content-Type", resp.Header.Get("Content-Type"))
 	w.WriteHeader(resp.StatusCode)
-	_, _ = w.Write(text)
+	_, _ = io.WriteString(w, text)
 	return true, 0, ""
 }
 
-// relay passes a 200 answer on event by event; the answer's usage is
-// recorded (and so heartbeated) before its last event reaches the CLI, so
-// the CLI's next request always comes after it.
-func (g *gateway) relay(ctx context.Context, w http.ResponseWriter, resp *http.Response, model string) {
+// relay passes a 200 answer on event by event; the answer's usage and its
+// calls of the finishing tool are recorded (and so heartbeated) before its
+// last event reaches the CLI, so the CLI's next request and its report
+// always come after them. An answer the CLI left is still read to its end;
+// one cut before its usage is charged the request's estimate and the
+// tokens relayed.
+func (g *gateway) relay(w http.ResponseWriter, resp *http.Response, model string, estimate int) {
 	started := time.Now()
-	_, span := g.cfg.Tracing.StartChat(ctx, model)
+	_, span := g.cfg.Tracing.StartChat(g.ctx, model)
 	defer span.End()
 	span.SetAttributes(tracing.AttrProvider.String(g.api.provider))
 	rd := g.api.newReader()
@@ -292,7 +370,7 @@ func (g *gateway) relay(ctx context.Context, w http.ResponseWriter, resp *http.R
 			f.Flush()
 		}
 	}
-	recorded := false
+	recorded, relayed := false, 0
 	record := func() {
 		if recorded {
 			return
@@ -302,13 +380,19 @@ func (g *gateway) relay(ctx context.Context, w http.ResponseWriter, resp *http.R
 		if a.model == "" {
 			a.model = model
 		}
+		if a.usage.PromptTokens == 0 && a.usage.CompletionTokens == 0 {
+			a.usage.PromptTokens, a.usage.CompletionTokens = estimate, max(relayed/charsPerToken, 1)
+		}
 		g.desk.ModelCall(a.usage, a.model, agent.Event{FinishReason: a.finish, ContextTokens: a.usage.PromptTokens,
 			DurationMs: time.Since(started).Milliseconds()})
 		traceAnswer(span, a)
 	}
 	if !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
 		data, err := io.ReadAll(resp.Body)
-		rd.event(data)
+		relayed = len(data)
+		if rd.event(data) {
+			g.note(rd.calls())
+		}
 		record()
 		_, _ = w.Write(data)
 		if err != nil {
@@ -321,8 +405,10 @@ func (g *gateway) relay(ctx context.Context, w http.ResponseWriter, resp *http.R
 	for {
 		line, err := br.ReadBytes('\n')
 		event.Write(line)
+		relayed += len(line)
 		if bytes.Equal(bytes.TrimSpace(line), nil) && event.Len() > 0 || err != nil {
 			if sseFinal(rd, event.Bytes()) {
+				g.note(rd.calls())
 				record()
 			}
 			_, _ = w.Write(event.Bytes())
@@ -333,9 +419,7 @@ func (g *gateway) relay(ctx context.Context, w http.ResponseWriter, resp *http.R
 			break
 		}
 	}
-	if rd.result().usage.PromptTokens > 0 || rd.result().usage.CompletionTokens > 0 {
-		record() // a stream cut before its last event still spent this
-	}
+	record() // a stream cut before its last event still spent this
 }
 
 // sseFinal feeds the data lines of one server-sent event to rd.

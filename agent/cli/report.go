@@ -38,25 +38,29 @@ type deskAnswer struct {
 type submitter interface {
 	Finishing() (name, description string, schema json.RawMessage)
 	Submit(ctx context.Context, args string) (answer string, failed, over bool)
+	Forged(args, why string)
 }
 
 // reportSocket serves a submitter on a unix socket; over is closed once a
-// call ended the round.
+// call ended the round. Any process of the attempt can reach the socket,
+// so a submission counts only when vouch finds the model's own call of the
+// tool with those arguments among the answers the gateway relayed.
 type reportSocket struct {
 	ln       net.Listener
 	desk     submitter
+	vouch    func(args string) bool
 	ctx      context.Context
 	over     chan struct{}
 	overOnce sync.Once
 	calls    chan struct{} // a signal per call (the idle watch)
 }
 
-func listenReport(ctx context.Context, path string, desk submitter, uid, gid int) (*reportSocket, error) {
+func listenReport(ctx context.Context, path string, desk submitter, vouch func(string) bool, uid, gid int) (*reportSocket, error) {
 	ln, err := listenUnix(path, uid, gid)
 	if err != nil {
 		return nil, fmt.Errorf("report %w", err)
 	}
-	r := &reportSocket{ln: ln, desk: desk, ctx: ctx, over: make(chan struct{}), calls: make(chan struct{}, 1)}
+	r := &reportSocket{ln: ln, desk: desk, vouch: vouch, ctx: ctx, over: make(chan struct{}), calls: make(chan struct{}, 1)}
 	go r.serve()
 	return r, nil
 }
@@ -93,11 +97,7 @@ func (r *reportSocket) handle(c net.Conn) {
 			case r.calls <- struct{}{}:
 			default:
 			}
-			var over bool
-			a.Answer, a.Failed, over = r.desk.Submit(r.ctx, string(req.Args))
-			if over {
-				r.overOnce.Do(func() { close(r.over) })
-			}
+			a = r.submit(string(req.Args))
 		default:
 			return
 		}
@@ -105,6 +105,22 @@ func (r *reportSocket) handle(c net.Conn) {
 			return
 		}
 	}
+}
+
+// submit hands a vouched-for submission to the desk and refuses any other.
+func (r *reportSocket) submit(args string) deskAnswer {
+	name, _, _ := r.desk.Finishing()
+	if !r.vouch(args) {
+		why := fmt.Sprintf("this %s call is refused and does not count: no answer of the model in this attempt called %s with these arguments "+
+			"(a submission is the model's own tool call; one sent by a command, or a repeat of an earlier one, is not)", name, name)
+		r.desk.Forged(args, why)
+		return deskAnswer{Answer: why, Failed: true}
+	}
+	answer, failed, over := r.desk.Submit(r.ctx, args)
+	if over {
+		r.overOnce.Do(func() { close(r.over) })
+	}
+	return deskAnswer{Answer: answer, Failed: failed}
 }
 
 // deskClient is the report server's side of the socket.

@@ -37,6 +37,10 @@ type Provider struct {
 	// Upstream and Key are where the gateway forwards (for an Anthropic
 	// CLI, ANTHROPIC_BASE_URL and ANTHROPIC_API_KEY).
 	Upstream, Key string
+	// MaxInflight bounds the attempt's requests in flight at the gateway
+	// (RALPH_AGENT_MAX_INFLIGHT; 0: DefaultMaxInflight), MaxRequestMB the
+	// size of one (RALPH_AGENT_MAX_REQUEST_MB; 0: DefaultMaxRequestMB).
+	MaxInflight, MaxRequestMB int
 }
 
 // outputCap bounds the CLI output kept besides the transcript lines.
@@ -83,18 +87,18 @@ func (p Provider) attempt(ctx context.Context, desk *agent.Desk, req agent.Reque
 	defer h.remove()
 	uid, gid := ws.Sandbox().UID()
 	tool, _, _ := desk.Finishing()
-	reports, err := listenReport(ctx, filepath.Join(h.private, "report.sock"), desk, uid, gid)
-	if err != nil {
-		return err
-	}
-	defer reports.Close()
 	token, err := randomToken()
 	if err != nil {
 		return err
 	}
 	gctx, stopGateway := context.WithCancel(ctx)
 	defer stopGateway()
-	gw := newGateway(gctx, apis[p.Dialect.API()], desk, p.Config, p.Upstream, p.Key, token, tool, req.Deferrable)
+	gw := newGateway(gctx, apis[p.Dialect.API()], desk, p.Config, p.Upstream, p.Key, token, tool, req.Deferrable, p.limits())
+	reports, err := listenReport(ctx, filepath.Join(h.private, "report.sock"), desk, gw.vouch, uid, gid)
+	if err != nil {
+		return err
+	}
+	defer reports.Close()
 	gwSocket := filepath.Join(h.private, "gateway.sock")
 	ln, err := listenUnix(gwSocket, uid, gid)
 	if err != nil {
@@ -103,6 +107,12 @@ func (p Provider) attempt(ctx context.Context, desk *agent.Desk, req agent.Reque
 	srv := &http.Server{Handler: gw, ReadHeaderTimeout: time.Minute}
 	go func() { _ = srv.Serve(ln) }()
 	defer srv.Close()
+	// Answers still being read upstream are counted before the round
+	// closes (an abandoned answer is never free).
+	defer func() {
+		stopGateway()
+		gw.handlers.Wait()
+	}()
 
 	a := Attempt{Command: p.Command, Home: h.dir, Model: p.Model, GatewayURL: gatewayMark, Token: token,
 		ReportCommand: []string{h.helper, reportArg, filepath.Join(h.private, "report.sock")}, ReportTool: tool}
@@ -123,6 +133,17 @@ func (p Provider) attempt(ctx context.Context, desk *agent.Desk, req agent.Reque
 		}
 	}
 	return nil
+}
+
+func (p Provider) limits() gatewayLimits {
+	l := gatewayLimits{inflight: p.MaxInflight, body: int64(p.MaxRequestMB) << 20}
+	if l.inflight <= 0 {
+		l.inflight = DefaultMaxInflight
+	}
+	if l.body <= 0 {
+		l.body = DefaultMaxRequestMB << 20
+	}
+	return l
 }
 
 // runCLI runs the CLI once until it exits, a report is accepted, the

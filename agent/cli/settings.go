@@ -57,7 +57,8 @@ func (s Settings) Provider(kind string, cfg agent.Config) (agent.Provider, error
 	if err != nil {
 		return nil, fmt.Errorf("agent %s: %w", kind, err)
 	}
-	p := Provider{Dialect: d, Command: path, Model: s.Model, Idle: s.Idle, Config: cfg, Upstream: cfg.BaseURL, Key: cfg.APIKey}
+	p := Provider{Dialect: d, Command: path, Model: s.Model, Idle: s.Idle, Config: cfg, Upstream: cfg.BaseURL, Key: cfg.APIKey,
+		MaxInflight: s.MaxInflight, MaxRequestMB: s.MaxRequestMB}
 	if p.Model == "" {
 		p.Model = cfg.Model
 	}

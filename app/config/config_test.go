@@ -100,9 +100,9 @@ func TestLoadWorkerValues(t *testing.T) {
 		}},
 		{"agent providers", nil, MapEnv{"RALPH_AGENT": "opencode", "RALPH_AGENT_COMMAND": "/opt/oc", "RALPH_AGENT_MODEL": "m2",
 			"RALPH_AGENT_IDLE_SECONDS": "90", "RALPH_REVIEW_AGENT": "claude-code", "ANTHROPIC_BASE_URL": "http://127.0.0.1:9",
-			"ANTHROPIC_API_KEY": "sk-ant-x"}, func(t *testing.T, w Worker) {
+			"ANTHROPIC_API_KEY": "sk-ant-x", "RALPH_AGENT_MAX_INFLIGHT": "2", "RALPH_AGENT_MAX_REQUEST_MB": "8"}, func(t *testing.T, w Worker) {
 			want := cli.Settings{Agent: "opencode", Review: "claude-code", Command: "/opt/oc", Model: "m2", Idle: 90 * time.Second,
-				AnthropicBaseURL: "http://127.0.0.1:9", AnthropicAPIKey: "sk-ant-x"}
+				AnthropicBaseURL: "http://127.0.0.1:9", AnthropicAPIKey: "sk-ant-x", MaxInflight: 2, MaxRequestMB: 8}
 			if !reflect.DeepEqual(w.Activities.Agents, want) {
 				t.Errorf("agents = %+v, want %+v", w.Activities.Agents, want)
 			}

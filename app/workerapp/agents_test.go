@@ -48,7 +48,8 @@ func TestWorkerRefusesAMissingOrUntestedAgentCLI(t *testing.T) {
 // start line names its version, path and tested range.
 func TestStartLineNamesTheAgentCLI(t *testing.T) {
 	path := "/opt/ralph-agents/node_modules/.bin/codex"
-	attrs, err := checkAgents(context.Background(), cli.Settings{Agent: cli.Codex, Command: path, Idle: cli.DefaultIdle})
+	attrs, err := checkAgents(context.Background(), cli.Settings{Agent: cli.Codex, Command: path, Idle: cli.DefaultIdle,
+		MaxInflight: cli.DefaultMaxInflight, MaxRequestMB: cli.DefaultMaxRequestMB})
 	if err != nil {
 		t.Fatal(err)
 	}
