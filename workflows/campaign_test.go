@@ -28,7 +28,7 @@ type fakeLine struct {
 	mu      sync.Mutex
 	landed  []string // task commits, in landing order
 	merges  [][]string
-	red     []bool // per merge
+	red     []bool                    // per merge
 	reports map[string]*report.Report // the previous report each child got
 }
 
