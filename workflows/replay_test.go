@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
@@ -49,6 +50,20 @@ func releases(t *testing.T) []string {
 	return dirs
 }
 
+// acceptedDifferences are the reviewed ways today's commands differ from
+// those of a recorded history, by history: each is a later build's
+// deliberate change that an open run of then takes on harmlessly. Anything
+// else that differs fails the replay.
+var acceptedDifferences = map[string][]acceptedDifference{
+	// The continuation carries the idle counter since the idle budget.
+	"2026-11-pre-versioning/continue-as-new-run1.json": {{"continue-as-new", "idleRounds"}},
+	// The review may defer (a durable wait) since provider limits.
+	"2026-12-01-review/review-approve.json": {{"activity", "deferrable"}},
+	"2026-12-01-review/review-revise.json":  {{"activity", "deferrable"}},
+	// A continued run says running, not starting, from its first upsert.
+	"2026-12-01-search-attributes-on/continue-as-new-run2.json": {{"upsert", SearchAttrPhase}},
+}
+
 // TestReplayRecordedHistories replays every history of every release
 // against the current workflow code: a change that breaks determinism for a
 // run that any earlier build started fails here.
@@ -58,12 +73,8 @@ func TestReplayRecordedHistories(t *testing.T) {
 			files := histories(t, dir)
 			for _, file := range files {
 				t.Run(strings.TrimSuffix(filepath.Base(file), ".json"), func(t *testing.T) {
-					hist := readHistory(t, file)
-					replayer := worker.NewWorkflowReplayer()
-					replayer.RegisterWorkflowWithOptions(Ralph, workflow.RegisterOptions{Name: WorkflowName})
-					err := replayer.ReplayWorkflowHistoryWithOptions(nil, hist, worker.ReplayWorkflowHistoryOptions{
-						OriginalExecution: workflow.Execution{ID: "replay", RunID: runIDOf(hist)}})
-					if err != nil {
+					accepted := acceptedDifferences[filepath.Join(filepath.Base(dir), filepath.Base(file))]
+					if err := replayChecked(readHistory(t, file), Ralph, accepted...); err != nil {
 						t.Fatalf("replay %s: %v", file, err)
 					}
 				})
@@ -193,5 +204,41 @@ func TestCorpusHoldsEveryVersionMarker(t *testing.T) {
 		if !seen[id] {
 			t.Errorf("no recorded history holds the GetVersion marker %q: record one (`make histories NAME=<new dir>`)", id)
 		}
+	}
+}
+
+// TestReplayDetectsChangedCommands: the careless edits of issue 42 change
+// what commands carry, not their types; the replay check must fail on each.
+// A default workspace named with '_' instead of '-' (as a workflow that
+// adds it to the input stands in for) moves every round of a run started
+// without a workspace.
+func TestReplayDetectsChangedCommands(t *testing.T) {
+	underscored := func(ctx workflow.Context, input json.RawMessage, cont *Continuation) (*Result, error) {
+		var fields map[string]any
+		if cont == nil && json.Unmarshal(input, &fields) == nil && fields[fieldWorkspace] == nil {
+			fields[fieldWorkspace] = strings.ReplaceAll(DefaultWorkspace(workflow.GetInfo(ctx).WorkflowExecution.ID), "-", "_")
+			input, _ = json.Marshal(fields)
+		}
+		return Ralph(ctx, input, cont)
+	}
+	for _, tc := range []struct {
+		name string
+		wf   any
+	}{{"workspace separator", underscored}} {
+		t.Run(tc.name, func(t *testing.T) {
+			caught := 0
+			for _, dir := range releases(t) {
+				for _, file := range histories(t, dir) {
+					accepted := acceptedDifferences[filepath.Join(filepath.Base(dir), filepath.Base(file))]
+					if err := replayChecked(readHistory(t, file), tc.wf, accepted...); err != nil {
+						caught++
+					}
+				}
+			}
+			if caught == 0 {
+				t.Fatalf("the %s changed and every recorded history still replayed", tc.name)
+			}
+			t.Logf("%d histories fail on the changed %s", caught, tc.name)
+		})
 	}
 }
