@@ -5,9 +5,13 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -178,8 +182,11 @@ func TestReplayDetectsNonDeterminism(t *testing.T) {
 // test runs both sides of every guard (the old path in histories from
 // before the change, the new one in a history that recorded the marker).
 func TestCorpusHoldsEveryVersionMarker(t *testing.T) {
-	inUse := []string{versionDeferrals, versionBudgetFloor, versionNoStartingUpsert, versionBudgetLastRound,
-		versionObjectiveBytes, versionReviewDeferrals, versionPauseEnds, versionRewoundWait}
+	inUse := versionIDsInSource(t)
+	t.Logf("GetVersion ids: %v", inUse)
+	if len(inUse) == 0 {
+		t.Fatal("found no workflow.GetVersion call in the package's source")
+	}
 	seen := map[string]bool{}
 	dc := converter.GetDefaultDataConverter()
 	for _, dir := range releases(t) {
@@ -241,4 +248,99 @@ func TestReplayDetectsChangedCommands(t *testing.T) {
 			t.Logf("%d histories fail on the changed %s", caught, tc.name)
 		})
 	}
+}
+
+// versionIDsInSource are the change ids of the package's workflow.GetVersion
+// calls, read from its source: a constant id, or for an id built by a
+// function of the package (rewoundWaitChange) the constants that function
+// uses, the family its ids are named after.
+func versionIDsInSource(t *testing.T) []string {
+	t.Helper()
+	fset := token.NewFileSet()
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	consts := map[string]string{}
+	funcs := map[string]*ast.FuncDecl{}
+	var parsed []*ast.File
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		parsed = append(parsed, f)
+		for _, decl := range f.Decls {
+			switch d := decl.(type) {
+			case *ast.FuncDecl:
+				if d.Recv == nil {
+					funcs[d.Name.Name] = d
+				}
+			case *ast.GenDecl:
+				for _, spec := range d.Specs {
+					vs, ok := spec.(*ast.ValueSpec)
+					if !ok || d.Tok != token.CONST {
+						continue
+					}
+					for i, n := range vs.Names {
+						if i < len(vs.Values) {
+							if lit, ok := vs.Values[i].(*ast.BasicLit); ok && lit.Kind == token.STRING {
+								consts[n.Name], _ = strconv.Unquote(lit.Value)
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	// constsIn are the string constants node names, following calls of the
+	// package's functions.
+	var constsIn func(node ast.Node) []string
+	constsIn = func(node ast.Node) []string {
+		var ids []string
+		ast.Inspect(node, func(n ast.Node) bool {
+			switch x := n.(type) {
+			case *ast.Ident:
+				if v, ok := consts[x.Name]; ok {
+					ids = append(ids, v)
+				}
+			case *ast.CallExpr:
+				if fn, ok := x.Fun.(*ast.Ident); ok && funcs[fn.Name] != nil {
+					ids = append(ids, constsIn(funcs[fn.Name].Body)...)
+				}
+			}
+			return true
+		})
+		return ids
+	}
+	var ids []string
+	for _, f := range parsed {
+		ast.Inspect(f, func(n ast.Node) bool {
+			call, ok := n.(*ast.CallExpr)
+			if !ok || len(call.Args) < 2 {
+				return true
+			}
+			sel, ok := call.Fun.(*ast.SelectorExpr)
+			if !ok || sel.Sel.Name != "GetVersion" {
+				return true
+			}
+			if pkg, ok := sel.X.(*ast.Ident); !ok || pkg.Name != "workflow" {
+				return true
+			}
+			found := constsIn(call.Args[1])
+			if len(found) == 0 {
+				t.Errorf("%s: a GetVersion change id this test cannot read: name it by a string constant", fset.Position(call.Pos()))
+			}
+			for _, id := range found {
+				if !slices.Contains(ids, id) {
+					ids = append(ids, id)
+				}
+			}
+			return true
+		})
+	}
+	return ids
 }
