@@ -40,6 +40,10 @@ const (
 	// SignalRewound before its first round check after the reset. Its change
 	// id carries the round (rewoundWaitChange): see awaitRewound.
 	versionRewoundWait = "wait-for-rewound-signal"
+	// versionRewoundAdded: a rewound signal's abandoned spend is added to
+	// the run's usage, not merged with it field by field (takeRewind). The
+	// marker is written only when such a signal is taken.
+	versionRewoundAdded = "rewound-spend-added"
 )
 
 // Deferral waits: the provider's delay when it gave one, else

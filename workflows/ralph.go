@@ -84,6 +84,9 @@ type loop struct {
 	roundsThisRun int
 	// rewoundAwaited: this reset run waited for SignalRewound (awaitRewound).
 	rewoundAwaited bool
+	// usageAfter is the run's usage when each round of this workflow run
+	// was recorded: where a rewind to that round resets it (takeRewind).
+	usageAfter map[int]usage.Usage
 }
 
 // begin resolves the deployment limits (recorded in history) and validates a
@@ -319,6 +322,10 @@ func (l *loop) budgetFloor(ctx workflow.Context, now time.Time) string {
 // idle counter.
 func (l *loop) record(ctx workflow.Context, round int, out activities.RoundOutput) {
 	l.usage = l.usage.Add(out.Usage)
+	if l.usageAfter == nil {
+		l.usageAfter = map[int]usage.Usage{}
+	}
+	l.usageAfter[round] = l.usage
 	accepted := out.Report
 	l.last = &accepted
 	if out.Checkpoint != nil {

@@ -183,7 +183,6 @@ func TestReplayDetectsNonDeterminism(t *testing.T) {
 // before the change, the new one in a history that recorded the marker).
 func TestCorpusHoldsEveryVersionMarker(t *testing.T) {
 	inUse := versionIDsInSource(t)
-	t.Logf("GetVersion ids: %v", inUse)
 	if len(inUse) == 0 {
 		t.Fatal("found no workflow.GetVersion call in the package's source")
 	}
