@@ -44,6 +44,9 @@ const (
 	// the run's usage, not merged with it field by field (takeRewind). The
 	// marker is written only when such a signal is taken.
 	versionRewoundAdded = "rewound-spend-added"
+	// versionMinutesBound: a maxMinutes over MaxBudgetMinutes is refused
+	// (the marker is written only for such inputs).
+	versionMinutesBound = "max-minutes-bound"
 )
 
 // Deferral waits: the provider's delay when it gave one, else

@@ -108,6 +108,9 @@ func (l *loop) begin(ctx workflow.Context, input json.RawMessage) error {
 	if err == nil {
 		err = objectiveSize(ctx, r.objective)
 	}
+	if err == nil {
+		err = budgetMinutesBound(ctx, r.maxMinutes)
+	}
 	if err != nil {
 		return temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeInvalidInput, nil)
 	}
