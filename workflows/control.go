@@ -168,7 +168,7 @@ func (l *loop) awaitResume(ctx workflow.Context, done int, upgrade bool) (*Resul
 				end = maxEnd
 			}
 		}
-		ok, err := workflow.AwaitWithTimeout(ctx, end.Sub(now), resumed)
+		ok, err := awaitWithTimeout(ctx, end.Sub(now), resumed)
 		if err != nil || ok {
 			return nil, l.upgradeAfterWait(ctx, done+1, upgrade, err)
 		}
@@ -192,4 +192,25 @@ func (l *loop) upgradeAfterWait(ctx workflow.Context, next int, upgrade bool, er
 func (l *loop) upgradeDue(ctx workflow.Context, next int) bool {
 	return l.limits.UpgradeOnTargetChange && l.roundsThisRun > 0 && next >= 2 &&
 		workflow.GetInfo(ctx).GetTargetWorkerDeploymentVersionChanged()
+}
+
+// awaitWithTimeout is workflow.AwaitWithTimeout that cancels its timer when
+// condition comes true (this SDK leaves it running unless a flag it does
+// not turn on is set: a 100 h pause timer fired long after the resume) and
+// starts none when condition already holds. Runs recorded before it keep
+// the SDK's behaviour. ok is false when the timeout passed.
+func awaitWithTimeout(ctx workflow.Context, timeout time.Duration, condition func() bool) (ok bool, err error) {
+	if workflow.GetVersion(ctx, versionCancelTimers, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return workflow.AwaitWithTimeout(ctx, timeout, condition)
+	}
+	if condition() {
+		return true, nil
+	}
+	tctx, cancel := workflow.WithCancel(ctx)
+	defer cancel()
+	timer := workflow.NewTimer(tctx, timeout)
+	if err := workflow.Await(ctx, func() bool { return timer.IsReady() || condition() }); err != nil {
+		return false, err
+	}
+	return !timer.IsReady(), nil
 }

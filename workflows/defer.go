@@ -47,6 +47,10 @@ const (
 	// versionMinutesBound: a maxMinutes over MaxBudgetMinutes is refused
 	// (the marker is written only for such inputs).
 	versionMinutesBound = "max-minutes-bound"
+	// versionCancelTimers: a wait's timer is cancelled when the wait ends
+	// before it fires, and none starts for a wait already over
+	// (awaitWithTimeout).
+	versionCancelTimers = "cancel-wait-timers"
 )
 
 // Deferral waits: the provider's delay when it gave one, else
@@ -186,7 +190,7 @@ func (l *loop) waitDeferred(ctx workflow.Context, w deferredWork, d activities.D
 		if !l.budget.Deadline.IsZero() && l.budget.Deadline.Before(end) {
 			end = l.budget.Deadline
 		}
-		if _, err := workflow.AwaitWithTimeout(ctx, end.Sub(now), func() bool {
+		if _, err := awaitWithTimeout(ctx, end.Sub(now), func() bool {
 			return l.control.stopRequested || l.control.paused || (upgrade && l.upgradeDue(ctx, w.round))
 		}); err != nil {
 			return nil, l.cancelled(ctx, w.done, err)

@@ -99,7 +99,7 @@ func (l *loop) awaitRewound(ctx workflow.Context, round int) error {
 	if signal.Len() > 0 {
 		return nil // already there: no timer (this SDK starts one even then)
 	}
-	_, err := workflow.AwaitWithTimeout(ctx, rewoundWait, func() bool { return signal.Len() > 0 })
+	_, err := awaitWithTimeout(ctx, rewoundWait, func() bool { return signal.Len() > 0 })
 	return err
 }
 
