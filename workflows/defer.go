@@ -51,6 +51,11 @@ const (
 	// before it fires, and none starts for a wait already over
 	// (awaitWithTimeout).
 	versionCancelTimers = "cancel-wait-timers"
+	// versionCarryDeferrals: a continue-as-new during a deferred round's
+	// wait carries the round's deferral count and what those sessions spent
+	// (the marker is written only then), and takes a pending rewound signal
+	// first.
+	versionCarryDeferrals = "carry-deferrals-and-rewound"
 )
 
 // Deferral waits: the provider's delay when it gave one, else
@@ -79,13 +84,14 @@ func deferralWait(d activities.Deferred, n, maxWaitMinutes int) time.Duration {
 // returns the round's output, or a finished result when the run ended during
 // a wait (stop, time budget), or the run's error (failure, cancel).
 func (l *loop) playRound(ctx workflow.Context, round int) (activities.RoundOutput, *Result, error) {
-	deferrals := 0
-	var spent usage.Usage // what this round's deferred sessions spent
-	l.status.Deferrals = 0
+	// The counter and its usage start from what a continue-as-new during
+	// this round's wait carried, else from zero.
+	l.status.Deferrals = l.deferrals
 	for {
 		out, err := l.runRound(ctx, round)
 		if err != nil || out.Deferred == nil {
 			// l.status.Deferrals stays until record() puts it in the round's summary.
+			l.deferrals, l.deferredSpent = 0, usage.Usage{}
 			return out, nil, err
 		}
 		if workflow.GetVersion(ctx, versionDeferrals, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
@@ -101,11 +107,12 @@ func (l *loop) playRound(ctx workflow.Context, round int) (activities.RoundOutpu
 		// A deferral is not a round attempt and not a round: only its usage
 		// counts (in the run's usage and so in the token budget).
 		l.usage = l.usage.Add(out.Usage)
-		spent = spent.Add(out.Usage)
+		l.deferredSpent = l.deferredSpent.Add(out.Usage)
 		if out.FirstRequestTokens > 0 {
 			l.firstRequestTokens = out.FirstRequestTokens
 		}
-		deferrals++
+		l.deferrals++
+		deferrals := l.deferrals
 		l.status.Deferrals = deferrals
 		d := *out.Deferred
 		workflow.GetLogger(ctx).Info("Round deferred", "round", round, "reason", d.Reason,
@@ -114,7 +121,7 @@ func (l *loop) playRound(ctx workflow.Context, round int) (activities.RoundOutpu
 			l.stop(ctx, OutcomeFailed, round)
 			return out, nil, temporal.NewNonRetryableApplicationError(
 				fmt.Sprintf("round %d failed: deferred %d times in a row (last: %s), the limit of RALPH_MAX_DEFERRALS", round, deferrals, d.Reason),
-				ErrTypeRoundFailed, nil, RoundFailedDetails{FailedRound: round, LastHandoff: l.last, Usage: spent})
+				ErrTypeRoundFailed, nil, RoundFailedDetails{FailedRound: round, LastHandoff: l.last, Usage: l.deferredSpent})
 		}
 		w := deferredWork{round: round, done: round - 1, what: fmt.Sprintf("round %d of %d", round, l.maxRounds)}
 		if res, err := l.waitDeferred(ctx, w, d, deferralWait(d, deferrals, l.limits.MaxWaitMinutes)); res != nil || err != nil {

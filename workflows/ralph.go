@@ -87,6 +87,11 @@ type loop struct {
 	// usageAfter is the run's usage when each round of this workflow run
 	// was recorded: where a rewind to that round resets it (takeRewind).
 	usageAfter map[int]usage.Usage
+	// deferrals counts the running round's consecutive deferrals and
+	// deferredSpent is what they spent; a continue-as-new during the
+	// round's wait carries both.
+	deferrals     int
+	deferredSpent usage.Usage
 }
 
 // begin resolves the deployment limits (recorded in history) and validates a
@@ -152,6 +157,7 @@ func (l *loop) resume(ctx workflow.Context, c *Continuation) error {
 	l.control.paused = c.Paused
 	l.protected, l.review, l.baseCommit = c.ProtectedPaths, c.Review, c.BaseCommit
 	l.firstRequestTokens = c.FirstRequestTokens
+	l.deferrals, l.deferredSpent = c.Deferrals, c.DeferredUsage
 	l.status.Round = c.NextRound - 1
 	// A continued run is past starting: it runs, or holds a carried pause.
 	l.status.Phase = PhaseRunning
@@ -548,11 +554,20 @@ func (l *loop) continueAsNew(ctx workflow.Context, nextRound int) error {
 	// is where a run upgrades. Servers that predate upgrade-on-continue-as-new
 	// ignore the option and keep the run pinned to its build.
 	opts := workflow.ContinueAsNewErrorOptions{InitialVersioningBehavior: workflow.ContinueAsNewVersioningBehaviorAutoUpgrade}
-	return workflow.NewContinueAsNewErrorWithOptions(ctx, opts, WorkflowName, nil, &Continuation{
+	cont := &Continuation{
 		Objective: l.objective, Workspace: l.workspace, MaxRounds: l.maxRounds, NextRound: nextRound,
 		Limits: l.limits, Usage: l.usage, LastReport: l.last, VerifyCommand: l.verifyCommand,
 		Budget: l.budget, IdleRounds: l.idleRounds, Checkpoint: l.checkpoint, Paused: l.control.paused,
 		ProtectedPaths: l.protected, Review: l.review, BaseCommit: l.baseCommit,
 		FirstRequestTokens: l.firstRequestTokens,
-	})
+	}
+	// What only a pause or a wait leaves pending: a rewound signal (the
+	// next run would never see it) and a deferred round's counters.
+	pending := workflow.GetSignalChannel(ctx, SignalRewound).Len() > 0 || l.deferrals > 0
+	if pending && workflow.GetVersion(ctx, versionCarryDeferrals, workflow.DefaultVersion, 1) >= 1 {
+		l.takeRewind(ctx)
+		cont.Usage = l.usage
+		cont.Deferrals, cont.DeferredUsage = l.deferrals, l.deferredSpent
+	}
+	return workflow.NewContinueAsNewErrorWithOptions(ctx, opts, WorkflowName, nil, cont)
 }

@@ -238,4 +238,8 @@ type Continuation struct {
 	// FirstRequestTokens is the prompt tokens of the last round's first
 	// request: the cost the token budget must still cover for a round to start.
 	FirstRequestTokens int `json:"firstRequestTokens,omitempty"`
+	// Deferrals and DeferredUsage are the next round's consecutive
+	// deferrals and what they spent, when the run continued during its wait.
+	Deferrals     int         `json:"deferrals,omitempty"`
+	DeferredUsage usage.Usage `json:"deferredUsage,omitzero"`
 }

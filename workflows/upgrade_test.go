@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 
 	"github.com/ralph-temporal/ralph/activities"
 	"github.com/ralph-temporal/ralph/report"
+	"github.com/ralph-temporal/ralph/usage"
 )
 
 // continuation decodes a run's continue-as-new, failing when it ended otherwise.
@@ -95,5 +97,54 @@ func TestWaitingPinnedRunMovesToChangedTarget(t *testing.T) {
 	}
 	if len(s.inputs) != 2 || cont.NextRound != 2 || cont.LastReport.Summary != "round 1 done" || cont.Usage.PromptTokens != 100+deferredUsage.PromptTokens {
 		t.Fatalf("%d sessions, continuation %+v", len(s.inputs), cont)
+	}
+}
+
+// A pinned run that moves during a deferred round's wait carries the
+// round's deferral count and what those sessions spent: the next run's
+// session of that round is the third in a row, so RALPH_MAX_DEFERRALS 3
+// fails it, and the failure names all three sessions' usage.
+func TestWaitingPinnedRunCarriesItsDeferrals(t *testing.T) {
+	s := &script{deferrals: map[int][]activities.Deferred{2: {rateLimited(60), {Reason: activities.DeferQuota}, rateLimited(60)}}}
+	limits := testLimits()
+	limits.UpgradeOnTargetChange = true
+	limits.MaxDeferrals = 3
+	env := newEnv(t, limits, s)
+	env.RegisterDelayedCallback(func() { env.SetTargetWorkerDeploymentVersionChanged(true) }, 30*time.Minute)
+	_, err := execute(t, env, `{"objective":"fix it"}`)
+	cont := continuation(t, err)
+	if cont.NextRound != 2 || cont.Deferrals != 2 || cont.DeferredUsage != deferredUsage.Add(deferredUsage) {
+		t.Fatalf("continuation %+v", cont)
+	}
+	env2 := newEnv(t, limits, s)
+	env2.SetContinuedExecutionRunID("run-1")
+	env2.ExecuteWorkflow(WorkflowName, nil, &cont)
+	appErr := applicationError(t, env2.GetWorkflowError(), ErrTypeRoundFailed)
+	var d RoundFailedDetails
+	if err := appErr.Details(&d); err != nil || !strings.Contains(appErr.Error(), "deferred 3 times") ||
+		d.Usage != deferredUsage.Add(deferredUsage).Add(deferredUsage) {
+		t.Fatalf("%v, details %+v", appErr, d)
+	}
+}
+
+// A rewound signal that lands while a pinned run is paused is taken before
+// the run moves: the continuation counts the abandoned spend.
+func TestPausedPinnedRunTakesTheRewoundSignalBeforeItMoves(t *testing.T) {
+	s := &script{}
+	limits := testLimits()
+	limits.UpgradeOnTargetChange = true
+	env := newEnv(t, limits, s)
+	slowRounds(env, s, 10*time.Minute)
+	sendUpdate(env, time.Minute, UpdatePause)
+	round := usage.Usage{ModelCalls: 2, ToolCalls: 3, PromptTokens: 100, CompletionTokens: 10}
+	lost := usage.Usage{ModelCalls: 1, PromptTokens: 300, CompletionTokens: 30}
+	env.RegisterDelayedCallback(func() {
+		env.SignalWorkflow(SignalRewound, RewoundSignal{Round: 1, Usage: round.Add(lost)})
+	}, time.Hour)
+	env.RegisterDelayedCallback(func() { env.SetTargetWorkerDeploymentVersionChanged(true) }, 2*time.Hour)
+	_, err := execute(t, env, `{"objective":"fix it"}`)
+	cont := continuation(t, err)
+	if !cont.Paused || cont.Usage != round.Add(lost) {
+		t.Fatalf("continuation %+v, want the usage of round 1 and the abandoned spend", cont)
 	}
 }
