@@ -56,6 +56,9 @@ const (
 	// (the marker is written only then), and takes a pending rewound signal
 	// first.
 	versionCarryDeferrals = "carry-deferrals-and-rewound"
+	// versionHeldContinues: a paused run, or a round waiting out a
+	// provider limit, continues as new when the server suggests it.
+	versionHeldContinues = "held-run-continues-as-new"
 )
 
 // Deferral waits: the provider's delay when it gave one, else
@@ -152,6 +155,9 @@ func (l *loop) waitDeferred(ctx workflow.Context, w deferredWork, d activities.D
 	// A round's wait (not a review's) may end in an upgrade: the round runs
 	// again on the new build.
 	upgrade := w.done < w.round
+	if upgrade {
+		l.continueWhileHeld(ctx)
+	}
 	for {
 		if l.control.stopRequested {
 			return l.finishStopped(ctx, w.done), nil
@@ -160,7 +166,7 @@ func (l *loop) waitDeferred(ctx workflow.Context, w deferredWork, d activities.D
 		if limit := l.budget.exhausted(l.usage, now); limit != "" {
 			return l.finishBudget(ctx, limit, w.done), nil
 		}
-		if upgrade && l.upgradeDue(ctx, w.round) {
+		if upgrade && l.moveDue(ctx, w.round) {
 			return nil, l.continueAsNew(ctx, w.round)
 		}
 		if l.control.paused {
@@ -198,7 +204,7 @@ func (l *loop) waitDeferred(ctx workflow.Context, w deferredWork, d activities.D
 			end = l.budget.Deadline
 		}
 		if _, err := awaitWithTimeout(ctx, end.Sub(now), func() bool {
-			return l.control.stopRequested || l.control.paused || (upgrade && l.upgradeDue(ctx, w.round))
+			return l.control.stopRequested || l.control.paused || (upgrade && l.moveDue(ctx, w.round))
 		}); err != nil {
 			return nil, l.cancelled(ctx, w.done, err)
 		}

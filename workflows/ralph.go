@@ -92,6 +92,9 @@ type loop struct {
 	// round's wait carries both.
 	deferrals     int
 	deferredSpent usage.Usage
+	// heldContinues: a pause or a round's wait ends in a continue-as-new
+	// when the server suggests one (continueWhileHeld).
+	heldContinues bool
 }
 
 // begin resolves the deployment limits (recorded in history) and validates a

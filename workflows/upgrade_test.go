@@ -148,3 +148,42 @@ func TestPausedPinnedRunTakesTheRewoundSignalBeforeItMoves(t *testing.T) {
 		t.Fatalf("continuation %+v, want the usage of round 1 and the abandoned spend", cont)
 	}
 }
+
+// A paused run, and a round waiting out a provider limit, continue as new
+// when the server suggests it (issue 42: 167 hourly describes went into one
+// paused history), still paused or waiting in the next run; the next run
+// holds again.
+func TestHeldRunsContinueAsNewWhenSuggested(t *testing.T) {
+	t.Run("paused", func(t *testing.T) {
+		s := &script{}
+		env := newEnv(t, testLimits(), s)
+		slowRounds(env, s, 10*time.Minute)
+		sendUpdate(env, time.Minute, UpdatePause)
+		env.RegisterDelayedCallback(func() { env.SetContinueAsNewSuggested(true) }, 2*time.Hour)
+		start := env.Now()
+		_, err := execute(t, env, `{"objective":"fix it"}`)
+		cont := continuation(t, err)
+		if took := env.Now().Sub(start); took != 2*time.Hour || len(s.inputs) != 1 || cont.NextRound != 2 || !cont.Paused {
+			t.Fatalf("after %s and %d rounds: continuation %+v", took, len(s.inputs), cont)
+		}
+		env2 := newEnv(t, testLimits(), s)
+		env2.SetContinuedExecutionRunID("run-1")
+		sendUpdate(env2, time.Hour, UpdateResume)
+		env2.ExecuteWorkflow(WorkflowName, nil, &cont)
+		var res Result
+		if err := env2.GetWorkflowResult(&res); err != nil || res.RoundsStarted != 6 || len(s.inputs) != 6 {
+			t.Fatalf("the next run: %+v, %v after %d rounds", res, err, len(s.inputs))
+		}
+	})
+	t.Run("waiting", func(t *testing.T) {
+		s := &script{deferrals: map[int][]activities.Deferred{2: {{Reason: activities.DeferQuota}}}}
+		env := newEnv(t, testLimits(), s)
+		env.RegisterDelayedCallback(func() { env.SetContinueAsNewSuggested(true) }, 30*time.Minute)
+		start := env.Now()
+		_, err := execute(t, env, `{"objective":"fix it"}`)
+		cont := continuation(t, err)
+		if took := env.Now().Sub(start); took != 30*time.Minute || cont.NextRound != 2 || cont.Deferrals != 1 {
+			t.Fatalf("after %s: continuation %+v", took, cont)
+		}
+	})
+}
