@@ -202,6 +202,7 @@ func (l *loop) snapshot() Status {
 	st.Usage = l.usage
 	st.Objective = l.objective
 	st.Workspace = l.workspace
+	st.VerifyCommand = l.verifyCommand
 	st.StopRequested = l.control.stopRequested
 	st.PauseRequested = l.control.paused
 	st.Budget = l.budget.status(l.limits.MaxIdleRounds)

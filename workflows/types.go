@@ -198,6 +198,8 @@ type Status struct {
 	Usage         usage.Usage    `json:"usage"`
 	Objective     string         `json:"objective"`
 	Workspace     string         `json:"workspace"`
+	// VerifyCommand is the verify command that applies ("" when none).
+	VerifyCommand string `json:"verifyCommand,omitempty"`
 	// StopRequested: a stop update was accepted; the run ends after the running round.
 	StopRequested bool `json:"stopRequested"`
 	// PauseRequested: a pause update was accepted and no resume since; the phase
