@@ -713,11 +713,11 @@ func (r recorder) holdUntilContinued(ctx context.Context, id, runID string) erro
 		return fmt.Errorf("signal the paused run: %w", err)
 	}
 	for range 40 {
-		d, err := r.c.DescribeWorkflowExecution(ctx, id, runID)
+		d, err := r.c.DescribeWorkflow(ctx, id, runID)
 		if err != nil {
 			return err
 		}
-		if d.GetWorkflowExecutionInfo().GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_CONTINUED_AS_NEW {
+		if d.RawResponse.GetWorkflowExecutionInfo().GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_CONTINUED_AS_NEW {
 			return steer(ctx, r.c, ws, id, []update{{name: workflows.UpdateResume}})
 		}
 		// The describe that moves the run may fail as the run closes: the
