@@ -65,10 +65,13 @@ func (b RunBudget) exhausted(spent usage.Usage, now time.Time) string {
 // and the tool definitions are about 12 KB) plus a token per four code
 // points of the objective.
 const (
-	minRoundTime           = 10 * time.Second
 	oldMinRoundTime        = 60 * time.Second
 	baseFirstRequestTokens = 3000
 )
+
+// minRoundTime is a variable only so that the replay test can show a
+// changed floor failing the replay (TestReplayDetectsChangedCommands).
+var minRoundTime = 10 * time.Second
 
 // firstRequestEstimate is the estimated cost of a round's first request.
 func firstRequestEstimate(lastFirstRequest int, objective string) int {

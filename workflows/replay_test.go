@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
@@ -217,7 +218,8 @@ func TestCorpusHoldsEveryVersionMarker(t *testing.T) {
 // what commands carry, not their types; the replay check must fail on each.
 // A default workspace named with '_' instead of '-' (as a workflow that
 // adds it to the input stands in for) moves every round of a run started
-// without a workspace.
+// without a workspace; a time floor of 30 s instead of 10 s ends a run
+// before a round it started.
 func TestReplayDetectsChangedCommands(t *testing.T) {
 	underscored := func(ctx workflow.Context, input json.RawMessage, cont *Continuation) (*Result, error) {
 		var fields map[string]any
@@ -227,10 +229,17 @@ func TestReplayDetectsChangedCommands(t *testing.T) {
 		}
 		return Ralph(ctx, input, cont)
 	}
+	// budget-time-floor (2026-12-05) starts its round 2 with about 24 s of
+	// its one-minute budget left.
+	floor30 := func(ctx workflow.Context, input json.RawMessage, cont *Continuation) (*Result, error) {
+		minRoundTime = 30 * time.Second
+		return Ralph(ctx, input, cont)
+	}
+	t.Cleanup(func() { minRoundTime = 10 * time.Second })
 	for _, tc := range []struct {
 		name string
 		wf   any
-	}{{"workspace separator", underscored}} {
+	}{{"workspace separator", underscored}, {"time floor", floor30}} {
 		t.Run(tc.name, func(t *testing.T) {
 			caught := 0
 			for _, dir := range releases(t) {
@@ -241,6 +250,7 @@ func TestReplayDetectsChangedCommands(t *testing.T) {
 					}
 				}
 			}
+			minRoundTime = 10 * time.Second
 			if caught == 0 {
 				t.Fatalf("the %s changed and every recorded history still replayed", tc.name)
 			}
