@@ -161,6 +161,9 @@ func outcomeExits(cancelled string) []exitUse {
 		{ExitFailed, ""}, {ExitCancelled, cancelled}, {ExitUsage, ""}}
 }
 
+// attachRefused is the usage exit of the commands that start a run.
+const attachRefused = "bad usage: an unknown command or flag, a missing or invalid value, or (--if-running attach) a run open under the workflow id with another objective, workspace, maxRounds, verify command or budget (the fields are named)"
+
 // updateExits are the exit codes of an operator update.
 var updateExits = []exitUse{
 	{ExitComplete, "the run accepted the update (its status is printed)"},
@@ -177,9 +180,10 @@ var commands = []commandDecl{
 			"The first Ctrl-C cancels the workflow and waits until the running round has stopped; a second one stops waiting.",
 		starts: true,
 		flags:  append(append([]flagDecl{}, startFlags...), jsonFlag),
-		exits:  outcomeExits("the run was cancelled (Ctrl-C), or a second Ctrl-C stopped waiting"),
-		exec:   func(s *session, ctx context.Context) int { return s.run(ctx, true) },
-		check:  checkStart,
+		// The last of outcomeExits is the usage exit: here attach refusals too.
+		exits: append(outcomeExits("the run was cancelled (Ctrl-C), or a second Ctrl-C stopped waiting")[:6:6], exitUse{ExitUsage, attachRefused}),
+		exec:  func(s *session, ctx context.Context) int { return s.run(ctx, true) },
+		check: checkStart,
 	},
 	{
 		name:    cmdStart,
@@ -189,7 +193,7 @@ var commands = []commandDecl{
 		flags:   startFlags,
 		exits: []exitUse{{ExitComplete, "the run started (with --if-running attach: or an open run was joined; its status is printed)"},
 			{ExitFailed, "the run did not start (no worker polls the task queue, a run with that id is open, or the server refused)"},
-			{ExitUsage, ""}},
+			{ExitUsage, attachRefused}},
 		exec:  func(s *session, ctx context.Context) int { return s.run(ctx, false) },
 		check: checkStart,
 	},

@@ -228,6 +228,11 @@ func (s *session) attach(ctx context.Context, opts client.StartWorkflowOptions, 
 	what := "joined the open"
 	if st.Phase == workflows.PhaseStarting {
 		what = "started"
+	} else if differ := attachDiffers(s.cmd.input(), opts.ID, st); len(differ) > 0 {
+		s.errorf("workflow %s (run %s) is open with another %s than asked, so this run was not joined: "+
+			"wait for it (`starter result %s`) or stop it (`starter cancel %s`), or start the new run under another id "+
+			"(--workflow-id, or another --workspace)", opts.ID, run.GetRunID(), strings.Join(differ, ", "), opts.ID, opts.ID)
+		return ExitUsage
 	}
 	s.infof("%s workflow %s (run %s, phase %s, round %d) on task queue %s", what, run.GetID(), run.GetRunID(), st.Phase, st.Round, opts.TaskQueue)
 	if foreground {
@@ -621,4 +626,37 @@ func (s *session) cancel(ctx context.Context) int {
 // result waits for the run to close and prints its result.
 func (s *session) result(ctx context.Context) int {
 	return s.follow(ctx, s.cmd.workflowID, "", false, false)
+}
+
+// attachDiffers names the fields of asked that the open run st does not
+// run with: joining it would follow another loop than the one asked for.
+// Fields asked is silent on (a deployment default) are not compared; an
+// extend that raised a budget counts as a difference.
+func attachDiffers(asked workflows.Input, workflowID string, st workflows.Status) []string {
+	var differ []string
+	if strings.TrimSpace(asked.Objective) != st.Objective {
+		differ = append(differ, "objective")
+	}
+	if asked.MaxRounds != nil && *asked.MaxRounds != st.MaxRounds {
+		differ = append(differ, "maxRounds")
+	}
+	workspace := asked.Workspace
+	if workspace == "" {
+		workspace = workflows.DefaultWorkspace(workflowID)
+	}
+	if workspace != st.Workspace {
+		differ = append(differ, "workspace")
+	}
+	if asked.VerifyCommand != "" && asked.VerifyCommand != st.VerifyCommand {
+		differ = append(differ, "verifyCommand")
+	}
+	for _, b := range []struct {
+		name       string
+		asked, run *int
+	}{{"maxTokens", asked.MaxTokens, st.Budget.MaxTokens}, {"maxMinutes", asked.MaxMinutes, st.Budget.MaxMinutes}} {
+		if b.asked != nil && (b.run == nil || *b.asked != *b.run) {
+			differ = append(differ, b.name)
+		}
+	}
+	return differ
 }
