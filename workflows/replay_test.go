@@ -227,13 +227,13 @@ func TestReplayDetectsChangedCommands(t *testing.T) {
 			fields[fieldWorkspace] = strings.ReplaceAll(DefaultWorkspace(workflow.GetInfo(ctx).WorkflowExecution.ID), "-", "_")
 			input, _ = json.Marshal(fields)
 		}
-		return Ralph(ctx, input, cont)
+		return Ralph(ctx, input, cont, nil)
 	}
 	// budget-time-floor (2026-12-05) starts its round 2 with about 24 s of
 	// its one-minute budget left.
 	floor30 := func(ctx workflow.Context, input json.RawMessage, cont *Continuation) (*Result, error) {
 		minRoundTime = 30 * time.Second
-		return Ralph(ctx, input, cont)
+		return Ralph(ctx, input, cont, nil)
 	}
 	t.Cleanup(func() { minRoundTime = 10 * time.Second })
 	for _, tc := range []struct {
