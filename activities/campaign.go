@@ -151,7 +151,7 @@ func (a *Activities) campaignGit(ctx context.Context, in CampaignLine, scratchNa
 func (c *campaignGit) task(t CampaignTask) gitws.TaskBranch {
 	b := gitws.TaskBranch{ID: t.ID, Repo: c.line.URL, Branch: gitws.Branch(t.Workspace), Commit: t.Commit, Go: t.Go}
 	if c.local {
-		b.Repo = filepath.Join(c.a.cfg.WorkspaceRoot, t.Workspace)
+		b.Repo, b.InWorkspace = filepath.Join(c.a.cfg.WorkspaceRoot, t.Workspace), true
 	}
 	return b
 }
@@ -199,7 +199,7 @@ func (a *Activities) PrepareTask(ctx context.Context, in PrepareTaskInput) (Prep
 			return out, nil
 		}
 	}
-	if err := a.git.Publish(ctx, c.scratch, t, out.TaskHead, current, c.local); err != nil {
+	if err := a.git.Publish(ctx, c.scratch, t, out.TaskHead, current); err != nil {
 		return PrepareTaskOutput{}, err
 	}
 	return out, nil
