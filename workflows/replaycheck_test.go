@@ -356,7 +356,7 @@ func sameSet(issued, recorded []command) error {
 }
 
 // replayChecked replays hist under its recorded workflow id with wf
-// registered as the Ralph workflow, then compares every command's
+// registered as the Ralph workflow (and the Campaign as itself), then compares every command's
 // attributes with the recorded events.
 func replayChecked(hist *historypb.History, wf any, accepted ...acceptedDifference) error {
 	log := &commandLog{dc: converter.GetDefaultDataConverter(), versions: map[string]bool{}}
@@ -367,6 +367,7 @@ func replayChecked(hist *historypb.History, wf any, accepted ...acceptedDifferen
 		return err
 	}
 	replayer.RegisterWorkflowWithOptions(wf, workflow.RegisterOptions{Name: WorkflowName})
+	replayer.RegisterWorkflowWithOptions(Campaign, workflow.RegisterOptions{Name: CampaignWorkflowName})
 	started := hist.GetEvents()[0].GetWorkflowExecutionStartedEventAttributes()
 	if err := replayer.ReplayWorkflowHistoryWithOptions(nil, hist, worker.ReplayWorkflowHistoryOptions{
 		OriginalExecution: workflow.Execution{ID: started.GetWorkflowId(), RunID: runIDOf(hist)}}); err != nil {
