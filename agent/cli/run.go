@@ -157,6 +157,10 @@ func (p Provider) runCLI(ctx context.Context, desk *agent.Desk, ws *tools.Worksp
 		return fmt.Sprintf("the CLI was silent for %s", p.Idle), nil
 	case err != nil:
 		return "", err
+	case res.DiskKill != "":
+		// No continuation: what the attempt wrote would starve the next
+		// one; the attempt's home goes as it returns.
+		return "", agent.ChildFailureOf("the CLI was " + res.DiskKill)
 	}
 	how := fmt.Sprintf("the CLI exited with status %d", res.ExitCode)
 	desk.Emit(agent.Event{Kind: agent.EventAgentExit, Output: how})
