@@ -82,7 +82,11 @@ func (x *execution) start(command string) error {
 	if x.infoR != nil {
 		x.ns = watchNSInit(x.infoR, cmd.Process.Pid, x.run.Entered)
 	}
-	x.disk = watchDisk(sb, x.w.dir)
+	ownHome := ""
+	if x.proc != nil {
+		ownHome = x.proc.Home
+	}
+	x.disk = watchDisk(sb, x.w.dir, ownHome)
 	x.undo = append(x.undo, x.disk.stop)
 	return nil
 }
