@@ -25,7 +25,7 @@ realstack_pkgs=(./agent/cli/ ./devenv/adversarial/ ./devenv/temporalserver/ ./cm
 mixed_pkgs=(./app/workerapp/ ./app/starterapp/)
 # Real-stack tests at once on the one server. Measured on 2 cores in
 # docs/testing.md; RALPH_TEST_PARALLEL overrides it.
-parallel="${RALPH_TEST_PARALLEL:-4}"
+parallel="${RALPH_TEST_PARALLEL:-2}"
 
 # What the cluster changes against the dev server, and only that (why it is
 # enough: docs/testing.md#the-cluster-pass): the wire to a multi-service
