@@ -23,27 +23,8 @@ const controlTimeout = 30 * time.Second
 // acknowledgement the run answers with (phase, round, pending stop/pause). A refusal says why and exits ExitFailed.
 func (s *session) control(ctx context.Context, name string, args ...any) int {
 	id := s.cmd.workflowID
-	uctx, cancel := context.WithTimeout(ctx, controlTimeout)
-	defer cancel()
-	h, err := s.c.UpdateWorkflow(uctx, client.UpdateWorkflowOptions{
-		WorkflowID: id, UpdateName: name, Args: args, WaitForStage: client.WorkflowUpdateStageCompleted,
-	})
 	var st workflows.Ack
-	if err == nil {
-		err = h.Get(uctx, &st)
-	}
-	if err != nil {
-		var app *temporal.ApplicationError
-		switch {
-		case isNotFound(err):
-			s.errorf("%s: nothing to %s", s.closedOrMissing(ctx, id), name)
-		case errors.As(err, &app):
-			s.errorf("workflow %s refused %s: %s", id, name, app.Message())
-		case errors.Is(uctx.Err(), context.DeadlineExceeded):
-			s.errorf("%s on workflow %s got no answer within %s%s", name, id, controlTimeout, s.describeHint(ctx, id))
-		default:
-			s.errorf("%s on workflow %s: %v", name, id, err)
-		}
+	if !s.update(ctx, name, &st, args...) {
 		return ExitFailed
 	}
 	switch name {
@@ -61,6 +42,35 @@ func (s *session) control(ctx context.Context, name string, args ...any) int {
 		return ExitFailed
 	}
 	return ExitComplete
+}
+
+// update sends an update and decodes its answer into answer; false: it
+// failed or was refused, and the reason is printed.
+func (s *session) update(ctx context.Context, name string, answer any, args ...any) bool {
+	id := s.cmd.workflowID
+	uctx, cancel := context.WithTimeout(ctx, controlTimeout)
+	defer cancel()
+	h, err := s.c.UpdateWorkflow(uctx, client.UpdateWorkflowOptions{
+		WorkflowID: id, UpdateName: name, Args: args, WaitForStage: client.WorkflowUpdateStageCompleted,
+	})
+	if err == nil {
+		err = h.Get(uctx, answer)
+	}
+	if err == nil {
+		return true
+	}
+	var app *temporal.ApplicationError
+	switch {
+	case isNotFound(err):
+		s.errorf("%s: nothing to %s", s.closedOrMissing(ctx, id), name)
+	case errors.As(err, &app):
+		s.errorf("workflow %s refused %s: %s", id, name, app.Message())
+	case errors.Is(uctx.Err(), context.DeadlineExceeded):
+		s.errorf("%s on workflow %s got no answer within %s%s", name, id, controlTimeout, s.describeHint(ctx, id))
+	default:
+		s.errorf("%s on workflow %s: %v", name, id, err)
+	}
+	return false
 }
 
 // closedOrMissing says why a run cannot take an update: it closed (and how)
