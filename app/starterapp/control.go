@@ -2,6 +2,7 @@ package starterapp
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -19,11 +20,13 @@ import (
 // so only an absent worker makes it wait.
 const controlTimeout = 30 * time.Second
 
-// control sends an operator update (stop, pause, resume) and prints the
-// acknowledgement the run answers with (phase, round, pending stop/pause). A refusal says why and exits ExitFailed.
+// control sends an operator update (stop, pause, resume, extend) to a run
+// or a campaign and prints the acknowledgement it answers with. A refusal says why and exits ExitFailed.
 func (s *session) control(ctx context.Context, name string, args ...any) int {
 	id := s.cmd.workflowID
-	var st workflows.Ack
+	// The answer is printed as it came: a run answers an Ack, a campaign
+	// its own acknowledgement.
+	var st json.RawMessage
 	if !s.update(ctx, name, &st, args...) {
 		return ExitFailed
 	}
