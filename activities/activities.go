@@ -68,6 +68,9 @@ func New(cfg Config) (*Activities, error) {
 		return nil, fmt.Errorf("activities config: %w", err)
 	}
 	cfg.Agent.Sandbox = sb
+	if cfg.Git.Enabled() {
+		cfg.Limits.Git = cfg.Git.Mode
+	}
 	a := &Activities{cfg: cfg}
 	if cfg.Git.Enabled() {
 		if a.git, err = gitws.New(cfg.Git, filepath.Join(cfg.SessionDir, gitHooksDirName)); err != nil {
@@ -148,6 +151,8 @@ func (a *Activities) Register(r worker.ActivityRegistry) {
 	r.RegisterActivityWithOptions(a.ResolveLimits, activity.RegisterOptions{Name: ResolveLimitsName})
 	r.RegisterActivityWithOptions(a.RunRound, activity.RegisterOptions{Name: RunRoundName})
 	r.RegisterActivityWithOptions(a.ReviewCompletion, activity.RegisterOptions{Name: ReviewCompletionName})
+	r.RegisterActivityWithOptions(a.PrepareTask, activity.RegisterOptions{Name: PrepareTaskName})
+	r.RegisterActivityWithOptions(a.MergeTask, activity.RegisterOptions{Name: MergeTaskName})
 }
 
 // ResolveLimits returns the deployment's limits. The workflow runs it once

@@ -91,6 +91,13 @@ type Limits struct {
 	// target version at a round boundary, a pause or a wait; false in
 	// histories from before it and for auto-upgrade runs.
 	UpgradeOnTargetChange bool `json:"upgradeOnTargetChange,omitempty"`
+	// Git is the worker's RALPH_GIT when checkpoints are on ("" when off):
+	// a campaign needs local or remote.
+	Git string `json:"git,omitempty"`
+	// MaxCampaignParallel and MaxCampaignTasks are the ceilings of a
+	// campaign's maxParallel and of its task list.
+	MaxCampaignParallel int `json:"maxCampaignParallel,omitempty"`
+	MaxCampaignTasks    int `json:"maxCampaignTasks,omitempty"`
 }
 
 // Deferrals reports whether rounds may end as deferred under these limits.
@@ -111,6 +118,8 @@ func DefaultLimits() Limits {
 		MaxWaitMinutes:          360,
 		MaxDeferrals:            50,
 		MaxPauseHours:           168,
+		MaxCampaignParallel:     8,
+		MaxCampaignTasks:        500,
 	}
 }
 

@@ -51,6 +51,17 @@ func (l *loop) register(ctx workflow.Context) error {
 			return fmt.Errorf("register the %s update: %w", u.name, err)
 		}
 	}
+	// A campaign stops its task's loop with this signal (a workflow cannot
+	// send an update); it means what the stop update means.
+	stops := workflow.GetSignalChannel(ctx, SignalStop)
+	workflow.Go(ctx, func(ctx workflow.Context) {
+		var req StopRequest
+		for stops.Receive(ctx, &req) {
+			if l.validateStop(req) == nil {
+				_, _ = l.onStop(ctx, req)
+			}
+		}
+	})
 	return nil
 }
 

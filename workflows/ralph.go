@@ -32,8 +32,9 @@ const (
 // Ralph is the workflow registered under WorkflowName. A caller starts it
 // with a raw JSON Input; the workflow's own continue-as-new passes nil input
 // and a Continuation. The raw input lets the workflow itself name bad fields
-// (unknown keys, a float maxRounds) instead of failing to decode them.
-func Ralph(ctx workflow.Context, input json.RawMessage, cont *Continuation) (*Result, error) {
+// (unknown keys, a float maxRounds) instead of failing to decode them. A
+// Campaign passes its task's loops a TaskStart as well.
+func Ralph(ctx workflow.Context, input json.RawMessage, cont *Continuation, start *TaskStart) (*Result, error) {
 	l := &loop{status: Status{Phase: PhaseStarting, Rounds: []RoundSummary{}}}
 	if err := l.register(ctx); err != nil {
 		return nil, err
@@ -43,6 +44,9 @@ func Ralph(ctx workflow.Context, input json.RawMessage, cont *Continuation) (*Re
 		err = l.resume(ctx, cont)
 	} else {
 		err = l.begin(ctx, input)
+		if err == nil && start != nil {
+			err = l.startTask(ctx, start)
+		}
 	}
 	if err != nil {
 		if ctx.Err() != nil || temporal.IsCanceledError(err) {
@@ -112,6 +116,24 @@ func (l *loop) begin(ctx workflow.Context, input json.RawMessage) error {
 	l.protected, l.review = r.protected, r.review
 	l.budget = newRunBudget(r.maxTokens, r.maxMinutes, workflow.Now(ctx))
 	l.nextRound = 1
+	return nil
+}
+
+// startTask takes what a campaign hands its task's loop: the report a later
+// go starts from. Only a parent workflow may pass one, and it is validated
+// like any report, so the handoff stays the only state between rounds.
+func (l *loop) startTask(ctx workflow.Context, start *TaskStart) error {
+	if workflow.GetInfo(ctx).ParentWorkflowExecution == nil {
+		return invalidInput("task start: the third argument is accepted only from a Campaign starting its task's loop")
+	}
+	if start.PreviousReport == nil {
+		return nil
+	}
+	if err := report.Validate(*start.PreviousReport, l.limits.MaxHandoffChars); err != nil {
+		return invalidInput(fmt.Sprintf("task start carries an invalid report: %v", err))
+	}
+	r := *start.PreviousReport
+	l.last = &r
 	return nil
 }
 

@@ -55,6 +55,7 @@ func SearchAttributes() []SearchAttribute {
 	return []SearchAttribute{
 		{SearchAttrPhase, "Keyword"}, {SearchAttrRound, "Int"},
 		{SearchAttrOutcome, "Keyword"}, {SearchAttrWorkspace, "Keyword"},
+		{SearchAttrCampaign, "Keyword"},
 	}
 }
 

@@ -75,12 +75,13 @@ func TestLoadWorkerValues(t *testing.T) {
 			"RALPH_WORKER_STOP_TIMEOUT_SECONDS": "2", "RALPH_MAX_COMMAND_TIMEOUT_SECONDS": "600",
 			"RALPH_MAX_RUN_TOKENS": "5000", "RALPH_MAX_RUN_MINUTES": "90", "RALPH_MAX_IDLE_ROUNDS": "2",
 			"RALPH_SEARCH_ATTRIBUTES": "false", "RALPH_VERIFY_COMMAND": " go test ./... ",
-			"RALPH_MAX_WAIT_MINUTES": "15", "RALPH_MAX_DEFERRALS": "4", "RALPH_MAX_PAUSE_HOURS": "48", "RALPH_FALLBACK_MODELS": " gpt-b, qwen2.5-coder:32b ,,",
+			"RALPH_MAX_WAIT_MINUTES": "15", "RALPH_MAX_DEFERRALS": "4", "RALPH_MAX_PAUSE_HOURS": "48",
+			"RALPH_MAX_CAMPAIGN_PARALLEL": "5", "RALPH_MAX_CAMPAIGN_TASKS": "40", "RALPH_FALLBACK_MODELS": " gpt-b, qwen2.5-coder:32b ,,",
 		}, func(t *testing.T, w Worker) {
 			want := activities.Limits{MaxRounds: 12, MaxHandoffChars: 100, MaxObjectiveChars: 77, RoundTimeoutSeconds: 600,
 				HeartbeatTimeoutSeconds: 10, RoundAttempts: 2, RoundsPerRun: 4, VerifyCommand: "go test ./...",
 				MaxRunTokens: 5000, MaxRunMinutes: 90, MaxIdleRounds: 2, SearchAttributes: false,
-				MaxWaitMinutes: 15, MaxDeferrals: 4, MaxPauseHours: 48}
+				MaxWaitMinutes: 15, MaxDeferrals: 4, MaxPauseHours: 48, MaxCampaignParallel: 5, MaxCampaignTasks: 40}
 			if got := strings.Join(w.Activities.Agent.FallbackModels, "|"); got != "gpt-b|qwen2.5-coder:32b" {
 				t.Errorf("fallback models = %q", got)
 			}

@@ -407,6 +407,8 @@ func Options(cfg config.Worker, version *worker.WorkerDeploymentVersion) worker.
 func Register(w worker.Registry, acts *activities.Activities, behavior string) {
 	w.RegisterWorkflowWithOptions(workflows.Ralph, workflow.RegisterOptions{Name: workflows.WorkflowName,
 		VersioningBehavior: WorkflowBehavior(behavior)})
+	w.RegisterWorkflowWithOptions(workflows.Campaign, workflow.RegisterOptions{Name: workflows.CampaignWorkflowName,
+		VersioningBehavior: WorkflowBehavior(behavior)})
 	acts.Register(w)
 }
 

@@ -1,0 +1,366 @@
+package activities
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/ralph-temporal/ralph/agent/tools"
+	"github.com/ralph-temporal/ralph/internal/gitws"
+	"github.com/ralph-temporal/ralph/report"
+)
+
+// Activities of the Campaign workflow (SPEC section 34).
+const (
+	PrepareTaskName = "PrepareTask"
+	MergeTaskName   = "MergeTask"
+)
+
+// ErrTypeCampaignGit: a campaign's git step cannot work with what it was
+// given (no git mode, a missing base branch, a task branch without its
+// loop's commit); retrying cannot help.
+const ErrTypeCampaignGit = "CampaignGit"
+
+// CampaignLine names a campaign's integration branch.
+type CampaignLine struct {
+	Campaign string `json:"campaign"`
+	Branch   string `json:"branch"`
+	Base     string `json:"base,omitempty"`
+}
+
+// CampaignTask is one task's branch and, once its loop completed, the
+// commit that merges.
+type CampaignTask struct {
+	ID        string `json:"id"`
+	Workspace string `json:"workspace"`
+	Commit    string `json:"commit,omitempty"`
+	Go        int    `json:"go"`
+}
+
+// PrepareTaskInput starts a task's go: its branch at the integration head
+// (first go), or brought up to it (a later go).
+type PrepareTaskInput struct {
+	Line CampaignLine `json:"line"`
+	Task CampaignTask `json:"task"`
+}
+
+// PrepareTaskOutput is where the task's loop starts.
+type PrepareTaskOutput struct {
+	IntegrationHead string `json:"integrationHead"`
+	TaskHead        string `json:"taskHead"`
+	// Conflicts are the paths committed with conflict markers.
+	Conflicts []string `json:"conflicts,omitempty"`
+}
+
+// MergeTaskInput merges a stack of completed tasks onto the integration
+// head, verifies the tip and lands it. Hold keeps a verified tip under
+// HoldRef instead of landing it (approve: merge); Land, when set, lands that
+// kept tip (approved) onto LandOn without merging again.
+type MergeTaskInput struct {
+	Line          CampaignLine   `json:"line"`
+	Tasks         []CampaignTask `json:"tasks"`
+	VerifyCommand string         `json:"verifyCommand"`
+	Hold          bool           `json:"hold,omitempty"`
+	HoldRef       string         `json:"holdRef,omitempty"`
+	Land          string         `json:"land,omitempty"`
+	LandOn        string         `json:"landOn,omitempty"`
+}
+
+// Merge outcomes.
+const (
+	MergeLanded   = "landed"   // the integration branch holds the stack
+	MergeHeld     = "held"     // verified, kept for approval
+	MergeConflict = "conflict" // Conflict names the task and paths
+	MergeRed      = "red"      // the verify command failed on the tip
+	MergeMoved    = "moved"    // the integration head moved: merge again
+)
+
+// MergedTask is one task of a landed or held stack.
+type MergedTask struct {
+	ID      string `json:"id"`
+	Commit  string `json:"commit"`
+	Already bool   `json:"already,omitempty"`
+}
+
+// MergeTaskOutput says what became of the stack.
+type MergeTaskOutput struct {
+	Outcome string       `json:"outcome"`
+	Head    string       `json:"head"` // the integration head after the step
+	Tip     string       `json:"tip,omitempty"`
+	Merged  []MergedTask `json:"merged"`
+	// ConflictTask and ConflictPaths name the task that did not merge.
+	ConflictTask  string   `json:"conflictTask,omitempty"`
+	ConflictPaths []string `json:"conflictPaths,omitempty"`
+	// Verification is the verify command's run on the tip.
+	Verification *report.Verification `json:"verification,omitempty"`
+	DiffStat     string               `json:"diffStat,omitempty"`
+}
+
+// campaignDir is where a campaign's worker-owned files live under the
+// workspace root: the scratch clone of its merges and, in local mode, its
+// repository.
+func campaignDir(campaign string) string { return filepath.Join("campaigns", campaign) }
+
+// TaskWorkspace is a task's workspace, so (section 16) its branch is
+// ralph/campaigns/<campaign>/tasks/<task>.
+func TaskWorkspace(campaign, task string) string {
+	return filepath.Join("campaigns", campaign, "tasks", task)
+}
+
+// campaignGit is one campaign step's git: the line and where each task's
+// branch lives.
+type campaignGit struct {
+	a       *Activities
+	line    gitws.Line
+	scratch string
+	local   bool
+}
+
+func (a *Activities) campaignGit(ctx context.Context, in CampaignLine, scratchName string) (*campaignGit, error) {
+	if a.git == nil {
+		return nil, temporal.NewNonRetryableApplicationError(
+			"a campaign needs RALPH_GIT=local or remote on the worker; this worker has RALPH_GIT=off", ErrTypeCampaignGit, nil)
+	}
+	if err := CheckWorkspace(campaignDir(in.Campaign)); err != nil {
+		return nil, temporal.NewNonRetryableApplicationError("campaign id: "+err.Error(), ErrTypeCampaignGit, nil)
+	}
+	dir, err := a.prepareWorkspace(filepath.Join(campaignDir(in.Campaign), scratchName))
+	if err != nil {
+		return nil, err
+	}
+	c := &campaignGit{a: a, scratch: dir, line: gitws.Line{Branch: in.Branch, Base: in.Base, URL: a.cfg.Git.Remote}}
+	if a.cfg.Git.Mode == gitws.ModeLocal {
+		c.local = true
+		c.line.URL = filepath.Join(a.cfg.WorkspaceRoot, campaignDir(in.Campaign), "integration.git")
+		if err := a.git.InitBare(ctx, c.line.URL); err != nil {
+			return nil, err
+		}
+	}
+	if err := a.git.Scratch(ctx, dir); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *campaignGit) task(t CampaignTask) gitws.TaskBranch {
+	b := gitws.TaskBranch{ID: t.ID, Repo: c.line.URL, Branch: gitws.Branch(t.Workspace), Commit: t.Commit, Go: t.Go}
+	if c.local {
+		b.Repo = filepath.Join(c.a.cfg.WorkspaceRoot, t.Workspace)
+	}
+	return b
+}
+
+// PrepareTask makes a task's branch ready for its next loop: on the first
+// go it is created at the integration head (the integration branch itself
+// created first when missing); on a later go the integration head is merged
+// into it. Idempotent: a branch that already holds the head is left as is.
+func (a *Activities) PrepareTask(ctx context.Context, in PrepareTaskInput) (PrepareTaskOutput, error) {
+	stop := campaignHeartbeat(ctx)
+	defer stop()
+	if err := CheckWorkspace(in.Task.Workspace); err != nil {
+		return PrepareTaskOutput{}, temporal.NewNonRetryableApplicationError("task workspace: "+err.Error(), ErrTypeBadRoundInput, nil)
+	}
+	lock, err := a.lockWorkspace(ctx, in.Task.Workspace, func() {})
+	if err != nil {
+		return PrepareTaskOutput{}, err
+	}
+	defer lock.release()
+	c, err := a.campaignGit(ctx, in.Line, "prepare-"+in.Task.ID)
+	if err != nil {
+		return PrepareTaskOutput{}, err
+	}
+	head, err := a.git.Integration(ctx, c.scratch, c.line)
+	if err != nil {
+		return PrepareTaskOutput{}, campaignStepError(err)
+	}
+	t := c.task(in.Task)
+	current, err := a.git.TaskHead(ctx, c.scratch, t)
+	if err != nil {
+		return PrepareTaskOutput{}, err
+	}
+	out := PrepareTaskOutput{IntegrationHead: head, TaskHead: current}
+	switch {
+	case current == "":
+		out.TaskHead = head
+	case in.Task.Go <= 1:
+		return out, nil // the first go's branch exists: a retried step, or a resumed campaign
+	default:
+		t.Commit = current
+		if out.TaskHead, out.Conflicts, err = a.git.BringUp(ctx, c.scratch, in.Line.Campaign, in.Line.Branch, head, t); err != nil {
+			return PrepareTaskOutput{}, err
+		}
+		if out.TaskHead == current {
+			return out, nil
+		}
+	}
+	if err := a.git.Publish(ctx, c.scratch, t, out.TaskHead, current, c.local); err != nil {
+		return PrepareTaskOutput{}, err
+	}
+	return out, nil
+}
+
+// MergeTask is the merge queue's step: merge, verify in the sandbox, land
+// by compare-and-swap. The integration branch moves only to a tip whose
+// verify passed; a retried attempt finds what an earlier one landed and
+// never merges a task twice.
+func (a *Activities) MergeTask(ctx context.Context, in MergeTaskInput) (MergeTaskOutput, error) {
+	stop := campaignHeartbeat(ctx)
+	defer stop()
+	if len(in.Tasks) == 0 {
+		return MergeTaskOutput{}, temporal.NewNonRetryableApplicationError("MergeTask needs at least one task", ErrTypeBadRoundInput, nil)
+	}
+	mergeWorkspace := filepath.Join(campaignDir(in.Line.Campaign), "merge")
+	lock, err := a.lockWorkspace(ctx, mergeWorkspace, func() {})
+	if err != nil {
+		return MergeTaskOutput{}, err
+	}
+	defer lock.release()
+	c, err := a.campaignGit(ctx, in.Line, "merge")
+	if err != nil {
+		return MergeTaskOutput{}, err
+	}
+	head, err := a.git.Integration(ctx, c.scratch, c.line)
+	if err != nil {
+		return MergeTaskOutput{}, campaignStepError(err)
+	}
+	if in.Land != "" {
+		return a.landKept(ctx, c, in, head)
+	}
+	tasks := make([]gitws.TaskBranch, len(in.Tasks))
+	for i, t := range in.Tasks {
+		tasks[i] = c.task(t)
+	}
+	tip, merges, conflict, err := a.git.MergeStack(ctx, c.scratch, in.Line.Campaign, head, tasks)
+	if err != nil {
+		return MergeTaskOutput{}, campaignStepError(err)
+	}
+	out := MergeTaskOutput{Head: head, Tip: tip, Merged: mergedTasks(merges)}
+	if conflict != nil {
+		out.Outcome, out.ConflictTask, out.ConflictPaths = MergeConflict, in.Tasks[conflict.Index].ID, conflict.Paths
+		return out, nil
+	}
+	if tip == head {
+		out.Outcome = MergeLanded // every task was already there
+		return out, nil
+	}
+	if out.DiffStat, err = a.git.DiffStat(ctx, c.scratch, head, tip); err != nil {
+		return MergeTaskOutput{}, err
+	}
+	if out.Verification, err = a.verifyMerge(ctx, c.scratch, in.VerifyCommand); err != nil {
+		return MergeTaskOutput{}, err
+	}
+	if !out.Verification.Passed() {
+		out.Outcome = MergeRed
+		return out, nil
+	}
+	if in.Hold {
+		if err := a.git.Keep(ctx, c.scratch, c.line, in.HoldRef, tip); err != nil {
+			return MergeTaskOutput{}, err
+		}
+		out.Outcome = MergeHeld
+		return out, nil
+	}
+	return a.land(ctx, c, out, tip, head)
+}
+
+// landKept lands a verified tip kept for approval, when the integration
+// head is still the one it was merged onto.
+func (a *Activities) landKept(ctx context.Context, c *campaignGit, in MergeTaskInput, head string) (MergeTaskOutput, error) {
+	out := MergeTaskOutput{Head: head, Tip: in.Land, Merged: []MergedTask{}}
+	if _, err := a.git.FetchKept(ctx, c.scratch, c.line, in.HoldRef); err != nil {
+		return MergeTaskOutput{}, err
+	}
+	for _, t := range in.Tasks {
+		out.Merged = append(out.Merged, MergedTask{ID: t.ID, Commit: in.Land})
+	}
+	if head == in.Land {
+		out.Outcome = MergeLanded // an earlier attempt landed it
+		return out, nil
+	}
+	if head != in.LandOn {
+		out.Outcome = MergeMoved
+		return out, nil
+	}
+	return a.land(ctx, c, out, in.Land, head)
+}
+
+func (a *Activities) land(ctx context.Context, c *campaignGit, out MergeTaskOutput, tip, head string) (MergeTaskOutput, error) {
+	if err := a.git.Land(ctx, c.scratch, c.line, tip, head); err != nil {
+		if errors.Is(err, gitws.ErrPushRejected) {
+			out.Outcome = MergeMoved
+			return out, nil
+		}
+		return MergeTaskOutput{}, err
+	}
+	out.Outcome, out.Head = MergeLanded, tip
+	return out, nil
+}
+
+func mergedTasks(merges []gitws.Merge) []MergedTask {
+	out := make([]MergedTask, 0, len(merges))
+	for _, m := range merges {
+		out = append(out, MergedTask{ID: m.Task, Commit: m.Commit, Already: m.Already})
+	}
+	return out
+}
+
+// verifyMerge runs the campaign's verify command on the merged tree in the
+// sandbox, with every protection a round's verify has.
+func (a *Activities) verifyMerge(ctx context.Context, dir, command string) (*report.Verification, error) {
+	if strings.TrimSpace(command) == "" {
+		return nil, temporal.NewNonRetryableApplicationError("the campaign has no verify command", ErrTypeCampaignGit, nil)
+	}
+	ws, err := tools.OpenWorkspace(dir, a.cfg.Agent.ToolLimits, tools.WithSandbox(a.cfg.Agent.Sandbox))
+	if err != nil {
+		return nil, fmt.Errorf("open the merged tree: %w", err)
+	}
+	defer ws.Close()
+	timeout := a.cfg.Agent.VerifyTimeout
+	if timeout <= 0 {
+		timeout = 10 * time.Minute
+	}
+	res, err := ws.ExecFreshHome(ctx, command, timeout, report.MaxVerificationOutput-100)
+	if err != nil {
+		return nil, fmt.Errorf("run the verify command on the merged tree: %w", err)
+	}
+	v := &report.Verification{Command: command, ExitCode: res.ExitCode, DurationMs: res.Duration.Milliseconds(), Output: res.Output}
+	if res.TimedOut {
+		v.ExitCode = -1
+	}
+	return v, nil
+}
+
+// campaignStepError makes what no retry can change non-retryable.
+func campaignStepError(err error) error {
+	if errors.Is(err, gitws.ErrBaseMissing) || strings.Contains(err.Error(), "does not hold the loop's last checkpoint") {
+		return temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeCampaignGit, nil)
+	}
+	return err
+}
+
+// campaignHeartbeat heartbeats every few seconds until stopped, so a lost
+// worker's step is retried soon and a cancel reaches it.
+func campaignHeartbeat(ctx context.Context) func() {
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTicker(2 * time.Second)
+		defer t.Stop()
+		for {
+			activity.RecordHeartbeat(ctx)
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return func() { close(done) }
+}

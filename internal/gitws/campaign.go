@@ -1,0 +1,389 @@
+package gitws
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+)
+
+// A campaign's git steps (the Campaign workflow's PrepareTask and MergeTask
+// activities): the worker's own git in a scratch clone the worker owns,
+// outside every sandbox, like a round's checkpoint steps. The integration
+// branch only ever moves forward, by compare-and-swap on its previous head.
+
+// Refs of a campaign's scratch clone.
+const (
+	scratchIntegrationRef = "refs/ralph/integration"
+	scratchTaskRefPrefix  = "refs/ralph/tasks/"
+	scratchOutRef         = "refs/ralph/out"
+	// CampaignRefPrefix holds what a campaign keeps besides its branches
+	// (merges awaiting approval), on the integration branch's repository.
+	CampaignRefPrefix = "refs/ralph/campaigns/"
+)
+
+// ErrBaseMissing: the campaign's base branch is not in its repository.
+var ErrBaseMissing = errors.New("base branch not found")
+
+// Line is where a campaign's integration branch lives.
+type Line struct {
+	// URL is the remote (remote mode) or the campaign's bare repository
+	// (local mode).
+	URL string
+	// Branch is the integration branch; Base the branch it starts from (""
+	// for the repository's default branch).
+	Branch string
+	Base   string
+}
+
+// TaskBranch is one task's branch and the commit of it to merge.
+type TaskBranch struct {
+	ID string
+	// Repo holds the branch: the remote, or in local mode the task's own
+	// workspace, where its loop commits.
+	Repo   string
+	Branch string
+	// Commit is the task loop's last checkpoint, the commit that merges.
+	Commit string
+	// Go is the task's loop number, for the merge message.
+	Go int
+}
+
+// Merge is one task merged onto the stack's tip.
+type Merge struct {
+	Task   string
+	Commit string
+	// Already: the integration branch held this task's commit before.
+	Already bool
+}
+
+// Conflict is a task that did not merge: the paths git left conflicting.
+type Conflict struct {
+	Index int
+	Paths []string
+}
+
+// Scratch makes dir an empty repository of the worker's (a fresh one each
+// time: whatever an earlier merge's verify command left there never reaches
+// a later one).
+func (g *Git) Scratch(ctx context.Context, dir string) error {
+	if err := os.RemoveAll(dir); err != nil {
+		return fmt.Errorf("clear the scratch clone %s: %w", dir, err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("create the scratch clone %s: %w", dir, err)
+	}
+	if _, err := g.run(ctx, dir, cmdOpts{}, "init", "-q", "--template=", "."); err != nil {
+		return fmt.Errorf("initialise the scratch clone: %w", err)
+	}
+	return nil
+}
+
+// InitBare creates the bare repository of a local-mode campaign at dir
+// unless it exists.
+func (g *Git) InitBare(ctx context.Context, dir string) error {
+	if _, err := os.Stat(dir); err == nil {
+		return nil
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("create the campaign repository %s: %w", dir, err)
+	}
+	if _, err := g.run(ctx, dir, cmdOpts{}, "init", "-q", "--bare", "--template=", "."); err != nil {
+		return fmt.Errorf("initialise the campaign repository: %w", err)
+	}
+	return nil
+}
+
+// fetch copies ref of repo into the scratch ref into and returns its commit;
+// "" when repo has no such ref.
+func (g *Git) fetch(ctx context.Context, dir, repo, ref, into string) (string, error) {
+	out, err := g.run(ctx, dir, cmdOpts{}, "ls-remote", "--", repo, ref)
+	if err != nil {
+		return "", fmt.Errorf("list %s of %s: %w", ref, RedactURL(repo), err)
+	}
+	if strings.TrimSpace(out) == "" {
+		return "", nil
+	}
+	if _, err := g.run(ctx, dir, cmdOpts{}, "fetch", "-q", "--no-tags", "--no-write-fetch-head", "--recurse-submodules=no",
+		"--", repo, "+"+ref+":"+into); err != nil {
+		return "", fmt.Errorf("fetch %s from %s: %w", ref, RedactURL(repo), err)
+	}
+	return g.resolve(ctx, dir, into)
+}
+
+// defaultBranch is the ref the repository's HEAD names ("" when none).
+func (g *Git) defaultBranch(ctx context.Context, dir, repo string) (string, error) {
+	out, err := g.run(ctx, dir, cmdOpts{}, "ls-remote", "--symref", "--", repo, "HEAD")
+	if err != nil {
+		return "", fmt.Errorf("list %s: %w", RedactURL(repo), err)
+	}
+	for _, line := range strings.Split(out, "\n") {
+		left, name, ok := strings.Cut(line, "\t")
+		if ok && name == "HEAD" && strings.HasPrefix(left, "ref: ") {
+			return strings.TrimPrefix(left, "ref: "), nil
+		}
+	}
+	return "", nil
+}
+
+// Integration fetches the integration branch into the scratch clone dir and
+// returns its head, creating the branch first (from Base, the default
+// branch, or an empty first commit) when the repository lacks it.
+func (g *Git) Integration(ctx context.Context, dir string, l Line) (string, error) {
+	head, err := g.fetch(ctx, dir, l.URL, "refs/heads/"+l.Branch, scratchIntegrationRef)
+	if err != nil || head != "" {
+		return head, err
+	}
+	source := ""
+	if l.Base != "" {
+		source = "refs/heads/" + l.Base
+	} else if source, err = g.defaultBranch(ctx, dir, l.URL); err != nil {
+		return "", err
+	}
+	if source != "" {
+		head, err = g.fetch(ctx, dir, l.URL, source, scratchIntegrationRef)
+		if err != nil {
+			return "", err
+		}
+	}
+	if head == "" && l.Base != "" {
+		return "", fmt.Errorf("%w: %q is not a branch of %s", ErrBaseMissing, l.Base, RedactURL(l.URL))
+	}
+	if head == "" {
+		tree, err := g.emptyTree(ctx, dir)
+		if err != nil {
+			return "", err
+		}
+		if head, err = g.commitTree(ctx, dir, tree, "ralph: campaign initialised\n"); err != nil {
+			return "", err
+		}
+	}
+	if err := g.pushCAS(ctx, dir, l.URL, head, "refs/heads/"+l.Branch, ""); err != nil {
+		if !errors.Is(err, ErrPushRejected) {
+			return "", err
+		}
+		// Another attempt created it first: take what it holds.
+		return g.fetch(ctx, dir, l.URL, "refs/heads/"+l.Branch, scratchIntegrationRef)
+	}
+	return head, g.setRef(ctx, dir, scratchIntegrationRef, head, "")
+}
+
+// pushCAS points ref of repo at commit only when it still is old ("": only
+// when it does not exist); ErrPushRejected otherwise.
+func (g *Git) pushCAS(ctx context.Context, dir, repo, commit, ref, old string) error {
+	out, err := g.run(ctx, dir, cmdOpts{}, "push", "--porcelain", "--no-verify",
+		"--force-with-lease="+ref+":"+old, "--", repo, commit+":"+ref)
+	if err == nil {
+		return nil
+	}
+	var ge *gitError
+	if errors.As(err, &ge) {
+		for _, line := range strings.Split(out+"\n"+ge.output, "\n") {
+			if strings.HasPrefix(line, "!\t") || strings.Contains(line, "stale info") || strings.Contains(line, "[rejected]") {
+				return fmt.Errorf("%w by %s: %s", ErrPushRejected, RedactURL(repo), redactText(strings.TrimSpace(line), repo))
+			}
+		}
+	}
+	return fmt.Errorf("push %s to %s: %w", ref, RedactURL(repo), err)
+}
+
+// TaskHead fetches a task's branch into the scratch clone and returns its
+// head ("" when the branch does not exist yet).
+func (g *Git) TaskHead(ctx context.Context, dir string, t TaskBranch) (string, error) {
+	return g.fetch(ctx, dir, t.Repo, "refs/heads/"+t.Branch, scratchTaskRefPrefix+t.ID)
+}
+
+// Publish points the task's branch at commit (a descendant of old, or a new
+// branch when old is ""). A task branch on the remote moves by
+// compare-and-swap; a local-mode task's branch is its workspace's checked
+// out branch, which is reset to commit.
+func (g *Git) Publish(ctx context.Context, dir string, t TaskBranch, commit, old string, localWorkspace bool) error {
+	if !localWorkspace {
+		return g.pushCAS(ctx, dir, t.Repo, commit, "refs/heads/"+t.Branch, old)
+	}
+	if err := g.setRef(ctx, dir, scratchOutRef, commit, ""); err != nil {
+		return err
+	}
+	if err := g.ensureRepo(ctx, t.Repo); err != nil {
+		return err
+	}
+	if err := g.checkRepo(ctx, t.Repo); err != nil {
+		return err
+	}
+	branch := "refs/heads/" + t.Branch
+	if _, err := g.run(ctx, t.Repo, cmdOpts{}, "fetch", "-q", "--no-tags", "--no-write-fetch-head", "--update-head-ok",
+		"--recurse-submodules=no", "--", dir, "+"+scratchOutRef+":"+branch); err != nil {
+		return fmt.Errorf("bring %s into the task's workspace: %w", shortID(commit), err)
+	}
+	if _, err := g.run(ctx, t.Repo, cmdOpts{}, "symbolic-ref", "HEAD", branch); err != nil {
+		return fmt.Errorf("check out %s: %w", t.Branch, err)
+	}
+	return g.resetTo(ctx, t.Repo, commit)
+}
+
+// MergeMessage is the merge commit's message: first line and trailers
+// name the campaign and the task, so a merge is found again by its task.
+func MergeMessage(campaign string, t TaskBranch) string {
+	return fmt.Sprintf("ralph: merge task %s\n\nRalph-Campaign: %s\nRalph-Task: %s\nRalph-Go: %d\n", t.ID, campaign, t.ID, t.Go)
+}
+
+// MergeStack merges each task's commit, in order, onto head with
+// --no-ff in the scratch clone dir (the tasks' own commits stay as they
+// were) and returns the stack's tip and each merge. A task whose commit head
+// already holds is done and not merged again. On the first task that
+// conflicts it stops and returns that conflict (the tip is the merges
+// before it).
+func (g *Git) MergeStack(ctx context.Context, dir, campaign, head string, tasks []TaskBranch) (string, []Merge, *Conflict, error) {
+	if _, err := g.run(ctx, dir, cmdOpts{}, "checkout", "-q", "--detach", "--force", head); err != nil {
+		return "", nil, nil, fmt.Errorf("check out the integration head %s: %w", shortID(head), err)
+	}
+	tip := head
+	var merges []Merge
+	for i, t := range tasks {
+		got, err := g.TaskHead(ctx, dir, t)
+		if err != nil {
+			return "", nil, nil, err
+		}
+		if got == "" || !g.isAncestor(ctx, dir, t.Commit, got) {
+			return "", nil, nil, fmt.Errorf("task %s: its branch %s does not hold the loop's last checkpoint %s", t.ID, t.Branch, shortID(t.Commit))
+		}
+		if g.isAncestor(ctx, dir, t.Commit, tip) {
+			commit, err := g.mergeOf(ctx, dir, tip, t.Commit)
+			if err != nil {
+				return "", nil, nil, err
+			}
+			merges = append(merges, Merge{Task: t.ID, Commit: commit, Already: true})
+			continue
+		}
+		_, err = g.run(ctx, dir, cmdOpts{env: g.identity()}, "merge", "-q", "--no-ff", "--no-edit", "-m", MergeMessage(campaign, t), t.Commit)
+		if err != nil {
+			paths, perr := g.conflicted(ctx, dir)
+			if perr != nil {
+				return "", nil, nil, perr
+			}
+			if len(paths) == 0 {
+				return "", nil, nil, fmt.Errorf("merge task %s: %w", t.ID, err)
+			}
+			if _, err := g.run(ctx, dir, cmdOpts{}, "merge", "--abort"); err != nil {
+				return "", nil, nil, fmt.Errorf("abort the conflicting merge of task %s: %w", t.ID, err)
+			}
+			return tip, merges, &Conflict{Index: i, Paths: paths}, nil
+		}
+		if tip, err = g.head(ctx, dir); err != nil {
+			return "", nil, nil, err
+		}
+		merges = append(merges, Merge{Task: t.ID, Commit: tip})
+	}
+	return tip, merges, nil, nil
+}
+
+// mergeOf finds the first-parent commit of tip that merged commit ("" when
+// commit came in another way, e.g. a fast-forward someone pushed).
+func (g *Git) mergeOf(ctx context.Context, dir, tip, commit string) (string, error) {
+	out, err := g.run(ctx, dir, cmdOpts{}, "rev-list", "--first-parent", "--parents", tip)
+	if err != nil {
+		return "", fmt.Errorf("walk the integration branch: %w", err)
+	}
+	for _, line := range strings.Split(out, "\n") {
+		fields := strings.Fields(line)
+		for _, p := range fields[min(2, len(fields)):] {
+			if p == commit || g.isAncestor(ctx, dir, commit, p) {
+				return fields[0], nil
+			}
+		}
+	}
+	return "", nil
+}
+
+// conflicted lists the paths an interrupted merge left unmerged.
+func (g *Git) conflicted(ctx context.Context, dir string) ([]string, error) {
+	out, err := g.run(ctx, dir, cmdOpts{}, "diff", "--name-only", "--diff-filter=U", "-z")
+	if err != nil {
+		return nil, fmt.Errorf("list the conflicting paths: %w", err)
+	}
+	var paths []string
+	for _, p := range strings.Split(out, "\x00") {
+		if p != "" {
+			paths = append(paths, p)
+		}
+	}
+	return paths, nil
+}
+
+// BringUp merges head into the task's commit in the scratch clone, so the
+// task's next loop starts from both and its next merge is a fast one. A
+// conflict is committed with its markers as they stand (the paths are
+// returned), so the loop only has to edit files.
+func (g *Git) BringUp(ctx context.Context, dir, campaign, integration, head string, t TaskBranch) (string, []string, error) {
+	if _, err := g.run(ctx, dir, cmdOpts{}, "checkout", "-q", "--detach", "--force", t.Commit); err != nil {
+		return "", nil, fmt.Errorf("check out task %s at %s: %w", t.ID, shortID(t.Commit), err)
+	}
+	if g.isAncestor(ctx, dir, head, t.Commit) {
+		return t.Commit, nil, nil
+	}
+	msg := fmt.Sprintf("ralph: bring task %s onto %s\n\nRalph-Campaign: %s\nRalph-Task: %s\n", t.ID, integration, campaign, t.ID)
+	_, err := g.run(ctx, dir, cmdOpts{env: g.identity()}, "merge", "-q", "--no-ff", "--no-edit", "-m", msg, head)
+	if err == nil {
+		commit, err := g.head(ctx, dir)
+		return commit, nil, err
+	}
+	paths, perr := g.conflicted(ctx, dir)
+	if perr != nil || len(paths) == 0 {
+		return "", nil, errors.Join(fmt.Errorf("merge %s into task %s: %w", integration, t.ID, err), perr)
+	}
+	if _, err := g.run(ctx, dir, cmdOpts{}, "add", "-A", "--", "."); err != nil {
+		return "", nil, fmt.Errorf("stage the conflict markers: %w", err)
+	}
+	msg = fmt.Sprintf("ralph: bring task %s onto %s (conflicts in %s)\n\nRalph-Campaign: %s\nRalph-Task: %s\n",
+		t.ID, integration, strings.Join(paths, ", "), campaign, t.ID)
+	if _, err := g.run(ctx, dir, cmdOpts{env: g.identity()}, "commit", "-q", "--no-verify", "-m", msg); err != nil {
+		return "", nil, fmt.Errorf("commit the conflict markers: %w", err)
+	}
+	commit, err := g.head(ctx, dir)
+	return commit, paths, err
+}
+
+// Land moves the integration branch from old to tip (a descendant of old);
+// ErrPushRejected when its head is no longer old.
+func (g *Git) Land(ctx context.Context, dir string, l Line, tip, old string) error {
+	return g.pushCAS(ctx, dir, l.URL, tip, "refs/heads/"+l.Branch, old)
+}
+
+// Keep stores commit under ref of the campaign's repository (a verified
+// merge awaiting approval), so any worker can land it later.
+func (g *Git) Keep(ctx context.Context, dir string, l Line, ref, commit string) error {
+	if _, err := g.run(ctx, dir, cmdOpts{}, "push", "--porcelain", "--no-verify", "--force", "--", l.URL, commit+":"+ref); err != nil {
+		return fmt.Errorf("keep %s on %s: %w", shortID(commit), ref, err)
+	}
+	return nil
+}
+
+// FetchKept fetches a kept commit back into the scratch clone.
+func (g *Git) FetchKept(ctx context.Context, dir string, l Line, ref string) (string, error) {
+	return g.fetch(ctx, dir, l.URL, ref, scratchOutRef)
+}
+
+// DiffStat is git's --stat summary of what tip changes beyond base.
+func (g *Git) DiffStat(ctx context.Context, dir, base, tip string) (string, error) {
+	out, err := g.run(ctx, dir, cmdOpts{}, "diff", "--no-ext-diff", "--no-textconv", "--no-color", "--stat=100", "--no-renames", base, tip, "--")
+	if err != nil {
+		return "", fmt.Errorf("diff %s..%s: %w", shortID(base), shortID(tip), err)
+	}
+	return CutChange(strings.TrimRight(out, "\n"), 4000), nil
+}
+
+// identity is the author and committer of the worker's own commits.
+func (g *Git) identity() []string {
+	return []string{
+		"GIT_AUTHOR_NAME=" + g.authorName, "GIT_AUTHOR_EMAIL=" + g.authorEmail,
+		"GIT_COMMITTER_NAME=" + g.authorName, "GIT_COMMITTER_EMAIL=" + g.authorEmail,
+	}
+}
+
+func shortID(c string) string {
+	if len(c) > 12 {
+		return c[:12]
+	}
+	return c
+}

@@ -1,0 +1,641 @@
+package workflows
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/ralph-temporal/ralph/activities"
+	"github.com/ralph-temporal/ralph/internal/runes"
+	"github.com/ralph-temporal/ralph/report"
+	"github.com/ralph-temporal/ralph/usage"
+)
+
+// SignalStop asks a task's loop to stop as the stop update does (a
+// campaign cannot send updates to its children).
+const SignalStop = "stop"
+
+// maxVerifiesShown bounds the merge queue's verify records in status.
+const maxVerifiesShown = 100
+
+// Campaign is the workflow registered under CampaignWorkflowName: an entity
+// that owns a task list and its merge queue. Each task's loop is an ordinary
+// Ralph child run on its own branch; the merge is the MergeTask activity of
+// the worker's own git; continue-as-new carries every task's state.
+func Campaign(ctx workflow.Context, input json.RawMessage, cont *CampaignContinuation) (*CampaignResult, error) {
+	c := &campaign{byID: map[string]*taskState{}}
+	if err := c.register(ctx); err != nil {
+		return nil, err
+	}
+	var err error
+	if cont != nil {
+		err = c.resume(ctx, cont)
+	} else {
+		err = c.begin(ctx, input)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return c.run(ctx)
+}
+
+// campaign is the state of one campaign run.
+type campaign struct {
+	limits   activities.Limits
+	settings campaignSettings
+	tasks    []*taskState
+	byID     map[string]*taskState
+	queue    []string // task ids in the order their loops completed
+	head     string
+	usage    usage.Usage
+	budget   RunBudget
+	paused   bool
+	stopping bool
+	finished string // the result status once finished
+	verifies []MergeVerify
+	// running counts the task loops (and their preparation) in flight;
+	// dirty wakes the main loop; decisions are approve/reject answers.
+	running   int
+	dirty     bool
+	decisions map[string]*decision
+	limitHit  string
+}
+
+type decision struct {
+	approved bool
+	reason   string
+}
+
+func (c *campaign) begin(ctx workflow.Context, input json.RawMessage) error {
+	lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
+		StartToCloseTimeout: resolveLimitsTimeout,
+		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 3},
+	})
+	if err := workflow.ExecuteLocalActivity(lctx, activities.ResolveLimitsName).Get(ctx, &c.limits); err != nil {
+		return fmt.Errorf("resolve deployment limits: %w", err)
+	}
+	if err := checkLimits(c.limits); err != nil {
+		return err
+	}
+	s, err := parseCampaignInput(input, c.limits, workflow.GetInfo(ctx).WorkflowExecution.ID)
+	if err != nil {
+		return temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeInvalidInput, nil)
+	}
+	c.settings = s.settings
+	c.budget = newRunBudget(s.maxTokens, s.maxMinutes, workflow.Now(ctx))
+	c.add(s.tasks)
+	return nil
+}
+
+// resume restores what a continue-as-new carried; only the campaign's own
+// continue-as-new may pass it.
+func (c *campaign) resume(ctx workflow.Context, k *CampaignContinuation) error {
+	if workflow.GetInfo(ctx).ContinuedExecutionRunID == "" {
+		return invalidInput("continuation: the second argument is accepted only from the campaign's own continue-as-new")
+	}
+	c.limits, c.settings, c.queue, c.head = k.Limits, k.Settings, k.Queue, k.Head
+	c.usage, c.budget, c.paused, c.stopping, c.verifies = k.Usage, k.Budget, k.Paused, k.Stopping, k.Verifies
+	for i := range k.Tasks {
+		t := k.Tasks[i]
+		c.tasks = append(c.tasks, &t)
+		c.byID[t.Task.ID] = &t
+	}
+	return nil
+}
+
+func (c *campaign) add(tasks []Task) {
+	for _, t := range tasks {
+		s := &taskState{Task: t, Phase: TaskWaiting}
+		c.tasks = append(c.tasks, s)
+		c.byID[t.ID] = s
+	}
+	c.dirty = true
+}
+
+func (c *campaign) run(ctx workflow.Context) (*CampaignResult, error) {
+	c.upsert(ctx)
+	for {
+		if ctx.Err() != nil {
+			return nil, c.cancelled(ctx)
+		}
+		c.blockOrphans()
+		c.checkBudget(ctx)
+		drain := workflow.GetInfo(ctx).GetContinueAsNewSuggested()
+		if !drain {
+			c.startReady(ctx)
+		}
+		if batch := c.nextBatch(); len(batch) > 0 {
+			if err := c.land(ctx, batch); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if c.running == 0 {
+			if c.allDone() {
+				return c.finish(ctx), nil
+			}
+			if drain {
+				return nil, c.continueAsNew(ctx)
+			}
+		}
+		c.dirty = false
+		if err := workflow.Await(ctx, func() bool { return c.dirty }); err != nil {
+			return nil, c.cancelled(ctx)
+		}
+	}
+}
+
+// allDone: nothing runs, nothing is queued, and nothing more will start.
+func (c *campaign) allDone() bool {
+	if len(c.queue) > 0 {
+		return false
+	}
+	for _, t := range c.tasks {
+		if c.startable(t) && !c.stopping && c.limitHit == "" && !c.paused {
+			return false
+		}
+		if t.Phase == TaskWaiting && !c.stopping && c.limitHit == "" {
+			return false
+		}
+	}
+	return true
+}
+
+// startable: the task may start a go now (dependencies merged, or a
+// returned task).
+func (c *campaign) startable(t *taskState) bool {
+	switch t.Phase {
+	case TaskReturned:
+		return true
+	case TaskWaiting:
+		for _, d := range t.Task.DependsOn {
+			if c.byID[d].Phase != TaskMerged {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
+
+// blockOrphans blocks every waiting task whose dependency can no longer
+// merge, naming that dependency.
+func (c *campaign) blockOrphans() {
+	for changed := true; changed; {
+		changed = false
+		for _, t := range c.tasks {
+			if t.Phase != TaskWaiting {
+				continue
+			}
+			for _, d := range t.Task.DependsOn {
+				switch dep := c.byID[d]; dep.Phase {
+				case TaskBlocked, TaskFailed, TaskCancelled:
+					t.Phase, t.LastFailure = TaskBlocked, fmt.Sprintf("dependency %s ended %s", d, dep.Phase)
+					changed = true
+				}
+				if t.Phase == TaskBlocked {
+					break
+				}
+			}
+		}
+	}
+}
+
+func (c *campaign) checkBudget(ctx workflow.Context) {
+	if c.limitHit == "" {
+		c.limitHit = c.budget.exhausted(c.usage, workflow.Now(ctx))
+	}
+}
+
+func (c *campaign) startReady(ctx workflow.Context) {
+	if c.paused || c.stopping || c.limitHit != "" {
+		return
+	}
+	for _, t := range c.tasks {
+		if c.running >= c.settings.MaxParallel {
+			return
+		}
+		if c.startable(t) {
+			c.startGo(ctx, t)
+		}
+	}
+}
+
+// startGo prepares the task's branch and runs its next loop as a child, in a
+// coroutine of its own; the result comes back through the task's state.
+func (c *campaign) startGo(ctx workflow.Context, t *taskState) {
+	t.Go++
+	t.Phase, t.Round = TaskRunning, 0
+	t.WorkflowID = c.settings.ID + "/" + t.Task.ID
+	if t.Go > 1 {
+		t.WorkflowID = fmt.Sprintf("%s/%d", t.WorkflowID, t.Go)
+	}
+	back := t.Back
+	t.Back = nil
+	c.running++
+	workflow.Go(ctx, func(ctx workflow.Context) {
+		defer func() { c.running--; c.dirty = true }()
+		res, err := c.runGo(ctx, t, back)
+		c.goEnded(ctx, t, res, err)
+	})
+}
+
+func (c *campaign) line() activities.CampaignLine {
+	return activities.CampaignLine{Campaign: c.settings.ID, Branch: c.settings.Branch, Base: c.settings.Base}
+}
+
+func (c *campaign) taskRef(t *taskState) activities.CampaignTask {
+	return activities.CampaignTask{ID: t.Task.ID, Workspace: activities.TaskWorkspace(c.settings.ID, t.Task.ID), Commit: t.Commit, Go: t.Go}
+}
+
+func (c *campaign) gitOptions(ctx workflow.Context, summary string) workflow.Context {
+	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: time.Hour,
+		HeartbeatTimeout:    time.Minute,
+		Summary:             summary,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval: time.Second, MaximumInterval: time.Minute,
+			NonRetryableErrorTypes: []string{activities.ErrTypeCampaignGit, activities.ErrTypeBadRoundInput},
+		},
+	})
+}
+
+func (c *campaign) runGo(ctx workflow.Context, t *taskState, back *report.Report) (*Result, error) {
+	var prep activities.PrepareTaskOutput
+	if err := workflow.ExecuteActivity(c.gitOptions(ctx, "prepare "+t.Task.ID), activities.PrepareTaskName,
+		activities.PrepareTaskInput{Line: c.line(), Task: c.taskRef(t)}).Get(ctx, &prep); err != nil {
+		return nil, err
+	}
+	c.head = prep.IntegrationHead
+	if len(prep.Conflicts) > 0 && back != nil {
+		back.NextSteps = append([]string{"Resolve the conflict markers committed in " + strings.Join(prep.Conflicts, ", ") +
+			" keeping both this task's intent and what the integration branch holds."}, back.NextSteps...)
+	}
+	opts := workflow.ChildWorkflowOptions{
+		WorkflowID:          t.WorkflowID,
+		ParentClosePolicy:   enumspb.PARENT_CLOSE_POLICY_REQUEST_CANCEL,
+		WaitForCancellation: true,
+		StaticSummary:       "campaign " + c.settings.ID + ": task " + t.Task.ID,
+	}
+	if c.limits.SearchAttributes {
+		opts.TypedSearchAttributes = temporal.NewSearchAttributes(temporal.NewSearchAttributeKeyKeyword(SearchAttrCampaign).ValueSet(c.settings.ID))
+	}
+	var res Result
+	err := workflow.ExecuteChildWorkflow(workflow.WithChildOptions(ctx, opts), WorkflowName, c.childInput(ctx, t),
+		nil, &TaskStart{Campaign: c.settings.ID, PreviousReport: back}).Get(ctx, &res)
+	if err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// childInput is the task loop's input, as a caller would send it: the
+// task's objective on its workspace, its verify command, and what is left
+// of the campaign's budget as its ceiling.
+func (c *campaign) childInput(ctx workflow.Context, t *taskState) json.RawMessage {
+	in := map[string]any{
+		fieldObjective:     t.Task.Objective,
+		fieldWorkspace:     activities.TaskWorkspace(c.settings.ID, t.Task.ID),
+		fieldVerifyCommand: c.settings.VerifyCommand,
+	}
+	if t.Task.VerifyCommand != "" {
+		in[fieldVerifyCommand] = t.Task.VerifyCommand
+	}
+	if t.Task.MaxRounds != nil {
+		in[fieldMaxRounds] = *t.Task.MaxRounds
+	}
+	if left := c.budget.tokensLeft(c.usage); left > 0 {
+		in[fieldMaxTokens] = left
+	}
+	if !c.budget.Deadline.IsZero() {
+		in[fieldMaxMinutes] = max(int(c.budget.Deadline.Sub(workflow.Now(ctx))/time.Minute), 1)
+	}
+	raw, _ := json.Marshal(in) // a map of strings and ints always encodes
+	return raw
+}
+
+// goEnded records what a task's loop came to.
+func (c *campaign) goEnded(ctx workflow.Context, t *taskState, res *Result, err error) {
+	if err != nil {
+		spent := failedUsage(err)
+		t.Usage, c.usage = t.Usage.Add(spent), c.usage.Add(spent)
+		var ce *temporal.CanceledError
+		if ctx.Err() != nil || errors.As(err, &ce) {
+			t.Phase, t.LastFailure = TaskCancelled, "the loop was cancelled"
+			return
+		}
+		t.Phase, t.LastFailure = TaskFailed, runes.Prefix(err.Error(), 2000)
+		return
+	}
+	t.Usage, c.usage = t.Usage.Add(res.Usage), c.usage.Add(res.Usage)
+	t.Round = res.RoundsStarted
+	switch res.Status {
+	case report.OutcomeComplete:
+		if res.Checkpoint == nil || res.Checkpoint.Commit == "" {
+			t.Phase, t.LastFailure = TaskFailed, "the loop completed without a checkpoint commit"
+			return
+		}
+		t.Commit, t.Phase = res.Checkpoint.Commit, TaskQueued
+		c.queue = append(c.queue, t.Task.ID)
+	case report.OutcomeBlocked:
+		t.Phase, t.LastFailure = TaskBlocked, "the loop reported blocked: "+reportBlocker(res.Report)
+	case report.OutcomeStopped:
+		t.Phase, t.LastFailure = TaskCancelled, "the loop was stopped"
+	default:
+		t.Phase, t.LastFailure = TaskFailed, fmt.Sprintf("the loop ended %s (%s) after %d round(s)", res.Status, res.Limit, res.RoundsStarted)
+	}
+}
+
+func reportBlocker(r *report.Report) string {
+	if r == nil {
+		return "(no report)"
+	}
+	if r.Blocker != "" {
+		return r.Blocker
+	}
+	return r.Summary
+}
+
+// nextBatch takes up to mergeBatch queued tasks off the queue (one with
+// approvals, whose wait is per task).
+func (c *campaign) nextBatch() []*taskState {
+	n := c.settings.MergeBatch
+	if c.settings.Approve == ApproveMerge {
+		n = 1
+	}
+	var batch []*taskState
+	for len(c.queue) > 0 && len(batch) < n {
+		t := c.byID[c.queue[0]]
+		c.queue = c.queue[1:]
+		t.Phase = TaskMerging
+		batch = append(batch, t)
+	}
+	return batch
+}
+
+// land runs the merge queue's step for a stack: landed, sent back, or
+// bisected when the stack's tip fails the verify command.
+func (c *campaign) land(ctx workflow.Context, batch []*taskState) error {
+	in := activities.MergeTaskInput{Line: c.line(), VerifyCommand: c.settings.VerifyCommand, Hold: c.settings.Approve == ApproveMerge}
+	ids := make([]string, len(batch))
+	for i, t := range batch {
+		in.Tasks = append(in.Tasks, c.taskRef(t))
+		ids[i] = t.Task.ID
+	}
+	if in.Hold {
+		in.HoldRef = c.holdRef(batch[0])
+	}
+	var out activities.MergeTaskOutput
+	if err := workflow.ExecuteActivity(c.gitOptions(ctx, "merge "+strings.Join(ids, ", ")), activities.MergeTaskName, in).Get(ctx, &out); err != nil {
+		if ctx.Err() != nil {
+			return c.cancelled(ctx)
+		}
+		for _, t := range batch {
+			t.Phase, t.LastFailure = TaskFailed, "merge step failed: "+runes.Prefix(err.Error(), 2000)
+		}
+		return nil
+	}
+	c.head = out.Head
+	if out.Verification != nil {
+		c.verifies = append(c.verifies, MergeVerify{Tasks: ids, Commit: out.Tip, ExitCode: out.Verification.ExitCode, Passed: out.Verification.Passed()})
+		if len(c.verifies) > maxVerifiesShown {
+			c.verifies = c.verifies[len(c.verifies)-maxVerifiesShown:]
+		}
+	}
+	switch out.Outcome {
+	case activities.MergeLanded:
+		c.merged(batch, out)
+	case activities.MergeMoved:
+		return c.land(ctx, batch)
+	case activities.MergeConflict:
+		rest := make([]*taskState, 0, len(batch))
+		for _, t := range batch {
+			if t.Task.ID == out.ConflictTask {
+				c.sendBack(t, "merging into "+c.settings.Branch+" conflicts in "+strings.Join(out.ConflictPaths, ", "))
+			} else {
+				rest = append(rest, t)
+			}
+		}
+		if len(rest) > 0 {
+			return c.land(ctx, rest)
+		}
+	case activities.MergeRed:
+		if len(batch) == 1 {
+			v := out.Verification
+			c.sendBack(batch[0], fmt.Sprintf("the verify command `%s` exited %d on the merged tree; its output ends:\n%s",
+				v.Command, v.ExitCode, lastRunes(v.Output, 1500)))
+			return nil
+		}
+		half := len(batch) / 2
+		if err := c.land(ctx, batch[:half]); err != nil {
+			return err
+		}
+		return c.land(ctx, batch[half:])
+	case activities.MergeHeld:
+		return c.awaitApproval(ctx, batch[0], out)
+	}
+	return nil
+}
+
+func (c *campaign) merged(batch []*taskState, out activities.MergeTaskOutput) {
+	commits := map[string]string{}
+	for _, m := range out.Merged {
+		commits[m.ID] = m.Commit
+	}
+	for _, t := range batch {
+		t.Phase, t.MergeCommit, t.LastFailure, t.Held, t.HeldOn, t.DiffStat = TaskMerged, commits[t.Task.ID], "", "", "", ""
+	}
+}
+
+func (c *campaign) holdRef(t *taskState) string {
+	return fmt.Sprintf("refs/ralph/campaigns/%s/held/%s/%d-%d", c.settings.ID, t.Task.ID, t.Go, t.MergeAttempts+1)
+}
+
+// awaitApproval holds a verified merge until approve or reject; approve
+// lands the kept tip (merged again when the head moved meanwhile).
+func (c *campaign) awaitApproval(ctx workflow.Context, t *taskState, out activities.MergeTaskOutput) error {
+	t.Phase, t.Held, t.HeldOn, t.DiffStat = TaskAwaitingApproval, out.Tip, out.Head, out.DiffStat
+	c.upsert(ctx)
+	if err := workflow.Await(ctx, func() bool { return c.decisions[t.Task.ID] != nil }); err != nil {
+		return c.cancelled(ctx)
+	}
+	d := c.decisions[t.Task.ID]
+	delete(c.decisions, t.Task.ID)
+	if !d.approved {
+		t.Held, t.HeldOn, t.DiffStat = "", "", ""
+		c.sendBack(t, "the merge was rejected: "+d.reason)
+		return nil
+	}
+	t.Phase = TaskMerging
+	in := activities.MergeTaskInput{Line: c.line(), Tasks: []activities.CampaignTask{c.taskRef(t)},
+		VerifyCommand: c.settings.VerifyCommand, HoldRef: c.holdRef(t), Land: t.Held, LandOn: t.HeldOn}
+	var landed activities.MergeTaskOutput
+	if err := workflow.ExecuteActivity(c.gitOptions(ctx, "land "+t.Task.ID), activities.MergeTaskName, in).Get(ctx, &landed); err != nil {
+		if ctx.Err() != nil {
+			return c.cancelled(ctx)
+		}
+		t.Phase, t.LastFailure = TaskFailed, "landing the approved merge failed: "+runes.Prefix(err.Error(), 2000)
+		return nil
+	}
+	c.head = landed.Head
+	if landed.Outcome == activities.MergeMoved {
+		return c.land(ctx, []*taskState{t})
+	}
+	c.merged([]*taskState{t}, landed)
+	return nil
+}
+
+// sendBack returns a task that did not merge to a new loop with a report
+// naming what failed, or blocks it after maxMergeAttempts.
+func (c *campaign) sendBack(t *taskState, failure string) {
+	t.MergeAttempts++
+	t.LastFailure = runes.Prefix(failure, 2000)
+	if t.MergeAttempts >= c.settings.MaxMergeAttempts {
+		t.Phase = TaskBlocked
+		t.LastFailure = runes.Prefix(fmt.Sprintf("did not merge after %d attempts; the last: %s", t.MergeAttempts, failure), 2000)
+		return
+	}
+	t.Phase = TaskReturned
+	t.Back = c.backReport(t, failure)
+}
+
+// backReport is the campaign-written report a returned task's next loop
+// starts from, validated like any report (cut until it fits).
+func (c *campaign) backReport(t *taskState, failure string) *report.Report {
+	limit := c.limits.MaxHandoffChars
+	for keep := 1500; keep > 0; keep /= 2 {
+		r := report.Report{
+			Status: report.StatusContinue,
+			Summary: fmt.Sprintf("The task's work was complete on its branch, but it did not merge into %s (attempt %d of %d): %s",
+				c.settings.Branch, t.MergeAttempts, c.settings.MaxMergeAttempts, runes.Prefix(failure, keep)),
+			Evidence: []string{},
+			NextSteps: []string{
+				"The integration branch's head is merged into this workspace now; where it conflicted, the conflict markers are committed as they stand.",
+				"Bring the task's change onto the integration branch's current content, keeping the task's intent and what the other tasks landed, until the verify command passes; then report complete.",
+			},
+		}
+		if report.Validate(r, limit) == nil {
+			return &r
+		}
+	}
+	r := report.Report{Status: report.StatusContinue, Summary: "The task did not merge into the integration branch.", Evidence: []string{},
+		NextSteps: []string{"Make the task's change pass the verify command on the integration branch's content."}}
+	return &r
+}
+
+func (c *campaign) finish(ctx workflow.Context) *CampaignResult {
+	status := CampaignComplete
+	for _, t := range c.tasks {
+		if t.Phase != TaskMerged {
+			status = CampaignPartial
+		}
+	}
+	switch {
+	case status == CampaignComplete:
+	case c.stopping:
+		status = CampaignStopped
+	case c.limitHit != "":
+		status = CampaignBudgetLimited
+	}
+	for _, t := range c.tasks {
+		if t.Phase == TaskWaiting || t.Phase == TaskReturned {
+			t.Phase = TaskCancelled
+			if t.LastFailure == "" {
+				t.LastFailure = "not started: the campaign ended " + status
+			}
+		}
+	}
+	c.finished = status
+	c.upsert(ctx)
+	res := &CampaignResult{Status: status, Tasks: []TaskResult{}, IntegrationBranch: c.settings.Branch, Head: c.head, Usage: c.usage}
+	for _, t := range c.tasks {
+		res.Tasks = append(res.Tasks, TaskResult{ID: t.Task.ID, Phase: t.Phase, MergeCommit: t.MergeCommit, LastFailure: t.LastFailure})
+	}
+	return res
+}
+
+func (c *campaign) cancelled(ctx workflow.Context) error {
+	c.finished = OutcomeCancelled
+	dctx, _ := workflow.NewDisconnectedContext(ctx)
+	c.upsert(dctx)
+	return temporal.NewCanceledError()
+}
+
+func (c *campaign) continueAsNew(ctx workflow.Context) error {
+	k := &CampaignContinuation{Limits: c.limits, Settings: c.settings, Queue: c.queue, Head: c.head, Usage: c.usage,
+		Budget: c.budget, Paused: c.paused, Stopping: c.stopping, Verifies: c.verifies}
+	for _, t := range c.tasks {
+		k.Tasks = append(k.Tasks, *t)
+	}
+	return workflow.NewContinueAsNewError(ctx, CampaignWorkflowName, nil, k)
+}
+
+func (c *campaign) phase() string {
+	switch {
+	case c.finished != "":
+		return PhaseFinished
+	case c.paused:
+		return PhasePaused
+	}
+	return PhaseRunning
+}
+
+// upsert publishes the campaign's phase and id as search attributes.
+func (c *campaign) upsert(ctx workflow.Context) {
+	if !c.limits.SearchAttributes {
+		return
+	}
+	phase := c.phase()
+	for _, t := range c.tasks {
+		if t.Phase == TaskAwaitingApproval && phase == PhaseRunning {
+			phase = TaskAwaitingApproval
+		}
+	}
+	updates := []temporal.SearchAttributeUpdate{
+		temporal.NewSearchAttributeKeyKeyword(SearchAttrCampaign).ValueSet(c.settings.ID),
+		temporal.NewSearchAttributeKeyKeyword(SearchAttrPhase).ValueSet(phase),
+	}
+	if c.finished != "" {
+		updates = append(updates, temporal.NewSearchAttributeKeyKeyword(SearchAttrOutcome).ValueSet(c.finished))
+	}
+	if err := workflow.UpsertTypedSearchAttributes(ctx, updates...); err != nil {
+		workflow.GetLogger(ctx).Warn("Upserting the campaign's search attributes failed", "error", err)
+	}
+}
+
+func (c *campaign) snapshot() CampaignStatus {
+	s := CampaignStatus{Phase: c.phase(), Tasks: []TaskStatus{}, IntegrationBranch: c.settings.Branch, Head: c.head,
+		Usage: c.usage, Outcome: c.finished, StopRequested: c.stopping, Verifies: c.verifies, Budget: c.budget.status(0)}
+	if s.Verifies == nil {
+		s.Verifies = []MergeVerify{}
+	}
+	for _, t := range c.tasks {
+		if t.Phase == TaskMerged {
+			s.Merged++
+		}
+		deps := t.Task.DependsOn
+		if deps == nil {
+			deps = []string{}
+		}
+		s.Tasks = append(s.Tasks, TaskStatus{ID: t.Task.ID, Phase: t.Phase, Go: t.Go, Round: t.Round, WorkflowID: t.WorkflowID,
+			Branch: "ralph/" + activities.TaskWorkspace(c.settings.ID, t.Task.ID), MergeCommit: t.MergeCommit,
+			MergeAttempts: t.MergeAttempts, LastFailure: t.LastFailure, Usage: t.Usage, DependsOn: deps,
+			Objective: runes.Prefix(t.Task.Objective, 200), DiffStat: t.DiffStat})
+	}
+	return s
+}
+
+// lastRunes is the tail of s, at most n code points.
+func lastRunes(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return "…" + string(r[len(r)-n:])
+}

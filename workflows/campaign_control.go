@@ -1,0 +1,210 @@
+package workflows
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"go.temporal.io/sdk/workflow"
+)
+
+// CampaignAck is a campaign update's answer: what it changed, never the
+// task list (the status query has it).
+type CampaignAck struct {
+	Phase         string `json:"phase"`
+	Tasks         int    `json:"tasks"`
+	StopRequested bool   `json:"stopRequested"`
+}
+
+// register installs the campaign's status query and updates; each
+// validator refuses, naming why, an update that does not apply.
+func (c *campaign) register(ctx workflow.Context) error {
+	if err := workflow.SetQueryHandler(ctx, StatusQueryName, func() (CampaignStatus, error) {
+		return c.snapshot(), nil
+	}); err != nil {
+		return fmt.Errorf("register the %s query: %w", StatusQueryName, err)
+	}
+	updates := []struct {
+		name      string
+		handler   any
+		validator any
+	}{
+		{UpdatePause, c.onPause, c.validatePause},
+		{UpdateResume, c.onResume, c.validateResume},
+		{UpdateStop, c.onStop, c.validateStop},
+		{UpdateAddTasks, c.onAddTasks, c.validateAddTasks},
+		{UpdateApprove, c.onApprove, c.validateApprove},
+		{UpdateReject, c.onReject, c.validateReject},
+	}
+	for _, u := range updates {
+		if err := workflow.SetUpdateHandlerWithOptions(ctx, u.name, u.handler,
+			workflow.UpdateHandlerOptions{Validator: u.validator}); err != nil {
+			return fmt.Errorf("register the %s update: %w", u.name, err)
+		}
+	}
+	return nil
+}
+
+func (c *campaign) ack() CampaignAck {
+	return CampaignAck{Phase: c.phase(), Tasks: len(c.tasks), StopRequested: c.stopping}
+}
+
+func (c *campaign) open() error {
+	switch {
+	case c.finished != "":
+		return errors.New("the campaign has already finished")
+	case c.settings.ID == "":
+		return errors.New("the campaign is still starting")
+	}
+	return nil
+}
+
+func (c *campaign) validatePause() error {
+	if err := c.open(); err != nil {
+		return err
+	}
+	if c.paused {
+		return errors.New("the campaign is already paused")
+	}
+	return nil
+}
+
+func (c *campaign) onPause(ctx workflow.Context) (CampaignAck, error) {
+	c.paused, c.dirty = true, true
+	c.upsert(ctx)
+	return c.ack(), nil
+}
+
+func (c *campaign) validateResume() error {
+	if err := c.open(); err != nil {
+		return err
+	}
+	if !c.paused {
+		return errors.New("the campaign is not paused")
+	}
+	return nil
+}
+
+func (c *campaign) onResume(ctx workflow.Context) (CampaignAck, error) {
+	c.paused, c.dirty = false, true
+	c.upsert(ctx)
+	return c.ack(), nil
+}
+
+func (c *campaign) validateStop(req StopRequest) error {
+	if err := c.open(); err != nil {
+		return err
+	}
+	if c.stopping {
+		return errors.New("a stop is already pending: the running loops are stopping and queued merges still land")
+	}
+	if n := utf8.RuneCountInString(req.Reason); n > MaxStopReasonChars {
+		return fmt.Errorf("reason is %d characters, over the limit of %d", n, MaxStopReasonChars)
+	}
+	return nil
+}
+
+// onStop starts no new task or go and asks every running loop to stop as
+// the stop update would (its round finishes); queued merges still land.
+func (c *campaign) onStop(ctx workflow.Context, req StopRequest) (CampaignAck, error) {
+	c.stopping, c.dirty = true, true
+	for _, t := range c.tasks {
+		if t.Phase == TaskRunning && t.WorkflowID != "" {
+			workflow.SignalExternalWorkflow(ctx, t.WorkflowID, "", SignalStop, StopRequest{Reason: strings.TrimSpace(req.Reason)})
+		}
+	}
+	return c.ack(), nil
+}
+
+func (c *campaign) validateAddTasks(req AddTasksRequest) error {
+	if err := c.open(); err != nil {
+		return err
+	}
+	if c.stopping {
+		return errors.New("the campaign is stopping: start a new campaign for more tasks")
+	}
+	_, err := c.parseAdded(req)
+	return err
+}
+
+func (c *campaign) parseAdded(req AddTasksRequest) ([]Task, error) {
+	raw, err := jsonOf(req.Tasks)
+	if err != nil {
+		return nil, err
+	}
+	existing := make([]Task, len(c.tasks))
+	for i, t := range c.tasks {
+		existing[i] = t.Task
+	}
+	return parseTasks(raw, c.limits, existing, c.limits.MaxCampaignTasks)
+}
+
+func (c *campaign) onAddTasks(_ workflow.Context, req AddTasksRequest) (CampaignAck, error) {
+	tasks, err := c.parseAdded(req)
+	if err != nil {
+		return CampaignAck{}, err
+	}
+	c.add(tasks)
+	return c.ack(), nil
+}
+
+// awaiting is the task waiting for approval that name names.
+func (c *campaign) awaiting(name string) error {
+	if err := c.open(); err != nil {
+		return err
+	}
+	t := c.byID[name]
+	switch {
+	case name == "":
+		return errors.New("task is required: name the task whose merge waits for approval")
+	case t == nil:
+		return fmt.Errorf("task %q is no task of the campaign", name)
+	case t.Phase != TaskAwaitingApproval:
+		return fmt.Errorf("task %q is %s, not awaiting approval", name, t.Phase)
+	case c.decisions[name] != nil:
+		return fmt.Errorf("task %q already has an answer", name)
+	}
+	return nil
+}
+
+func (c *campaign) validateApprove(req TaskRequest) error { return c.awaiting(req.Task) }
+
+func (c *campaign) onApprove(_ workflow.Context, req TaskRequest) (CampaignAck, error) {
+	c.decide(req.Task, &decision{approved: true})
+	return c.ack(), nil
+}
+
+func (c *campaign) validateReject(req RejectRequest) error {
+	if err := c.awaiting(req.Task); err != nil {
+		return err
+	}
+	switch n := utf8.RuneCountInString(strings.TrimSpace(req.Reason)); {
+	case n == 0:
+		return errors.New("reason is required: it goes back to the task's loop as what failed")
+	case n > MaxStopReasonChars:
+		return fmt.Errorf("reason is %d characters, over the limit of %d", n, MaxStopReasonChars)
+	}
+	return nil
+}
+
+func (c *campaign) onReject(_ workflow.Context, req RejectRequest) (CampaignAck, error) {
+	c.decide(req.Task, &decision{reason: strings.TrimSpace(req.Reason)})
+	return c.ack(), nil
+}
+
+func (c *campaign) decide(task string, d *decision) {
+	if c.decisions == nil {
+		c.decisions = map[string]*decision{}
+	}
+	c.decisions[task], c.dirty = d, true
+}
+
+func jsonOf(v any) ([]byte, error) {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return nil, inputErr(fieldTasks, "cannot be encoded: %v", err)
+	}
+	return raw, nil
+}
