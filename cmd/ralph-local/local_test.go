@@ -159,3 +159,24 @@ func TestCampaignDemoSeedsAFreshRemote(t *testing.T) {
 		t.Errorf("tasks file: %v %q", err, tasks)
 	}
 }
+
+// make demo-campaign end to end: the conflicting pair both land (one on
+// its second go, its conflict resolved by keeping both lines), the third
+// after its dependency, and the integration branch's graph is shown.
+func TestCampaignDemoMergesEveryTask(t *testing.T) {
+	l, out, _ := newLocal(t, make(chan os.Signal))
+	if rc := l.main([]string{campaignFlag}); rc != 0 {
+		t.Fatalf("exit %d, output:\n%s", rc, out)
+	}
+	for _, want := range []string{"Campaign campaign-demo: complete, 3 of 3 tasks merged", "go 2 round", "conflicts in greetings.txt",
+		"log --graph --oneline", "ralph: merge task readme", "The previous report named greetings.txt as conflicting"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	remote := filepath.Join(l.dir, stateDir, campaignDir, "remote.git")
+	got, err := exec.Command("git", "--git-dir", remote, "show", "ralph/campaigns/"+campaignID+"/integration:greetings.txt").CombinedOutput()
+	if err != nil || !strings.Contains(string(got), "Hello, world!\n") || !strings.Contains(string(got), "Bonjour, le monde !\n") || strings.Contains(string(got), "<<<<<<<") {
+		t.Errorf("greetings.txt on the integration branch: %v\n%s", err, got)
+	}
+}
