@@ -154,16 +154,8 @@ func (s *session) infof(format string, args ...any) {
 func (s *session) run(ctx context.Context, foreground bool) int {
 	cmd := s.cmd
 	tq := cmd.cfg.TaskQueue
-	pollers, err := s.takers(ctx, tq)
-	switch {
-	case err != nil:
-		s.errorf("warning: could not check task queue %q for workers: %v", tq, err)
-	case pollers.takers == 0 && !cmd.allowNoWorker:
-		s.errorf("%s: start one (`worker`, or `worker --demo` without a model key), or pass --allow-no-worker to queue the run until one starts",
-			noTakerMessage(pollers, tq, s.namespace, s.address))
+	if !s.workerReady(ctx) {
 		return ExitFailed
-	case pollers.takers == 0:
-		s.errorf("warning: %s; the run waits until one does", noTakerMessage(pollers, tq, s.namespace, s.address))
 	}
 
 	opts := client.StartWorkflowOptions{
@@ -198,6 +190,24 @@ func (s *session) run(ctx context.Context, foreground bool) int {
 	}
 	s.infof("started workflow %s (run %s) on task queue %s; Ctrl-C cancels the run", run.GetID(), run.GetRunID(), tq)
 	return s.follow(ctx, run.GetID(), run.GetRunID(), true, true)
+}
+
+// workerReady checks that a worker can take a new run on the task queue
+// (or that --allow-no-worker was given); false: it said why not.
+func (s *session) workerReady(ctx context.Context) bool {
+	tq := s.cmd.cfg.TaskQueue
+	pollers, err := s.takers(ctx, tq)
+	switch {
+	case err != nil:
+		s.errorf("warning: could not check task queue %q for workers: %v", tq, err)
+	case pollers.takers == 0 && !s.cmd.allowNoWorker:
+		s.errorf("%s: start one (`worker`, or `worker --demo` without a model key), or pass --allow-no-worker to queue the run until one starts",
+			noTakerMessage(pollers, tq, s.namespace, s.address))
+		return false
+	case pollers.takers == 0:
+		s.errorf("warning: %s; the run waits until one does", noTakerMessage(pollers, tq, s.namespace, s.address))
+	}
+	return true
 }
 
 // attach starts the run, or joins the one open under its workflow id, in
@@ -333,23 +343,29 @@ func (s *session) follow(ctx context.Context, id, runID string, progress, cancel
 // await waits for the run to close, following continue-as-new, and rides
 // out a server that is briefly unreachable (runs survive server restarts).
 func (s *session) await(ctx context.Context, id string) outcome {
+	var res workflows.Result
+	if err := s.awaitInto(ctx, id, &res); err != nil {
+		return outcome{err: err}
+	}
+	return outcome{result: &res}
+}
+
+// awaitInto waits for the workflow's result (a run's or a campaign's) as
+// await does; the error is how it closed otherwise.
+func (s *session) awaitInto(ctx context.Context, id string, res any) error {
 	const patience = 2 * time.Minute
 	var lostSince time.Time
 	for {
-		var res workflows.Result
-		err := s.c.GetWorkflow(ctx, id, "").Get(ctx, &res)
-		if err == nil {
-			return outcome{result: &res}
-		}
-		if isWorkflowOutcome(err) || codec.IsDecodeError(err) || ctx.Err() != nil {
-			return outcome{err: err}
+		err := s.c.GetWorkflow(ctx, id, "").Get(ctx, res)
+		if err == nil || isWorkflowOutcome(err) || codec.IsDecodeError(err) || ctx.Err() != nil {
+			return err
 		}
 		if lostSince.IsZero() {
 			lostSince = time.Now()
 			s.errorf("lost the connection to the Temporal server at %s (%v); still waiting for workflow %s", s.address, err, id)
 		}
 		if time.Since(lostSince) > patience {
-			return outcome{err: fmt.Errorf("the Temporal server at %s stayed unreachable for %s: %w", s.address, patience, err)}
+			return fmt.Errorf("the Temporal server at %s stayed unreachable for %s: %w", s.address, patience, err)
 		}
 		time.Sleep(2 * time.Second)
 	}
