@@ -85,6 +85,7 @@ func campaignTasks() []workflows.Task {
 // remote with workers on two hosts (merge batches of 1 and 3), and in local
 // mode with one workspace root.
 func TestRealStackCampaign(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		mode  string
 		batch int
