@@ -287,3 +287,74 @@ func TestCampaignCancelReachesEveryLoop(t *testing.T) {
 		t.Fatalf("loops that saw the cancel: %v", cancelled)
 	}
 }
+
+// TestCampaignPauseAddTasksAndStop: a pause holds new starts (a running
+// loop goes on), add-tasks extends the list (checked as the input is), and
+// stop signals the running loops, lets queued merges land and ends stopped.
+func TestCampaignPauseAddTasksAndStop(t *testing.T) {
+	var suite testsuite.WorkflowTestSuite
+	env := suite.NewTestWorkflowEnvironment()
+	f := &fakeLine{reports: map[string]*report.Report{}}
+	env.RegisterActivityWithOptions(func(context.Context) (activities.Limits, error) { return campaignLimits(), nil },
+		activity.RegisterOptions{Name: activities.ResolveLimitsName})
+	env.RegisterActivityWithOptions(func(context.Context, activities.PrepareTaskInput) (activities.PrepareTaskOutput, error) {
+		return activities.PrepareTaskOutput{IntegrationHead: "h", TaskHead: "h"}, nil
+	}, activity.RegisterOptions{Name: activities.PrepareTaskName})
+	env.RegisterActivityWithOptions(f.merge, activity.RegisterOptions{Name: activities.MergeTaskName})
+	var mu sync.Mutex
+	stopped := map[string]bool{}
+	env.RegisterWorkflowWithOptions(func(ctx workflow.Context, _ json.RawMessage, _ *Continuation, _ *TaskStart) (*Result, error) {
+		id := workflow.GetInfo(ctx).WorkflowExecution.ID
+		task := strings.Split(id, "/")[1]
+		stop := workflow.GetSignalChannel(ctx, SignalStop)
+		got := false
+		sel := workflow.NewSelector(ctx)
+		sel.AddReceive(stop, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, nil); got = true })
+		sel.AddFuture(workflow.NewTimer(ctx, time.Hour), func(workflow.Future) {})
+		sel.Select(ctx)
+		mu.Lock()
+		stopped[task] = got
+		mu.Unlock()
+		rep := completeReport(1)
+		status := report.OutcomeComplete
+		if got {
+			status = report.OutcomeStopped
+		}
+		return &Result{Status: status, RoundsStarted: 1, Report: &rep, Checkpoint: &activities.Checkpoint{Commit: task + "@1"}}, nil
+	}, workflow.RegisterOptions{Name: WorkflowName})
+	env.RegisterWorkflowWithOptions(Campaign, workflow.RegisterOptions{Name: CampaignWorkflowName})
+	env.SetStartWorkflowOptions(clientOptions("camp"))
+
+	var paused, added TaskStatus
+	var addRefused string
+	env.RegisterDelayedCallback(func() {
+		env.UpdateWorkflow(UpdatePause, "p", noopUpdate())
+		env.UpdateWorkflow(UpdateAddTasks, "bad", &testsuite.TestUpdateCallback{OnReject: func(err error) { addRefused = err.Error() },
+			OnAccept: func() {}, OnComplete: func(any, error) {}}, AddTasksRequest{Tasks: []Task{{ID: "a", Objective: "again"}}})
+		env.UpdateWorkflow(UpdateAddTasks, "add", noopUpdate(), AddTasksRequest{Tasks: []Task{{ID: "c", Objective: "c", DependsOn: []string{"a"}}}})
+	}, 10*time.Minute)
+	env.RegisterDelayedCallback(func() {
+		paused = campaignTask(t, env, "b") // a finished at 1 h; b may not start while paused
+		added = campaignTask(t, env, "c")
+		env.UpdateWorkflow(UpdateResume, "r", noopUpdate())
+	}, 90*time.Minute)
+	env.RegisterDelayedCallback(func() {
+		env.UpdateWorkflow(UpdateStop, "s", noopUpdate(), StopRequest{Reason: "enough"})
+	}, 100*time.Minute)
+	in := `{"tasks":[{"id":"a","objective":"a"},{"id":"b","objective":"b"}],"verifyCommand":"check","maxParallel":1}`
+	env.ExecuteWorkflow(CampaignWorkflowName, json.RawMessage(in), (*CampaignContinuation)(nil))
+	var res CampaignResult
+	if err := env.GetWorkflowResult(&res); err != nil {
+		t.Fatal(err)
+	}
+	if paused.Phase != TaskWaiting || added.Phase != TaskWaiting || !strings.Contains(addRefused, `"a" is used by another task`) {
+		t.Fatalf("while paused: b %+v, c %+v, refusal %q", paused, added, addRefused)
+	}
+	// After the resume b started; the stop reached it; a merged; c never started.
+	want := fmt.Sprint([]TaskResult{{ID: "a", Phase: TaskMerged, MergeCommit: "merge-a@1"},
+		{ID: "b", Phase: TaskCancelled, LastFailure: "the loop was stopped"},
+		{ID: "c", Phase: TaskCancelled, LastFailure: "not started: the campaign ended stopped"}})
+	if res.Status != CampaignStopped || fmt.Sprint(res.Tasks) != want || !stopped["b"] || stopped["a"] {
+		t.Fatalf("result %+v (loops stopped: %v), want stopped with %s", res, stopped, want)
+	}
+}
