@@ -37,6 +37,7 @@ cluster_tests=(
   ServerRestartMidRun WorkerCrashRoundFinishedByAnotherWorker CancelReachesQuiescence Churn # persistence, restarts
   RateLimitWaitIsDurableAndVisible PauseListResumeStop UpdatesWithTheTemporalCLI TemporalCLI ScheduledStart # visibility
   RollingUpgradeKeepsRunsPinned AutoUpgradeMovesARunningRun RewindAPinnedRunWhoseBuildIsGone RewindToRoundOne # versioning, reset
+  Campaign # child workflows, signals to them, a killed worker mid-merge
 )
 
 step() { printf '\n== %s (%s)\n' "$1" "$(date -u +%H:%M:%S)"; }
