@@ -153,6 +153,9 @@ type RoundInput struct {
 	// Deferrable: provider limits end the round as deferred (RoundOutput.Deferred)
 	// instead of failing it.
 	Deferrable bool `json:"deferrable,omitempty"`
+	// Guidance is an operator's text (the guide update, or a rejection's
+	// reason) that this round's prompt carries under its own heading.
+	Guidance string `json:"guidance,omitempty"`
 }
 
 // Reasons of a deferred round.
