@@ -98,6 +98,11 @@ type Limits struct {
 	// campaign's maxParallel and of its task list.
 	MaxCampaignParallel int `json:"maxCampaignParallel,omitempty"`
 	MaxCampaignTasks    int `json:"maxCampaignTasks,omitempty"`
+	// Approve is the approval mode of runs whose input does not say
+	// (RALPH_APPROVE: none, complete, rounds:N); "" is none.
+	Approve string `json:"approve,omitempty"`
+	// ApprovalTimeoutHours ends an approval wait (stopped); 0: no end.
+	ApprovalTimeoutHours int `json:"approvalTimeoutHours,omitempty"`
 }
 
 // Deferrals reports whether rounds may end as deferred under these limits.
