@@ -250,6 +250,25 @@ func workerSettings() []setting {
 				}
 				return "off"
 			}},
+		{flag: "approve", env: "RALPH_APPROVE", usage: "none, complete or rounds:N: a verified complete (and every N-th round) waits for an operator's approve or reject update (a run's approve input overrides)",
+			custom: func(w *Worker, source, value string) error {
+				if _, err := workflows.ParseApprove(value); err != nil || value == "" {
+					return fmt.Errorf("%s=%q: must be none, complete or rounds:N with N a positive integer", source, value)
+				}
+				lim(w).Approve = value
+				if value == workflows.ApproveNone {
+					lim(w).Approve = ""
+				}
+				return nil
+			},
+			def: func(w *Worker) string {
+				if lim(w).Approve == "" {
+					return workflows.ApproveNone
+				}
+				return lim(w).Approve
+			}},
+		{flag: "approval-timeout-hours", env: "RALPH_APPROVAL_TIMEOUT_HOURS", usage: "an approval wait longer than this ends the run stopped (unset: a wait has no end)",
+			optional: true, intp: func(w *Worker) *int { return &lim(w).ApprovalTimeoutHours }},
 		{flag: "review-model", env: "RALPH_REVIEW_MODEL", usage: "the reviewer's model on the same endpoint (empty: RALPH_MODEL)",
 			strp: func(w *Worker) *string { return &w.Activities.ReviewModel }},
 		{flag: "review-diff-chars", env: "RALPH_REVIEW_DIFF_CHARS", usage: "max code points of the run's change (diff stat and patch) shown to the reviewer",
