@@ -43,6 +43,12 @@ type Config struct {
 	// ReviewDiffChars bounds the run's change shown to the reviewer, in code
 	// points (RALPH_REVIEW_DIFF_CHARS).
 	ReviewDiffChars int
+	// NotifyURL receives the runs' events (RALPH_NOTIFY_URL): a secret,
+	// never in history, logs or status. NotifyEvents are the events sent
+	// (RALPH_NOTIFY_EVENTS); UIURL is the Temporal UI runs link to.
+	NotifyURL    string
+	NotifyEvents []string
+	UIURL        string
 	// TranscriptMaxMB caps the transcript of one round attempt
 	// (RALPH_TRANSCRIPT_MAX_MB); past it one line says what was left out.
 	TranscriptMaxMB int

@@ -103,6 +103,10 @@ type Limits struct {
 	Approve string `json:"approve,omitempty"`
 	// ApprovalTimeoutHours ends an approval wait (stopped); 0: no end.
 	ApprovalTimeoutHours int `json:"approvalTimeoutHours,omitempty"`
+	// NotifyEvents are the events the workflow sends to the worker's
+	// RALPH_NOTIFY_URL (none when no URL is configured); the URL itself
+	// is never here.
+	NotifyEvents []string `json:"notifyEvents,omitempty"`
 }
 
 // Deferrals reports whether rounds may end as deferred under these limits.
