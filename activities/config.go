@@ -1,6 +1,7 @@
 package activities
 
 import (
+	"strings"
 	"time"
 
 	"github.com/ralph-temporal/ralph/agent"
@@ -60,6 +61,8 @@ const (
 	DefaultSessionDir        = ".ralph/sessions"
 	DefaultHeartbeatInterval = time.Second
 	DefaultReviewDiffChars   = 60000
+	// DefaultNotifyEvents is RALPH_NOTIFY_EVENTS's default.
+	DefaultNotifyEvents = "complete,blocked,failed,budget-limited,stopped,waiting,awaiting-approval"
 )
 
 // DefaultConfig is the defaults with relative directories. The session's own
@@ -74,6 +77,7 @@ func DefaultConfig() Config {
 		Sandbox:           sandbox.DefaultConfig(),
 		Git:               gitws.DefaultConfig(),
 		ReviewDiffChars:   DefaultReviewDiffChars,
+		NotifyEvents:      strings.Split(DefaultNotifyEvents, ","),
 		Agents:            cli.DefaultSettings(),
 		TranscriptMaxMB:   agent.DefaultTranscriptMaxBytes >> 20,
 	}

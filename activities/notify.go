@@ -30,6 +30,9 @@ type NotifyInput struct {
 	Status     string `json:"status"`
 	// Text is the one line a person reads.
 	Text string `json:"text"`
+	// Seq tells apart repeats of an event in one round (a round's
+	// deferrals each wait); 0 for the others.
+	Seq int `json:"seq,omitempty"`
 }
 
 // notifyBody is what the receiver gets: a Slack- and Mattermost-compatible
@@ -78,7 +81,11 @@ func (a *Activities) Notify(ctx context.Context, in NotifyInput) error {
 
 // NotifyKey is one event's Idempotency-Key: a retried POST repeats it.
 func NotifyKey(in NotifyInput) string {
-	return fmt.Sprintf("%s/%s/%s/%d", in.WorkflowID, in.RunID, in.Event, in.Round)
+	key := fmt.Sprintf("%s/%s/%s/%d", in.WorkflowID, in.RunID, in.Event, in.Round)
+	if in.Seq > 0 {
+		key += fmt.Sprintf("/%d", in.Seq)
+	}
+	return key
 }
 
 // postProblem is what went wrong without the URL (*url.Error names it).

@@ -217,6 +217,7 @@ func (l *loop) awaitApproval(ctx workflow.Context, round int) (rejected bool, re
 	l.status.Phase = PhaseAwaitingApproval
 	workflow.SetCurrentDetails(ctx, fmt.Sprintf("Awaiting approval after round %d of %d", round, l.maxRounds))
 	l.upsertVisibility(ctx)
+	l.notify(ctx, EventAwaitingApproval, round, 0, false)
 	decided := func() bool { return w.decided || l.control.stopRequested }
 	if hours := l.limits.ApprovalTimeoutHours; hours > 0 {
 		var ok bool

@@ -1,12 +1,17 @@
 package workflows
 
 import (
+	"context"
+	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/mock"
+	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
 
 	"github.com/ralph-temporal/ralph/activities"
 	"github.com/ralph-temporal/ralph/report"
@@ -190,5 +195,45 @@ func TestApproveInputIsChecked(t *testing.T) {
 		if !strings.Contains(appErr.Error(), "approve") {
 			t.Errorf("approve %s: error %q does not name the field", bad, appErr.Error())
 		}
+	}
+}
+
+func TestEventsAreNotifiedWithoutWaiting(t *testing.T) {
+	s := &script{reports: map[int]report.Report{2: completeReport(2)},
+		deferrals: map[int][]activities.Deferred{1: {{Reason: activities.DeferRateLimited, RetryAfterSeconds: 60}}}}
+	limits := testLimits()
+	limits.NotifyEvents = strings.Split(DefaultNotifyEvents, ",")
+	env := newEnv(t, limits, s)
+	env.RegisterWorkflowWithOptions(RalphNotify, workflow.RegisterOptions{Name: NotifyWorkflowName})
+	var sent []activities.NotifyInput
+	// The end event's detached child: the test environment stops with its
+	// parent, so the child's start is what is recorded.
+	env.OnWorkflow(NotifyWorkflowName, mock.Anything, mock.Anything).Return(
+		func(_ workflow.Context, in activities.NotifyInput) error {
+			sent = append(sent, in)
+			return nil
+		})
+	// The receiver never answers in time: the run goes on regardless.
+	env.RegisterActivityWithOptions(func(_ context.Context, in activities.NotifyInput) error {
+		sent = append(sent, in)
+		return errors.New("the receiver could not be reached")
+	}, activity.RegisterOptions{Name: activities.NotifyName})
+	sendUpdate(env, 3*time.Hour, UpdateApprove, ApproveRequest{})
+	res, err := execute(t, env, `{"objective":"fix it","approve":"complete"}`)
+	if err != nil || res.Status != report.OutcomeComplete {
+		t.Fatalf("result = %+v, %v", res, err)
+	}
+	var got []string
+	for _, in := range sent {
+		if !slices.Contains(got, in.Event) {
+			got = append(got, in.Event)
+		}
+	}
+	if strings.Join(got, ",") != "waiting,awaiting-approval,complete" {
+		t.Fatalf("events sent = %q", got)
+	}
+	last := sent[len(sent)-1]
+	if last.Status != report.OutcomeComplete || last.Round != 2 || last.WorkflowID != "fix-tests" || !strings.Contains(last.Text, "complete") {
+		t.Fatalf("complete event = %+v", last)
 	}
 }

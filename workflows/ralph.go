@@ -588,6 +588,7 @@ func (l *loop) stop(ctx workflow.Context, outcome string, rounds int) {
 	l.status.Outcome = outcome
 	workflow.SetCurrentDetails(ctx, fmt.Sprintf("Finished: %s after %d round(s)", outcome, rounds))
 	l.upsertVisibility(ctx)
+	l.notify(ctx, outcome, rounds, 0, true)
 }
 
 func (l *loop) continueAsNew(ctx workflow.Context, nextRound int) error {
