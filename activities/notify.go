@@ -55,7 +55,7 @@ func (a *Activities) Notify(ctx context.Context, in NotifyInput) error {
 		return nil
 	}
 	body := notifyBody{Text: in.Text, Event: in.Event, WorkflowID: in.WorkflowID, RunID: in.RunID,
-		Round: in.Round, Status: in.Status, URL: runURL(a.cfg.UIURL, activity.GetInfo(ctx).WorkflowNamespace, in.WorkflowID, in.RunID)}
+		Round: in.Round, Status: in.Status, URL: runURL(a.cfg.UIURL, activity.GetInfo(ctx).Namespace, in.WorkflowID, in.RunID)}
 	raw, err := json.Marshal(body)
 	if err != nil {
 		return fmt.Errorf("encode the notification: %w", err)
