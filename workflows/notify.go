@@ -74,8 +74,16 @@ func (l *loop) notify(ctx workflow.Context, event string, round, seq int, final 
 	}
 	dctx, cancel := workflow.NewDisconnectedContext(ctx)
 	defer cancel()
+	// Recorded, so a replay under another workflow id issues the same command.
+	var childID string
+	if err := workflow.SideEffect(ctx, func(workflow.Context) any {
+		return fmt.Sprintf("%s/notify/%s/%d", run.ID, event, round)
+	}).Get(&childID); err != nil {
+		workflow.GetLogger(ctx).Warn("Notification not started", "event", event, "error", err)
+		return
+	}
 	cctx := workflow.WithChildOptions(dctx, workflow.ChildWorkflowOptions{
-		WorkflowID:        fmt.Sprintf("%s/notify/%s/%s", run.ID, event, run.RunID),
+		WorkflowID:        childID,
 		ParentClosePolicy: enumspb.PARENT_CLOSE_POLICY_ABANDON,
 	})
 	child := workflow.ExecuteChildWorkflow(cctx, NotifyWorkflowName, in)

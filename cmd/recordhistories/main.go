@@ -25,6 +25,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -119,6 +121,9 @@ type scenario struct {
 	// rewind: once round 2 started its command, `starter rewind --round 1`
 	// resets the run; the original run and the reset run are recorded.
 	rewind bool
+	// approval: the run awaits approval after round 1 (guided, then
+	// rejected) and after round 2 (approved).
+	approval bool
 	// script plays the model for this scenario's requests (nil: every round
 	// hands off with continue); play finds it by the scenario's tag.
 	script func(req fakeopenai.Request) fakeopenai.Response
@@ -187,6 +192,10 @@ func record(parent, name, only string) error {
 	cfg.Limits.MaxRounds = 8
 	cfg.Limits.MaxObjectiveChars = 262144 // the ceiling: objective-too-large meets the byte bound first
 	cfg.Limits.RoundsPerRun = 3           // the continue-as-new scenario crosses a run boundary
+	// Every event goes to a local receiver, so the notifications are recorded.
+	hook := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	defer hook.Close()
+	cfg.NotifyURL = hook.URL
 	acts, err := activities.New(cfg)
 	if err != nil {
 		return fmt.Errorf("activities: %w", err)
@@ -380,6 +389,11 @@ func (r recorder) recordScenario(ctx context.Context, sc scenario) error {
 			return fmt.Errorf("stop while waiting: %w", err)
 		}
 	}
+	if sc.approval {
+		if err := steerApproval(ctx, c, id); err != nil {
+			return err
+		}
+	}
 	if sc.cancel {
 		started := filepath.Join(root, workflows.DefaultWorkspace(id), "started.txt")
 		if err := waitStarted(ctx, started); err != nil {
@@ -558,4 +572,44 @@ func writeHistory(hist *historypb.History, path string) error {
 		return fmt.Errorf("encode history: %w", err)
 	}
 	return os.WriteFile(path, append(data, '\n'), 0o644)
+}
+
+// steerApproval guides and rejects the run's first approval wait and
+// approves its second.
+func steerApproval(ctx context.Context, c client.Client, id string) error {
+	steps := []struct {
+		round   int
+		updates []update
+	}{
+		{1, []update{{workflows.UpdateGuide, []any{workflows.GuideRequest{Text: "recorded guidance"}}},
+			{workflows.UpdateReject, []any{workflows.ReasonRequest{Reason: "recorded rejection"}}}}},
+		{2, []update{{workflows.UpdateApprove, []any{workflows.ApproveRequest{}}}}},
+	}
+	for _, st := range steps {
+		err := wait.For(ctx, time.Minute, 100*time.Millisecond, func(ctx context.Context) error {
+			v, err := c.QueryWorkflow(ctx, id, "", workflows.StatusQueryName)
+			var s workflows.Status
+			if err == nil {
+				err = v.Get(&s)
+			}
+			if err == nil && (s.Phase != workflows.PhaseAwaitingApproval || s.Round != st.round) {
+				err = fmt.Errorf("phase %s at round %d", s.Phase, s.Round)
+			}
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("run %s never awaited approval after round %d: %w", id, st.round, err)
+		}
+		for _, u := range st.updates {
+			h, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: id, UpdateName: u.name, Args: u.args,
+				WaitForStage: client.WorkflowUpdateStageCompleted})
+			if err == nil {
+				err = h.Get(ctx, nil)
+			}
+			if err != nil {
+				return fmt.Errorf("%s update: %w", u.name, err)
+			}
+		}
+	}
+	return nil
 }
