@@ -76,7 +76,7 @@ func (l *loop) notify(ctx workflow.Context, event string, round, seq int, final 
 	defer cancel()
 	// Recorded, so a replay under another workflow id issues the same command.
 	var childID string
-	if err := workflow.SideEffect(ctx, func(workflow.Context) any {
+	if err := workflow.SideEffect(dctx, func(workflow.Context) any {
 		return fmt.Sprintf("%s/notify/%s/%d", run.ID, event, round)
 	}).Get(&childID); err != nil {
 		workflow.GetLogger(ctx).Warn("Notification not started", "event", event, "error", err)
