@@ -153,13 +153,19 @@ func (a *Activities) Register(r worker.ActivityRegistry) {
 	r.RegisterActivityWithOptions(a.ReviewCompletion, activity.RegisterOptions{Name: ReviewCompletionName})
 	r.RegisterActivityWithOptions(a.PrepareTask, activity.RegisterOptions{Name: PrepareTaskName})
 	r.RegisterActivityWithOptions(a.MergeTask, activity.RegisterOptions{Name: MergeTaskName})
+	r.RegisterActivityWithOptions(a.Notify, activity.RegisterOptions{Name: NotifyName})
 }
 
 // ResolveLimits returns the deployment's limits. The workflow runs it once
 // per run as a local activity, so the limits are recorded in history and a
 // replay never depends on the current worker's configuration.
 func (a *Activities) ResolveLimits(context.Context) (Limits, error) {
-	return a.cfg.Limits, nil
+	l := a.cfg.Limits
+	// Only a worker with a receiver makes runs notify: the events, never the URL.
+	if a.cfg.NotifyURL != "" {
+		l.NotifyEvents = a.cfg.NotifyEvents
+	}
+	return l, nil
 }
 
 // WorkspaceRoot is the absolute directory that holds every workspace.

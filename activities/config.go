@@ -1,6 +1,7 @@
 package activities
 
 import (
+	"strings"
 	"time"
 
 	"github.com/ralph-temporal/ralph/agent"
@@ -43,6 +44,12 @@ type Config struct {
 	// ReviewDiffChars bounds the run's change shown to the reviewer, in code
 	// points (RALPH_REVIEW_DIFF_CHARS).
 	ReviewDiffChars int
+	// NotifyURL receives the runs' events (RALPH_NOTIFY_URL): a secret,
+	// never in history, logs or status. NotifyEvents are the events sent
+	// (RALPH_NOTIFY_EVENTS); UIURL is the Temporal UI runs link to.
+	NotifyURL    string
+	NotifyEvents []string
+	UIURL        string
 	// TranscriptMaxMB caps the transcript of one round attempt
 	// (RALPH_TRANSCRIPT_MAX_MB); past it one line says what was left out.
 	TranscriptMaxMB int
@@ -54,6 +61,8 @@ const (
 	DefaultSessionDir        = ".ralph/sessions"
 	DefaultHeartbeatInterval = time.Second
 	DefaultReviewDiffChars   = 60000
+	// DefaultNotifyEvents is RALPH_NOTIFY_EVENTS's default.
+	DefaultNotifyEvents = "complete,blocked,failed,budget-limited,stopped,waiting,awaiting-approval"
 )
 
 // DefaultConfig is the defaults with relative directories. The session's own
@@ -68,6 +77,7 @@ func DefaultConfig() Config {
 		Sandbox:           sandbox.DefaultConfig(),
 		Git:               gitws.DefaultConfig(),
 		ReviewDiffChars:   DefaultReviewDiffChars,
+		NotifyEvents:      strings.Split(DefaultNotifyEvents, ","),
 		Agents:            cli.DefaultSettings(),
 		TranscriptMaxMB:   agent.DefaultTranscriptMaxBytes >> 20,
 	}

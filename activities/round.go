@@ -101,6 +101,7 @@ func (a *Activities) RunRound(ctx context.Context, in RoundInput) (out RoundOutp
 		Deadline: roundDeadline(info), VerifyCommand: in.VerifyCommand, TokenBudget: in.TokenBudget, RunDeadline: in.RunDeadline,
 		ProtectedPaths: in.ProtectedPaths,
 		Deferrable:     in.Deferrable,
+		Guidance:       in.Guidance,
 	}, agent.Observers(transcript, hb, tally, providerWarnings(logger, in.Round)))
 	tally.record(activity.GetMetricsHandler(ctx), roundOutcome(res, err), res.Usage, time.Since(started))
 	if terr := transcript.Err(); terr != nil {

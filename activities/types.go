@@ -98,6 +98,15 @@ type Limits struct {
 	// campaign's maxParallel and of its task list.
 	MaxCampaignParallel int `json:"maxCampaignParallel,omitempty"`
 	MaxCampaignTasks    int `json:"maxCampaignTasks,omitempty"`
+	// Approve is the approval mode of runs whose input does not say
+	// (RALPH_APPROVE: none, complete, rounds:N); "" is none.
+	Approve string `json:"approve,omitempty"`
+	// ApprovalTimeoutHours ends an approval wait (stopped); 0: no end.
+	ApprovalTimeoutHours int `json:"approvalTimeoutHours,omitempty"`
+	// NotifyEvents are the events the workflow sends to the worker's
+	// RALPH_NOTIFY_URL (none when no URL is configured); the URL itself
+	// is never here.
+	NotifyEvents []string `json:"notifyEvents,omitempty"`
 }
 
 // Deferrals reports whether rounds may end as deferred under these limits.
@@ -153,6 +162,9 @@ type RoundInput struct {
 	// Deferrable: provider limits end the round as deferred (RoundOutput.Deferred)
 	// instead of failing it.
 	Deferrable bool `json:"deferrable,omitempty"`
+	// Guidance is an operator's text (the guide update, or a rejection's
+	// reason) that this round's prompt carries under its own heading.
+	Guidance string `json:"guidance,omitempty"`
 }
 
 // Reasons of a deferred round.

@@ -12,8 +12,9 @@ import (
 // The round prompt holds only: a fresh worker, the immutable objective,
 // "Round R of N", the workspace as the source of truth, the previous report
 // (or a first-round line), the report rules, the ban on starting another
-// Ralph loop, and the bounds the worker has to plan with (including that a
-// complete report is checked when a verify command applies). Nothing else
+// Ralph loop, an operator's guidance when there is some, and the bounds
+// the worker has to plan with (including that a complete report is checked
+// when a verify command applies). Nothing else
 // from earlier rounds enters. The system prompt depends on the deployment
 // only, so it stays byte-identical across sessions (prompt caches).
 
@@ -33,6 +34,7 @@ type roundData struct {
 	MaxCommandTimeout string
 	ContextTokens     int
 	VerifyCommand     string
+	Guidance          string
 }
 
 // boundsData is the round's identity and bounds, shared by the worker's
@@ -58,6 +60,7 @@ func (s *session) roundPrompt() (string, error) {
 		}
 		d.Previous = prev
 	}
+	d.Guidance = s.req.Guidance
 	return render(textRound, d)
 }
 

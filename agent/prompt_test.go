@@ -17,19 +17,24 @@ func TestRoundPromptTellsTheBounds(t *testing.T) {
 		name     string
 		verify   string
 		deadline time.Duration
+		guidance string
 		want     []string
 		dontWant []string
 	}{
-		{"no verify, no deadline", "", 0,
+		{"no verify, no deadline", "", 0, "",
 			[]string{"model calls: at most 100", "run_command times out after 2m0s", "at most 30m0s", "context: about 131072 tokens"},
-			[]string{"round time", "will be checked"}},
-		{"verify and deadline", "go test ./...", time.Hour,
+			[]string{"round time", "will be checked", "Guidance from the operator"}},
+		{"verify and deadline", "go test ./...", time.Hour, "",
 			[]string{"round time: about 1h0m0s", "A complete report will be checked: the round runs `go test ./...` in the workspace, and only an exit code of 0 accepts it."},
+			nil},
+		{"guidance", "", 0, "Leave the parser alone; fix the lexer first.",
+			[]string{"\n\nGuidance from the operator:\nLeave the parser alone; fix the lexer first.\n"},
 			nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, fakeopenai.Script{Queue: []fakeopenai.Response{submit(validContinue)}})
 			h.req.VerifyCommand = tc.verify
+			h.req.Guidance = tc.guidance
 			if tc.deadline > 0 {
 				h.req.Deadline = time.Now().Add(tc.deadline)
 			}

@@ -48,6 +48,9 @@ type Request struct {
 	// (*DeferredError) instead of a failure: off for runs whose recorded
 	// limits predate deferrals, which keep the old behaviour.
 	Deferrable bool
+	// Guidance is an operator's text for this round (its prompt shows it
+	// under "Guidance from the operator"); empty: none.
+	Guidance string
 }
 
 func (r Request) validate() error {

@@ -32,6 +32,9 @@ func Campaign(ctx workflow.Context, input json.RawMessage, cont *CampaignContinu
 	if err := c.register(ctx); err != nil {
 		return nil, err
 	}
+	if err := c.registerGuide(ctx); err != nil {
+		return nil, err
+	}
 	var err error
 	if cont != nil {
 		err = c.resume(ctx, cont)

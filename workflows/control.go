@@ -44,6 +44,9 @@ func (l *loop) register(ctx workflow.Context) error {
 		{UpdateResume, l.onResume, l.validateResume},
 		{UpdateExtend, l.onExtend, l.validateExtend},
 		{UpdateDescribe, l.onDescribe, nil},
+		{UpdateGuide, l.onGuide, l.validateGuide},
+		{UpdateApprove, l.onApprove, l.validateApprove},
+		{UpdateReject, l.onReject, l.validateReject},
 	}
 	for _, u := range updates {
 		if err := workflow.SetUpdateHandlerWithOptions(ctx, u.name, u.handler,
@@ -62,6 +65,7 @@ func (l *loop) register(ctx workflow.Context) error {
 			}
 		}
 	})
+	l.receiveGuidance(ctx)
 	return nil
 }
 
@@ -105,7 +109,8 @@ func (l *loop) validatePause() error {
 
 func (l *loop) onPause(workflow.Context) (Ack, error) {
 	l.control.paused = true
-	if !l.roundRunning && l.status.Phase != PhaseStarting {
+	// An approval wait keeps its phase; the pause holds the next round.
+	if !l.roundRunning && l.status.Phase != PhaseStarting && l.status.Phase != PhaseAwaitingApproval {
 		l.status.Phase = PhasePaused
 	}
 	return l.ack(), nil

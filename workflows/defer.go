@@ -198,6 +198,7 @@ func (l *loop) waitDeferred(ctx workflow.Context, w deferredWork, d activities.D
 			workflow.SetCurrentDetails(ctx, fmt.Sprintf("Waiting until %s before running %s again: the provider is %s",
 				l.status.WaitingUntil, w.what, d.Reason))
 			l.upsertVisibility(ctx)
+			l.notify(ctx, EventWaiting, w.round, l.status.Deferrals, false)
 		}
 		end := until
 		if !l.budget.Deadline.IsZero() && l.budget.Deadline.Before(end) {

@@ -31,7 +31,7 @@ const MaxVerifyCommandChars = 4096
 
 // inputKeys lists the allowed keys in the order errors name them.
 func inputKeys() []string {
-	return []string{fieldObjective, fieldMaxRounds, fieldWorkspace, fieldVerifyCommand, fieldMaxTokens, fieldMaxMinutes, fieldProtected, fieldReview}
+	return []string{fieldObjective, fieldMaxRounds, fieldWorkspace, fieldVerifyCommand, fieldMaxTokens, fieldMaxMinutes, fieldProtected, fieldReview, fieldApprove}
 }
 
 // run is a validated input with every default resolved.
@@ -44,6 +44,7 @@ type run struct {
 	maxMinutes    int    // 0: no time budget
 	protected     []string
 	review        bool
+	approve       string
 }
 
 // InputError names the input field that is wrong and why.
@@ -101,6 +102,9 @@ func parseInput(raw []byte, limits activities.Limits, workflowID string) (run, e
 		return run{}, err
 	}
 	if r.review, err = parseReview(fields[fieldReview], limits.Review); err != nil {
+		return run{}, err
+	}
+	if r.approve, err = parseRunApprove(fields[fieldApprove], limits.Approve); err != nil {
 		return run{}, err
 	}
 	return r, nil
@@ -264,4 +268,20 @@ func parseReview(raw json.RawMessage, deploymentDefault bool) (bool, error) {
 		return false, nil
 	}
 	return false, inputErr(fieldReview, "must be a JSON boolean (true or false), got %s", bytes.TrimSpace(raw))
+}
+
+// parseRunApprove reads the run's approval mode; null or absent means the
+// deployment's RALPH_APPROVE.
+func parseRunApprove(raw json.RawMessage, deploymentDefault string) (string, error) {
+	if isNull(raw) {
+		return deploymentDefault, nil
+	}
+	var mode string
+	if err := json.Unmarshal(raw, &mode); err != nil {
+		return "", inputErr(fieldApprove, "must be a JSON string (none, complete or rounds:N), got %s", bytes.TrimSpace(raw))
+	}
+	if _, err := ParseApprove(mode); err != nil || mode == "" {
+		return "", inputErr(fieldApprove, "must be none, complete or rounds:N with N a positive integer, got %q", mode)
+	}
+	return mode, nil
 }

@@ -99,6 +99,10 @@ type loop struct {
 	// heldContinues: a pause or a round's wait ends in a continue-as-new
 	// when the server suggests one (continueWhileHeld).
 	heldContinues bool
+	// approve is the run's approval mode (people.go); people its guidance
+	// and approval waits.
+	approve string
+	people  people
 }
 
 // begin resolves the deployment limits (recorded in history) and validates a
@@ -127,7 +131,7 @@ func (l *loop) begin(ctx workflow.Context, input json.RawMessage) error {
 		return temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeInvalidInput, nil)
 	}
 	l.objective, l.maxRounds, l.workspace, l.verifyCommand = r.objective, r.maxRounds, r.workspace, r.verifyCommand
-	l.protected, l.review = r.protected, r.review
+	l.protected, l.review, l.approve = r.protected, r.review, r.approve
 	l.budget = newRunBudget(r.maxTokens, r.maxMinutes, workflow.Now(ctx))
 	l.nextRound = 1
 	return nil
@@ -183,6 +187,7 @@ func (l *loop) resume(ctx workflow.Context, c *Continuation) error {
 	l.protected, l.review, l.baseCommit = c.ProtectedPaths, c.Review, c.BaseCommit
 	l.firstRequestTokens = c.FirstRequestTokens
 	l.deferrals, l.deferredSpent = c.Deferrals, c.DeferredUsage
+	l.approve, l.people.pending = c.Approve, c.Guidance
 	l.status.Round = c.NextRound - 1
 	// A continued run is past starting: it runs, or holds a carried pause.
 	l.status.Phase = PhaseRunning
@@ -228,6 +233,7 @@ func (l *loop) snapshot() Status {
 	st.StopRequested = l.control.stopRequested
 	st.PauseRequested = l.control.paused
 	st.Budget = l.budget.status(l.limits.MaxIdleRounds)
+	st.Guidance = l.people.status()
 	return st
 }
 
@@ -293,20 +299,42 @@ func (l *loop) afterRound(ctx workflow.Context, round int, out activities.RoundO
 	switch l.last.Status {
 	case report.StatusComplete:
 		if !l.review {
-			return l.finishComplete(ctx, round, out.Verification, nil), nil
+			return l.complete(ctx, round, out, nil)
 		}
 		rv, res, err := l.runReview(ctx, round, out)
 		if res != nil || err != nil {
 			return res, err
 		}
 		if rv.Verdict == report.VerdictApprove {
-			return l.finishComplete(ctx, round, out.Verification, &rv), nil
+			return l.complete(ctx, round, out, &rv)
 		}
 		// revise: the run goes on with the reviewer's findings as the
 		// handoff; at the last round the round cap ends it below.
 	case report.StatusBlocked:
 		return l.finish(ctx, report.OutcomeBlocked, round), nil
 	}
+	return l.goOn(ctx, round, out, false)
+}
+
+// complete ends the run on an accepted complete, or first waits for an
+// approval when the run's approval mode asks for one; a rejection goes on.
+func (l *loop) complete(ctx workflow.Context, round int, out activities.RoundOutput, rv *report.Review) (*Result, error) {
+	if l.approvalAfter(round, true) {
+		rejected, res, err := l.awaitApproval(ctx, round)
+		if res != nil || err != nil {
+			return res, err
+		}
+		if rejected {
+			return l.goOn(ctx, round, out, true)
+		}
+	}
+	return l.finishComplete(ctx, round, out.Verification, rv), nil
+}
+
+// goOn ends the run after a round that did not, on a pending stop, a
+// budget that forced the round's hand-off or the idle budget; under
+// rounds:N it then waits for an approval (unless waited: it just did).
+func (l *loop) goOn(ctx workflow.Context, round int, out activities.RoundOutput, waited bool) (*Result, error) {
 	if l.control.stopRequested {
 		return l.finishStopped(ctx, round), nil
 	}
@@ -316,6 +344,10 @@ func (l *loop) afterRound(ctx workflow.Context, round int, out activities.RoundO
 	// At the last round the round cap is what ended the run.
 	if round < l.maxRounds && l.limits.MaxIdleRounds > 0 && l.idleRounds >= l.limits.MaxIdleRounds {
 		return l.finishBudget(ctx, LimitIdle, round), nil
+	}
+	if !waited && round < l.maxRounds && l.approvalAfter(round, false) {
+		_, res, err := l.awaitApproval(ctx, round)
+		return res, err
 	}
 	return nil, nil
 }
@@ -414,12 +446,16 @@ func (l *loop) runRound(ctx workflow.Context, round int) (activities.RoundOutput
 		ProtectedPaths: l.protectedSets(),
 		Deferrable:     l.limits.Deferrals(),
 		Rewound:        resetRun(ctx),
+		Guidance:       l.people.take(round),
 	}
 	if l.checkpoint != nil {
 		in.Checkpoint = l.checkpoint.Commit
 	}
 	var out activities.RoundOutput
 	err := workflow.ExecuteActivity(actx, activities.RunRoundName, in).Get(ctx, &out)
+	if err == nil && out.Deferred == nil {
+		l.people.delivering = "" // the round ran with it: delivered once
+	}
 	if ctx.Err() != nil || temporal.IsCanceledError(err) {
 		// A cancel wins over whatever the stopping round returned; what the
 		// cancelled round spent still counts.
@@ -572,6 +608,7 @@ func (l *loop) stop(ctx workflow.Context, outcome string, rounds int) {
 	l.status.Outcome = outcome
 	workflow.SetCurrentDetails(ctx, fmt.Sprintf("Finished: %s after %d round(s)", outcome, rounds))
 	l.upsertVisibility(ctx)
+	l.notify(ctx, outcome, rounds, 0, true)
 }
 
 func (l *loop) continueAsNew(ctx workflow.Context, nextRound int) error {
@@ -586,6 +623,7 @@ func (l *loop) continueAsNew(ctx workflow.Context, nextRound int) error {
 		Budget: l.budget, IdleRounds: l.idleRounds, Checkpoint: l.checkpoint, Paused: l.control.paused,
 		ProtectedPaths: l.protected, Review: l.review, BaseCommit: l.baseCommit,
 		FirstRequestTokens: l.firstRequestTokens,
+		Approve:            l.approve, Guidance: l.people.pending,
 	}
 	// What only a pause or a wait leaves pending: a rewound signal (the
 	// next run would never see it) and a deferred round's counters.

@@ -35,7 +35,7 @@ type ExtendRequest struct {
 
 // Search attributes the workflow upserts (when the deployment has them on).
 const (
-	SearchAttrPhase     = "RalphPhase"     // Keyword: starting, running, waiting, paused, finished
+	SearchAttrPhase     = "RalphPhase"     // Keyword: starting, running, waiting, paused, awaiting-approval, finished
 	SearchAttrRound     = "RalphRound"     // Int
 	SearchAttrOutcome   = "RalphOutcome"   // Keyword, set when the run finishes
 	SearchAttrWorkspace = "RalphWorkspace" // Keyword
@@ -110,6 +110,9 @@ type Input struct {
 	// Review runs the independent reviewer after an accepted complete;
 	// nil means the deployment's RALPH_REVIEW.
 	Review *bool `json:"review,omitempty"`
+	// Approve is none, complete or rounds:N (people.go); empty means the
+	// deployment's RALPH_APPROVE.
+	Approve string `json:"approve,omitempty"`
 }
 
 // Result is the workflow's successful result.
@@ -214,6 +217,9 @@ type Status struct {
 	WaitReason   string `json:"waitReason,omitempty"`
 	// Deferrals counts the current round's consecutive deferrals.
 	Deferrals int `json:"deferrals,omitempty"`
+	// Guidance is the operator's guidance: pending, and the round that
+	// received the last (absent before any).
+	Guidance *GuidanceStatus `json:"guidance,omitempty"`
 }
 
 // Continuation is what crosses a continue-as-new: exactly the objective, the
@@ -245,4 +251,7 @@ type Continuation struct {
 	// deferrals and what they spent, when the run continued during its wait.
 	Deferrals     int         `json:"deferrals,omitempty"`
 	DeferredUsage usage.Usage `json:"deferredUsage,omitzero"`
+	// Approve is the run's approval mode; Guidance what waits for the next round.
+	Approve  string `json:"approve,omitempty"`
+	Guidance string `json:"guidance,omitempty"`
 }

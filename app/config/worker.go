@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -250,6 +251,48 @@ func workerSettings() []setting {
 				}
 				return "off"
 			}},
+		{flag: "approve", env: "RALPH_APPROVE", usage: "none, complete or rounds:N: a verified complete (and every N-th round) waits for an operator's approve or reject update (a run's approve input overrides)",
+			custom: func(w *Worker, source, value string) error {
+				if _, err := workflows.ParseApprove(value); err != nil || value == "" {
+					return fmt.Errorf("%s=%q: must be none, complete or rounds:N with N a positive integer", source, value)
+				}
+				lim(w).Approve = value
+				if value == workflows.ApproveNone {
+					lim(w).Approve = ""
+				}
+				return nil
+			},
+			def: func(w *Worker) string {
+				if lim(w).Approve == "" {
+					return workflows.ApproveNone
+				}
+				return lim(w).Approve
+			}},
+		{flag: "approval-timeout-hours", env: "RALPH_APPROVAL_TIMEOUT_HOURS", usage: "an approval wait longer than this ends the run stopped (unset: a wait has no end)",
+			optional: true, intp: func(w *Worker) *int { return &lim(w).ApprovalTimeoutHours }},
+		// The URL has no flag: a webhook URL is a credential (ps, shell history).
+		{env: "RALPH_NOTIFY_URL", usage: "where run events are POSTed as JSON (a Slack or Mattermost incoming webhook; env only, never logged)", secret: true,
+			custom: func(w *Worker, source, value string) error {
+				if u, err := url.Parse(value); value != "" && (err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "") {
+					return fmt.Errorf("%s: must be an http or https URL", source)
+				}
+				w.Activities.NotifyURL = value
+				return nil
+			}},
+		{flag: "notify-events", env: "RALPH_NOTIFY_EVENTS", usage: "comma-separated events sent to RALPH_NOTIFY_URL (campaigns add merged, returned)",
+			custom: func(w *Worker, source, value string) error {
+				events := splitList(value, ",")
+				for _, e := range events {
+					if !slices.Contains(notifyEvents, e) {
+						return fmt.Errorf("%s=%q: %q is not an event (one of %s)", source, value, e, strings.Join(notifyEvents, ", "))
+					}
+				}
+				w.Activities.NotifyEvents = events
+				return nil
+			},
+			def: func(w *Worker) string { return strings.Join(w.Activities.NotifyEvents, ",") }},
+		{flag: "ui-url", env: "RALPH_UI_URL", usage: "the Temporal UI's base URL: notifications link to the run there",
+			strp: func(w *Worker) *string { return &w.Activities.UIURL }},
 		{flag: "review-model", env: "RALPH_REVIEW_MODEL", usage: "the reviewer's model on the same endpoint (empty: RALPH_MODEL)",
 			strp: func(w *Worker) *string { return &w.Activities.ReviewModel }},
 		{flag: "review-diff-chars", env: "RALPH_REVIEW_DIFF_CHARS", usage: "max code points of the run's change (diff stat and patch) shown to the reviewer",
@@ -786,6 +829,10 @@ func extraBodyText(body map[string]any) string {
 	data, _ := json.Marshal(body)
 	return string(data)
 }
+
+// notifyEvents are the events RALPH_NOTIFY_EVENTS may name.
+var notifyEvents = []string{"complete", "blocked", "failed", "budget-limited", "stopped", "cancelled",
+	workflows.EventWaiting, workflows.EventAwaitingApproval, workflows.TaskMerged, workflows.TaskReturned}
 
 func orNone(s string) string {
 	if s == "" {

@@ -12,7 +12,7 @@ import (
 
 func TestCreateCommand(t *testing.T) {
 	got := CreateCommand("team-ns", workflows.SearchAttributes())
-	want := "temporal operator search-attribute create --namespace team-ns --name RalphPhase --type Keyword --name RalphRound --type Int --name RalphOutcome --type Keyword --name RalphWorkspace --type Keyword"
+	want := "temporal operator search-attribute create --namespace team-ns --name RalphPhase --type Keyword --name RalphRound --type Int --name RalphOutcome --type Keyword --name RalphWorkspace --type Keyword --name RalphCampaign --type Keyword"
 	if got != want {
 		t.Errorf("command = %q", got)
 	}

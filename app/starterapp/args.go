@@ -19,6 +19,9 @@ type command struct {
 	maxRounds  int // 0: not set, the worker's ceiling applies
 	maxTokens  int // 0: not set
 	maxMinutes int // 0: not set
+	// text is the guide update's guidance (task, below, names the loop
+	// of a campaign that gets it).
+	text string
 	// objectiveFile is where the objective was read from ("-": stdin).
 	objectiveFile string
 	verify        string
@@ -239,6 +242,13 @@ func checkStart(cmd *command, fs *flag.FlagSet, stdin io.Reader) error {
 func checkExtend(cmd *command, _ *flag.FlagSet, _ io.Reader) error {
 	if cmd.maxRounds == 0 && cmd.maxTokens == 0 && cmd.maxMinutes == 0 {
 		return usagef("extend needs at least one of --max-rounds, --max-tokens, --max-minutes")
+	}
+	return nil
+}
+
+func checkGuide(cmd *command, _ *flag.FlagSet, _ io.Reader) error {
+	if strings.TrimSpace(cmd.text) == "" {
+		return usagef("guide needs --text: the guidance for the next round")
 	}
 	return nil
 }

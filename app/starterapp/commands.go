@@ -138,6 +138,7 @@ const (
 	cmdApprove        = "approve"
 	cmdReject         = "reject"
 	cmdAddTasks       = "add-tasks"
+	cmdGuide          = "guide"
 )
 
 // Values of --if-running.
@@ -302,6 +303,22 @@ var commands = []commandDecl{
 				MaxRounds: s.cmd.maxRounds, MaxTokens: s.cmd.maxTokens, MaxMinutes: s.cmd.maxMinutes})
 		},
 		check: checkExtend,
+	},
+	{
+		name:    cmdGuide,
+		summary: "give a run's next round the operator's guidance (--text; on a campaign --task, or every running loop)",
+		detail: "Sends the guide update: the next round's prompt carries the text once, under \"Guidance from the operator\" " +
+			"(at most 4000 code points; texts sent before that round are joined). On a campaign, --task names the task whose loop " +
+			"gets it; without --task every running loop does. The status shows the guidance pending, then the round that received it.",
+		flags: []flagDecl{
+			{name: "text", usage: "the guidance (required)", text: func(c *command) *string { return &c.text }},
+			{name: "task", usage: "on a campaign: the task whose loop gets the guidance (default: every running loop)", text: func(c *command) *string { return &c.task }},
+		},
+		exits: updateExits,
+		exec: func(s *session, ctx context.Context) int {
+			return s.control(ctx, workflows.UpdateGuide, workflows.CampaignGuideRequest{Task: s.cmd.task, Text: s.cmd.text})
+		},
+		check: checkGuide,
 	},
 	{
 		name:    cmdRewind,

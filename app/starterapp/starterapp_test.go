@@ -55,6 +55,8 @@ func TestParseArgs(t *testing.T) {
 			want: command{name: "run", objective: "o", workspace: "w", workflowID: "ralph-w", ifRunning: "attach"}},
 		{name: "extend", args: []string{"extend", "x", "--max-tokens", "9000", "--max-minutes", "90"},
 			want: command{name: "extend", workflowID: "x", maxTokens: 9000, maxMinutes: 90}},
+		{name: "guide a campaign's task", args: []string{"guide", "--workflow-id", "c", "--task", "t1", "--text", "lexer first"},
+			want: command{name: "guide", workflowID: "c", task: "t1", text: "lexer first"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -114,6 +116,7 @@ func TestParseArgsErrors(t *testing.T) {
 		{"bad if-running", []string{"start", "--workspace", "w", "--objective", "o", "--if-running", "join"}, nil, `--if-running must be attach or fail, got "join"`},
 		{"extend nothing", []string{"extend", "x"}, nil, "extend needs at least one of --max-rounds, --max-tokens, --max-minutes"},
 		{"extend zero", []string{"extend", "x", "--max-rounds", "0"}, nil, "--max-rounds"},
+		{"guide without text", []string{"guide", "x", "--text", " "}, nil, "guide needs --text"},
 		{"blank objective", []string{"run", "--workspace", "w", "--objective", "  "}, nil, "--objective is required"},
 		{"both objectives", []string{"run", "--workspace", "w", "--objective", "o", "--objective-file", "f"}, nil, "not both"},
 		{"missing objective file", []string{"run", "--workspace", "w", "--objective-file", "/nonexistent/x"}, nil, "--objective-file"},

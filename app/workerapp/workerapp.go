@@ -409,6 +409,8 @@ func Register(w worker.Registry, acts *activities.Activities, behavior string) {
 		VersioningBehavior: WorkflowBehavior(behavior)})
 	w.RegisterWorkflowWithOptions(workflows.Campaign, workflow.RegisterOptions{Name: workflows.CampaignWorkflowName,
 		VersioningBehavior: WorkflowBehavior(behavior)})
+	w.RegisterWorkflowWithOptions(workflows.RalphNotify, workflow.RegisterOptions{Name: workflows.NotifyWorkflowName,
+		VersioningBehavior: WorkflowBehavior(behavior)})
 	acts.Register(w)
 }
 

@@ -25,6 +25,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -137,6 +139,9 @@ type scenario struct {
 	// described until the server suggests a continue-as-new; the next run
 	// is resumed (holdUntilContinued).
 	heldContinues bool
+	// approval: the run awaits approval after round 1 (guided, then
+	// rejected) and after round 2 (approved).
+	approval bool
 	// script plays the model for this scenario's requests (nil: every round
 	// hands off with continue); play finds it by the scenario's tag.
 	script func(req fakeopenai.Request) fakeopenai.Response
@@ -209,6 +214,10 @@ func record(parent, name, only string) error {
 	cfg.Limits.MaxRounds = 8
 	cfg.Limits.MaxObjectiveChars = 262144 // the ceiling: objective-too-large meets the byte bound first
 	cfg.Limits.RoundsPerRun = 3           // the continue-as-new scenario crosses a run boundary
+	// Every event goes to a local receiver, so the notifications are recorded.
+	hook := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	defer hook.Close()
+	cfg.NotifyURL = hook.URL
 	acts, err := activities.New(cfg)
 	if err != nil {
 		return fmt.Errorf("activities: %w", err)
@@ -412,6 +421,11 @@ func (r recorder) recordScenario(ctx context.Context, sc scenario) error {
 		}
 		if err != nil {
 			return fmt.Errorf("stop while waiting: %w", err)
+		}
+	}
+	if sc.approval {
+		if err := steerApproval(ctx, c, id); err != nil {
+			return err
 		}
 	}
 	if sc.cancel {
@@ -732,4 +746,44 @@ func (r recorder) holdUntilContinued(ctx context.Context, id, runID string) erro
 		}
 	}
 	return errors.New("the paused run never continued as new")
+}
+
+// steerApproval guides and rejects the run's first approval wait and
+// approves its second.
+func steerApproval(ctx context.Context, c client.Client, id string) error {
+	steps := []struct {
+		round   int
+		updates []update
+	}{
+		{1, []update{{workflows.UpdateGuide, []any{workflows.GuideRequest{Text: "recorded guidance"}}},
+			{workflows.UpdateReject, []any{workflows.ReasonRequest{Reason: "recorded rejection"}}}}},
+		{2, []update{{workflows.UpdateApprove, []any{workflows.ApproveRequest{}}}}},
+	}
+	for _, st := range steps {
+		err := wait.For(ctx, time.Minute, 100*time.Millisecond, func(ctx context.Context) error {
+			v, err := c.QueryWorkflow(ctx, id, "", workflows.StatusQueryName)
+			var s workflows.Status
+			if err == nil {
+				err = v.Get(&s)
+			}
+			if err == nil && (s.Phase != workflows.PhaseAwaitingApproval || s.Round != st.round) {
+				err = fmt.Errorf("phase %s at round %d", s.Phase, s.Round)
+			}
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("run %s never awaited approval after round %d: %w", id, st.round, err)
+		}
+		for _, u := range st.updates {
+			h, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: id, UpdateName: u.name, Args: u.args,
+				WaitForStage: client.WorkflowUpdateStageCompleted})
+			if err == nil {
+				err = h.Get(ctx, nil)
+			}
+			if err != nil {
+				return fmt.Errorf("%s update: %w", u.name, err)
+			}
+		}
+	}
+	return nil
 }

@@ -30,6 +30,9 @@ func scenarios() []scenario {
 			updates: []update{{name: workflows.UpdatePause}, {name: workflows.UpdateResume}}, script: waitForRelease},
 		{name: "budget-tokens", input: objective("budget-tokens", "never done", `"maxTokens":1000`)},
 		{name: "budget-idle", input: objective("budget-idle", "never done", "")},
+		// Section 36: approval waits after every round (rounds:1), a guide
+		// and a rejection, then an approval; every event notified.
+		{name: "approval", input: objective("approval", "write hello.txt", `"approve":"rounds:1"`), approval: true, script: writeHello},
 		// Section 22: a deferred round and its durable wait, a stop during
 		// such a wait, a fallback model; and the budget floor (a round spends
 		// about 1,100 tokens here, its first request about 1,050: after two
