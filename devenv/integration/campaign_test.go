@@ -222,11 +222,11 @@ func runCampaign(t *testing.T, mode string, batch int) {
 func waitMerging(t *testing.T, e *env, id string) {
 	t.Helper()
 	err := wait.For(context.Background(), 3*time.Minute, 100*time.Millisecond, func(ctx context.Context) error {
-		d, err := e.client.DescribeWorkflowExecution(ctx, id, "")
+		d, err := e.client.DescribeWorkflow(ctx, id, "")
 		if err != nil {
 			return err
 		}
-		for _, pa := range d.GetPendingActivities() {
+		for _, pa := range d.RawResponse.GetPendingActivities() {
 			if pa.GetActivityType().GetName() == activities.MergeTaskName && pa.GetAttempt() == 1 && pa.GetLastStartedTime() != nil {
 				return nil
 			}
