@@ -67,6 +67,7 @@ func (h *hookReceiver) events() []string {
 // gets each event once and in order, and the webhook URL is nowhere in the
 // worker's log or the run's history.
 func TestRealStackApprovalGuidanceAndNotifications(t *testing.T) {
+	t.Parallel()
 	hook := &hookReceiver{failFor: 3 * time.Second}
 	srv := httptest.NewServer(hook)
 	defer srv.Close()
