@@ -410,14 +410,14 @@ func (c *campaign) land(ctx workflow.Context, batch []*taskState) error {
 	}
 	switch out.Outcome {
 	case activities.MergeLanded:
-		c.merged(batch, out)
+		c.merged(ctx, batch, out)
 	case activities.MergeMoved:
 		return c.land(ctx, batch)
 	case activities.MergeConflict:
 		rest := make([]*taskState, 0, len(batch))
 		for _, t := range batch {
 			if t.Task.ID == out.ConflictTask {
-				c.sendBack(t, "merging into "+c.settings.Branch+" conflicts in "+strings.Join(out.ConflictPaths, ", "))
+				c.sendBack(ctx, t, "merging into "+c.settings.Branch+" conflicts in "+strings.Join(out.ConflictPaths, ", "))
 			} else {
 				rest = append(rest, t)
 			}
@@ -428,7 +428,7 @@ func (c *campaign) land(ctx workflow.Context, batch []*taskState) error {
 	case activities.MergeRed:
 		if len(batch) == 1 {
 			v := out.Verification
-			c.sendBack(batch[0], fmt.Sprintf("the verify command `%s` exited %d on the merged tree; its output ends:\n%s",
+			c.sendBack(ctx, batch[0], fmt.Sprintf("the verify command `%s` exited %d on the merged tree; its output ends:\n%s",
 				v.Command, v.ExitCode, lastRunes(v.Output, 1500)))
 			return nil
 		}
@@ -443,13 +443,14 @@ func (c *campaign) land(ctx workflow.Context, batch []*taskState) error {
 	return nil
 }
 
-func (c *campaign) merged(batch []*taskState, out activities.MergeTaskOutput) {
+func (c *campaign) merged(ctx workflow.Context, batch []*taskState, out activities.MergeTaskOutput) {
 	commits := map[string]string{}
 	for _, m := range out.Merged {
 		commits[m.ID] = m.Commit
 	}
 	for _, t := range batch {
 		t.Phase, t.MergeCommit, t.LastFailure, t.Held, t.HeldOn, t.DiffStat = TaskMerged, commits[t.Task.ID], "", "", "", ""
+		c.notifyTask(ctx, EventMerged, t)
 	}
 }
 
@@ -469,7 +470,7 @@ func (c *campaign) awaitApproval(ctx workflow.Context, t *taskState, out activit
 	delete(c.decisions, t.Task.ID)
 	if !d.approved {
 		t.Held, t.HeldOn, t.DiffStat = "", "", ""
-		c.sendBack(t, "the merge was rejected: "+d.reason)
+		c.sendBack(ctx, t, "the merge was rejected: "+d.reason)
 		return nil
 	}
 	t.Phase = TaskMerging
@@ -487,13 +488,13 @@ func (c *campaign) awaitApproval(ctx workflow.Context, t *taskState, out activit
 	if landed.Outcome == activities.MergeMoved {
 		return c.land(ctx, []*taskState{t})
 	}
-	c.merged([]*taskState{t}, landed)
+	c.merged(ctx, []*taskState{t}, landed)
 	return nil
 }
 
 // sendBack returns a task that did not merge to a new loop with a report
 // naming what failed, or blocks it after maxMergeAttempts.
-func (c *campaign) sendBack(t *taskState, failure string) {
+func (c *campaign) sendBack(ctx workflow.Context, t *taskState, failure string) {
 	t.MergeAttempts++
 	t.LastFailure = runes.Prefix(failure, 2000)
 	if t.MergeAttempts >= c.settings.MaxMergeAttempts {
@@ -503,6 +504,7 @@ func (c *campaign) sendBack(t *taskState, failure string) {
 	}
 	t.Phase = TaskReturned
 	t.Back = c.backReport(t, failure)
+	c.notifyTask(ctx, EventReturned, t)
 }
 
 // backReport is the campaign-written report a returned task's next loop
@@ -553,6 +555,7 @@ func (c *campaign) finish(ctx workflow.Context) *CampaignResult {
 	}
 	c.finished = status
 	c.upsert(ctx)
+	c.notifyEnd(ctx, status)
 	res := &CampaignResult{Status: status, Tasks: []TaskResult{}, IntegrationBranch: c.settings.Branch, Head: c.head, Usage: c.usage}
 	for _, t := range c.tasks {
 		res.Tasks = append(res.Tasks, TaskResult{ID: t.Task.ID, Phase: t.Phase, MergeCommit: t.MergeCommit, LastFailure: t.LastFailure})

@@ -358,3 +358,53 @@ func TestCampaignPauseAddTasksAndStop(t *testing.T) {
 		t.Fatalf("result %+v (loops stopped: %v), want stopped with %s", res, stopped, want)
 	}
 }
+
+func TestCampaignNotifiesReturnedMergedAndItsEnd(t *testing.T) {
+	var suite testsuite.WorkflowTestSuite
+	env := suite.NewTestWorkflowEnvironment()
+	limits := campaignLimits()
+	limits.NotifyEvents = []string{EventMerged, EventReturned, CampaignComplete}
+	env.RegisterActivityWithOptions(func(context.Context) (activities.Limits, error) { return limits, nil },
+		activity.RegisterOptions{Name: activities.ResolveLimitsName})
+	env.RegisterActivityWithOptions(func(context.Context, activities.PrepareTaskInput) (activities.PrepareTaskOutput, error) {
+		return activities.PrepareTaskOutput{IntegrationHead: "h", TaskHead: "h"}, nil
+	}, activity.RegisterOptions{Name: activities.PrepareTaskName})
+	merges := 0
+	env.RegisterActivityWithOptions(func(_ context.Context, in activities.MergeTaskInput) (activities.MergeTaskOutput, error) {
+		merges++
+		if merges == 1 {
+			return activities.MergeTaskOutput{Outcome: activities.MergeConflict, Head: "h", ConflictTask: "a", ConflictPaths: []string{"f.txt"}}, nil
+		}
+		return activities.MergeTaskOutput{Outcome: activities.MergeLanded, Head: "m", Merged: []activities.MergedTask{{ID: "a", Commit: "m"}}}, nil
+	}, activity.RegisterOptions{Name: activities.MergeTaskName})
+	var mu sync.Mutex
+	var events []string
+	env.RegisterActivityWithOptions(func(_ context.Context, in activities.NotifyInput) error {
+		mu.Lock()
+		defer mu.Unlock()
+		events = append(events, fmt.Sprintf("%s@%d/%d", in.Event, in.Round, in.Seq))
+		return nil
+	}, activity.RegisterOptions{Name: activities.NotifyName})
+	env.RegisterWorkflowWithOptions(RalphNotify, workflow.RegisterOptions{Name: NotifyWorkflowName})
+	env.RegisterWorkflowWithOptions(func(ctx workflow.Context, _ json.RawMessage, _ *Continuation, _ *TaskStart) (*Result, error) {
+		rep := completeReport(1)
+		return &Result{Status: report.OutcomeComplete, RoundsStarted: 1, Report: &rep, Checkpoint: &activities.Checkpoint{Commit: "c"}}, nil
+	}, workflow.RegisterOptions{Name: WorkflowName})
+	env.RegisterWorkflowWithOptions(Campaign, workflow.RegisterOptions{Name: CampaignWorkflowName})
+	// The end event's detached child: its start is what is recorded.
+	env.OnWorkflow(NotifyWorkflowName, mock.Anything, mock.Anything).Return(func(_ workflow.Context, in activities.NotifyInput) error {
+		mu.Lock()
+		defer mu.Unlock()
+		events = append(events, fmt.Sprintf("%s@%d/%d", in.Event, in.Round, in.Seq))
+		return nil
+	})
+	env.SetStartWorkflowOptions(clientOptions("camp"))
+	env.ExecuteWorkflow(CampaignWorkflowName, json.RawMessage(`{"tasks":[{"id":"a","objective":"a"}],"verifyCommand":"check"}`),
+		(*CampaignContinuation)(nil))
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(events) != "[returned@1/1 merged@2/1 complete@0/0]" {
+		t.Fatalf("events = %v", events)
+	}
+}

@@ -72,14 +72,20 @@ func (l *loop) notify(ctx workflow.Context, event string, round, seq int, final 
 		workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, notifyOptions()), activities.NotifyName, in)
 		return
 	}
+	notifyDetached(ctx, in)
+}
+
+// notifyDetached delivers an end event from a detached child whose start
+// the caller waits for, so the event outlives the closing run.
+func notifyDetached(ctx workflow.Context, in activities.NotifyInput) {
 	dctx, cancel := workflow.NewDisconnectedContext(ctx)
 	defer cancel()
 	// Recorded, so a replay under another workflow id issues the same command.
 	var childID string
 	if err := workflow.SideEffect(dctx, func(workflow.Context) any {
-		return fmt.Sprintf("%s/notify/%s/%d", run.ID, event, round)
+		return fmt.Sprintf("%s/notify/%s/%d", in.WorkflowID, in.Event, in.Round)
 	}).Get(&childID); err != nil {
-		workflow.GetLogger(ctx).Warn("Notification not started", "event", event, "error", err)
+		workflow.GetLogger(ctx).Warn("Notification not started", "event", in.Event, "error", err)
 		return
 	}
 	cctx := workflow.WithChildOptions(dctx, workflow.ChildWorkflowOptions{
@@ -88,7 +94,7 @@ func (l *loop) notify(ctx workflow.Context, event string, round, seq int, final 
 	})
 	child := workflow.ExecuteChildWorkflow(cctx, NotifyWorkflowName, in)
 	if err := child.GetChildWorkflowExecution().Get(dctx, nil); err != nil {
-		workflow.GetLogger(ctx).Warn("Notification not started", "event", event, "error", err)
+		workflow.GetLogger(ctx).Warn("Notification not started", "event", in.Event, "error", err)
 	}
 }
 

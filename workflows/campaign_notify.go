@@ -1,0 +1,45 @@
+package workflows
+
+import (
+	"fmt"
+	"slices"
+
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/ralph-temporal/ralph/activities"
+)
+
+// Campaign notification events besides a run's (SPEC 36).
+const (
+	EventMerged   = "merged"
+	EventReturned = "returned"
+)
+
+// notifyTask tells the deployment's receiver that a task merged or went
+// back, when the recorded limits list the event. Like a run's events it
+// never waits for the delivery. Seq (the task's place in the list) and
+// Round (its go, or its merge attempts) make each event's key its own.
+func (c *campaign) notifyTask(ctx workflow.Context, event string, t *taskState) {
+	if !slices.Contains(c.limits.NotifyEvents, event) {
+		return
+	}
+	run := workflow.GetInfo(ctx).WorkflowExecution
+	round, text := t.Go, fmt.Sprintf("Campaign %s: task %s merged into %s (%s)", run.ID, t.Task.ID, c.settings.Branch, shortCommit(t.MergeCommit))
+	if event == EventReturned {
+		round, text = t.MergeAttempts, fmt.Sprintf("Campaign %s: task %s did not merge and goes back to a new loop: %s", run.ID, t.Task.ID, lastRunes(t.LastFailure, 300))
+	}
+	in := activities.NotifyInput{Event: event, WorkflowID: run.ID, RunID: run.RunID, Round: round,
+		Seq: slices.Index(c.tasks, t) + 1, Status: t.Phase, Text: text}
+	workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, notifyOptions()), activities.NotifyName, in)
+}
+
+// notifyEnd tells the receiver how the campaign ended (its result status
+// as the event), from a detached child so the event outlives the campaign.
+func (c *campaign) notifyEnd(ctx workflow.Context, status string) {
+	if !slices.Contains(c.limits.NotifyEvents, status) {
+		return
+	}
+	run := workflow.GetInfo(ctx).WorkflowExecution
+	notifyDetached(ctx, activities.NotifyInput{Event: status, WorkflowID: run.ID, RunID: run.RunID, Status: status,
+		Text: fmt.Sprintf("Campaign %s ended %s: %d of %d tasks merged into %s", run.ID, status, c.snapshot().Merged, len(c.tasks), c.settings.Branch)})
+}
