@@ -1,17 +1,34 @@
 # The two commands of the README:
 #   make demo   runs a Ralph loop locally (dev server + worker + starter)
+#   make demo-campaign   runs a three-task campaign the same way
 #   make test   runs every test (static checks, unit, replay, dev-server and
 #               PostgreSQL-cluster integration); it installs what is missing
-.PHONY: demo test unit bench histories devserver cluster
+.PHONY: demo demo-campaign test lint unit realstack cluster-test kubernetes-test bench histories devserver cluster
 
 demo:
 	bash scripts/local-run.sh
 
+demo-campaign:
+	bash scripts/local-run.sh --campaign
+
+# The steps of `make test`, each runnable alone (docs/testing.md).
 test:
-	bash scripts/test.sh
+	bash scripts/test.sh all
+
+lint:
+	bash scripts/test.sh lint
 
 unit:
-	go test -race -short ./report/... ./usage/... ./internal/... ./agent/... ./activities/... ./workflows/... ./app/... ./deploy/... ./devenv/layers/... ./devenv/doccheck/...
+	bash scripts/test.sh unit
+
+realstack:
+	bash scripts/test.sh realstack
+
+cluster-test:
+	bash scripts/test.sh cluster
+
+kubernetes-test:
+	bash scripts/test.sh kubernetes
 
 bench:
 	bash scripts/bench.sh

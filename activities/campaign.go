@@ -151,9 +151,31 @@ func (a *Activities) campaignGit(ctx context.Context, in CampaignLine, scratchNa
 func (c *campaignGit) task(t CampaignTask) gitws.TaskBranch {
 	b := gitws.TaskBranch{ID: t.ID, Repo: c.line.URL, Branch: gitws.Branch(t.Workspace), Commit: t.Commit, Go: t.Go}
 	if c.local {
-		b.Repo = filepath.Join(c.a.cfg.WorkspaceRoot, t.Workspace)
+		b.Repo, b.InWorkspace = filepath.Join(c.a.cfg.WorkspaceRoot, t.Workspace), true
 	}
 	return b
+}
+
+// keepTaskBranches copies local-mode task branches, as the queue saw them,
+// into the campaign's repository, so every task's work is found beside the
+// integration branch (remote-mode branches are on the remote already).
+func (c *campaignGit) keepTaskBranches(ctx context.Context, tasks []gitws.TaskBranch) error {
+	if !c.local {
+		return nil
+	}
+	for _, t := range tasks {
+		head, err := c.a.git.TaskHead(ctx, c.scratch, t)
+		if err != nil {
+			return err
+		}
+		if head == "" {
+			continue
+		}
+		if err := c.a.git.Keep(ctx, c.scratch, c.line, "refs/heads/"+t.Branch, head); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // PrepareTask makes a task's branch ready for its next loop: on the first
@@ -199,7 +221,7 @@ func (a *Activities) PrepareTask(ctx context.Context, in PrepareTaskInput) (Prep
 			return out, nil
 		}
 	}
-	if err := a.git.Publish(ctx, c.scratch, t, out.TaskHead, current, c.local); err != nil {
+	if err := a.git.Publish(ctx, c.scratch, t, out.TaskHead, current); err != nil {
 		return PrepareTaskOutput{}, err
 	}
 	return out, nil
@@ -239,6 +261,9 @@ func (a *Activities) MergeTask(ctx context.Context, in MergeTaskInput) (MergeTas
 	tip, merges, conflict, err := a.git.MergeStack(ctx, c.scratch, in.Line.Campaign, head, tasks)
 	if err != nil {
 		return MergeTaskOutput{}, campaignStepError(err)
+	}
+	if err := c.keepTaskBranches(ctx, tasks); err != nil {
+		return MergeTaskOutput{}, err
 	}
 	out := MergeTaskOutput{Head: head, Tip: tip, Merged: mergedTasks(merges)}
 	if conflict != nil {

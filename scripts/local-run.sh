@@ -4,6 +4,8 @@
 # The default objective runs verified by `bash greet_test.sh` with a git
 # commit per round, and ends with the result and `git log --oneline`.
 #   bash scripts/local-run.sh ["objective text"]
+# `make demo-campaign` (--campaign) runs a three-task campaign instead, in
+# RALPH_GIT=remote against a bare repository under .ralph.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v go >/dev/null || { echo "local-run: install Go (https://go.dev/dl/) first" >&2; exit 1; }

@@ -1,45 +1,146 @@
 #!/usr/bin/env bash
-# `make test`: every test, on a fresh machine that has Go (as root, apt-get
-# installs what is missing): static checks, go test -race ./... (unit,
-# replay, the real-stack suite on the dev server), then the real-stack suite
-# again on the PostgreSQL-backed cluster (devenv/temporalserver).
+# The test chain in named steps (docs/testing.md). `scripts/test.sh STEP`:
+#   install       what is missing (as root, apt-get): git, bubblewrap,
+#                 PostgreSQL 15, python3/curl/util-linux, Node.js/npm, the
+#                 Temporal CLI and server build, the pinned agent CLIs
+#   lint          go vet, staticcheck, workflowcheck, deploy/kubernetes vet
+#   unit          go test -race -short over every package that starts no
+#                 server; needs only Go, git and bubblewrap
+#   realstack     the packages that start a server or run the agent CLIs,
+#                 and the tests `unit` skips with -short (runs install first)
+#   cluster       the cluster subset on the PostgreSQL-backed cluster
+#                 (runs install first)
+#   kubernetes    deploy/kubernetes' own module: vet and test
+#   all           `make test`: install, then every step above, nothing
+#                 skipped
 set -euo pipefail
 cd "$(dirname "$0")/.."
-need=()
-command -v git >/dev/null || need+=(git)
-command -v bwrap >/dev/null || need+=(bubblewrap)
-# The adversarial suite (devenv/adversarial) acts as a model would: python3,
-# curl, and util-linux's unshare and fallocate.
-command -v python3 >/dev/null || need+=(python3)
-command -v curl >/dev/null || need+=(curl)
-command -v unshare >/dev/null || need+=(util-linux)
-[[ -x /usr/lib/postgresql/15/bin/initdb ]] || need+=(postgresql-15)
-# The agent CLIs (scripts/install-agent-clis.sh) come from the npm registry.
-command -v npm >/dev/null || need+=(nodejs npm)
-if ((${#need[@]})); then
-  echo "== apt-get install ${need[*]}"
-  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}"
-fi
 
-echo "== Temporal CLI and server build (cached after the first time)"
-go run ./cmd/ralph-devserver -install-only
-go run ./cmd/ralph-cluster -build-only
+# Packages that start a Temporal server or a cluster, run the agent CLIs, or
+# act as the model against real bubblewrap with python3/curl/unshare; run
+# one package at a time so two servers never share the cores.
+realstack_pkgs=(./agent/cli/ ./devenv/adversarial/ ./devenv/temporalserver/ ./cmd/ralph-local/ ./devenv/integration/)
+# Packages whose -short run skips a test that needs a server or the CLIs;
+# realstack runs them whole.
+mixed_pkgs=(./app/workerapp/ ./app/starterapp/)
+# Real-stack tests at once on the one server. Measured on 2 cores in
+# docs/testing.md; RALPH_TEST_PARALLEL overrides it.
+parallel="${RALPH_TEST_PARALLEL:-2}"
 
-echo "== the agent CLIs (pinned in devenv/agentclis) into /opt/ralph-agents"
-scripts/install-agent-clis.sh
+# What the cluster changes against the dev server, and only that (why it is
+# enough: docs/testing.md#the-cluster-pass): the wire to a multi-service
+# frontend, persistence in PostgreSQL across crashes and restarts, SQL
+# visibility (search attributes, list), schedules, worker versioning and
+# resets.
+cluster_tests=(
+  FreshSessionsShareOnlyWorkspaceAndReport Outcomes EncryptedHistory # wire, payloads
+  ServerRestartMidRun WorkerCrashRoundFinishedByAnotherWorker CancelReachesQuiescence Churn # persistence, restarts
+  RateLimitWaitIsDurableAndVisible PauseListResumeStop UpdatesWithTheTemporalCLI TemporalCLI ScheduledStart # visibility
+  RollingUpgradeKeepsRunsPinned AutoUpgradeMovesARunningRun RewindAPinnedRunWhoseBuildIsGone RewindToRoundOne # versioning, reset
+)
 
-echo "== go vet, staticcheck, workflowcheck"
-go vet ./...
-go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
-go run go.temporal.io/sdk/contrib/tools/workflowcheck@v0.6.0 -config scripts/workflowcheck.yaml ./workflows/...
+step() { printf '\n== %s (%s)\n' "$1" "$(date -u +%H:%M:%S)"; }
 
-echo "== deploy/kubernetes: the manifests' structure test (a Go module of its own: ./... skips it)"
-(cd deploy/kubernetes && go vet ./... && go test -count=1 ./...)
+install() {
+  step install
+  local need=()
+  command -v git >/dev/null || need+=(git)
+  command -v bwrap >/dev/null || need+=(bubblewrap)
+  # devenv/adversarial acts as a model would: python3, curl, and
+  # util-linux's unshare and fallocate.
+  command -v python3 >/dev/null || need+=(python3)
+  command -v curl >/dev/null || need+=(curl)
+  command -v unshare >/dev/null || need+=(util-linux)
+  [[ -x /usr/lib/postgresql/15/bin/initdb ]] || need+=(postgresql-15)
+  # The agent CLIs (scripts/install-agent-clis.sh) come from the npm registry.
+  command -v npm >/dev/null || need+=(nodejs npm)
+  if ((${#need[@]})); then
+    echo "apt-get install ${need[*]}"
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}"
+  fi
+  # The Temporal CLI and server build are cached after the first time.
+  go run ./cmd/ralph-devserver -install-only
+  go run ./cmd/ralph-cluster -build-only
+  # The agent CLIs pinned in devenv/agentclis, into /opt/ralph-agents.
+  scripts/install-agent-clis.sh
+}
 
-echo "== go test -race (unit, replay, dev-server integration)"
-# -p 1: one package at a time, so the real-stack suite never shares two
-# cores with another package's dev server (timeouts would measure the load).
-go test -race -p 1 -count=1 -timeout 40m ./...
+lint() {
+  lint_root
+  (cd deploy/kubernetes && go vet ./...)
+}
 
-echo "== go test (integration against the PostgreSQL-backed Temporal cluster)"
-RALPH_TEST_CLUSTER=1 go test -count=1 -v -timeout 30m -run 'TestRealStack' ./devenv/integration/
+lint_root() {
+  step lint
+  go vet ./...
+  go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
+  go run go.temporal.io/sdk/contrib/tools/workflowcheck@v0.6.0 -config scripts/workflowcheck.yaml ./workflows/...
+}
+
+unit() {
+  step unit
+  local skip pkgs
+  skip=$(printf '%s\n' "${realstack_pkgs[@]}" | sed 's|^\./||; s|/$||' | paste -sd'|')
+  mapfile -t pkgs < <(go list ./... | grep -Ev "/($skip)\$")
+  # -p 2: no package here starts a server, so two share the cores.
+  go test -race -short -p 2 -count=1 "${pkgs[@]}"
+}
+
+realstack() {
+  step realstack
+  # -p 1: one server-starting package at a time; -parallel: the real-stack
+  # tests that call t.Parallel() share the one server.
+  go test -race -p 1 -parallel "$parallel" -count=1 -timeout 40m "${mixed_pkgs[@]}" "${realstack_pkgs[@]}"
+}
+
+cluster() {
+  step cluster
+  local run
+  run="^TestRealStack($(printf '%s\n' "${cluster_tests[@]}" | paste -sd'|'))\$"
+  RALPH_TEST_CLUSTER=1 go test -count=1 -parallel "$parallel" -timeout 30m -run "$run" ./devenv/integration/
+}
+
+# deploy/kubernetes is a Go module of its own (kustomize, the Kubernetes API
+# types and KEDA stay out of the worker's build): `go test ./...` at the root
+# does not reach it.
+kubernetes() {
+  step kubernetes
+  (cd deploy/kubernetes && go vet ./... && go test -count=1 ./...)
+}
+
+all() {
+  # kube and kpid are global: the EXIT trap reads them after all() returns.
+  kube=$(mktemp)
+  # The Kubernetes module's download and build (minutes, cold) run while the
+  # installs wait on the network and the real-stack tests on timers; its
+  # vet is part of it, so lint here checks the root module only.
+  timed kubernetes >"$kube" 2>&1 &
+  kpid=$!
+  trap 'kill "$kpid" 2>/dev/null || true; rm -f "$kube"' EXIT
+  timed install
+  timed lint_root
+  timed unit
+  # The kubernetes module (mostly downloads) ends before the real-stack
+  # steps, whose timeouts would otherwise measure its load.
+  local rc=0
+  wait "$kpid" || rc=$?
+  cat "$kube"
+  ((rc == 0)) || { echo "deploy/kubernetes failed (rc $rc)" >&2; exit "$rc"; }
+  timed realstack
+  timed cluster
+}
+
+timed() {
+  local t=$SECONDS
+  "$1"
+  printf '== %s took %dm%02ds\n' "$1" $(((SECONDS - t) / 60)) $(((SECONDS - t) % 60))
+}
+
+case "${1:-all}" in
+  install | lint | unit | kubernetes | all) timed "${1:-all}" ;;
+  realstack | cluster) install && timed "$1" ;;
+  *)
+    echo "usage: scripts/test.sh [install|lint|unit|realstack|cluster|kubernetes|all]" >&2
+    exit 2
+    ;;
+esac

@@ -1,8 +1,11 @@
 package workflows
 
 import (
+	"math"
 	"time"
 	"unicode/utf8"
+
+	"go.temporal.io/sdk/workflow"
 
 	"github.com/ralph-temporal/ralph/usage"
 )
@@ -14,6 +17,23 @@ type RunBudget struct {
 	MaxTokens  int       `json:"maxTokens,omitempty"`
 	MaxMinutes int       `json:"maxMinutes,omitempty"`
 	Deadline   time.Time `json:"deadline,omitzero"`
+}
+
+// MaxBudgetMinutes is the largest time budget accepted: the most minutes a
+// time.Duration holds (about 292 years). A larger one would overflow the
+// deadline and end the run at once.
+const MaxBudgetMinutes = int(math.MaxInt64 / int64(time.Minute))
+
+// budgetMinutesBound refuses a time budget over MaxBudgetMinutes. The
+// version marker is written only for such budgets: runs recorded before the
+// bound accepted them (and ended at once).
+func budgetMinutesBound(ctx workflow.Context, minutes int) error {
+	if minutes <= MaxBudgetMinutes ||
+		workflow.GetVersion(ctx, versionMinutesBound, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return nil
+	}
+	return inputErr(fieldMaxMinutes, "must be between 1 and %d (the largest time budget accepted: a later deadline overflows), got %d",
+		MaxBudgetMinutes, minutes)
 }
 
 func newRunBudget(maxTokens, maxMinutes int, start time.Time) RunBudget {
@@ -45,10 +65,13 @@ func (b RunBudget) exhausted(spent usage.Usage, now time.Time) string {
 // and the tool definitions are about 12 KB) plus a token per four code
 // points of the objective.
 const (
-	minRoundTime           = 10 * time.Second
 	oldMinRoundTime        = 60 * time.Second
 	baseFirstRequestTokens = 3000
 )
+
+// minRoundTime is a variable only so that the replay test can show a
+// changed floor failing the replay (TestReplayDetectsChangedCommands).
+var minRoundTime = 10 * time.Second
 
 // firstRequestEstimate is the estimated cost of a round's first request.
 func firstRequestEstimate(lastFirstRequest int, objective string) int {

@@ -2,7 +2,6 @@ package workflows
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -324,8 +323,7 @@ func (c *campaign) goEnded(ctx workflow.Context, t *taskState, res *Result, err 
 	if err != nil {
 		spent := failedUsage(err)
 		t.Usage, c.usage = t.Usage.Add(spent), c.usage.Add(spent)
-		var ce *temporal.CanceledError
-		if ctx.Err() != nil || errors.As(err, &ce) {
+		if ctx.Err() != nil || temporal.IsCanceledError(err) {
 			t.Phase, t.LastFailure = TaskCancelled, "the loop was cancelled"
 			return
 		}
@@ -559,9 +557,12 @@ func (c *campaign) finish(ctx workflow.Context) *CampaignResult {
 	return res
 }
 
+// cancelled ends a cancelled campaign once every task loop it started has
+// taken its cancel (each child's running round stops first).
 func (c *campaign) cancelled(ctx workflow.Context) error {
-	c.finished = OutcomeCancelled
 	dctx, _ := workflow.NewDisconnectedContext(ctx)
+	_ = workflow.Await(dctx, func() bool { return c.running == 0 })
+	c.finished = OutcomeCancelled
 	c.upsert(dctx)
 	return temporal.NewCanceledError()
 }

@@ -28,7 +28,7 @@ type fakeLine struct {
 	mu      sync.Mutex
 	landed  []string // task commits, in landing order
 	merges  [][]string
-	red     []bool // per merge
+	red     []bool                    // per merge
 	reports map[string]*report.Report // the previous report each child got
 }
 
@@ -255,4 +255,35 @@ func campaignTask(t *testing.T, env *testsuite.TestWorkflowEnvironment, id strin
 
 func noopUpdate() *testsuite.TestUpdateCallback {
 	return &testsuite.TestUpdateCallback{OnReject: func(error) {}, OnAccept: func() {}, OnComplete: func(any, error) {}}
+}
+
+func TestCampaignCancelReachesEveryLoop(t *testing.T) {
+	var suite testsuite.WorkflowTestSuite
+	env := suite.NewTestWorkflowEnvironment()
+	env.RegisterActivityWithOptions(func(context.Context) (activities.Limits, error) { return campaignLimits(), nil },
+		activity.RegisterOptions{Name: activities.ResolveLimitsName})
+	env.RegisterActivityWithOptions(func(context.Context, activities.PrepareTaskInput) (activities.PrepareTaskOutput, error) {
+		return activities.PrepareTaskOutput{IntegrationHead: "h", TaskHead: "h"}, nil
+	}, activity.RegisterOptions{Name: activities.PrepareTaskName})
+	var mu sync.Mutex
+	cancelled := map[string]bool{}
+	env.RegisterWorkflowWithOptions(func(ctx workflow.Context, _ json.RawMessage, _ *Continuation, _ *TaskStart) (*Result, error) {
+		err := workflow.Sleep(ctx, 24*time.Hour)
+		mu.Lock()
+		cancelled[workflow.GetInfo(ctx).WorkflowExecution.ID] = err != nil
+		mu.Unlock()
+		return nil, err
+	}, workflow.RegisterOptions{Name: WorkflowName})
+	env.RegisterWorkflowWithOptions(Campaign, workflow.RegisterOptions{Name: CampaignWorkflowName})
+	env.SetStartWorkflowOptions(clientOptions("camp"))
+	env.RegisterDelayedCallback(env.CancelWorkflow, 10*time.Minute)
+	env.ExecuteWorkflow(CampaignWorkflowName, json.RawMessage(`{"tasks":[{"id":"a","objective":"a"},{"id":"b","objective":"b"},{"id":"c","objective":"c"}],"verifyCommand":"check"}`),
+		(*CampaignContinuation)(nil))
+	if err := env.GetWorkflowError(); err == nil || !strings.Contains(err.Error(), "canceled") {
+		t.Fatalf("err = %v, want cancelled", err)
+	}
+	// maxParallel 2: a and b ran and took the cancel; c never started.
+	if fmt.Sprint(cancelled) != "map[camp/a:true camp/b:true]" {
+		t.Fatalf("loops that saw the cancel: %v", cancelled)
+	}
 }

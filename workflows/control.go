@@ -155,11 +155,14 @@ func (l *loop) waitWhilePaused(ctx workflow.Context, done int) (*Result, error) 
 // paused) before round done+1.
 func (l *loop) awaitResume(ctx workflow.Context, done int, upgrade bool) (*Result, error) {
 	resumed := func() bool {
-		return !l.control.paused || l.control.stopRequested || (upgrade && l.upgradeDue(ctx, done+1))
+		return !l.control.paused || l.control.stopRequested || (upgrade && l.moveDue(ctx, done+1))
 	}
 	if workflow.GetVersion(ctx, versionPauseEnds, workflow.DefaultVersion, 1) == workflow.DefaultVersion ||
 		(l.limits.MaxPauseHours == 0 && l.budget.Deadline.IsZero()) {
 		return nil, l.upgradeAfterWait(ctx, done+1, upgrade, workflow.Await(ctx, resumed))
+	}
+	if upgrade {
+		l.continueWhileHeld(ctx)
 	}
 	pausedAt := workflow.Now(ctx)
 	for {
@@ -179,7 +182,7 @@ func (l *loop) awaitResume(ctx workflow.Context, done int, upgrade bool) (*Resul
 				end = maxEnd
 			}
 		}
-		ok, err := workflow.AwaitWithTimeout(ctx, end.Sub(now), resumed)
+		ok, err := awaitWithTimeout(ctx, end.Sub(now), resumed)
 		if err != nil || ok {
 			return nil, l.upgradeAfterWait(ctx, done+1, upgrade, err)
 		}
@@ -189,10 +192,25 @@ func (l *loop) awaitResume(ctx workflow.Context, done int, upgrade bool) (*Resul
 // upgradeAfterWait is the continue-as-new of a wait that ended on a changed
 // target version (err when the wait itself failed, nil otherwise).
 func (l *loop) upgradeAfterWait(ctx workflow.Context, next int, upgrade bool, err error) error {
-	if err == nil && upgrade && l.control.paused && !l.control.stopRequested && l.upgradeDue(ctx, next) {
+	if err == nil && upgrade && l.control.paused && !l.control.stopRequested && l.moveDue(ctx, next) {
 		return l.continueAsNew(ctx, next)
 	}
 	return err
+}
+
+// continueWhileHeld lets a held run (a pause, a round's wait) continue as
+// new when the server suggests it: every describe adds the status to the
+// history of a run that may hold for days. Runs recorded before it keep
+// holding (versionHeldContinues; a round's wait calls it too).
+func (l *loop) continueWhileHeld(ctx workflow.Context) {
+	l.heldContinues = workflow.GetVersion(ctx, versionHeldContinues, workflow.DefaultVersion, 1) >= 1
+}
+
+// moveDue: a held run continues as new before round next, on a changed
+// target version (upgradeDue) or, where continueWhileHeld allowed it, when
+// the server suggests it (never before round 2: a continuation starts there).
+func (l *loop) moveDue(ctx workflow.Context, next int) bool {
+	return l.upgradeDue(ctx, next) || (l.heldContinues && next >= 2 && workflow.GetInfo(ctx).GetContinueAsNewSuggested())
 }
 
 // upgradeDue: a pinned run (the recorded limits say so) whose target
@@ -203,4 +221,25 @@ func (l *loop) upgradeAfterWait(ctx workflow.Context, next int, upgrade bool, er
 func (l *loop) upgradeDue(ctx workflow.Context, next int) bool {
 	return l.limits.UpgradeOnTargetChange && l.roundsThisRun > 0 && next >= 2 &&
 		workflow.GetInfo(ctx).GetTargetWorkerDeploymentVersionChanged()
+}
+
+// awaitWithTimeout is workflow.AwaitWithTimeout that cancels its timer when
+// condition comes true (this SDK leaves it running unless a flag it does
+// not turn on is set: a 100 h pause timer fired long after the resume) and
+// starts none when condition already holds. Runs recorded before it keep
+// the SDK's behaviour. ok is false when the timeout passed.
+func awaitWithTimeout(ctx workflow.Context, timeout time.Duration, condition func() bool) (ok bool, err error) {
+	if workflow.GetVersion(ctx, versionCancelTimers, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return workflow.AwaitWithTimeout(ctx, timeout, condition)
+	}
+	if condition() {
+		return true, nil
+	}
+	tctx, cancel := workflow.WithCancel(ctx)
+	defer cancel()
+	timer := workflow.NewTimer(tctx, timeout)
+	if err := workflow.Await(ctx, func() bool { return timer.IsReady() || condition() }); err != nil {
+		return false, err
+	}
+	return !timer.IsReady(), nil
 }

@@ -261,13 +261,32 @@ func TestForgedContinuationIsRefused(t *testing.T) {
 		t.Fatalf("status = %+v", st)
 	}
 
-	bad := *cont
-	bad.LastReport = &report.Report{Status: report.StatusContinue, Summary: "x", Evidence: []string{}, NextSteps: []string{}}
-	env = newEnv(t, limits, s)
+}
+
+// TestContinuedRunKeepsTheReportItsPredecessorAccepted: a report that
+// today's rules refuse (here: a continue without next steps, as if
+// report.Validate had been tightened since) but that the run accepted
+// before its continue-as-new is carried on, not a reason to fail the run.
+func TestContinuedRunKeepsTheReportItsPredecessorAccepted(t *testing.T) {
+	limits := testLimits()
+	carried := &report.Report{Status: report.StatusContinue, Summary: "x", Evidence: []string{}, NextSteps: []string{}}
+	if report.Validate(*carried, limits.MaxHandoffChars) == nil {
+		t.Fatal("the carried report must break today's rules for this test")
+	}
+	cont := &Continuation{Objective: "x", Workspace: "w", MaxRounds: 3, NextRound: 2, Limits: limits, LastReport: carried}
+	s := &script{}
+	env := newEnv(t, limits, s)
 	env.SetContinuedExecutionRunID("previous-run")
-	env.ExecuteWorkflow(WorkflowName, nil, &bad)
-	if appErr := applicationError(t, env.GetWorkflowError(), ErrTypeInvalidInput); !strings.Contains(appErr.Error(), "invalid report") {
-		t.Fatalf("carried invalid report: %v", appErr)
+	env.ExecuteWorkflow(WorkflowName, nil, cont)
+	var res Result
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatalf("a continued run failed on the report its predecessor accepted: %v", err)
+	}
+	if err := env.GetWorkflowResult(&res); err != nil || res.RoundsStarted != 3 {
+		t.Fatalf("result = %+v, %v", res, err)
+	}
+	if len(s.inputs) != 2 || s.inputs[0].Previous == nil || s.inputs[0].Previous.Summary != "x" {
+		t.Fatalf("round 2 was not handed the carried report: %+v", s.inputs)
 	}
 }
 

@@ -40,6 +40,25 @@ const (
 	// SignalRewound before its first round check after the reset. Its change
 	// id carries the round (rewoundWaitChange): see awaitRewound.
 	versionRewoundWait = "wait-for-rewound-signal"
+	// versionRewoundAdded: a rewound signal's abandoned spend is added to
+	// the run's usage, not merged with it field by field (takeRewind). The
+	// marker is written only when such a signal is taken.
+	versionRewoundAdded = "rewound-spend-added"
+	// versionMinutesBound: a maxMinutes over MaxBudgetMinutes is refused
+	// (the marker is written only for such inputs).
+	versionMinutesBound = "max-minutes-bound"
+	// versionCancelTimers: a wait's timer is cancelled when the wait ends
+	// before it fires, and none starts for a wait already over
+	// (awaitWithTimeout).
+	versionCancelTimers = "cancel-wait-timers"
+	// versionCarryDeferrals: a continue-as-new during a deferred round's
+	// wait carries the round's deferral count and what those sessions spent
+	// (the marker is written only then), and takes a pending rewound signal
+	// first.
+	versionCarryDeferrals = "carry-deferrals-and-rewound"
+	// versionHeldContinues: a paused run, or a round waiting out a
+	// provider limit, continues as new when the server suggests it.
+	versionHeldContinues = "held-run-continues-as-new"
 )
 
 // Deferral waits: the provider's delay when it gave one, else
@@ -68,13 +87,14 @@ func deferralWait(d activities.Deferred, n, maxWaitMinutes int) time.Duration {
 // returns the round's output, or a finished result when the run ended during
 // a wait (stop, time budget), or the run's error (failure, cancel).
 func (l *loop) playRound(ctx workflow.Context, round int) (activities.RoundOutput, *Result, error) {
-	deferrals := 0
-	var spent usage.Usage // what this round's deferred sessions spent
-	l.status.Deferrals = 0
+	// The counter and its usage start from what a continue-as-new during
+	// this round's wait carried, else from zero.
+	l.status.Deferrals = l.deferrals
 	for {
 		out, err := l.runRound(ctx, round)
 		if err != nil || out.Deferred == nil {
 			// l.status.Deferrals stays until record() puts it in the round's summary.
+			l.deferrals, l.deferredSpent = 0, usage.Usage{}
 			return out, nil, err
 		}
 		if workflow.GetVersion(ctx, versionDeferrals, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
@@ -90,11 +110,12 @@ func (l *loop) playRound(ctx workflow.Context, round int) (activities.RoundOutpu
 		// A deferral is not a round attempt and not a round: only its usage
 		// counts (in the run's usage and so in the token budget).
 		l.usage = l.usage.Add(out.Usage)
-		spent = spent.Add(out.Usage)
+		l.deferredSpent = l.deferredSpent.Add(out.Usage)
 		if out.FirstRequestTokens > 0 {
 			l.firstRequestTokens = out.FirstRequestTokens
 		}
-		deferrals++
+		l.deferrals++
+		deferrals := l.deferrals
 		l.status.Deferrals = deferrals
 		d := *out.Deferred
 		workflow.GetLogger(ctx).Info("Round deferred", "round", round, "reason", d.Reason,
@@ -103,7 +124,7 @@ func (l *loop) playRound(ctx workflow.Context, round int) (activities.RoundOutpu
 			l.stop(ctx, OutcomeFailed, round)
 			return out, nil, temporal.NewNonRetryableApplicationError(
 				fmt.Sprintf("round %d failed: deferred %d times in a row (last: %s), the limit of RALPH_MAX_DEFERRALS", round, deferrals, d.Reason),
-				ErrTypeRoundFailed, nil, RoundFailedDetails{FailedRound: round, LastHandoff: l.last, Usage: spent})
+				ErrTypeRoundFailed, nil, RoundFailedDetails{FailedRound: round, LastHandoff: l.last, Usage: l.deferredSpent})
 		}
 		w := deferredWork{round: round, done: round - 1, what: fmt.Sprintf("round %d of %d", round, l.maxRounds)}
 		if res, err := l.waitDeferred(ctx, w, d, deferralWait(d, deferrals, l.limits.MaxWaitMinutes)); res != nil || err != nil {
@@ -134,6 +155,9 @@ func (l *loop) waitDeferred(ctx workflow.Context, w deferredWork, d activities.D
 	// A round's wait (not a review's) may end in an upgrade: the round runs
 	// again on the new build.
 	upgrade := w.done < w.round
+	if upgrade {
+		l.continueWhileHeld(ctx)
+	}
 	for {
 		if l.control.stopRequested {
 			return l.finishStopped(ctx, w.done), nil
@@ -142,7 +166,7 @@ func (l *loop) waitDeferred(ctx workflow.Context, w deferredWork, d activities.D
 		if limit := l.budget.exhausted(l.usage, now); limit != "" {
 			return l.finishBudget(ctx, limit, w.done), nil
 		}
-		if upgrade && l.upgradeDue(ctx, w.round) {
+		if upgrade && l.moveDue(ctx, w.round) {
 			return nil, l.continueAsNew(ctx, w.round)
 		}
 		if l.control.paused {
@@ -179,8 +203,8 @@ func (l *loop) waitDeferred(ctx workflow.Context, w deferredWork, d activities.D
 		if !l.budget.Deadline.IsZero() && l.budget.Deadline.Before(end) {
 			end = l.budget.Deadline
 		}
-		if _, err := workflow.AwaitWithTimeout(ctx, end.Sub(now), func() bool {
-			return l.control.stopRequested || l.control.paused || (upgrade && l.upgradeDue(ctx, w.round))
+		if _, err := awaitWithTimeout(ctx, end.Sub(now), func() bool {
+			return l.control.stopRequested || l.control.paused || (upgrade && l.moveDue(ctx, w.round))
 		}); err != nil {
 			return nil, l.cancelled(ctx, w.done, err)
 		}

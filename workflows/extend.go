@@ -57,6 +57,9 @@ func (l *loop) parseExtend(raw json.RawMessage) (extension, error) {
 		if ceiling == 0 {
 			ceiling, name = maxJSONInt, "the largest budget accepted"
 		}
+		if tg.field == fieldMaxMinutes && ceiling > MaxBudgetMinutes {
+			ceiling, name = MaxBudgetMinutes, "the largest time budget accepted: a later deadline overflows"
+		}
 		n, err := parseCount(tg.field, raw, ceiling, 0, name)
 		var ie *InputError
 		if errors.As(err, &ie) {

@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -66,5 +67,33 @@ func TestExtendValidatorNamesWhatIsWrong(t *testing.T) {
 	l.status.Phase = PhaseFinished
 	if err := l.validateExtend(json.RawMessage(`{"maxRounds":4}`)); err == nil || !strings.Contains(err.Error(), "already finished") {
 		t.Errorf("extend of a finished run: %v", err)
+	}
+}
+
+// A time budget whose deadline would overflow time.Duration (issue 42: it
+// ended the run at once as budget-limited, time) is refused, at the start
+// and through extend, naming the field and the largest accepted value;
+// the largest accepted one runs.
+func TestTimeBudgetsBeyondADurationAreRefused(t *testing.T) {
+	over := strconv.Itoa(MaxBudgetMinutes + 1)
+	_, err := execute(t, newEnv(t, testLimits(), &script{}), `{"objective":"fix it","maxMinutes":`+over+`}`)
+	msg := applicationError(t, err, ErrTypeInvalidInput).Error()
+	if !strings.Contains(msg, "maxMinutes") || !strings.Contains(msg, strconv.Itoa(MaxBudgetMinutes)) {
+		t.Fatalf("an overflowing maxMinutes: %v", err)
+	}
+
+	s := &script{}
+	env := newEnv(t, testLimits(), s)
+	slowRounds(env, s, 10*time.Second)
+	ext := sendUpdate(env, 5*time.Second, UpdateExtend, json.RawMessage(`{"maxMinutes":`+over+`}`))
+	res, err := execute(t, env, `{"objective":"fix it","maxRounds":2,"maxMinutes":`+strconv.Itoa(MaxBudgetMinutes)+`}`)
+	if err != nil || res.Status != report.OutcomeBudgetLimited || res.Limit != LimitRounds || len(s.inputs) != 2 {
+		t.Fatalf("the largest time budget: %+v, %v after %d rounds", res, err, len(s.inputs))
+	}
+	if ext.rejected == nil || !strings.Contains(ext.rejected.Error(), "maxMinutes") || !strings.Contains(ext.rejected.Error(), strconv.Itoa(MaxBudgetMinutes)) {
+		t.Fatalf("an overflowing extend: %+v", ext)
+	}
+	if s.inputs[1].RunDeadline.Sub(env.Now()) < 290*365*24*time.Hour {
+		t.Fatalf("round 2's deadline %v", s.inputs[1].RunDeadline)
 	}
 }

@@ -5,6 +5,9 @@ import (
 	"testing"
 	"time"
 
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/ralph-temporal/ralph/activities"
 	"github.com/ralph-temporal/ralph/report"
 )
 
@@ -63,4 +66,65 @@ func TestExtendWhilePausedMovesWherePauseEnds(t *testing.T) {
 	if took := env.Now().Sub(start); res.Limit != LimitTime || took != 120*time.Minute {
 		t.Fatalf("result %+v after %s, want time at the extended 120 minutes", res, took)
 	}
+}
+
+// timerLog records the workflow's timers by duration: cancelled or fired.
+type timerLog struct {
+	durations map[string]time.Duration
+	cancelled map[time.Duration]int
+	fired     map[time.Duration]int
+}
+
+func logTimers(env *testsuite.TestWorkflowEnvironment) *timerLog {
+	l := &timerLog{durations: map[string]time.Duration{}, cancelled: map[time.Duration]int{}, fired: map[time.Duration]int{}}
+	env.SetOnTimerScheduledListener(func(id string, d time.Duration) { l.durations[id] = d })
+	env.SetOnTimerCanceledListener(func(id string) { l.cancelled[l.durations[id]]++ })
+	env.SetOnTimerFiredListener(func(id string) { l.fired[l.durations[id]]++ })
+	return l
+}
+
+// A wait that ends before its timeout cancels its timer (issue 42: a pause
+// timer set at 100 h fired at 268 h, long after the resume): the pause, the
+// deferred round's wait and the reset run's wait for the rewound signal.
+func TestWaitsCancelTheirTimers(t *testing.T) {
+	t.Run("pause", func(t *testing.T) {
+		s := &script{}
+		env := newEnv(t, testLimits(), s)
+		slowRounds(env, s, 10*time.Minute)
+		timers := logTimers(env)
+		sendUpdate(env, time.Minute, UpdatePause)
+		sendUpdate(env, 2*time.Hour, UpdateResume)
+		if _, err := execute(t, env, `{"objective":"fix it","maxRounds":2}`); err != nil {
+			t.Fatal(err)
+		}
+		if pause := 168 * time.Hour; timers.cancelled[pause] != 1 || timers.fired[pause] != 0 {
+			t.Fatalf("the pause's timer: cancelled %d, fired %d times; want cancelled at the resume", timers.cancelled[pause], timers.fired[pause])
+		}
+	})
+	t.Run("deferred round", func(t *testing.T) {
+		s := &script{deferrals: map[int][]activities.Deferred{1: {rateLimited(3600)}}}
+		env := newEnv(t, testLimits(), s)
+		timers := logTimers(env)
+		sendUpdate(env, 10*time.Minute, UpdatePause)
+		sendUpdate(env, 20*time.Minute, UpdateResume)
+		if _, err := execute(t, env, `{"objective":"fix it","maxRounds":1}`); err != nil {
+			t.Fatal(err)
+		}
+		if wait := time.Hour; timers.cancelled[wait] != 1 || timers.fired[wait] != 0 {
+			t.Fatalf("the wait's timer: cancelled %d, fired %d times; want cancelled at the pause", timers.cancelled[wait], timers.fired[wait])
+		}
+	})
+	t.Run("rewound signal", func(t *testing.T) {
+		asResetRun(t)
+		s := &script{}
+		env := newEnv(t, testLimits(), s)
+		timers := logTimers(env)
+		env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalRewound, RewoundSignal{Round: 1}) }, 3*time.Second)
+		if _, err := execute(t, env, `{"objective":"fix it","maxRounds":1}`); err != nil {
+			t.Fatal(err)
+		}
+		if timers.cancelled[rewoundWait] != 1 || timers.fired[rewoundWait] != 0 {
+			t.Fatalf("the rewound wait's timer: cancelled %d, fired %d times", timers.cancelled[rewoundWait], timers.fired[rewoundWait])
+		}
+	})
 }

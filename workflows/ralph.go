@@ -88,6 +88,17 @@ type loop struct {
 	roundsThisRun int
 	// rewoundAwaited: this reset run waited for SignalRewound (awaitRewound).
 	rewoundAwaited bool
+	// usageAfter is the run's usage when each round of this workflow run
+	// was recorded: where a rewind to that round resets it (takeRewind).
+	usageAfter map[int]usage.Usage
+	// deferrals counts the running round's consecutive deferrals and
+	// deferredSpent is what they spent; a continue-as-new during the
+	// round's wait carries both.
+	deferrals     int
+	deferredSpent usage.Usage
+	// heldContinues: a pause or a round's wait ends in a continue-as-new
+	// when the server suggests one (continueWhileHeld).
+	heldContinues bool
 }
 
 // begin resolves the deployment limits (recorded in history) and validates a
@@ -108,6 +119,9 @@ func (l *loop) begin(ctx workflow.Context, input json.RawMessage) error {
 	r, err := parseInput(input, limits, workflow.GetInfo(ctx).WorkflowExecution.ID)
 	if err == nil {
 		err = objectiveSize(ctx, r.objective)
+	}
+	if err == nil {
+		err = budgetMinutesBound(ctx, r.maxMinutes)
 	}
 	if err != nil {
 		return temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeInvalidInput, nil)
@@ -151,11 +165,11 @@ func (l *loop) resume(ctx workflow.Context, c *Continuation) error {
 	if c.NextRound < 2 || c.NextRound > c.MaxRounds || c.MaxRounds > c.Limits.MaxRounds || c.Objective == "" || CheckWorkspace(c.Workspace) != nil {
 		return invalidInput(fmt.Sprintf("continuation is inconsistent: next round %d of %d, workspace %q", c.NextRound, c.MaxRounds, c.Workspace))
 	}
+	// The carried report is not validated again: the run that carried it
+	// accepted it under the rules of its build, and a later build's
+	// stricter rules must not fail an open run at its continue-as-new.
 	if c.LastReport == nil {
 		return invalidInput("continuation carries no last report")
-	}
-	if err := report.Validate(*c.LastReport, c.Limits.MaxHandoffChars); err != nil {
-		return invalidInput(fmt.Sprintf("continuation carries an invalid report: %v", err))
 	}
 	l.limits = c.Limits
 	l.objective, l.maxRounds, l.workspace, l.verifyCommand = c.Objective, c.MaxRounds, c.Workspace, c.VerifyCommand
@@ -168,6 +182,7 @@ func (l *loop) resume(ctx workflow.Context, c *Continuation) error {
 	l.control.paused = c.Paused
 	l.protected, l.review, l.baseCommit = c.ProtectedPaths, c.Review, c.BaseCommit
 	l.firstRequestTokens = c.FirstRequestTokens
+	l.deferrals, l.deferredSpent = c.Deferrals, c.DeferredUsage
 	l.status.Round = c.NextRound - 1
 	// A continued run is past starting: it runs, or holds a carried pause.
 	l.status.Phase = PhaseRunning
@@ -209,6 +224,7 @@ func (l *loop) snapshot() Status {
 	st.Usage = l.usage
 	st.Objective = l.objective
 	st.Workspace = l.workspace
+	st.VerifyCommand = l.verifyCommand
 	st.StopRequested = l.control.stopRequested
 	st.PauseRequested = l.control.paused
 	st.Budget = l.budget.status(l.limits.MaxIdleRounds)
@@ -341,6 +357,10 @@ func (l *loop) budgetFloor(ctx workflow.Context, now time.Time) string {
 // idle counter.
 func (l *loop) record(ctx workflow.Context, round int, out activities.RoundOutput) {
 	l.usage = l.usage.Add(out.Usage)
+	if l.usageAfter == nil {
+		l.usageAfter = map[int]usage.Usage{}
+	}
+	l.usageAfter[round] = l.usage
 	accepted := out.Report
 	l.last = &accepted
 	if out.Checkpoint != nil {
@@ -560,11 +580,20 @@ func (l *loop) continueAsNew(ctx workflow.Context, nextRound int) error {
 	// is where a run upgrades. Servers that predate upgrade-on-continue-as-new
 	// ignore the option and keep the run pinned to its build.
 	opts := workflow.ContinueAsNewErrorOptions{InitialVersioningBehavior: workflow.ContinueAsNewVersioningBehaviorAutoUpgrade}
-	return workflow.NewContinueAsNewErrorWithOptions(ctx, opts, WorkflowName, nil, &Continuation{
+	cont := &Continuation{
 		Objective: l.objective, Workspace: l.workspace, MaxRounds: l.maxRounds, NextRound: nextRound,
 		Limits: l.limits, Usage: l.usage, LastReport: l.last, VerifyCommand: l.verifyCommand,
 		Budget: l.budget, IdleRounds: l.idleRounds, Checkpoint: l.checkpoint, Paused: l.control.paused,
 		ProtectedPaths: l.protected, Review: l.review, BaseCommit: l.baseCommit,
 		FirstRequestTokens: l.firstRequestTokens,
-	})
+	}
+	// What only a pause or a wait leaves pending: a rewound signal (the
+	// next run would never see it) and a deferred round's counters.
+	pending := workflow.GetSignalChannel(ctx, SignalRewound).Len() > 0 || l.deferrals > 0
+	if pending && workflow.GetVersion(ctx, versionCarryDeferrals, workflow.DefaultVersion, 1) >= 1 {
+		l.takeRewind(ctx)
+		cont.Usage = l.usage
+		cont.Deferrals, cont.DeferredUsage = l.deferrals, l.deferredSpent
+	}
+	return workflow.NewContinueAsNewErrorWithOptions(ctx, opts, WorkflowName, nil, cont)
 }

@@ -24,17 +24,37 @@ type RewoundSignal struct {
 	Usage usage.Usage `json:"usage"`
 }
 
-// takeRewind applies a pending SignalRewound: the run's usage is at least
-// what was spent before the reset. Runs without the signal (every history
-// from before it) are unchanged.
+// takeRewind applies a pending SignalRewound. The signal carries what the
+// run had spent when it was rewound to after round r; this run already
+// counts what was spent up to r's end (usageAfter), so the difference (the
+// abandoned rounds) is added once, whenever the signal lands: rounds run
+// since the reset are not traded against it. Runs that took the signal
+// before (no marker) keep the field-by-field maximum they applied; so does a
+// signal whose round this run does not know.
 func (l *loop) takeRewind(ctx workflow.Context) {
 	var r RewoundSignal
 	for workflow.GetSignalChannel(ctx, SignalRewound).ReceiveAsync(&r) {
+		base, known := l.usageAfter[r.Round]
+		if known && workflow.GetVersion(ctx, versionRewoundAdded, workflow.DefaultVersion, 1) >= 1 {
+			l.usage = l.usage.Add(abandoned(r.Usage, base))
+			continue
+		}
 		u := &l.usage
 		u.ModelCalls = max(u.ModelCalls, r.Usage.ModelCalls)
 		u.ToolCalls = max(u.ToolCalls, r.Usage.ToolCalls)
 		u.PromptTokens = max(u.PromptTokens, r.Usage.PromptTokens)
 		u.CompletionTokens = max(u.CompletionTokens, r.Usage.CompletionTokens)
+	}
+}
+
+// abandoned is what was spent after base, by the time spent was counted
+// (never negative).
+func abandoned(spent, base usage.Usage) usage.Usage {
+	return usage.Usage{
+		ModelCalls:       max(spent.ModelCalls-base.ModelCalls, 0),
+		ToolCalls:        max(spent.ToolCalls-base.ToolCalls, 0),
+		PromptTokens:     max(spent.PromptTokens-base.PromptTokens, 0),
+		CompletionTokens: max(spent.CompletionTokens-base.CompletionTokens, 0),
 	}
 }
 
@@ -79,7 +99,7 @@ func (l *loop) awaitRewound(ctx workflow.Context, round int) error {
 	if signal.Len() > 0 {
 		return nil // already there: no timer (this SDK starts one even then)
 	}
-	_, err := workflow.AwaitWithTimeout(ctx, rewoundWait, func() bool { return signal.Len() > 0 })
+	_, err := awaitWithTimeout(ctx, rewoundWait, func() bool { return signal.Len() > 0 })
 	return err
 }
 

@@ -98,3 +98,34 @@ func TestResetRunWithoutTheSignalGoesOnAfterTheWait(t *testing.T) {
 		}
 	}
 }
+
+// A rewind to after round 1 charges what the abandoned rounds spent exactly
+// once, whether its signal lands during round 2 (the reset run's first
+// round) or rounds later: rounds run since the reset are not traded
+// against it (issue 42: a max() merge lost 110 of 495 tokens, or all 165).
+func TestRewoundSpendIsAddedWheneverTheSignalLands(t *testing.T) {
+	round := usage.Usage{ModelCalls: 2, ToolCalls: 3, PromptTokens: 100, CompletionTokens: 10}
+	lost := usage.Usage{ModelCalls: 3, ToolCalls: 4, PromptTokens: 150, CompletionTokens: 15}
+	for _, at := range []time.Duration{15 * time.Minute, 35 * time.Minute} {
+		t.Run(at.String(), func(t *testing.T) {
+			s := &script{}
+			env := newEnv(t, testLimits(), s)
+			slowRounds(env, s, 10*time.Minute)
+			env.RegisterDelayedCallback(func() {
+				// What the run had spent when rewound: round 1, then lost.
+				env.SignalWorkflow(SignalRewound, RewoundSignal{Round: 1, Usage: round.Add(lost)})
+			}, at)
+			res, err := execute(t, env, `{"objective":"fix it","maxRounds":5,"maxTokens":100000}`)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := lost
+			for range 5 {
+				want = want.Add(round)
+			}
+			if res.Usage != want {
+				t.Fatalf("usage = %+v, want %+v (5 rounds and the abandoned spend once)", res.Usage, want)
+			}
+		})
+	}
+}

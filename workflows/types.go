@@ -199,6 +199,8 @@ type Status struct {
 	Usage         usage.Usage    `json:"usage"`
 	Objective     string         `json:"objective"`
 	Workspace     string         `json:"workspace"`
+	// VerifyCommand is the verify command that applies ("" when none).
+	VerifyCommand string `json:"verifyCommand,omitempty"`
 	// StopRequested: a stop update was accepted; the run ends after the running round.
 	StopRequested bool `json:"stopRequested"`
 	// PauseRequested: a pause update was accepted and no resume since; the phase
@@ -239,4 +241,8 @@ type Continuation struct {
 	// FirstRequestTokens is the prompt tokens of the last round's first
 	// request: the cost the token budget must still cover for a round to start.
 	FirstRequestTokens int `json:"firstRequestTokens,omitempty"`
+	// Deferrals and DeferredUsage are the next round's consecutive
+	// deferrals and what they spent, when the run continued during its wait.
+	Deferrals     int         `json:"deferrals,omitempty"`
+	DeferredUsage usage.Usage `json:"deferredUsage,omitzero"`
 }

@@ -22,16 +22,18 @@ func (claudeCode) Tested() Range  { return Range{From: Version{2, 1, 0}, Below: 
 
 func (claudeCode) Invocation(a Attempt) ([]string, []string, error) {
 	dir := filepath.Join(a.Home, ".claude")
-	if err := mkdirOwned(dir, a.Home); err != nil {
+	d, err := a.configDir(".claude")
+	if err != nil {
 		return nil, nil, fmt.Errorf("claude config: %w", err)
 	}
+	defer d.Close()
 	mcp, err := json.Marshal(map[string]any{"mcpServers": map[string]any{
 		"ralph": map[string]any{"type": "stdio", "command": a.ReportCommand[0], "args": a.ReportCommand[1:]}}})
 	if err != nil {
 		return nil, nil, err
 	}
 	mcpPath := filepath.Join(dir, "ralph-mcp.json")
-	if err := writeOwned(mcpPath, mcp, a.Home); err != nil {
+	if err := a.writeConfig(d, "ralph-mcp.json", mcp); err != nil {
 		return nil, nil, fmt.Errorf("claude config: %w", err)
 	}
 	argv := []string{a.Command, "-p", "--output-format", "stream-json", "--verbose", "--model", a.Model,

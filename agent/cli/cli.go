@@ -11,6 +11,7 @@ package cli
 import (
 	"fmt"
 	"maps"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -130,6 +131,10 @@ type Attempt struct {
 	// ReportTool is the finishing tool's name (submit_report or submit_review).
 	ReportTool string
 	Continue   bool
+	// home is Home opened when the worker made it; everything the worker
+	// writes there is reached from it (owner_unix.go), owned by uid:gid.
+	home     *os.File
+	uid, gid int
 }
 
 // dialects holds every CLI, by name.

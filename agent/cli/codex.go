@@ -44,10 +44,12 @@ func (codex) Invocation(a Attempt) ([]string, []string, error) {
 		"args = [" + strings.Join(args, ", ") + "]",
 		"",
 	}, "\n")
-	if err := mkdirOwned(dir, a.Home); err != nil {
+	d, err := a.configDir(".codex")
+	if err != nil {
 		return nil, nil, fmt.Errorf("codex config: %w", err)
 	}
-	if err := writeOwned(filepath.Join(dir, "config.toml"), []byte(config), a.Home); err != nil {
+	defer d.Close()
+	if err := a.writeConfig(d, "config.toml", []byte(config)); err != nil {
 		return nil, nil, fmt.Errorf("codex config: %w", err)
 	}
 	argv := []string{a.Command, "exec"}

@@ -3,7 +3,6 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 )
 
@@ -40,7 +39,7 @@ func (opencode) Invocation(a Attempt) ([]string, []string, error) {
 		return nil, nil, err
 	}
 	path := filepath.Join(a.Home, "opencode.json")
-	if err := writeOwned(path, data, a.Home); err != nil {
+	if err := a.writeConfig(a.home, "opencode.json", data); err != nil {
 		return nil, nil, fmt.Errorf("opencode config: %w", err)
 	}
 	argv := []string{a.Command, "run", "--format", "json", "--model", "ralph/" + a.Model, "--pure"}
@@ -56,13 +55,4 @@ func (opencode) Invocation(a Attempt) ([]string, []string, error) {
 		"OPENCODE_DISABLE_DEFAULT_PLUGINS=1", "OPENCODE_DISABLE_SHARE=1",
 	}
 	return argv, env, nil
-}
-
-// writeOwned writes a configuration file the CLI may read and change,
-// owned like its home.
-func writeOwned(path string, data []byte, home string) error {
-	if err := os.WriteFile(path, data, 0o600); err != nil {
-		return err
-	}
-	return chownLike(path, home)
 }

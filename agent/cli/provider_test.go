@@ -81,6 +81,9 @@ func (s *servedLog) count() int {
 
 func newRig(t *testing.T, kind string, script fakeopenai.Script, adjust ...func(*sandbox.Config)) *rig {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("runs the pinned agent CLIs (scripts/install-agent-clis.sh): make realstack runs it, make unit passes -short")
+	}
 	served := &servedLog{}
 	script.Delivered = func(fakeopenai.Request, fakeopenai.Response) {
 		served.mu.Lock()

@@ -115,7 +115,8 @@ func (p Provider) attempt(ctx context.Context, desk *agent.Desk, req agent.Reque
 	}()
 
 	a := Attempt{Command: p.Command, Home: h.dir, Model: p.Model, GatewayURL: gatewayMark, Token: token,
-		ReportCommand: []string{h.helper, reportArg, filepath.Join(h.private, "report.sock")}, ReportTool: tool}
+		ReportCommand: []string{h.helper, reportArg, filepath.Join(h.private, "report.sock")}, ReportTool: tool,
+		home: h.handle, uid: uid, gid: gid}
 	for run := range 2 {
 		a.Continue = run > 0
 		stop, err := p.runCLI(ctx, desk, ws, a, gwSocket, reports, gw)
@@ -177,6 +178,10 @@ func (p Provider) runCLI(ctx context.Context, desk *agent.Desk, ws *tools.Worksp
 		return fmt.Sprintf("the CLI was silent for %s", p.Idle), nil
 	case err != nil:
 		return "", err
+	case res.DiskKill != "":
+		// No continuation: what the attempt wrote would starve the next
+		// one; the attempt's home goes as it returns.
+		return "", agent.ChildFailureOf("the CLI was " + res.DiskKill)
 	}
 	how := fmt.Sprintf("the CLI exited with status %d", res.ExitCode)
 	desk.Emit(agent.Event{Kind: agent.EventAgentExit, Output: how})
@@ -213,7 +218,10 @@ func watch(ctx context.Context, stop context.CancelCauseFunc, idle time.Duration
 // binary and the sockets.
 type home struct {
 	dir, private, helper string
-	remove               func()
+	// handle is dir, opened once it was made: the worker never reaches the
+	// home by path again (the sandbox may have replaced what lies in it).
+	handle *os.File
+	remove func()
 }
 
 func newHome(ws *tools.Workspace) (*home, error) {
@@ -228,13 +236,19 @@ func newHome(ws *tools.Workspace) (*home, error) {
 		}
 		remove = func() { _ = os.RemoveAll(dir) }
 	}
-	h := &home{dir: dir, private: filepath.Join(dir, ".ralph"), remove: remove}
-	if err := os.Mkdir(h.private, 0o755); err != nil {
+	handle, err := openHome(dir)
+	if err != nil {
 		remove()
+		return nil, err
+	}
+	h := &home{dir: dir, private: filepath.Join(dir, ".ralph"), handle: handle,
+		remove: func() { handle.Close(); remove() }}
+	if err := os.Mkdir(h.private, 0o755); err != nil {
+		h.remove()
 		return nil, fmt.Errorf("agent home: %w", err)
 	}
 	if h.helper, err = linkHelper(h.private); err != nil {
-		remove()
+		h.remove()
 		return nil, err
 	}
 	return h, nil

@@ -27,7 +27,9 @@ type diskWatch struct {
 	once sync.Once
 }
 
-func watchDisk(sb *sandbox.Sandbox, dir string) *diskWatch {
+// watchDisk checks the workspace dir and home, a home of the command's own
+// (an agent CLI's; "": none).
+func watchDisk(sb *sandbox.Sandbox, dir, home string) *diskWatch {
 	w := &diskWatch{done: make(chan struct{})}
 	if sb == nil {
 		return w
@@ -42,7 +44,7 @@ func watchDisk(sb *sandbox.Sandbox, dir string) *diskWatch {
 				return
 			case <-t.C:
 				began := time.Now()
-				if why := sb.DiskOver(dir); why != "" {
+				if why := sb.DiskOver(dir, home); why != "" {
 					w.hit <- why
 					return
 				}

@@ -86,7 +86,11 @@ func (x *execution) start(command string) error {
 		x.proc.Hold.attach(x.holdProcess)
 		x.undo = append(x.undo, x.proc.Hold.detach)
 	}
-	x.disk = watchDisk(sb, x.w.dir)
+	ownHome := ""
+	if x.proc != nil {
+		ownHome = x.proc.Home
+	}
+	x.disk = watchDisk(sb, x.w.dir, ownHome)
 	x.undo = append(x.undo, x.disk.stop)
 	return nil
 }

@@ -40,7 +40,18 @@ type command struct {
 	// ifRunning says what a start does when a run with its workflow id is
 	// open: fail (the default) or attach to it.
 	ifRunning string
-	cfg       config.Starter
+	// campaign is what a campaign command sends: the campaign input read
+	// from --tasks and the flags (a pointer keeps command comparable).
+	campaign *workflows.CampaignInput
+	// id is --id, another spelling of --workflow-id.
+	id string
+	// tasksFile is --tasks; task is --task of approve and reject.
+	tasksFile string
+	task      string
+	// Campaign flags (0 and "": not set, the file's or the default applies).
+	parallel, batch, mergeAttempts int
+	approveMode, base, branch      string
+	cfg                            config.Starter
 }
 
 // usageError is bad usage: the starter exits with ExitUsage.
@@ -73,6 +84,12 @@ func parseArgs(args []string, env config.Env, stdin io.Reader, stderr io.Writer)
 	}
 	if err := takeArguments(&cmd, d, rest); err != nil {
 		return command{}, err
+	}
+	if cmd.id != "" {
+		if cmd.workflowID != "" && cmd.workflowID != cmd.id {
+			return command{}, usagef("two workflow ids: --id %q and %q", cmd.id, cmd.workflowID)
+		}
+		cmd.workflowID = cmd.id
 	}
 	if cmd.cfg, err = shared.Resolve(env); err != nil {
 		return command{}, &usageError{msg: err.Error()}
@@ -132,6 +149,8 @@ func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 // at most one, the workflow id.
 func takeArguments(cmd *command, d commandDecl, rest []string) error {
 	switch {
+	case d.campaign && d.starts && len(rest) > 0:
+		return usagef("unexpected argument %q (give the task file with --tasks)", rest[0])
 	case d.starts && len(rest) > 0:
 		return usagef("unexpected argument %q (give the objective with --objective)", rest[0])
 	case !d.starts && len(rest) > 1:
@@ -148,6 +167,9 @@ func takeArguments(cmd *command, d commandDecl, rest []string) error {
 // resolveWorkflowID checks --workspace and derives the workflow id from it
 // when none was given.
 func resolveWorkflowID(cmd *command, d commandDecl) error {
+	if d.campaign {
+		return resolveCampaignID(cmd, d)
+	}
 	if cmd.workspace != "" {
 		if err := workflows.CheckWorkspace(cmd.workspace); err != nil {
 			var ie *workflows.InputError

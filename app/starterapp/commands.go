@@ -29,6 +29,7 @@ const (
 	ExitBlocked       = 3
 	ExitBudgetLimited = 4
 	ExitStopped       = 5
+	ExitPartial       = 6
 	ExitCancelled     = 130
 )
 
@@ -48,6 +49,7 @@ var exitCodes = []exitDecl{
 	{ExitBlocked, "blocked", report.OutcomeBlocked, "the run is blocked; the result names the blocker"},
 	{ExitBudgetLimited, "budget-limited", report.OutcomeBudgetLimited, "the run hit a budget; the result names which one"},
 	{ExitStopped, "stopped", report.OutcomeStopped, "an operator stopped the run"},
+	{ExitPartial, "partial", workflows.CampaignPartial, "the campaign ended with some tasks merged and others blocked or failed (campaign only)"},
 	{ExitFailed, "failed", "", "the run failed, or the starter could not do what it was asked (the error says why)"},
 	{ExitCancelled, "cancelled", "", "the run was cancelled"},
 	{ExitUsage, "bad usage", "", "an unknown command or flag, or a missing or invalid value"},
@@ -113,6 +115,9 @@ type commandDecl struct {
 	exec   func(s *session, ctx context.Context) int
 	// check completes and checks the parsed command (nil: nothing to check).
 	check func(c *command, fs *flag.FlagSet, stdin io.Reader) error
+	// campaign: the command starts or addresses a campaign, named by --id
+	// (--workspace does not apply: each task has its own).
+	campaign bool
 }
 
 // Subcommands.
@@ -127,6 +132,12 @@ const (
 	cmdResume = "resume"
 	cmdRewind = "rewind"
 	cmdExtend = "extend"
+
+	cmdCampaign       = "campaign"
+	cmdCampaignStatus = "campaign-status"
+	cmdApprove        = "approve"
+	cmdReject         = "reject"
+	cmdAddTasks       = "add-tasks"
 )
 
 // Values of --if-running.
@@ -153,6 +164,33 @@ var startFlags = []flagDecl{
 	{name: "if-running", usage: "when a run with this workflow id is open: fail (default), or attach to it (Update-with-Start), so a retried job never starts a second loop", text: func(c *command) *string { return &c.ifRunning }},
 }
 
+// Flags of the campaign commands.
+var (
+	idFlag = flagDecl{name: "id", usage: "the campaign's workflow id (the same as --workflow-id)", text: func(c *command) *string { return &c.id }}
+	// taskFlag names the campaign task approve and reject address; without
+	// it they address a Ralph run waiting for approval.
+	taskFlag  = flagDecl{name: "task", usage: "the campaign task waiting for approval (leave it out for a Ralph run waiting for approval)", text: func(c *command) *string { return &c.task }}
+	tasksFlag = flagDecl{name: "tasks", usage: "the task file: JSON or YAML (a list of tasks, or an object with \"tasks\" and campaign fields) or a Markdown checklist (- [ ] id: objective, an indented after: a, b line); see docs/campaigns.md", text: func(c *command) *string { return &c.tasksFile }}
+)
+
+// campaignFlags are the flags of `starter campaign`: each overrides the
+// task file's field of the same meaning.
+var campaignFlags = []flagDecl{
+	idFlag, tasksFlag,
+	{name: "parallel", usage: "at most this many task loops at once (maxParallel; default 2, at most the worker's RALPH_MAX_CAMPAIGN_PARALLEL)", count: func(c *command) *int { return &c.parallel }},
+	{name: "verify", usage: "the command the merged tree must pass before the integration branch moves, and each task's default verify command (default: the worker's RALPH_VERIFY_COMMAND)", text: func(c *command) *string { return &c.verify }},
+	{name: "approve", usage: "merge: each verified merge waits for `starter approve` or `starter reject` (default none)", text: func(c *command) *string { return &c.approveMode }},
+	{name: "batch", usage: "merge up to this many queued tasks as one stack, verified once at its tip (mergeBatch; default 1)", count: func(c *command) *int { return &c.batch }},
+	{name: "max-merge-attempts", usage: "failed merges before a task is blocked (default 3)", count: func(c *command) *int { return &c.mergeAttempts }},
+	{name: "base", usage: "the branch the integration branch starts from (default: the remote's default branch)", text: func(c *command) *string { return &c.base }},
+	{name: "branch", usage: "the integration branch (default ralph/campaigns/<id>/integration)", text: func(c *command) *string { return &c.branch }},
+	{name: "max-tokens", usage: "token budget of the whole campaign, every task's ceiling (default: the worker's RALPH_MAX_RUN_TOKENS)", count: func(c *command) *int { return &c.maxTokens }},
+	{name: "max-minutes", usage: "wall-clock budget of the whole campaign in minutes (default: the worker's RALPH_MAX_RUN_MINUTES)", count: func(c *command) *int { return &c.maxMinutes }},
+	{name: "allow-no-worker", usage: "start even when no worker polls the task queue (the campaign waits for one)", on: func(c *command) *bool { return &c.allowNoWorker }},
+	{name: "if-running", usage: "when a campaign with this id is open: fail (default), or attach to it and follow it", text: func(c *command) *string { return &c.ifRunning }},
+	{name: "json", usage: "print the campaign result as JSON instead of the result text", on: func(c *command) *bool { return &c.jsonOut }},
+}
+
 var jsonFlag = flagDecl{name: "json", usage: "print the workflow result as JSON instead of the result text", on: func(c *command) *bool { return &c.jsonOut }}
 
 // outcomeExits are the exit codes of a command that waits for a run's result.
@@ -160,6 +198,9 @@ func outcomeExits(cancelled string) []exitUse {
 	return []exitUse{{ExitComplete, ""}, {ExitBlocked, ""}, {ExitBudgetLimited, ""}, {ExitStopped, ""},
 		{ExitFailed, ""}, {ExitCancelled, cancelled}, {ExitUsage, ""}}
 }
+
+// attachRefused is the usage exit of the commands that start a run.
+const attachRefused = "bad usage: an unknown command or flag, a missing or invalid value, or (--if-running attach) a run open under the workflow id with another objective, workspace, maxRounds, verify command or budget (the fields are named)"
 
 // updateExits are the exit codes of an operator update.
 var updateExits = []exitUse{
@@ -177,9 +218,10 @@ var commands = []commandDecl{
 			"The first Ctrl-C cancels the workflow and waits until the running round has stopped; a second one stops waiting.",
 		starts: true,
 		flags:  append(append([]flagDecl{}, startFlags...), jsonFlag),
-		exits:  outcomeExits("the run was cancelled (Ctrl-C), or a second Ctrl-C stopped waiting"),
-		exec:   func(s *session, ctx context.Context) int { return s.run(ctx, true) },
-		check:  checkStart,
+		// The last of outcomeExits is the usage exit: here attach refusals too.
+		exits: append(outcomeExits("the run was cancelled (Ctrl-C), or a second Ctrl-C stopped waiting")[:6:6], exitUse{ExitUsage, attachRefused}),
+		exec:  func(s *session, ctx context.Context) int { return s.run(ctx, true) },
+		check: checkStart,
 	},
 	{
 		name:    cmdStart,
@@ -189,7 +231,7 @@ var commands = []commandDecl{
 		flags:   startFlags,
 		exits: []exitUse{{ExitComplete, "the run started (with --if-running attach: or an open run was joined; its status is printed)"},
 			{ExitFailed, "the run did not start (no worker polls the task queue, a run with that id is open, or the server refused)"},
-			{ExitUsage, ""}},
+			{ExitUsage, attachRefused}},
 		exec:  func(s *session, ctx context.Context) int { return s.run(ctx, false) },
 		check: checkStart,
 	},
@@ -280,6 +322,66 @@ var commands = []commandDecl{
 			{ExitUsage, "--round missing or outside the rounds that can be rewound (the message names them), or the run keeps no git checkpoints (RALPH_GIT=off) and --keep-workspace is not given"}},
 		exec: (*session).rewind,
 	},
+	{
+		name:    cmdCampaign,
+		summary: "start a campaign from a task file (--tasks) and follow it: one live line per task, then the result; Ctrl-C cancels it",
+		detail: "Starts a Campaign (the workflow id is --id, default campaign-<task file name>): every task becomes a Ralph loop on its own branch, merged one at a time into the integration branch. " +
+			"It shows one line per task (id, phase, go, round, merge attempts, the merge commit or the last failure), redrawn in place on a terminal and printed when it changes otherwise, then the result on stdout. " +
+			"The first Ctrl-C cancels the campaign (every running round stops); a second one stops waiting. See docs/campaigns.md.",
+		starts:   true,
+		campaign: true,
+		flags:    campaignFlags,
+		exits: []exitUse{{ExitComplete, "every task merged"}, {ExitPartial, ""}, {ExitBudgetLimited, "the campaign hit its budget"},
+			{ExitStopped, "an operator stopped the campaign"}, {ExitFailed, ""},
+			{ExitCancelled, "the campaign was cancelled (Ctrl-C), or a second Ctrl-C stopped waiting"}, {ExitUsage, "a bad flag, or a task file that cannot be read (the message names the file, the line and what is wrong)"}},
+		exec:  (*session).startCampaign,
+		check: checkCampaign,
+	},
+	{
+		name:     cmdCampaignStatus,
+		summary:  "print a campaign's status: one line per task (--json: the status query as JSON)",
+		detail:   "Queries the campaign's status and prints its phase, integration branch and head, then one line per task; with --json the status query's answer as JSON.",
+		campaign: true,
+		flags: []flagDecl{idFlag, {name: "json", usage: "print the status query's answer as JSON",
+			on: func(c *command) *bool { return &c.jsonOut }}},
+		exits: []exitUse{{ExitComplete, "the status is printed"}, {ExitFailed, "no such campaign, or the query failed"}, {ExitUsage, ""}},
+		exec:  (*session).campaignStatus,
+	},
+	{
+		name:    cmdApprove,
+		summary: "approve a campaign task's verified merge (--id, --task), or a Ralph run's complete waiting for approval",
+		detail: "With --task, sends the campaign the approve update for that task: its merge, verified and held, lands on the integration branch. " +
+			"Without --task, sends a Ralph run waiting for approval the approve update: the run ends complete.",
+		flags: []flagDecl{idFlag, taskFlag},
+		exits: updateExits,
+		exec:  (*session).approve,
+	},
+	{
+		name:    cmdReject,
+		summary: "reject a campaign task's held merge (--task) or a Ralph run's complete, with --reason",
+		detail: "With --task, sends the campaign the reject update: the task goes back to a loop with the reason as its failure. " +
+			"Without --task, sends a Ralph run waiting for approval the reject update: its next round starts with the reason as guidance.",
+		flags: []flagDecl{idFlag, taskFlag, {name: "reason", usage: "why (required): what the next loop must change",
+			text: func(c *command) *string { return &c.reason }}},
+		exits: updateExits,
+		exec:  (*session).reject,
+		check: func(c *command, _ *flag.FlagSet, _ io.Reader) error {
+			if strings.TrimSpace(c.reason) == "" {
+				return usagef("reject needs --reason: what the next loop must change")
+			}
+			return nil
+		},
+	},
+	{
+		name:     cmdAddTasks,
+		summary:  "add tasks to an open campaign from a task file (--tasks)",
+		detail:   "Reads the task file (tasks only; a dependency may name a task the campaign already has) and sends the campaign the add-tasks update, which checks them as a start does.",
+		campaign: true,
+		flags:    []flagDecl{idFlag, tasksFlag},
+		exits:    updateExits,
+		exec:     (*session).addTasks,
+		check:    checkAddTasks,
+	},
 }
 
 // lookupCommand finds a command by name.
@@ -335,11 +437,15 @@ func (d commandDecl) flagSet(c *command, counts map[string]*string) (*flag.FlagS
 func topUsage() string {
 	var b strings.Builder
 	b.WriteString("Usage: starter <command> [flags]\n\nCommands:\n")
+	width := 0
 	for _, d := range commands {
-		lines := wrap(d.summary, 66)
-		fmt.Fprintf(&b, "  %-8s %s\n", d.name, lines[0])
+		width = max(width, len(d.name))
+	}
+	for _, d := range commands {
+		lines := wrap(d.summary, 74-width)
+		fmt.Fprintf(&b, "  %-*s %s\n", width, d.name, lines[0])
 		for _, l := range lines[1:] {
-			fmt.Fprintf(&b, "  %-8s %s\n", "", l)
+			fmt.Fprintf(&b, "  %-*s %s\n", width, "", l)
 		}
 	}
 	b.WriteString("\n")

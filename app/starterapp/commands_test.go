@@ -71,7 +71,7 @@ func TestEveryCommandIsDeclaredOnce(t *testing.T) {
 		}
 	}
 	// Every exit code (docs/reference.md#exit-codes), each once, with the outcome that maps to it.
-	want := map[int]string{0: "complete", 3: "blocked", 4: "budget-limited", 5: "stopped", 1: "failed", 130: "cancelled", 2: "bad usage"}
+	want := map[int]string{0: "complete", 3: "blocked", 4: "budget-limited", 5: "stopped", 6: "partial", 1: "failed", 130: "cancelled", 2: "bad usage"}
 	if len(exitCodes) != len(want) {
 		t.Errorf("%d exit codes, want %d", len(exitCodes), len(want))
 	}

@@ -2,6 +2,7 @@ package starterapp
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -19,31 +20,14 @@ import (
 // so only an absent worker makes it wait.
 const controlTimeout = 30 * time.Second
 
-// control sends an operator update (stop, pause, resume) and prints the
-// acknowledgement the run answers with (phase, round, pending stop/pause). A refusal says why and exits ExitFailed.
+// control sends an operator update (stop, pause, resume, extend) to a run
+// or a campaign and prints the acknowledgement it answers with. A refusal says why and exits ExitFailed.
 func (s *session) control(ctx context.Context, name string, args ...any) int {
 	id := s.cmd.workflowID
-	uctx, cancel := context.WithTimeout(ctx, controlTimeout)
-	defer cancel()
-	h, err := s.c.UpdateWorkflow(uctx, client.UpdateWorkflowOptions{
-		WorkflowID: id, UpdateName: name, Args: args, WaitForStage: client.WorkflowUpdateStageCompleted,
-	})
-	var st workflows.Ack
-	if err == nil {
-		err = h.Get(uctx, &st)
-	}
-	if err != nil {
-		var app *temporal.ApplicationError
-		switch {
-		case isNotFound(err):
-			s.errorf("%s: nothing to %s", s.closedOrMissing(ctx, id), name)
-		case errors.As(err, &app):
-			s.errorf("workflow %s refused %s: %s", id, name, app.Message())
-		case errors.Is(uctx.Err(), context.DeadlineExceeded):
-			s.errorf("%s on workflow %s got no answer within %s%s", name, id, controlTimeout, s.describeHint(ctx, id))
-		default:
-			s.errorf("%s on workflow %s: %v", name, id, err)
-		}
+	// The answer is printed as it came: a run answers an Ack, a campaign
+	// its own acknowledgement.
+	var st json.RawMessage
+	if !s.update(ctx, name, &st, args...) {
 		return ExitFailed
 	}
 	switch name {
@@ -61,6 +45,35 @@ func (s *session) control(ctx context.Context, name string, args ...any) int {
 		return ExitFailed
 	}
 	return ExitComplete
+}
+
+// update sends an update and decodes its answer into answer; false: it
+// failed or was refused, and the reason is printed.
+func (s *session) update(ctx context.Context, name string, answer any, args ...any) bool {
+	id := s.cmd.workflowID
+	uctx, cancel := context.WithTimeout(ctx, controlTimeout)
+	defer cancel()
+	h, err := s.c.UpdateWorkflow(uctx, client.UpdateWorkflowOptions{
+		WorkflowID: id, UpdateName: name, Args: args, WaitForStage: client.WorkflowUpdateStageCompleted,
+	})
+	if err == nil {
+		err = h.Get(uctx, answer)
+	}
+	if err == nil {
+		return true
+	}
+	var app *temporal.ApplicationError
+	switch {
+	case isNotFound(err):
+		s.errorf("%s: nothing to %s", s.closedOrMissing(ctx, id), name)
+	case errors.As(err, &app):
+		s.errorf("workflow %s refused %s: %s", id, name, app.Message())
+	case errors.Is(uctx.Err(), context.DeadlineExceeded):
+		s.errorf("%s on workflow %s got no answer within %s%s", name, id, controlTimeout, s.describeHint(ctx, id))
+	default:
+		s.errorf("%s on workflow %s: %v", name, id, err)
+	}
+	return false
 }
 
 // closedOrMissing says why a run cannot take an update: it closed (and how)

@@ -114,6 +114,7 @@ func startStack(t *testing.T) *stack {
 	rounds := &scriptedRounds{started: make(chan int, 1)}
 	w := worker.New(c, "ralph", worker.Options{MaxHeartbeatThrottleInterval: time.Second, DefaultHeartbeatThrottleInterval: time.Second})
 	w.RegisterWorkflowWithOptions(workflows.Ralph, workflow.RegisterOptions{Name: workflows.WorkflowName})
+	w.RegisterWorkflowWithOptions(standInCampaign, workflow.RegisterOptions{Name: workflows.CampaignWorkflowName})
 	w.RegisterActivityWithOptions(rounds.ResolveLimits, activity.RegisterOptions{Name: activities.ResolveLimitsName})
 	w.RegisterActivityWithOptions(rounds.RunRound, activity.RegisterOptions{Name: activities.RunRoundName})
 	if err := w.Start(); err != nil {

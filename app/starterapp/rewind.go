@@ -114,6 +114,14 @@ func (s *session) rewind(ctx context.Context) int {
 		s.errorf("reset workflow %s to after round %d: %v", id, k, err)
 		return ExitFailed
 	}
+	// Servers up to 1.29 refuse a signal as a post-reset operation, so it
+	// follows the reset at once, before anything else that can fail: the
+	// reset run waits for it before its first round, and what the rewound
+	// rounds spent would otherwise be lost.
+	if err := s.c.SignalWorkflow(rctx, id, resp.GetRunId(), workflows.SignalRewound, workflows.RewoundSignal{Round: k, Usage: spent}); err != nil {
+		s.errorf("workflow %s was rewound, but what it spent after round %d (%d tokens) could not be handed to it: %v", id, k, spent.PromptTokens+spent.CompletionTokens, err)
+		return ExitFailed
+	}
 	if gone != nil {
 		if err := s.pinTo(rctx, id, resp.GetRunId(), gone.to); err != nil {
 			s.errorf("workflow %s was rewound, but its reset run stays pinned to %s, which no worker polls: %v", id, versionName(gone.from), err)
@@ -122,12 +130,6 @@ func (s *session) rewind(ctx context.Context) int {
 		s.infof("workflow %s was pinned to %s, which no worker polls: moved it to the current version %s "+
 			"(a pinned versioning override; `temporal workflow update-options --workflow-id %s --versioning-override-behavior unspecified` removes it)",
 			id, versionName(gone.from), versionName(gone.to), id)
-	}
-	// Servers up to 1.29 refuse a signal as a post-reset operation, so it
-	// follows the reset; the reset run waits for it before its first round.
-	if err := s.c.SignalWorkflow(rctx, id, resp.GetRunId(), workflows.SignalRewound, workflows.RewoundSignal{Round: k, Usage: spent}); err != nil {
-		s.errorf("workflow %s was rewound, but what it spent after round %d (%d tokens) could not be handed to it: %v", id, k, spent.PromptTokens+spent.CompletionTokens, err)
-		return ExitFailed
 	}
 	s.infof("workflow %s rewound to just after round %d (reset at event %d of run %s); it goes on at round %d", id, k, point, runID, k+1)
 	fmt.Fprintln(s.Stdout, resp.GetRunId())

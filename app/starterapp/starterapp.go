@@ -154,16 +154,8 @@ func (s *session) infof(format string, args ...any) {
 func (s *session) run(ctx context.Context, foreground bool) int {
 	cmd := s.cmd
 	tq := cmd.cfg.TaskQueue
-	pollers, err := s.takers(ctx, tq)
-	switch {
-	case err != nil:
-		s.errorf("warning: could not check task queue %q for workers: %v", tq, err)
-	case pollers.takers == 0 && !cmd.allowNoWorker:
-		s.errorf("%s: start one (`worker`, or `worker --demo` without a model key), or pass --allow-no-worker to queue the run until one starts",
-			noTakerMessage(pollers, tq, s.namespace, s.address))
+	if !s.workerReady(ctx) {
 		return ExitFailed
-	case pollers.takers == 0:
-		s.errorf("warning: %s; the run waits until one does", noTakerMessage(pollers, tq, s.namespace, s.address))
 	}
 
 	opts := client.StartWorkflowOptions{
@@ -200,6 +192,24 @@ func (s *session) run(ctx context.Context, foreground bool) int {
 	return s.follow(ctx, run.GetID(), run.GetRunID(), true, true)
 }
 
+// workerReady checks that a worker can take a new run on the task queue
+// (or that --allow-no-worker was given); false: it said why not.
+func (s *session) workerReady(ctx context.Context) bool {
+	tq := s.cmd.cfg.TaskQueue
+	pollers, err := s.takers(ctx, tq)
+	switch {
+	case err != nil:
+		s.errorf("warning: could not check task queue %q for workers: %v", tq, err)
+	case pollers.takers == 0 && !s.cmd.allowNoWorker:
+		s.errorf("%s: start one (`worker`, or `worker --demo` without a model key), or pass --allow-no-worker to queue the run until one starts",
+			noTakerMessage(pollers, tq, s.namespace, s.address))
+		return false
+	case pollers.takers == 0:
+		s.errorf("warning: %s; the run waits until one does", noTakerMessage(pollers, tq, s.namespace, s.address))
+	}
+	return true
+}
+
 // attach starts the run, or joins the one open under its workflow id, in
 // one call (Update-with-Start with the describe update), so a retried job
 // never starts a second loop. The run then is followed (foreground) or its
@@ -228,6 +238,11 @@ func (s *session) attach(ctx context.Context, opts client.StartWorkflowOptions, 
 	what := "joined the open"
 	if st.Phase == workflows.PhaseStarting {
 		what = "started"
+	} else if differ := attachDiffers(s.cmd.input(), opts.ID, st); len(differ) > 0 {
+		s.errorf("workflow %s (run %s) is open with another %s than asked, so this run was not joined: "+
+			"wait for it (`starter result %s`) or stop it (`starter cancel %s`), or start the new run under another id "+
+			"(--workflow-id, or another --workspace)", opts.ID, run.GetRunID(), strings.Join(differ, ", "), opts.ID, opts.ID)
+		return ExitUsage
 	}
 	s.infof("%s workflow %s (run %s, phase %s, round %d) on task queue %s", what, run.GetID(), run.GetRunID(), st.Phase, st.Round, opts.TaskQueue)
 	if foreground {
@@ -328,23 +343,29 @@ func (s *session) follow(ctx context.Context, id, runID string, progress, cancel
 // await waits for the run to close, following continue-as-new, and rides
 // out a server that is briefly unreachable (runs survive server restarts).
 func (s *session) await(ctx context.Context, id string) outcome {
+	var res workflows.Result
+	if err := s.awaitInto(ctx, id, &res); err != nil {
+		return outcome{err: err}
+	}
+	return outcome{result: &res}
+}
+
+// awaitInto waits for the workflow's result (a run's or a campaign's) as
+// await does; the error is how it closed otherwise.
+func (s *session) awaitInto(ctx context.Context, id string, res any) error {
 	const patience = 2 * time.Minute
 	var lostSince time.Time
 	for {
-		var res workflows.Result
-		err := s.c.GetWorkflow(ctx, id, "").Get(ctx, &res)
-		if err == nil {
-			return outcome{result: &res}
-		}
-		if isWorkflowOutcome(err) || codec.IsDecodeError(err) || ctx.Err() != nil {
-			return outcome{err: err}
+		err := s.c.GetWorkflow(ctx, id, "").Get(ctx, res)
+		if err == nil || isWorkflowOutcome(err) || codec.IsDecodeError(err) || ctx.Err() != nil {
+			return err
 		}
 		if lostSince.IsZero() {
 			lostSince = time.Now()
 			s.errorf("lost the connection to the Temporal server at %s (%v); still waiting for workflow %s", s.address, err, id)
 		}
 		if time.Since(lostSince) > patience {
-			return outcome{err: fmt.Errorf("the Temporal server at %s stayed unreachable for %s: %w", s.address, patience, err)}
+			return fmt.Errorf("the Temporal server at %s stayed unreachable for %s: %w", s.address, patience, err)
 		}
 		time.Sleep(2 * time.Second)
 	}
@@ -621,4 +642,37 @@ func (s *session) cancel(ctx context.Context) int {
 // result waits for the run to close and prints its result.
 func (s *session) result(ctx context.Context) int {
 	return s.follow(ctx, s.cmd.workflowID, "", false, false)
+}
+
+// attachDiffers names the fields of asked that the open run st does not
+// run with: joining it would follow another loop than the one asked for.
+// Fields asked is silent on (a deployment default) are not compared; an
+// extend that raised a budget counts as a difference.
+func attachDiffers(asked workflows.Input, workflowID string, st workflows.Status) []string {
+	var differ []string
+	if strings.TrimSpace(asked.Objective) != st.Objective {
+		differ = append(differ, "objective")
+	}
+	if asked.MaxRounds != nil && *asked.MaxRounds != st.MaxRounds {
+		differ = append(differ, "maxRounds")
+	}
+	workspace := asked.Workspace
+	if workspace == "" {
+		workspace = workflows.DefaultWorkspace(workflowID)
+	}
+	if workspace != st.Workspace {
+		differ = append(differ, "workspace")
+	}
+	if asked.VerifyCommand != "" && asked.VerifyCommand != st.VerifyCommand {
+		differ = append(differ, "verifyCommand")
+	}
+	for _, b := range []struct {
+		name       string
+		asked, run *int
+	}{{"maxTokens", asked.MaxTokens, st.Budget.MaxTokens}, {"maxMinutes", asked.MaxMinutes, st.Budget.MaxMinutes}} {
+		if b.asked != nil && (b.run == nil || *b.asked != *b.run) {
+			differ = append(differ, b.name)
+		}
+	}
+	return differ
 }

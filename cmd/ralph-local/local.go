@@ -60,6 +60,9 @@ func (l *local) main(args []string) int {
 	}
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port))
 	runEnv := localEnv(env, addr, state)
+	if s.campaign {
+		campaignEnv(runEnv, state)
+	}
 
 	// A Ctrl-C before the run starts ends the setup; afterwards it goes to
 	// the starter, which cancels the run and waits for it to close.
@@ -222,7 +225,7 @@ func (l *local) startWorker(ctx context.Context, s settings, addr string, env co
 		return nil, fmt.Errorf("worker settings: %w", err)
 	}
 	if s.demo {
-		l.say("model mode: demo, because %s: rounds talk to the worker's scripted local OpenAI-compatible server (no key, no network; it builds greet.sh whatever the objective). For a real model set OPENAI_API_KEY and RALPH_MODEL (and OPENAI_BASE_URL for a non-OpenAI endpoint).", s.demoReason)
+		l.say("model mode: demo, because %s: rounds talk to the worker's scripted local OpenAI-compatible server (no key, no network; it builds greet.sh whatever the objective, or plays the campaign demo's tasks). For a real model set OPENAI_API_KEY and RALPH_MODEL (and OPENAI_BASE_URL for a non-OpenAI endpoint).", s.demoReason)
 	} else {
 		l.say("model mode: real: rounds call model %q at %s", cfg.Activities.Agent.Model, cfg.Activities.Agent.BaseURL)
 	}
@@ -278,10 +281,39 @@ func (w *worker) stop(l *local) {
 	w.logf.Close()
 }
 
-// runStarter runs `starter run` in the foreground. Signals go to it; a
-// worker that dies meanwhile makes it cancel and stop waiting, since no
-// one would finish the run.
+// runStarter runs `starter run` (or the campaign demo) in the foreground.
 func (l *local) runStarter(s settings, addr string, env config.MapEnv, w *worker) int {
+	if s.campaign {
+		return l.runCampaign(s, addr, env, w)
+	}
+	ws := filepath.Join(w.cfg.Activities.WorkspaceRoot, s.workspace)
+	l.say("workspace: %s (watch files appear: ls -la %s)", ws, ws)
+	l.say("Temporal UI: http://127.0.0.1:%d/namespaces/default/workflows/ralph-%s", s.uiPort, s.workspace)
+	l.say("objective: %s", s.objective)
+	args := []string{"run", "--address", addr, "--namespace", client.DefaultNamespace, "--workspace", s.workspace, "--objective", s.objective}
+	if s.verify != "" {
+		l.say("verify command: %s (a complete report counts only when it passes)", s.verify)
+		args = append(args, "--verify", s.verify)
+	}
+	gitMode := w.cfg.Activities.Git.Mode
+	if w.cfg.Activities.Git.Enabled() {
+		l.say("git checkpoints: %s=%s (one commit per round in the workspace)", envGit, gitMode)
+	}
+	rc := l.starter(env, w, args)
+	if rc != exitUsage {
+		l.listWorkspace(ws)
+		if gitMode == defaultGitMode {
+			l.listCommits(ws)
+		}
+	}
+	l.say("%s", exitMeaning(rc))
+	return rc
+}
+
+// starter runs the starter with args in the foreground. Signals go to it;
+// a worker that dies meanwhile makes it cancel and stop waiting, since no
+// one would finish the run.
+func (l *local) starter(env config.MapEnv, w *worker, args []string) int {
 	signals := make(chan os.Signal, 4)
 	finished := make(chan struct{})
 	defer close(finished)
@@ -301,29 +333,8 @@ func (l *local) runStarter(s settings, addr string, env config.MapEnv, w *worker
 			}
 		}
 	}()
-	ws := filepath.Join(w.cfg.Activities.WorkspaceRoot, s.workspace)
-	l.say("workspace: %s (watch files appear: ls -la %s)", ws, ws)
-	l.say("Temporal UI: http://127.0.0.1:%d/namespaces/default/workflows/ralph-%s", s.uiPort, s.workspace)
-	l.say("objective: %s", s.objective)
-	args := []string{"run", "--address", addr, "--namespace", client.DefaultNamespace, "--workspace", s.workspace, "--objective", s.objective}
-	if s.verify != "" {
-		l.say("verify command: %s (a complete report counts only when it passes)", s.verify)
-		args = append(args, "--verify", s.verify)
-	}
-	gitMode := w.cfg.Activities.Git.Mode
-	if w.cfg.Activities.Git.Enabled() {
-		l.say("git checkpoints: %s=%s (one commit per round in the workspace)", envGit, gitMode)
-	}
 	app := &starterapp.App{Env: env, Stdin: strings.NewReader(""), Stdout: l.stdout, Stderr: l.stderr, Signals: signals}
-	rc := app.Main(args)
-	if rc != exitUsage {
-		l.listWorkspace(ws)
-		if gitMode == defaultGitMode {
-			l.listCommits(ws)
-		}
-	}
-	l.say("%s", exitMeaning(rc))
-	return rc
+	return app.Main(args)
 }
 
 func exitMeaning(rc int) string {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -109,5 +110,73 @@ func TestBadSettingsAreNamed(t *testing.T) {
 	s, err := parseSettings(nil, map[string]string{"RALPH_DEMO": "on", "RALPH_MODEL": "m", "OPENAI_API_KEY": "k"})
 	if err != nil || !s.demo {
 		t.Errorf("RALPH_DEMO=on: demo %v, %v", s.demo, err)
+	}
+}
+
+// The campaign demo starts from a fresh bare remote each time, and its
+// verify command passes on the seed and refuses conflict markers.
+func TestCampaignDemoSeedsAFreshRemote(t *testing.T) {
+	l, _, _ := newLocal(t, make(chan os.Signal))
+	state := filepath.Join(l.dir, stateDir)
+	env := localEnv(map[string]string{}, "127.0.0.1:1", state)
+	campaignEnv(env, state)
+	d, err := l.prepareCampaign(state, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stale := filepath.Join(d.remote, "refs", "heads", "ralph", "stale")
+	if err := os.MkdirAll(filepath.Dir(stale), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(stale, []byte("0000000000000000000000000000000000000000\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if d, err = l.prepareCampaign(state, env); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(stale); !os.IsNotExist(err) {
+		t.Errorf("the earlier demo's branch survived: %v", err)
+	}
+	if env[envGit] != "remote" || env["RALPH_GIT_REMOTE"] != d.remote {
+		t.Errorf("env = %v", env)
+	}
+	clone := filepath.Join(t.TempDir(), "clone")
+	if out, err := exec.Command("git", "clone", "-q", d.remote, clone).CombinedOutput(); err != nil {
+		t.Fatalf("clone: %v: %s", err, out)
+	}
+	if out, err := exec.Command("bash", filepath.Join(clone, "check.sh")).CombinedOutput(); err != nil || !strings.Contains(string(out), "PASS") {
+		t.Errorf("check.sh on the seed: %v: %s", err, out)
+	}
+	conflicted := "# Greetings, one per line\n<<<<<<< HEAD\nHello, world!\n=======\nBonjour, le monde !\n>>>>>>> integration\n"
+	if err := os.WriteFile(filepath.Join(clone, "greetings.txt"), []byte(conflicted), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("bash", filepath.Join(clone, "check.sh")).CombinedOutput(); err == nil || !strings.Contains(string(out), "FAIL: conflict markers") {
+		t.Errorf("check.sh passed conflict markers: %v: %s", err, out)
+	}
+	tasks, err := os.ReadFile(d.tasks)
+	if err != nil || !strings.Contains(string(tasks), "- [ ] french: In greetings.txt") {
+		t.Errorf("tasks file: %v %q", err, tasks)
+	}
+}
+
+// make demo-campaign end to end: the conflicting pair both land (one on
+// its second go, its conflict resolved by keeping both lines), the third
+// after its dependency, and the integration branch's graph is shown.
+func TestCampaignDemoMergesEveryTask(t *testing.T) {
+	l, out, _ := newLocal(t, make(chan os.Signal))
+	if rc := l.main([]string{campaignFlag}); rc != 0 {
+		t.Fatalf("exit %d, output:\n%s", rc, out)
+	}
+	for _, want := range []string{"Campaign campaign-demo: complete, 3 of 3 tasks merged", "go 2 round", "conflicts in greetings.txt",
+		"log --graph --oneline", "ralph: merge task readme", "The previous report named greetings.txt as conflicting"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	remote := filepath.Join(l.dir, stateDir, campaignDir, "remote.git")
+	got, err := exec.Command("git", "--git-dir", remote, "show", "ralph/campaigns/"+campaignID+"/integration:greetings.txt").CombinedOutput()
+	if err != nil || !strings.Contains(string(got), "Hello, world!\n") || !strings.Contains(string(got), "Bonjour, le monde !\n") || strings.Contains(string(got), "<<<<<<<") {
+		t.Errorf("greetings.txt on the integration branch: %v\n%s", err, got)
 	}
 }

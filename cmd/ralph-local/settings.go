@@ -53,10 +53,19 @@ type settings struct {
 	workerTimeout time.Duration
 	demo          bool
 	demoReason    string
+	// campaign runs the campaign demo instead of one loop (--campaign).
+	campaign bool
 }
 
 func parseSettings(args []string, env map[string]string) (settings, error) {
-	s := settings{objective: strings.Join(args, " "), workspace: env[EnvWorkspace]}
+	var s settings
+	if len(args) > 0 && args[0] == campaignFlag {
+		if len(args) > 1 {
+			return s, fmt.Errorf("%s takes no objective: the campaign demo's tasks are its own", campaignFlag)
+		}
+		s.campaign, args = true, nil
+	}
+	s.objective, s.workspace = strings.Join(args, " "), env[EnvWorkspace]
 	if strings.TrimSpace(s.objective) == "" {
 		s.objective = env[EnvObjective]
 	}

@@ -31,9 +31,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
+	commonpb "go.temporal.io/api/common/v1"
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/api/temporalproto"
+	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
@@ -48,6 +51,7 @@ import (
 	"github.com/ralph-temporal/ralph/internal/fakeopenai"
 	"github.com/ralph-temporal/ralph/internal/wait"
 	"github.com/ralph-temporal/ralph/report"
+	"github.com/ralph-temporal/ralph/usage"
 	"github.com/ralph-temporal/ralph/workflows"
 )
 
@@ -62,7 +66,14 @@ const (
 	// set of task queues): RALPH_VERSIONING_BEHAVIOR pinned and auto-upgrade.
 	pinnedQueue      = "record-histories-pinned"
 	autoUpgradeQueue = "record-histories-auto-upgrade"
+	// rewindQueue is served by a worker the rewind-fast scenario stops
+	// while it resets the run.
+	rewindQueue = "record-histories-rewind"
 )
+
+// suggestBytes is the history size at which the dev server suggests a
+// continue-as-new.
+const suggestBytes = 2_000_000
 
 // The versioned workers' versions: the pinned deployment's build A serves
 // the runs; build B becomes current during the upgrade scenario's round 1.
@@ -119,6 +130,13 @@ type scenario struct {
 	// rewind: once round 2 started its command, `starter rewind --round 1`
 	// resets the run; the original run and the reset run are recorded.
 	rewind bool
+	// rewindFast: as rewind, but no worker polls while the run is reset and
+	// signalled, so the reset run finds the signal there (recordRewindFast).
+	rewindFast bool
+	// heldContinues: paused after round 1, the run is signalled rewound and
+	// described until the server suggests a continue-as-new; the next run
+	// is resumed (holdUntilContinued).
+	heldContinues bool
 	// script plays the model for this scenario's requests (nil: every round
 	// hands off with continue); play finds it by the scenario's tag.
 	script func(req fakeopenai.Request) fakeopenai.Response
@@ -167,7 +185,11 @@ func record(parent, name, only string) error {
 	}
 	defer os.RemoveAll(tmp)
 
-	dev, err := temporalserver.StartDev(ctx, temporalserver.DevOptions{Output: os.Stderr})
+	// The server suggests a continue-as-new at 2 MB of history (4 MB by
+	// default): the held-continues scenario's describes reach it in a few
+	// calls; every other scenario stays far below.
+	dev, err := temporalserver.StartDev(ctx, temporalserver.DevOptions{Output: os.Stderr,
+		DynamicConfig: append(temporalserver.DynamicConfig(), fmt.Sprintf("limit.historySize.suggestContinueAsNew=%d", suggestBytes))})
 	if err != nil {
 		return fmt.Errorf("start the dev server: %w", err)
 	}
@@ -247,6 +269,16 @@ func record(parent, name, only string) error {
 	r := recorder{c: c, root: cfg.WorkspaceRoot, out: stage, starterEnv: env,
 		upgrade: func(ctx context.Context) (func(), error) {
 			return startVersioned(ctx, c, pinnedQueue, pinnedB, pinnedActs, config.BehaviorPinned)
+		},
+		rewindWorker: func() (func(), error) {
+			w := worker.New(c, rewindQueue, worker.Options{
+				MaxHeartbeatThrottleInterval: workerapp.HeartbeatThrottle, DefaultHeartbeatThrottleInterval: workerapp.HeartbeatThrottle,
+			})
+			workerapp.Register(w, acts, config.BehaviorPinned)
+			if err := w.Start(); err != nil {
+				return nil, fmt.Errorf("start the rewind worker: %w", err)
+			}
+			return w.Stop, nil
 		}}
 
 	var wanted []scenario
@@ -341,6 +373,8 @@ type recorder struct {
 	starterEnv config.MapEnv // how the starter reaches the dev server
 	// upgrade starts build B of the pinned deployment and makes it current.
 	upgrade func(context.Context) (stop func(), err error)
+	// rewindWorker starts a worker on rewindQueue.
+	rewindWorker func() (stop func(), err error)
 }
 
 func (r recorder) runScenario(ctx context.Context, sc scenario) error {
@@ -404,6 +438,14 @@ func (r recorder) recordScenario(ctx context.Context, sc scenario) error {
 	}
 	if sc.rewind {
 		return r.recordRewind(ctx, sc, id, run.GetRunID())
+	}
+	if sc.rewindFast {
+		return r.recordRewindFast(ctx, sc, id, run.GetRunID())
+	}
+	if sc.heldContinues {
+		if err := r.holdUntilContinued(ctx, id, run.GetRunID()); err != nil {
+			return err
+		}
 	}
 	// Get follows continue-as-new and moves GetRunID along, so keep the first.
 	firstRunID := run.GetRunID()
@@ -477,6 +519,15 @@ func release(ws string) error {
 }
 
 func steer(ctx context.Context, c client.Client, ws, id string, updates []update) error {
+	if err := steerOnly(ctx, c, ws, id, updates); err != nil {
+		return err
+	}
+	return release(ws)
+}
+
+// steerOnly sends updates once a round started its command (a pause
+// releases round 1 and waits for the paused phase); it releases no more.
+func steerOnly(ctx context.Context, c client.Client, ws, id string, updates []update) error {
 	started := filepath.Join(ws, "started.txt")
 	if err := waitStarted(ctx, started); err != nil {
 		return err
@@ -499,7 +550,7 @@ func steer(ctx context.Context, c client.Client, ws, id string, updates []update
 			}
 		}
 	}
-	return release(ws)
+	return nil
 }
 
 // waitStarted waits until the round's command has written started.
@@ -558,4 +609,127 @@ func writeHistory(hist *historypb.History, path string) error {
 		return fmt.Errorf("encode history: %w", err)
 	}
 	return os.WriteFile(path, append(data, '\n'), 0o644)
+}
+
+// recordRewindFast rewinds the run to round 1 once round 2 started its
+// command, as `starter rewind` does (reset to the workflow task after round
+// 1's activity, then the rewound signal), but with the run's only worker
+// stopped in between: the reset run's first workflow task then finds the
+// signal in history (the fast path of awaitRewound, no timer). The signal
+// counts 1000 tokens more than the status shows, standing in for the
+// heartbeats of the abandoned round.
+func (r recorder) recordRewindFast(ctx context.Context, sc scenario, id, originalRunID string) error {
+	stop, err := r.rewindWorker()
+	if err != nil {
+		return err
+	}
+	if err := waitStarted(ctx, filepath.Join(r.root, workflows.DefaultWorkspace(id), "started.txt")); err != nil {
+		stop()
+		return err
+	}
+	v, err := r.c.QueryWorkflow(ctx, id, originalRunID, workflows.StatusQueryName)
+	var st workflows.Status
+	if err == nil {
+		err = v.Get(&st)
+	}
+	if err != nil {
+		stop()
+		return fmt.Errorf("status: %w", err)
+	}
+	stop()
+	point, err := afterRound1(ctx, r.c, id, originalRunID)
+	if err != nil {
+		return err
+	}
+	resp, err := r.c.ResetWorkflowExecution(ctx, &workflowservice.ResetWorkflowExecutionRequest{
+		Namespace: "default", WorkflowExecution: &commonpb.WorkflowExecution{WorkflowId: id, RunId: originalRunID},
+		Reason: "recorded fast rewind", WorkflowTaskFinishEventId: point, RequestId: uuid.NewString(),
+		//lint:ignore SA1019 as starter rewind does
+		ResetReapplyType: enumspb.RESET_REAPPLY_TYPE_NONE,
+	})
+	if err != nil {
+		return fmt.Errorf("reset: %w", err)
+	}
+	spent := st.Usage
+	spent.PromptTokens += 1000
+	if err := r.c.SignalWorkflow(ctx, id, resp.GetRunId(), workflows.SignalRewound, workflows.RewoundSignal{Round: 1, Usage: spent}); err != nil {
+		return fmt.Errorf("signal: %w", err)
+	}
+	if stop, err = r.rewindWorker(); err != nil {
+		return err
+	}
+	defer stop()
+	runErr := r.c.GetWorkflow(ctx, id, resp.GetRunId()).Get(ctx, nil)
+	fmt.Fprintf(os.Stderr, "%s: %v\n", sc.name, outcome(runErr))
+	for name, runID := range map[string]string{sc.name + "-original": originalRunID, sc.name: resp.GetRunId()} {
+		hist, err := readHistory(ctx, r.c, id, runID)
+		if err != nil {
+			return err
+		}
+		if err := writeHistory(hist, filepath.Join(r.out, name+".json")); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// afterRound1 is the event id of the workflow task completed after round
+// 1's activity completed: where `starter rewind --round 1` resets.
+func afterRound1(ctx context.Context, c client.Client, id, runID string) (int64, error) {
+	hist, err := readHistory(ctx, c, id, runID)
+	if err != nil {
+		return 0, err
+	}
+	done := false
+	for _, ev := range hist.GetEvents() {
+		switch {
+		case ev.GetActivityTaskCompletedEventAttributes() != nil:
+			done = true
+		case done && ev.GetWorkflowTaskCompletedEventAttributes() != nil:
+			return ev.GetEventId(), nil
+		}
+	}
+	return 0, errors.New("round 1's activity has not completed")
+}
+
+// holdUntilContinued: once the run is paused after round 1, signals it
+// rewound (as if rewound during the pause) and sends describe updates until
+// the server's suggestion moves it to a next run, which it resumes.
+func (r recorder) holdUntilContinued(ctx context.Context, id, runID string) error {
+	ws := filepath.Join(r.root, workflows.DefaultWorkspace(id))
+	if err := steerOnly(ctx, r.c, ws, id, []update{{name: workflows.UpdatePause}}); err != nil {
+		return err
+	}
+	lost := usage.Usage{ModelCalls: 1, PromptTokens: 700, CompletionTokens: 70}
+	v, err := r.c.QueryWorkflow(ctx, id, runID, workflows.StatusQueryName)
+	var st workflows.Status
+	if err == nil {
+		err = v.Get(&st)
+	}
+	if err == nil {
+		err = r.c.SignalWorkflow(ctx, id, runID, workflows.SignalRewound, workflows.RewoundSignal{Round: 1, Usage: st.Usage.Add(lost)})
+	}
+	if err != nil {
+		return fmt.Errorf("signal the paused run: %w", err)
+	}
+	for range 40 {
+		d, err := r.c.DescribeWorkflow(ctx, id, runID)
+		if err != nil {
+			return err
+		}
+		if d.RawResponse.GetWorkflowExecutionInfo().GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_CONTINUED_AS_NEW {
+			return steer(ctx, r.c, ws, id, []update{{name: workflows.UpdateResume}})
+		}
+		// The describe that moves the run may fail as the run closes: the
+		// next look at its status tells.
+		h, err := r.c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: id, RunID: runID, UpdateName: workflows.UpdateDescribe,
+			WaitForStage: client.WorkflowUpdateStageCompleted})
+		if err == nil {
+			err = h.Get(ctx, nil)
+		}
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "%s: describe: %v\n", id, err)
+		}
+	}
+	return errors.New("the paused run never continued as new")
 }

@@ -62,6 +62,17 @@ func scenarios() []scenario {
 			queue: autoUpgradeQueue, script: writeHello},
 		{name: "rewound", input: objective("rewound", "rewound while round 2 runs", `"maxRounds":4,"maxTokens":100000`),
 			rewind: true, script: rewoundOnce},
+		// Issue 42: the rewound signal already there when the reset run
+		// first checks (no timer); a paused run, signalled rewound, that
+		// continues as new on the server's suggestion (the signal taken
+		// first); a time budget beyond a time.Duration, refused; a round
+		// started with between 10 s and 30 s of its time budget left (the
+		// time floor decides it).
+		{name: "rewound-fast", input: objective("rewound-fast", "rewound while round 2 runs", `"maxRounds":4,"maxTokens":100000`),
+			queue: rewindQueue, rewindFast: true, script: rewoundFastOnce},
+		{name: "held-continues", input: heldObjective(), heldContinues: true, continues: true, script: waitForRelease},
+		{name: "minutes-too-large", input: objective("minutes-too-large", "never runs", fmt.Sprintf(`"maxMinutes":%d`, workflows.MaxBudgetMinutes+1))},
+		{name: "budget-time-floor", input: objective("budget-time-floor", "a long first round", `"maxMinutes":1,"maxRounds":2`), slow: true, script: longFirstRound},
 		// An objective one 4-byte character over the bound (as JSON) is refused.
 		{name: "objective-too-large", input: `{"objective":"` + strings.Repeat("𝄞", workflows.MaxObjectiveBytes/4+1) + `"}`},
 	}
@@ -248,4 +259,34 @@ func deferFirstReview(req fakeopenai.Request) fakeopenai.Response {
 		return fakeopenai.RateLimited("3")
 	}
 	return approve(req)
+}
+
+// rewoundFastOnce is rewoundOnce for the rewound-fast scenario.
+func rewoundFastOnce(req fakeopenai.Request) fakeopenai.Response {
+	n := session("rewound-fast", req.Step())
+	switch {
+	case req.Round() == 1:
+		return handOff(req)
+	case n == 2 && req.Step() == 0:
+		return command("echo 2 > started.txt; sleep 300", "timeout_seconds", 600)
+	case n == 2:
+		return handOff(req)
+	}
+	return fakeopenai.Tools(fakeopenai.SubmitReport(done))
+}
+
+// heldObjective is held-continues' input: an objective of 250,000
+// characters, so each describe adds about 250 KB to the paused run's
+// history and a few reach the suggestion (suggestBytes).
+func heldObjective() string {
+	return objective("held-continues", "paused until moved "+strings.Repeat("x", 250_000), `"maxRounds":2`)
+}
+
+// longFirstRound: round 1 takes 35 s of the one-minute budget, so round 2
+// starts with about 24 s left: above a 10 s floor, below a 30 s one.
+func longFirstRound(req fakeopenai.Request) fakeopenai.Response {
+	if req.Round() == 1 && req.Step() == 0 {
+		return command("sleep 35", "timeout_seconds", 120)
+	}
+	return handOff(req)
 }

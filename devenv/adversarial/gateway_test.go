@@ -46,9 +46,9 @@ var (
 	cliErr  error
 )
 
-// scriptedCLI is a command running the scripted CLI in mode: a copy of
+// probeCLI is a command running the probing CLI (scriptcli) in mode: a copy of
 // this test binary where the sandbox shows it (its /tmp is its own).
-func scriptedCLI(t *testing.T, mode string) string {
+func probeCLI(t *testing.T, mode string) string {
 	t.Helper()
 	cliOnce.Do(func() {
 		if cliDir, cliErr = os.MkdirTemp("/var/tmp", "ralph-scripted-cli-"); cliErr != nil {
@@ -111,7 +111,7 @@ func newCLIRig(t *testing.T, mode string, rule func(fakeopenai.Request) fakeopen
 	cfg := agent.DefaultConfig()
 	cfg.BaseURL, cfg.APIKey, cfg.Model, cfg.Sandbox = srv.BaseURL(), providerKey, "fake-model", j.Sandbox
 	cfg.RetryBaseDelay, cfg.RetryMaxDelay = time.Millisecond, 5*time.Millisecond
-	return &cliRig{j: j, srv: srv, p: cli.Provider{Dialect: d, Command: scriptedCLI(t, mode), Model: "fake-model",
+	return &cliRig{j: j, srv: srv, p: cli.Provider{Dialect: d, Command: probeCLI(t, mode), Model: "fake-model",
 		Idle: time.Minute, Config: cfg, Upstream: srv.BaseURL(), Key: providerKey}}
 }
 

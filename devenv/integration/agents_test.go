@@ -51,6 +51,7 @@ func agentEnv(t *testing.T, script fakeopenai.Script, extraEnv ...string) *env {
 // CLI's environment and every process's in the sandbox back to the model;
 // the key is nowhere on disk, in logs or in history.
 func agentRunEndsVerified(t *testing.T, kind, binary string) {
+	t.Parallel()
 	per := openai.Usage{PromptTokens: 700, CompletionTokens: 30, TotalTokens: 730}
 	var mu sync.Mutex
 	served := 0
@@ -115,12 +116,15 @@ func agentRunEndsVerified(t *testing.T, kind, binary string) {
 }
 
 func TestRealStackAgentKilledWorkerCodex(t *testing.T) {
+	t.Parallel()
 	agentRoundSurvivesAKilledWorker(t, "codex", "codex")
 }
 func TestRealStackAgentKilledWorkerClaudeCode(t *testing.T) {
+	t.Parallel()
 	agentRoundSurvivesAKilledWorker(t, "claude-code", "claude")
 }
 func TestRealStackAgentKilledWorkerOpencode(t *testing.T) {
+	t.Parallel()
 	agentRoundSurvivesAKilledWorker(t, "opencode", "opencode")
 }
 
@@ -238,6 +242,7 @@ func distinctTokens(reqs []fakeopenai.Request) []string {
 // Responses, the review's in Anthropic Messages on the review model, and
 // the run's result carries the approved review.
 func TestRealStackAgentReviewOnAnotherProvider(t *testing.T) {
+	t.Parallel()
 	script := fakeopenai.AgentScript{
 		// The reviewer's workspace is read-only: there it only reads.
 		Command: func(int) string { return "test -e hello.txt || echo hello > hello.txt; cat hello.txt" },

@@ -19,6 +19,7 @@ import (
 // stopped mid-round. The running run is not stranded: its round runs again
 // and the run completes on B, in the same workflow run.
 func TestRealStackAutoUpgradeMovesARunningRun(t *testing.T) {
+	t.Parallel()
 	deployment := fmt.Sprintf("it-autoupgrade-%d", time.Now().UnixNano())
 	e := newEnv(t, agentScript(func(tn turn) fakeopenai.Response {
 		switch {

@@ -19,6 +19,7 @@ import (
 // are long enough to leave work undone and change the workspace, so only
 // the budget can end them (the idle budget is the default 3).
 func TestRealStackBudgetExamplesThroughTheStarter(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name      string
 		flags     []string

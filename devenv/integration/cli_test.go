@@ -50,6 +50,7 @@ func byObjective(tn turn) fakeopenai.Response {
 
 // The exact commands of README.md and docs/reference.md: start, query, result with the temporal CLI.
 func TestRealStackTemporalCLI(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, agentScript(byObjective))
 	e.startWorker()
 	id := "fix-tests"
@@ -129,6 +130,7 @@ func waitClosed(t *testing.T, e *env, id string, want enumspb.WorkflowExecutionS
 }
 
 func TestRealStackStarterExitCodes(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, agentScript(byObjective))
 	e.startWorker()
 	starterEnv := []string{"TEMPORAL_ADDRESS=" + suite.address, "TEMPORAL_NAMESPACE=" + suite.namespace, "RALPH_TASK_QUEUE=" + e.queue}
@@ -170,6 +172,7 @@ func TestRealStackStarterExitCodes(t *testing.T) {
 }
 
 func TestRealStackStarterInterruptCancelsTheRun(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, agentScript(byObjective))
 	e.startWorker()
 	cmd := exec.Command(filepath.Join(suite.binDir, "starter"), "run", "--workspace", "interrupt", "--objective", "cli-sleep")

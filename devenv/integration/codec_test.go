@@ -201,6 +201,7 @@ func startCodecServer(t *testing.T, keyFile, tokenFile string) string {
 // plaintext, every secret is inside an encrypted payload, and the same
 // history read through the codec server is plaintext.
 func TestRealStackEncryptedHistory(t *testing.T) {
+	t.Parallel()
 	keys := writeKeyFile(t, "# rotation: newest first", keyLine(t, "k-2026"))
 	e := newEnv(t, agentScript(encryptedScript), "RALPH_ENCRYPTION_KEY_FILE="+keys)
 	w := e.startWorker()
@@ -274,6 +275,7 @@ func readKey(t *testing.T, path string) string {
 // encrypted and writes under B. A reader holding only A then fails loudly,
 // naming key id B.
 func TestRealStackKeyRotation(t *testing.T) {
+	t.Parallel()
 	lineA, lineB := keyLine(t, "A"), keyLine(t, "B")
 	keysA := writeKeyFile(t, lineA)
 	keysBA := writeKeyFile(t, lineB, lineA)
@@ -354,6 +356,7 @@ func sawRound(m *fakeopenai.Server, round int) bool {
 // naming the key id, and never the run: once a worker with that key takes
 // over, the run completes.
 func TestRealStackWorkerWithoutTheKeyFailsLoudly(t *testing.T) {
+	t.Parallel()
 	lineA, lineC := keyLine(t, "A"), keyLine(t, "C")
 	keysA, keysC, keysCA := writeKeyFile(t, lineA), writeKeyFile(t, lineC), writeKeyFile(t, lineC, lineA)
 	e := newEnv(t, agentScript(encryptedScript), "RALPH_ENCRYPTION_KEY_FILE="+keysC)

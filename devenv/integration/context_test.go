@@ -78,6 +78,7 @@ func (e *env) wantTwoRoundsAfterHandoff(id, workspace string) []fakeopenai.Reque
 }
 
 func TestRealStackContextFillsThenHandsOff(t *testing.T) {
+	t.Parallel()
 	const window = 20000
 	script := handOffThenComplete(func(tn turn) fakeopenai.Response {
 		return tool("run_command", map[string]any{"command": fmt.Sprintf("head -c 20000 /dev/zero | tr '\\0' x; echo %d", tn.Step())})
@@ -102,6 +103,7 @@ func TestRealStackContextFillsThenHandsOff(t *testing.T) {
 }
 
 func TestRealStackContextLengthErrorGetsCompactedRequest(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	refused := false
 	e := newEnv(t, handOffThenComplete(func(tn turn) fakeopenai.Response {
@@ -137,6 +139,7 @@ func TestRealStackContextLengthErrorGetsCompactedRequest(t *testing.T) {
 }
 
 func TestRealStackRoundTimeoutHandsOff(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, handOffThenComplete(func(tn turn) fakeopenai.Response {
 		return tool("run_command", map[string]any{"command": fmt.Sprintf("sleep 4; echo %d", tn.Step())})
 	}), "RALPH_ROUND_TIMEOUT_SECONDS=30")
@@ -148,6 +151,7 @@ func TestRealStackRoundTimeoutHandsOff(t *testing.T) {
 }
 
 func TestRealStackRepeatedCallHandsOff(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, handOffThenComplete(func(tn turn) fakeopenai.Response {
 		return tool("run_command", map[string]any{"command": "echo again >> repeats.txt"})
 	}))
@@ -163,6 +167,7 @@ func TestRealStackRepeatedCallHandsOff(t *testing.T) {
 }
 
 func TestRealStackTextEveryOtherStepKeepsAllTools(t *testing.T) {
+	t.Parallel()
 	const steps = 10
 	e := newEnv(t, agentScript(func(tn turn) fakeopenai.Response {
 		switch {

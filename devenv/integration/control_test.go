@@ -58,6 +58,7 @@ func (e *env) waitPhase(id, phase string, within time.Duration) {
 }
 
 func TestRealStackPauseListResumeStop(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, agentScript(slowRoundsScript))
 	e.startWorker()
 	starterEnv := []string{"TEMPORAL_ADDRESS=" + suite.address, "TEMPORAL_NAMESPACE=" + suite.namespace, "RALPH_TASK_QUEUE=" + e.queue}
@@ -116,6 +117,7 @@ func TestRealStackPauseListResumeStop(t *testing.T) {
 }
 
 func TestRealStackUpdatesWithTheTemporalCLI(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, agentScript(slowRoundsScript))
 	e.startWorker()
 	e.start("cli-steer", `{"objective":"write files until stopped","workspace":"cli-steer"}`)
@@ -140,6 +142,7 @@ func TestRealStackUpdatesWithTheTemporalCLI(t *testing.T) {
 // run's last: the run ends with limit tokens after one round instead of
 // running forced hand-off rounds until the idle budget ends it.
 func TestRealStackTokenBudgetEndsTheRun(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, agentScript(usageScript), "RALPH_MAX_IDLE_ROUNDS=100")
 	e.startWorker()
 	res, err := e.result(e.start("token-budget", `{"objective":"spend tokens","maxTokens":2500}`))
@@ -157,6 +160,7 @@ func TestRealStackTokenBudgetEndsTheRun(t *testing.T) {
 }
 
 func TestRealStackIdleBudgetEndsTheRun(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, agentScript(func(tn turn) fakeopenai.Response {
 		if tn.Round() == 1 && tn.Step() == 0 {
 			return tool("write_file", map[string]string{"path": "only.txt", "content": "the only change"})
@@ -178,6 +182,7 @@ func TestRealStackIdleBudgetEndsTheRun(t *testing.T) {
 // sessions after durable waits (30 s doubling), and the run completes once
 // the provider is back.
 func TestRealStackProviderOutageSurvived(t *testing.T) {
+	t.Parallel()
 	const outage = 150 * time.Second
 	var once sync.Once
 	var outageEnds time.Time
@@ -207,6 +212,7 @@ func TestRealStackProviderOutageSurvived(t *testing.T) {
 // turn while one round runs; a fresh worker takes the round over each time
 // and the run completes.
 func TestRealStackRollingDeploysDuringOneRound(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, agentScript(func(tn turn) fakeopenai.Response {
 		if tn.Round() == 1 && tn.Step() == 0 {
 			return tool("run_command", map[string]any{"command": "echo $$ >> attempts; while [ ! -e release ]; do sleep 0.1; done"})

@@ -24,6 +24,7 @@ import (
 // describe) instead of failing or starting a second loop; extend raises
 // the round cap of the running run.
 func TestRealStackStartAttachAndExtend(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, agentScript(func(tn turn) fakeopenai.Response {
 		if tn.Step() == 0 && len(tn.Chat.Tools) > 1 {
 			return tool("run_command", map[string]any{"command": "sleep 3; date >> log.txt"})
@@ -66,6 +67,7 @@ func TestRealStackStartAttachAndExtend(t *testing.T) {
 // A 429 during the review defers it: the run waits (phase waiting) and the
 // review runs again; the verified completion is approved, not failed.
 func TestRealStackReviewDeferredBy429(t *testing.T) {
+	t.Parallel()
 	var reviews atomic.Int32 // review sessions begun
 	e := newEnv(t, agentScript(func(tn turn) fakeopenai.Response {
 		if tn.IsReview() {
@@ -95,6 +97,7 @@ func TestRealStackReviewDeferredBy429(t *testing.T) {
 // A paused run whose time budget runs out ends at the deadline, not at a
 // resume that never comes.
 func TestRealStackPausePastTheDeadline(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, agentScript(func(tn turn) fakeopenai.Response {
 		if tn.Step() == 0 && len(tn.Chat.Tools) > 1 {
 			return tool("run_command", map[string]any{"command": "sleep 5; date >> log.txt"})
@@ -121,6 +124,7 @@ func TestRealStackPausePastTheDeadline(t *testing.T) {
 // overlap policy Skip starts Ralph on a fixed workspace; one triggered
 // action runs to its result.
 func TestRealStackScheduledStart(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, agentScript(func(tn turn) fakeopenai.Response {
 		if tn.Step() == 0 {
 			return tool("write_file", map[string]string{"path": "nightly.txt", "content": "checked\n"})
@@ -167,6 +171,7 @@ func TestRealStackScheduledStart(t *testing.T) {
 // With RALPH_GIT=off there is no checkpoint to restore: rewind refuses
 // (exit 2, naming RALPH_GIT) unless --keep-workspace says the files may stay.
 func TestRealStackRewindWithoutGitNeedsKeepWorkspace(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, agentScript(func(tn turn) fakeopenai.Response {
 		if tn.Step() == 0 && len(tn.Chat.Tools) > 1 {
 			return tool("run_command", map[string]any{"command": "sleep 2; date >> log.txt"})
@@ -201,6 +206,7 @@ func TestRealStackRewindWithoutGitNeedsKeepWorkspace(t *testing.T) {
 // A cancelled round's usage (what it had spent when the cancel reached it)
 // counts in the run's usage: the status after the cancel shows it.
 func TestRealStackCancelledRoundUsageCounts(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, agentScript(func(tn turn) fakeopenai.Response {
 		r := tool("run_command", map[string]any{"command": "echo started > started.txt; sleep 120"})
 		r.Usage = &openai.Usage{PromptTokens: 700, CompletionTokens: 20}

@@ -58,6 +58,7 @@ func listeningLoopbackPorts(t *testing.T) []int {
 // on what reached the model, the transcript, the worker's start line and
 // the host.
 func TestRealStackSandboxEdges(t *testing.T) {
+	t.Parallel()
 	testkit.RequireCgroups(t)
 	_, frontPort, _ := net.SplitHostPort(suite.address)
 	ports := listeningLoopbackPorts(t)
@@ -181,6 +182,7 @@ curl -sS -m 10 --noproxy '' -k https://127.0.0.1:` + frontPort + `/ 2>&1 | tail 
 // TestRealStackSandboxNetworkOff: with RALPH_SANDBOX_NETWORK=off a command
 // reaches nothing, not even an allowlisted address.
 func TestRealStackSandboxNetworkOff(t *testing.T) {
+	t.Parallel()
 	_, frontPort, _ := net.SplitHostPort(suite.address)
 	var output sync.Map
 	script := agentScript(func(tn turn) fakeopenai.Response {

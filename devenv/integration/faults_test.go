@@ -41,6 +41,7 @@ func assertGone(t *testing.T, pids []int, what string) {
 }
 
 func TestRealStackCancelReachesQuiescence(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, agentScript(func(tn turn) fakeopenai.Response {
 		if tn.Step() == 0 {
 			return tool("run_command", map[string]any{"command": longCommand, "timeout_seconds": 600})
@@ -96,6 +97,7 @@ func TestRealStackCancelReachesQuiescence(t *testing.T) {
 }
 
 func TestRealStackWorkerCrashRoundFinishedByAnotherWorker(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, agentScript(func(tn turn) fakeopenai.Response {
 		if tn.Session == 1 {
 			if tn.Step() == 0 {
@@ -144,6 +146,7 @@ func TestRealStackWorkerCrashRoundFinishedByAnotherWorker(t *testing.T) {
 }
 
 func TestRealStackModelFaultsMidRound(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, fakeopenai.Script{
 		Queue: []fakeopenai.Response{
 			fakeopenai.RateLimited("1"),

@@ -125,6 +125,7 @@ func runNestedAttack(t *testing.T, e *env, mode, canary string) (id, dir string)
 // checkpoint, not at the retry's reset), a FIFO blocks no tool, and the
 // worker's XDG directory is invisible.
 func TestRealStackEdgesGitLocalNestedRepoAcrossRetry(t *testing.T) {
+	t.Parallel()
 	canary := filepath.Join(t.TempDir(), "canary")
 	xdg := t.TempDir()
 	const xdgCanary = "xdg-canary-CREDENTIALS-4d21"
@@ -172,6 +173,7 @@ func TestRealStackEdgesGitLocalNestedRepoAcrossRetry(t *testing.T) {
 // config asks for never happens, the nested repository never reaches the
 // branch, and the command's process-group leader carries no secret.
 func TestRealStackEdgesGitRemoteNestedRepoAcrossRetry(t *testing.T) {
+	t.Parallel()
 	bare, _ := bareRepo(t)
 	canary := filepath.Join(t.TempDir(), "canary")
 	leader := "pg=$(ps -o pgid= $$ | tr -d ' '); echo LEADER-ENV; tr '\\0' '\\n' < /proc/$pg/environ"
@@ -200,6 +202,7 @@ func TestRealStackEdgesGitRemoteNestedRepoAcrossRetry(t *testing.T) {
 // that would redirect the push, fail the round; the other workspace, the
 // host file and the decoy remote are untouched.
 func TestRealStackEdgesLinksAndRedirectsInGitFailTheRound(t *testing.T) {
+	t.Parallel()
 	hostFile := filepath.Join(t.TempDir(), "host-file")
 	writeFile(t, hostFile, "host\n")
 	t.Run("local", func(t *testing.T) {
@@ -267,6 +270,7 @@ func TestRealStackEdgesLinksAndRedirectsInGitFailTheRound(t *testing.T) {
 // Finding 8: a workspace named like another's derived name gets its own
 // private home (and lock and transcript directory).
 func TestRealStackEdgesDerivedNamesAreOneToOne(t *testing.T) {
+	t.Parallel()
 	const homeMark = "HOME-MARK-of-team-repo-91ac"
 	script := agentScript(func(tn turn) fakeopenai.Response {
 		switch {

@@ -82,6 +82,7 @@ func writeRounds(last int) func(tn turn) fakeopenai.Response {
 }
 
 func TestRealStackGitLocalCommitPerRound(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, agentScript(writeRounds(3)), "RALPH_GIT=local")
 	e.startWorker()
 	id := "git-local-rounds"
@@ -132,6 +133,7 @@ func TestRealStackGitLocalCommitPerRound(t *testing.T) {
 }
 
 func TestRealStackGitLocalKilledAttemptSavedOnAbandonedRef(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, agentScript(func(tn turn) fakeopenai.Response {
 		switch {
 		case tn.Round() == 1 && tn.Step() == 0:
@@ -198,6 +200,7 @@ func TestRealStackGitLocalKilledAttemptSavedOnAbandonedRef(t *testing.T) {
 }
 
 func TestRealStackGitLocalPersonsEditLandsInTheNextCommit(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, agentScript(func(tn turn) fakeopenai.Response {
 		if tn.Step() == 0 {
 			return tool("list_files", map[string]string{})
@@ -266,6 +269,7 @@ func bareRepo(t *testing.T) (bare, clone string) {
 }
 
 func TestRealStackGitRemoteWorkersWithoutSharedStorage(t *testing.T) {
+	t.Parallel()
 	bare, _ := bareRepo(t)
 	e := newEnv(t, agentScript(func(tn turn) fakeopenai.Response {
 		switch {
@@ -355,6 +359,7 @@ func TestRealStackGitRemoteWorkersWithoutSharedStorage(t *testing.T) {
 }
 
 func TestRealStackGitRemoteRejectedPushFailsTheRound(t *testing.T) {
+	t.Parallel()
 	bare, person := bareRepo(t)
 	testkit.Git(t, person, "push", "-q", "origin", "HEAD:ralph/race")
 	e := newEnv(t, agentScript(func(tn turn) fakeopenai.Response {

@@ -2,6 +2,14 @@
 // or the PostgreSQL-backed cluster when RALPH_TEST_CLUSTER=1), the real
 // worker and starter binaries as processes, real commands, and a scripted
 // OpenAI-compatible model server. Nothing here is skipped in CI.
+//
+// Parallel tests: every test has a task queue, a worker deployment and
+// workflow ids of its own (newEnv), so a test calls t.Parallel() as its first
+// statement unless it restarts, kills or loads the shared server, or changes
+// process-wide state (t.Setenv); those stay sequential, and Go runs them all
+// before the parallel ones start. Ids, schedule ids and workspace names
+// (a starter run's id is ralph-<workspace>) are unique across the package.
+// docs/testing.md#real-stack-tests-in-parallel says more.
 package integration
 
 import (

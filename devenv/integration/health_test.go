@@ -114,6 +114,7 @@ const alive = "alive\n"
 // sandbox working and the frontend up; not ready (and still alive) once the
 // frontend is gone; ready again when it is back.
 func TestRealStackHealthFollowsTheFrontend(t *testing.T) {
+	t.Parallel()
 	health, frontend := freeAddr(t), freeAddr(t)
 	link := linkFrontend(t, frontend)
 	e := newEnv(t, idleScript, "RALPH_HEALTH_ADDRESS="+health, "RALPH_SANDBOX=bwrap", "TEMPORAL_ADDRESS="+frontend)
@@ -151,6 +152,7 @@ func TestRealStackHealthFollowsTheFrontend(t *testing.T) {
 // A worker whose sandbox does not work polls (auto falls back to running
 // commands unsandboxed) but is never ready.
 func TestRealStackHealthNotReadyWithoutAWorkingSandbox(t *testing.T) {
+	t.Parallel()
 	bin := t.TempDir()
 	// A bwrap that cannot create its namespaces, first on PATH.
 	if err := os.WriteFile(filepath.Join(bin, "bwrap"), []byte("#!/bin/sh\necho 'bwrap: No permissions to create new namespace' >&2\nexit 1\n"), 0o755); err != nil {

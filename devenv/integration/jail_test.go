@@ -16,6 +16,7 @@ import (
 // namespace, and what it plants in its HOME does not reach the verify
 // command, which passes only with a HOME nobody wrote and a non-zero uid.
 func TestRealStackJailHoldsFromTheModelsSide(t *testing.T) {
+	t.Parallel()
 	before, err := os.ReadFile("/proc/sys/vm/swappiness")
 	if err != nil {
 		t.Fatal(err)

@@ -60,6 +60,7 @@ func sumWhere(f *dto.MetricFamily, label, value string) float64 {
 // After a real run, /metrics has every Ralph metric with the values the run
 // produced, the SDK's own metrics, and no unbounded label values.
 func TestRealStackMetrics(t *testing.T) {
+	t.Parallel()
 	addr := freeAddr(t)
 	e := newEnv(t, agentScript(func(tn turn) fakeopenai.Response {
 		switch {

@@ -18,6 +18,7 @@ import (
 // finally hands off honestly. The test file is unchanged on disk and in
 // every checkpoint, and no checkpoint ever holds the created file.
 func TestRealStackProtectedTestStaysHonest(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, agentScript(func(tn turn) fakeopenai.Response {
 		if tn.Round() == 2 {
 			return fakeopenai.Tools(fakeopenai.SubmitReport(fakeopenai.ReportArgs{Status: "blocked", Summary: "the test fails",

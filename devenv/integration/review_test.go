@@ -17,6 +17,7 @@ import (
 // diff, is approved. The starter's first line names the reviewer and still
 // says a worker reported completion.
 func TestRealStackReviewerSendsBackOnce(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, agentScript(func(tn turn) fakeopenai.Response {
 		if tn.IsReview() {
 			if tn.Round() == 1 {

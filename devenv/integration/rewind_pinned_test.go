@@ -20,6 +20,7 @@ import (
 // build B became current. The rewind moves the reset run to B (a pinned
 // versioning override; the starter says so) and the run finishes there.
 func TestRealStackRewindAPinnedRunWhoseBuildIsGone(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, agentScript(func(tn turn) fakeopenai.Response {
 		switch {
 		case tn.Round() == 1:

@@ -16,6 +16,7 @@ import (
 // starts on round 1's checkpoint with the file gone (kept on the rewind ref),
 // and the model calls the killed round paid for stay in the run's usage.
 func TestRealStackRewindToThePreviousRound(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, agentScript(func(tn turn) fakeopenai.Response {
 		switch {
 		case tn.Round() == 1 && tn.Step() == 0:

@@ -21,6 +21,7 @@ import (
 // on the host when that session makes its first model call), while what
 // rounds 2-4 did is kept on the rewind ref. Bad --round values exit 2.
 func TestRealStackRewindToRoundOne(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	var rewoundPrompt string
 	var rewoundFiles []string

@@ -46,6 +46,7 @@ func threeRounds(tn turn) fakeopenai.Response {
 }
 
 func TestRealStackFreshSessionsShareOnlyWorkspaceAndReport(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, agentScript(threeRounds))
 	e.startWorker()
 	id := "fresh-sessions"
@@ -114,6 +115,7 @@ func TestRealStackFreshSessionsShareOnlyWorkspaceAndReport(t *testing.T) {
 }
 
 func TestRealStackOutcomes(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, agentScript(func(tn turn) fakeopenai.Response {
 		p := tn.Prompt()
 		switch {

@@ -79,6 +79,7 @@ func assertNothingReachedModel(t *testing.T, model *fakeopenai.Server, canaries 
 }
 
 func TestRealStackSandboxKeepsWorkerSecretsFromTheModel(t *testing.T) {
+	t.Parallel()
 	var e *env
 	var keyFile string
 	// Not under /tmp: the sandbox's /tmp is a private tmpfs that takes writes.
@@ -153,6 +154,7 @@ nohup sleep 312 >/dev/null 2>&1 & echo $! >> pids.txt
 while [ ! -e gate ]; do sleep 0.05; done; echo call-returns`
 
 func TestRealStackSandboxDetachedProcessesEndWithTheCall(t *testing.T) {
+	t.Parallel()
 	var e *env
 	aliveAtResult := make(chan int, 1)
 	var pids []int
@@ -200,6 +202,7 @@ func TestRealStackSandboxDetachedProcessesEndWithTheCall(t *testing.T) {
 }
 
 func TestRealStackSandboxDetachedProcessesDieWithKilledWorker(t *testing.T) {
+	t.Parallel()
 	e, _ := sandboxedEnv(t, agentScript(func(tn turn) fakeopenai.Response {
 		return tool("run_command", map[string]any{"command": detachCommand})
 	}))
@@ -218,6 +221,7 @@ func TestRealStackSandboxDetachedProcessesDieWithKilledWorker(t *testing.T) {
 // Without the sandbox the process-group kill and the lifeline still take
 // down what stays in the group, on cancel and with a killed worker.
 func TestRealStackSandboxOffStillKillsCommands(t *testing.T) {
+	t.Parallel()
 	const inGroup = `echo $$ >> pids.txt; nohup sleep 321 >/dev/null 2>&1 & echo $! >> pids.txt
 (sleep 322 >/dev/null 2>&1 </dev/null & echo $! >> pids.txt) &
 sleep 323 & echo $! >> pids.txt; wait`
@@ -253,6 +257,7 @@ sleep 323 & echo $! >> pids.txt; wait`
 }
 
 func TestRealStackSandboxModesWithoutBubblewrap(t *testing.T) {
+	t.Parallel()
 	noBwrap := t.TempDir() // a PATH with bash but without bwrap
 	bash, err := exec.LookPath("bash")
 	if err != nil {

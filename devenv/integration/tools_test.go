@@ -19,6 +19,7 @@ import (
 // in the request, src/ in the listing and the search, node_modules nowhere,
 // and read_file's numbered, cut lines.
 func TestRealStackToolsSeeSourcesPastIgnoredTree(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, agentScript(func(tn turn) fakeopenai.Response {
 		switch tn.Step() {
 		case 0:

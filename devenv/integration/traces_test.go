@@ -71,6 +71,7 @@ func hasSpan(name string) func([]testkit.Span) bool {
 // activities to every round's model and tool calls; one chat span per
 // request the model saw, with the tokens it returned; no content, no key.
 func TestRealStackTraces(t *testing.T) {
+	t.Parallel()
 	rcv := testkit.NewOTLPReceiver()
 	t.Cleanup(rcv.Close)
 	otel := []string{"OTEL_EXPORTER_OTLP_ENDPOINT=" + rcv.Endpoint(), "OTEL_RESOURCE_ATTRIBUTES=deployment.environment=it"}
@@ -178,6 +179,7 @@ func TestRealStackTraces(t *testing.T) {
 // export one workflow span and one StartActivity span per scheduled round,
 // all in one trace.
 func TestRealStackTracesWorkerRestart(t *testing.T) {
+	t.Parallel()
 	rcv := testkit.NewOTLPReceiver()
 	t.Cleanup(rcv.Close)
 	e := newEnv(t, agentScript(func(tn turn) fakeopenai.Response {

@@ -20,6 +20,7 @@ import (
 // exit code) reaches the model, it fixes the workspace, and the run completes
 // carrying the verification record; the starter's text names the command.
 func TestRealStackVerifyRefusesAnEarlyCompletion(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, agentScript(func(tn turn) fakeopenai.Response {
 		switch tn.Step() {
 		case 0:
@@ -61,6 +62,7 @@ func TestRealStackVerifyRefusesAnEarlyCompletion(t *testing.T) {
 // A command that always fails runs exactly RALPH_VERIFY_ATTEMPTS times in a
 // round; the round then hands off with continue.
 func TestRealStackVerifyAttemptsAreBounded(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, agentScript(func(tn turn) fakeopenai.Response {
 		if tn.Round() == 1 && tn.Step() < 4 {
 			return submit(completeArgs("done, surely", "trust me"))
@@ -86,6 +88,7 @@ func TestRealStackVerifyAttemptsAreBounded(t *testing.T) {
 
 // The deployment's RALPH_VERIFY_COMMAND applies when the run names none.
 func TestRealStackDeploymentVerifyCommand(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, agentScript(func(tn turn) fakeopenai.Response {
 		return submit(completeArgs("done", "nothing to do"))
 	}), "RALPH_VERIFY_COMMAND=echo checked > checked.txt")
@@ -105,6 +108,7 @@ func TestRealStackDeploymentVerifyCommand(t *testing.T) {
 // A cancel during a long verify command closes the run as canceled and the
 // command is gone.
 func TestRealStackCancelDuringVerify(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, agentScript(func(tn turn) fakeopenai.Response {
 		return submit(completeArgs("done", "claimed"))
 	}))

@@ -24,6 +24,7 @@ import (
 // worker — while B is made current and takes the new runs; A drains, its
 // run completes there, and only then is A stopped.
 func TestRealStackRollingUpgradeKeepsRunsPinned(t *testing.T) {
+	t.Parallel()
 	deployment := fmt.Sprintf("it-upgrade-%d", time.Now().UnixNano())
 	e := newEnv(t, agentScript(func(tn turn) fakeopenai.Response {
 		switch {

@@ -21,6 +21,7 @@ import (
 // provider during the wait, and then a new session of round 1 finds what the
 // deferred one wrote and completes the run.
 func TestRealStackRateLimitWaitIsDurableAndVisible(t *testing.T) {
+	t.Parallel()
 	const retryAfter = 75 * time.Second
 	e := newEnv(t, agentScript(func(tn turn) fakeopenai.Response {
 		switch {
@@ -89,6 +90,7 @@ func TestRealStackRateLimitWaitIsDurableAndVisible(t *testing.T) {
 // answers 503; after its retries the same session goes on with the
 // fallback model, and the round records that model.
 func TestRealStackFallbackReplacesAnUnavailablePrimary(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, agentScript(func(tn turn) fakeopenai.Response {
 		switch {
 		case tn.Chat.Model == "scripted-model":

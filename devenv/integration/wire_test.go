@@ -38,6 +38,7 @@ func counted(r fakeopenai.Response, prompt, completion int) fakeopenai.Response 
 // cut mid-answer, then arrives with its arguments split over chunks and the
 // usage in the last one; the same session goes on and completes the run.
 func TestRealStackStreamStallAndCutAreRetriedInTheRound(t *testing.T) {
+	t.Parallel()
 	for _, api := range wireAPIs {
 		t.Run(api, func(t *testing.T) {
 			content := strings.Repeat("written through a stream ü\n", 200)
@@ -96,6 +97,7 @@ func TestRealStackStreamStallAndCutAreRetriedInTheRound(t *testing.T) {
 // model answer streams: the scripted server sees the connection go, before
 // the run is closed as cancelled.
 func TestRealStackCancelMidStreamAbortsTheRequest(t *testing.T) {
+	t.Parallel()
 	for _, api := range wireAPIs {
 		t.Run(api, func(t *testing.T) {
 			e := newEnv(t, agentScript(func(tn turn) fakeopenai.Response {
@@ -137,6 +139,7 @@ func TestRealStackCancelMidStreamAbortsTheRequest(t *testing.T) {
 // parser misses (calls in a code fence, in tags, bare, arguments as an
 // object, text as content parts) still completes its run.
 func TestRealStackToolCallsWrittenAsTextComplete(t *testing.T) {
+	t.Parallel()
 	argsObject := tool("write_file", map[string]string{"path": "c.txt", "content": "c\n"})
 	argsObject.Dialect = fakeopenai.ArgumentsObject
 	parts := fakeopenai.Text("Let me check the files before I report.")
@@ -166,6 +169,7 @@ func TestRealStackToolCallsWrittenAsTextComplete(t *testing.T) {
 // round 2 a 200 carrying an error object and a 500 whose reset header says
 // minutes are retried at once in the session; the run completes.
 func TestRealStackProviderErrorDialects(t *testing.T) {
+	t.Parallel()
 	busy := fakeopenai.Status(http.StatusInternalServerError, "busy")
 	busy.Fault.Header = map[string]string{"x-ratelimit-reset-requests": "8m38s"}
 	var mu sync.Mutex
@@ -217,6 +221,7 @@ func TestRealStackProviderErrorDialects(t *testing.T) {
 // refuses every request with tools with a 500; the run fails at once
 // instead of deferring for hours.
 func TestRealStackPermanentServerErrorFailsTheRun(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, fakeopenai.Script{Rule: func(fakeopenai.Request) fakeopenai.Response {
 		return fakeopenai.Status(http.StatusInternalServerError, "tools param requires --jinja flag")
 	}})
@@ -237,6 +242,7 @@ func TestRealStackPermanentServerErrorFailsTheRun(t *testing.T) {
 // (reasoning_content on every assistant turn) at once; the forced hand-off
 // of the last model call lands right after a tool result.
 func TestRealStackStrictProvidersAcceptTheConversation(t *testing.T) {
+	t.Parallel()
 	script := agentScript(func(tn turn) fakeopenai.Response {
 		if tn.Round() == 1 && tn.Step() == 0 {
 			r := fakeopenai.Response{ToolCalls: []fakeopenai.Call{{ID: "listCall1", Name: "list_files", Arguments: "{}"}},
@@ -263,6 +269,7 @@ func TestRealStackStrictProvidersAcceptTheConversation(t *testing.T) {
 // TestRealStackExtraBodyAndCompletionTokensField: what the deployment
 // configures reaches every request.
 func TestRealStackExtraBodyAndCompletionTokensField(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, agentScript(func(tn turn) fakeopenai.Response {
 		if tn.Step() == 0 {
 			return tool("list_files", map[string]string{})
@@ -293,6 +300,7 @@ func TestRealStackExtraBodyAndCompletionTokensField(t *testing.T) {
 // the context fills: the worker warns, naming OLLAMA_CONTEXT_LENGTH, and the
 // round hands off on the context bound.
 func TestRealStackSilentTruncationIsWarnedAndHandsOff(t *testing.T) {
+	t.Parallel()
 	big := strings.Repeat("a line that fills the context\n", 400)
 	e := newEnv(t, agentScript(func(tn turn) fakeopenai.Response {
 		switch {

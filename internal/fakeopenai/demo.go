@@ -53,12 +53,16 @@ echo PASS
 //
 // The round comes from "Round R of N" in the prompt; the step is the number
 // of assistant turns so far. When only submit_report is offered, or the plan
-// is done, it submits its report.
+// is done, it submits its report. A campaign demo task's objective gets its
+// own one-round play (demo_campaign.go).
 func DemoScript() Script {
 	return Script{Rule: demoAnswer}
 }
 
 func demoAnswer(req Request) Response {
+	if task, ok := campaignTaskOf(req); ok {
+		return campaignAnswer(req, task)
+	}
 	msgs := req.Chat.Messages
 	round, step := req.Round(), req.Step()
 	reportOnly := len(req.Chat.Tools) == 1

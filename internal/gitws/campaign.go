@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 )
 
@@ -48,6 +49,9 @@ type TaskBranch struct {
 	Commit string
 	// Go is the task's loop number, for the merge message.
 	Go int
+	// InWorkspace: Repo is the task's workspace (local mode), which is no
+	// repository until the task's first go.
+	InWorkspace bool
 }
 
 // Merge is one task merged onto the stack's tip.
@@ -191,6 +195,11 @@ func (g *Git) pushCAS(ctx context.Context, dir, repo, commit, ref, old string) e
 // TaskHead fetches a task's branch into the scratch clone and returns its
 // head ("" when the branch does not exist yet).
 func (g *Git) TaskHead(ctx context.Context, dir string, t TaskBranch) (string, error) {
+	if t.InWorkspace {
+		if _, err := os.Lstat(filepath.Join(t.Repo, ".git")); errors.Is(err, os.ErrNotExist) {
+			return "", nil
+		}
+	}
 	return g.fetch(ctx, dir, t.Repo, "refs/heads/"+t.Branch, scratchTaskRefPrefix+t.ID)
 }
 
@@ -198,8 +207,8 @@ func (g *Git) TaskHead(ctx context.Context, dir string, t TaskBranch) (string, e
 // branch when old is ""). A task branch on the remote moves by
 // compare-and-swap; a local-mode task's branch is its workspace's checked
 // out branch, which is reset to commit.
-func (g *Git) Publish(ctx context.Context, dir string, t TaskBranch, commit, old string, localWorkspace bool) error {
-	if !localWorkspace {
+func (g *Git) Publish(ctx context.Context, dir string, t TaskBranch, commit, old string) error {
+	if !t.InWorkspace {
 		return g.pushCAS(ctx, dir, t.Repo, commit, "refs/heads/"+t.Branch, old)
 	}
 	if err := g.setRef(ctx, dir, scratchOutRef, commit, ""); err != nil {

@@ -63,7 +63,7 @@ func TestCampaignMergeQueueSteps(t *testing.T) {
 	tasks := map[string]TaskBranch{}
 	for _, id := range []string{"one", "two"} {
 		tb := TaskBranch{ID: id, Repo: bare, Branch: "ralph/campaigns/c/tasks/" + id, Go: 1}
-		if err := g.Publish(ctx, scratch, tb, head, "", false); err != nil {
+		if err := g.Publish(ctx, scratch, tb, head, ""); err != nil {
 			t.Fatal(err)
 		}
 		tb.Commit = taskCommit(t, person, tb.Branch, head, map[string]string{"shared.txt": "from " + id + "\n", id + ".txt": id + "\n"})
@@ -110,7 +110,7 @@ func TestCampaignMergeQueueSteps(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := g.Publish(ctx, scratch, tasks["two"], up, tasks["two"].Commit, false); err != nil {
+	if err := g.Publish(ctx, scratch, tasks["two"], up, tasks["two"].Commit); err != nil {
 		t.Fatal(err)
 	}
 	shared := testkit.Git(t, bare, "show", tasks["two"].Branch+":shared.txt")
@@ -140,8 +140,11 @@ func TestCampaignLocalTaskWorkspace(t *testing.T) {
 		t.Fatal(err)
 	}
 	ws := filepath.Join(root, "campaigns", "c", "tasks", "a")
-	tb := TaskBranch{ID: "a", Repo: ws, Branch: "ralph/campaigns/c/tasks/a", Go: 1}
-	if err := g.Publish(ctx, scratch, tb, head, "", true); err != nil {
+	tb := TaskBranch{ID: "a", Repo: ws, Branch: "ralph/campaigns/c/tasks/a", Go: 1, InWorkspace: true}
+	if got, err := g.TaskHead(ctx, scratch, tb); got != "" || err != nil {
+		t.Fatalf("a task workspace not made yet: head %q, %v", got, err)
+	}
+	if err := g.Publish(ctx, scratch, tb, head, ""); err != nil {
 		t.Fatal(err)
 	}
 	if got := testkit.Git(t, ws, "symbolic-ref", "HEAD"); got != "refs/heads/"+tb.Branch {

@@ -29,6 +29,10 @@ const (
 	// free where the workspaces and the session directory live.
 	DefaultWorkspaceMaxMB = 20480
 	DefaultMinFreeMB      = 2048
+	// DefaultWorkspaceMaxFiles bounds the inodes of a workspace with the
+	// agent's home, DefaultAgentHomeMaxMB the disk of a CLI's home.
+	DefaultWorkspaceMaxFiles = 200000
+	DefaultAgentHomeMaxMB    = 1024
 )
 
 // Config is the deployment's sandbox policy.
@@ -56,6 +60,11 @@ type Config struct {
 	// killed at (RALPH_WORKSPACE_MAX_MB, RALPH_MIN_FREE_MB).
 	WorkspaceMaxMB int
 	MinFreeMB      int
+	// WorkspaceMaxFiles bounds the files (inodes) of a workspace and the
+	// home of the command (RALPH_WORKSPACE_MAX_FILES); AgentHomeMaxMB the
+	// disk of an agent CLI's home (RALPH_AGENT_HOME_MAX_MB).
+	WorkspaceMaxFiles int
+	AgentHomeMaxMB    int
 	// UID and GID are who a root worker runs commands as
 	// (RALPH_SANDBOX_UID, RALPH_SANDBOX_GID); zero means the defaults. A
 	// non-root worker runs them as itself.
@@ -70,7 +79,8 @@ type Config struct {
 // default limits.
 func DefaultConfig() Config {
 	return Config{Mode: ModeAuto, Network: NetProxy, TmpMB: DefaultTmpMB, MemoryMB: DefaultMemoryMB, Pids: DefaultPids,
-		UID: DefaultUID, GID: DefaultGID, WorkspaceMaxMB: DefaultWorkspaceMaxMB, MinFreeMB: DefaultMinFreeMB}
+		UID: DefaultUID, GID: DefaultGID, WorkspaceMaxMB: DefaultWorkspaceMaxMB, MinFreeMB: DefaultMinFreeMB,
+		WorkspaceMaxFiles: DefaultWorkspaceMaxFiles, AgentHomeMaxMB: DefaultAgentHomeMaxMB}
 }
 
 // withDefaults fills zero fields (a Config built by hand in a test or an
@@ -94,6 +104,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MinFreeMB == 0 {
 		c.MinFreeMB = d.MinFreeMB
+	}
+	if c.WorkspaceMaxFiles == 0 {
+		c.WorkspaceMaxFiles = d.WorkspaceMaxFiles
+	}
+	if c.AgentHomeMaxMB == 0 {
+		c.AgentHomeMaxMB = d.AgentHomeMaxMB
 	}
 	return c
 }

@@ -17,7 +17,10 @@ type Run struct {
 	link   *netproxy.Link
 	mem    int64
 	filter *os.File // bwrap's --seccomp descriptor
-	cred   *syscall.Credential
+	// args and argsW are the pipe bwrap reads its options from (--args):
+	// a command's /proc/1/cmdline (bwrap's own) then names no host path.
+	args, argsW *os.File
+	cred        *syscall.Credential
 }
 
 // Outcome is what a finished command's Run observed.
@@ -41,8 +44,12 @@ func (s *Sandbox) Prepare() (*Run, error) {
 		return nil, err
 	}
 	if s.mode == ModeBwrap {
-		if r.filter, err = seccompFile(s.seccomp); err != nil {
+		if r.args, r.argsW, err = os.Pipe(); err != nil {
 			r.cg.Close()
+			return nil, fmt.Errorf("sandbox: arguments pipe: %w", err)
+		}
+		if r.filter, err = seccompFile(s.seccomp); err != nil {
+			r.Finish()
 			return nil, err
 		}
 	}
@@ -87,6 +94,9 @@ func (r *Run) Files() []*os.File {
 		return nil
 	}
 	var fs []*os.File
+	if r.args != nil {
+		fs = append(fs, r.args)
+	}
 	if r.filter != nil {
 		fs = append(fs, r.filter)
 	}
@@ -102,6 +112,10 @@ func (s *Sandbox) CommandFor(r *Run, dir, home string, infoFD, firstFD int, ro R
 	if s == nil || r == nil {
 		return s.CommandReadOnly(dir, home, infoFD, ro, argv)
 	}
+	argsFD := firstFD
+	if r.args != nil {
+		firstFD++
+	}
 	var opts []string
 	if r.filter != nil {
 		opts = append(opts, "--seccomp", strconv.Itoa(firstFD))
@@ -114,8 +128,29 @@ func (s *Sandbox) CommandFor(r *Run, dir, home string, infoFD, firstFD int, ro R
 	name, args := argv[0], argv[1:]
 	if s.mode == ModeBwrap {
 		name, args = s.bwrap, s.args(s.realDir(dir), home, infoFD, argv, ro, opts)
+		if r.args != nil {
+			args = r.passArgs(args[:len(args)-len(argv)-1], argsFD, argv)
+		}
 	}
 	return r.cg.Wrap(name, args)
+}
+
+// passArgs writes bwrap's options to the arguments pipe (in the background:
+// they may pass its capacity before bwrap reads) and returns the command
+// line that has bwrap read them from fd. Only the command stays on it: bwrap
+// takes that from its own argv alone.
+func (r *Run) passArgs(opts []string, fd int, argv []string) []string {
+	var data []byte
+	for _, o := range opts {
+		data = append(append(data, o...), 0)
+	}
+	w := r.argsW
+	r.argsW = nil
+	go func() {
+		_, _ = w.Write(data) // fails only once the command will not start
+		w.Close()
+	}()
+	return append([]string{"--args", strconv.Itoa(fd), "--"}, argv...)
 }
 
 // Started is called once the command's process exists.
@@ -125,6 +160,9 @@ func (r *Run) Started() {
 	}
 	if r.filter != nil {
 		r.filter.Close() // bwrap has its copy
+	}
+	if r.args != nil {
+		r.args.Close() // likewise
 	}
 	if r.link != nil {
 		r.link.Started()
@@ -138,8 +176,10 @@ func (r *Run) Finish() Outcome {
 		return Outcome{}
 	}
 	var o Outcome
-	if r.filter != nil {
-		r.filter.Close()
+	for _, f := range []*os.File{r.filter, r.args, r.argsW} {
+		if f != nil {
+			f.Close()
+		}
 	}
 	if r.link != nil {
 		o.Network = r.link.Close()

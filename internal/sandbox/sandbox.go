@@ -78,7 +78,8 @@ func New(ctx context.Context, cfg Config, p Paths) (*Sandbox, error) {
 		name string
 		n    int
 	}{{"RALPH_SANDBOX_TMP_MB", cfg.TmpMB}, {"RALPH_SANDBOX_MEMORY_MB", cfg.MemoryMB}, {"RALPH_SANDBOX_PIDS", cfg.Pids},
-		{"RALPH_WORKSPACE_MAX_MB", cfg.WorkspaceMaxMB}, {"RALPH_MIN_FREE_MB", cfg.MinFreeMB}} {
+		{"RALPH_WORKSPACE_MAX_MB", cfg.WorkspaceMaxMB}, {"RALPH_MIN_FREE_MB", cfg.MinFreeMB},
+		{"RALPH_WORKSPACE_MAX_FILES", cfg.WorkspaceMaxFiles}, {"RALPH_AGENT_HOME_MAX_MB", cfg.AgentHomeMaxMB}} {
 		if v.n < 1 {
 			return nil, fmt.Errorf("sandbox: %s must be a positive integer, got %d", v.name, v.n)
 		}
@@ -102,6 +103,7 @@ func New(ctx context.Context, cfg Config, p Paths) (*Sandbox, error) {
 		return nil, err
 	}
 	s.disk = diskBounds{maxBytes: int64(cfg.WorkspaceMaxMB) << 20, minFree: int64(cfg.MinFreeMB) << 20,
+		maxFiles: int64(cfg.WorkspaceMaxFiles), homeMaxBytes: int64(cfg.AgentHomeMaxMB) << 20,
 		fileSystems: []string{s.root, p.SessionDir}}
 	if s.homes, err = filepath.Abs(p.HomesDir); err != nil || p.HomesDir == "" {
 		return nil, fmt.Errorf("sandbox: homes directory %q: must be a usable path", p.HomesDir)

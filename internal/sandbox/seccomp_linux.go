@@ -23,6 +23,11 @@ import (
 //     memory with no attach, only the kernel's access check (bubblewrap's
 //     pid 1 runs as the command's uid). A debugger of its own children
 //     reads them through ptrace instead.
+//   - io_uring: its requests run in kernel workers the filter never sees
+//     (any system call the filter refuses could come back that way);
+//   - personality with any persona but the default (READ_IMPLIES_EXEC makes
+//     every readable mapping executable; the others date from old ABIs); a
+//     query (0xffffffff) still answers.
 
 // seccompData offsets (struct seccomp_data: nr, arch, ip, args[6]). The
 // low half of an argument comes first on the little-endian machines the
@@ -40,7 +45,14 @@ var deniedSyscalls = []uint32{
 	unix.SYS_KEYCTL, unix.SYS_ADD_KEY, unix.SYS_REQUEST_KEY,
 	unix.SYS_BPF, unix.SYS_PERF_EVENT_OPEN, unix.SYS_SETNS,
 	unix.SYS_PROCESS_VM_READV, unix.SYS_PROCESS_VM_WRITEV,
+	unix.SYS_IO_URING_SETUP, unix.SYS_IO_URING_ENTER, unix.SYS_IO_URING_REGISTER,
 }
+
+// Personas personality may be called with: the default and the query.
+const (
+	perLinux     = 0
+	personaQuery = 0xffffffff
+)
 
 // bpfProgram assembles the filter's classic BPF instructions.
 type bpfProgram []unix.SockFilter
@@ -77,6 +89,20 @@ func (p *bpfProgram) denyIfArg(nr uint32, values ...uint32) {
 	p.load(offNR)
 }
 
+// denyUnlessArg: syscall nr fails with EPERM unless its first argument is
+// one of values (only its low half is read: enough for personality, whose
+// argument the kernel takes as an unsigned int).
+func (p *bpfProgram) denyUnlessArg(nr uint32, values ...uint32) {
+	n := uint8(len(values))
+	p.add(unix.BPF_JMP|unix.BPF_JEQ|unix.BPF_K, nr, 0, n+3)
+	p.load(offArg0)
+	for i, v := range values {
+		p.add(unix.BPF_JMP|unix.BPF_JEQ|unix.BPF_K, v, n-uint8(i), 0) // past the ret
+	}
+	p.ret(errnoRet(unix.EPERM))
+	p.load(offNR)
+}
+
 // seccompFilter is the whole program for this machine's architecture.
 func seccompFilter() (bpfProgram, error) {
 	if auditArch == 0 {
@@ -102,6 +128,7 @@ func seccompFilter() (bpfProgram, error) {
 	p.denyIfFlag(unix.SYS_UNSHARE, unix.CLONE_NEWUSER)
 	p.denyIfFlag(unix.SYS_CLONE, unix.CLONE_NEWUSER)
 	p.denyIfArg(unix.SYS_PTRACE, unix.PTRACE_ATTACH, unix.PTRACE_SEIZE)
+	p.denyUnlessArg(unix.SYS_PERSONALITY, perLinux, personaQuery)
 	p.ret(unix.SECCOMP_RET_ALLOW)
 	return p, nil
 }
