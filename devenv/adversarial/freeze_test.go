@@ -2,11 +2,14 @@ package adversarial
 
 import (
 	"bytes"
+	"context"
 	"fmt"
+	"github.com/ralph-temporal/ralph/agent/tools"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ralph-temporal/ralph/agent"
 	"github.com/ralph-temporal/ralph/devenv/adversarial/scriptcli"
@@ -119,4 +122,33 @@ func freezerState(file string) string {
 		}
 	}
 	return ""
+}
+
+// BenchmarkSubmissionFreeze: what a submission's freeze and thaw of the
+// attempt's sandbox (bubblewrap, a shell and two background processes)
+// cost, with this machine's freezer.
+func BenchmarkSubmissionFreeze(b *testing.B) {
+	j := New(b)
+	hold := &tools.Hold{}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, _ = j.WS.Spawn(ctx, tools.Process{Argv: []string{"sh", "-c", "sleep 600 & sleep 600 & wait"}, Hold: hold}, time.Hour, 1000)
+	}()
+	defer func() { cancel(); <-done }()
+	time.Sleep(time.Second) // the sandbox is up (the hold attached)
+	b.Logf("submissionFreeze: %s", j.Sandbox.SubmissionFreeze())
+	var freeze, thaw time.Duration
+	for b.Loop() {
+		t0 := time.Now()
+		if err := hold.Freeze(); err != nil {
+			b.Fatal(err)
+		}
+		t1 := time.Now()
+		hold.Thaw()
+		freeze, thaw = freeze+t1.Sub(t0), thaw+time.Since(t1)
+	}
+	b.ReportMetric(float64(freeze.Microseconds())/1000/float64(b.N), "freeze-ms")
+	b.ReportMetric(float64(thaw.Microseconds())/1000/float64(b.N), "thaw-ms")
 }
