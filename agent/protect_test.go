@@ -219,3 +219,29 @@ func TestReviewerChangesRestoredWithoutSandbox(t *testing.T) {
 		t.Error("the reviewer's new file survived")
 	}
 }
+
+// Protected paths are checked again after verify passes: a change made
+// while verify ran (here by the verify command itself, standing in for
+// any process that is not stopped) refuses the complete report as the
+// first check does, and the honest report after it is accepted.
+func TestProtectedPathsCheckedAfterVerify(t *testing.T) {
+	done := fakeopenai.ReportArgs{Status: "complete", Summary: "Tests pass.", Evidence: []string{"verify passed"}}
+	honest := fakeopenai.ReportArgs{Status: "continue", Summary: "Not verified.", NextSteps: []string{"Fix it"}}
+	h := newHarness(t, fakeopenai.Script{Queue: []fakeopenai.Response{submit(done), submit(honest)}})
+	h.req.ProtectedPaths = [][]string{{"tests/**"}}
+	h.req.VerifyCommand = "echo 'exit 0' > tests/run.sh"
+	testkit.WriteFiles(t, h.req.Workspace, map[string]string{"tests/run.sh": "exit 1\n"})
+	res, err := h.run()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Report.Status != "continue" || res.Verification != nil {
+		t.Fatalf("accepted report %+v (verification %+v), want the honest continue", res.Report, res.Verification)
+	}
+	if refusal := lastMessage(h.requests()[1]).Content; !strings.Contains(refusal, "this round changed protected paths") {
+		t.Fatalf("the complete report's answer = %q, want the protected-path refusal", refusal)
+	}
+	if data, _ := os.ReadFile(filepath.Join(h.req.Workspace, "tests/run.sh")); string(data) != "exit 1\n" {
+		t.Fatalf("tests/run.sh = %q, want it restored", data)
+	}
+}

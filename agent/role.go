@@ -93,6 +93,13 @@ func (worker) submit(ctx context.Context, s *session, step int, args string) (to
 			s.lastRejection = "the verify command did not pass"
 			return tools.Result{Output: refusal, Failed: true}, nil, nil
 		}
+		// Again after verify: what passed must be what the round hands over.
+		if refusal, err := s.protectedRefusal(); err != nil || refusal != "" {
+			if refusal != "" {
+				s.lastRejection = "protected paths were changed and restored"
+			}
+			return tools.Result{Output: refusal, Failed: true}, nil, err
+		}
 		s.verification = v
 		return tools.Result{Output: "Report accepted: the verify command passed (exit 0). The round is over."}, &r, nil
 	}

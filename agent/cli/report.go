@@ -9,6 +9,8 @@ import (
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/ralph-temporal/ralph/agent/tools"
 )
 
 // The report tool. The CLI starts the worker's binary in its report mode
@@ -49,6 +51,7 @@ type reportSocket struct {
 	ln       net.Listener
 	desk     submitter
 	vouch    func(args string) bool
+	hold     *tools.Hold // the attempt's processes, stopped while a submission is checked
 	ctx      context.Context
 	over     chan struct{}
 	overOnce sync.Once
@@ -60,7 +63,7 @@ func listenReport(ctx context.Context, path string, desk submitter, vouch func(s
 	if err != nil {
 		return nil, fmt.Errorf("report %w", err)
 	}
-	r := &reportSocket{ln: ln, desk: desk, vouch: vouch, ctx: ctx, over: make(chan struct{}), calls: make(chan struct{}, 1)}
+	r := &reportSocket{ln: ln, desk: desk, vouch: vouch, hold: &tools.Hold{}, ctx: ctx, over: make(chan struct{}), calls: make(chan struct{}, 1)}
 	go r.serve()
 	return r, nil
 }
@@ -108,8 +111,14 @@ func (r *reportSocket) handle(c net.Conn) {
 }
 
 // submit hands a vouched-for submission to the desk and refuses any other.
+// Until it is answered no process of the attempt runs: the protected-path
+// check, verify and the reviewer see a workspace nothing of it can change.
 func (r *reportSocket) submit(args string) deskAnswer {
 	name, _, _ := r.desk.Finishing()
+	if err := r.hold.Freeze(); err != nil {
+		return deskAnswer{Answer: fmt.Sprintf("this %s call could not be checked and does not count: the attempt's processes could not be stopped while it is (%v); call it again", name, err), Failed: true}
+	}
+	defer r.hold.Thaw()
 	if !r.vouch(args) {
 		why := fmt.Sprintf("this %s call is refused and does not count: no answer of the model in this attempt called %s with these arguments "+
 			"(a submission is the model's own tool call; one sent by a command, or a repeat of an earlier one, is not)", name, name)

@@ -164,7 +164,7 @@ func (p Provider) runCLI(ctx context.Context, desk *agent.Desk, ws *tools.Worksp
 	out := &lineWriter{emit: func(line string) { desk.Emit(agent.Event{Kind: agent.EventAgentOutput, Output: line}) }}
 	res, err := ws.Spawn(rctx, tools.Process{
 		Argv: append([]string{a.ReportCommand[0], gatewayArg, gwSocket}, argv...), Env: env,
-		Stdin: strings.NewReader(prompt), Output: out, Home: a.Home,
+		Stdin: strings.NewReader(prompt), Output: out, Home: a.Home, Hold: reports.hold,
 	}, 24*time.Hour, outputCap)
 	out.Close()
 	desk.Network(res.Network)

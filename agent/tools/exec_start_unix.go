@@ -82,6 +82,10 @@ func (x *execution) start(command string) error {
 	if x.infoR != nil {
 		x.ns = watchNSInit(x.infoR, cmd.Process.Pid, x.run.Entered)
 	}
+	if x.proc != nil && x.proc.Hold != nil {
+		x.proc.Hold.attach(x.holdProcess)
+		x.undo = append(x.undo, x.proc.Hold.detach)
+	}
 	ownHome := ""
 	if x.proc != nil {
 		ownHome = x.proc.Home

@@ -37,6 +37,9 @@ func (x *execution) wait(ctx context.Context, timeout time.Duration) (execOutcom
 // namespace. The group kill then covers bwrap itself, a namespace whose
 // report never came, and the unsandboxed case.
 func (x *execution) stop() error {
+	if x.proc != nil {
+		x.proc.Hold.detach() // a frozen process would not die
+	}
 	if init := x.ns.ready(); init != nil {
 		init.kill()
 		select {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"sync"
 	"time"
 
 	"github.com/ralph-temporal/ralph/internal/sandbox"
@@ -24,6 +25,68 @@ type Process struct {
 	Output io.Writer
 	// Home is the program's HOME ("": the workspace's private one).
 	Home string
+	// Hold, when set, can stop every process of the program while it runs
+	// (the worker checking what the program handed it).
+	Hold *Hold
+}
+
+// Hold stops a spawned program's processes and lets them go on. Freezes
+// nest: the processes run again once every Freeze has had its Thaw.
+type Hold struct {
+	mu     sync.Mutex
+	n      int
+	freeze func() (thaw func(), err error) // nil: nothing running
+	thaw   func()
+}
+
+// Freeze returns once no process of the program runs (at once when none
+// is running). An error means they could not be stopped; Thaw must not
+// follow it.
+func (h *Hold) Freeze() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.n == 0 && h.freeze != nil {
+		thaw, err := h.freeze()
+		if err != nil {
+			return err
+		}
+		h.thaw = thaw
+	}
+	h.n++
+	return nil
+}
+
+// Thaw undoes one Freeze.
+func (h *Hold) Thaw() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.n--; h.n == 0 && h.thaw != nil {
+		h.thaw()
+		h.thaw = nil
+	}
+}
+
+// attach is told how to stop the running program; detach that it is
+// ending (what it froze runs again, so a kill can take it).
+func (h *Hold) attach(freeze func() (func(), error)) {
+	if h != nil {
+		h.mu.Lock()
+		h.freeze = freeze
+		h.mu.Unlock()
+	}
+}
+
+func (h *Hold) detach() {
+	if h == nil {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.freeze = nil
+	if h.thaw != nil {
+		h.thaw()
+		h.thaw = nil
+	}
 }
 
 // Spawn runs p until it exits, passes timeout or ctx ends (then it is

@@ -21,15 +21,17 @@ func logSandbox(logger *slog.Logger, cfg sandbox.Config, sb *sandbox.Sandbox) {
 	case sb.Fallback() != "":
 		logger.Warn("command sandbox: bubblewrap does not work on this machine, commands run unsandboxed (set RALPH_SANDBOX=bwrap to refuse to start instead)",
 			"sandbox", sb.Mode(), "configured", cfg.Mode, "reason", sb.Fallback(), "exposed", sandbox.Exposure,
-			"network", "host (RALPH_SANDBOX_NETWORK="+cfg.Network+" cannot be enforced without the sandbox)", "limits", limits)
+			"network", "host (RALPH_SANDBOX_NETWORK="+cfg.Network+" cannot be enforced without the sandbox)", "limits", limits,
+			"submissionFreeze", sb.SubmissionFreeze())
 	case sb.Mode() == sandbox.ModeOff:
 		logger.Warn("command sandbox: off (RALPH_SANDBOX=off)", "sandbox", sb.Mode(), "exposed", sandbox.Exposure,
-			"network", "host (RALPH_SANDBOX_NETWORK="+cfg.Network+" cannot be enforced without the sandbox)", "limits", limits)
+			"network", "host (RALPH_SANDBOX_NETWORK="+cfg.Network+" cannot be enforced without the sandbox)", "limits", limits,
+			"submissionFreeze", sb.SubmissionFreeze())
 	default:
 		uid, gid := sb.UID()
 		logger.Info("command sandbox: bubblewrap", "sandbox", sb.Mode(), "configured", cfg.Mode,
 			"uid", uid, "gid", gid, "jail", "no capability, no user namespace, seccomp filter, /proc/sys read-only",
-			"network", networkText(sb), "limits", limits,
+			"network", networkText(sb), "limits", limits, "submissionFreeze", sb.SubmissionFreeze(),
 			"hidden", sb.Hidden(), "shared", cfg.Share, "commandEnv", cfg.CommandEnv)
 		if sb.Network() == sandbox.NetHost {
 			logger.Warn("command sandbox: RALPH_SANDBOX_NETWORK=host: commands reach every service this host reaches, the Temporal frontend, metrics and cloud metadata included")

@@ -98,6 +98,8 @@ type cliRig struct {
 	p   cli.Provider
 	mu  sync.Mutex
 	ev  []agent.Event
+	// seen, when set, is told each event as the session emits it.
+	seen func(agent.Event)
 }
 
 func newCLIRig(t *testing.T, mode string, rule func(fakeopenai.Request) fakeopenai.Response) *cliRig {
@@ -117,6 +119,9 @@ func (r *cliRig) Observe(ev agent.Event) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.ev = append(r.ev, ev)
+	if r.seen != nil {
+		r.seen(ev)
+	}
 }
 
 func (r *cliRig) events(k agent.EventKind) []agent.Event {

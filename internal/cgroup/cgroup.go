@@ -28,6 +28,7 @@ type Manager struct {
 	v2Dir    string // v2: the directory command groups are created in
 	memDir   string // v1: the memory hierarchy's directory ("": not limited)
 	pidsDir  string // v1: the pids hierarchy's directory
+	frzDir   string // v1: the freezer hierarchy's directory ("": none)
 	lim      Limits
 	prefix   string
 	enforced []string
@@ -61,6 +62,20 @@ func (m *Manager) Version() int {
 		return 0
 	}
 	return m.version
+}
+
+// Freezer names how a command's groups can be frozen: "cgroup-v2-freeze",
+// "cgroup-v1-freezer", or "" when they cannot.
+func (m *Manager) Freezer() string {
+	switch {
+	case m == nil:
+		return ""
+	case m.version == 2:
+		return "cgroup-v2-freeze"
+	case m.frzDir != "":
+		return "cgroup-v1-freezer"
+	}
+	return ""
 }
 
 // Describe is the start line's word on the limits.

@@ -134,7 +134,11 @@ func Detect(lim Limits) (*Manager, string) {
 	if len(m.enforced) == 0 {
 		return nil, strings.Join(why, "; ")
 	}
-	for _, dir := range []string{m.v2Dir, m.memDir, m.pidsDir} {
+	if m.version == 1 {
+		// Not a limit: it lets the worker stop a command whole (Freeze).
+		m.frzDir, _ = detectV1(ms, own, "freezer")
+	}
+	for _, dir := range []string{m.v2Dir, m.memDir, m.pidsDir, m.frzDir} {
 		removeStale(dir)
 	}
 	return m, strings.Join(why, "; ")
@@ -236,6 +240,7 @@ type Group struct {
 	dirs   []string
 	procs  []string
 	memDir string
+	frzDir string // v1: the group in the freezer hierarchy ("": none)
 	v2     bool
 	dirFD  int // v2: the group's directory, for starting a process in it; -1 otherwise
 }
@@ -303,6 +308,9 @@ func (m *Manager) New() (*Group, error) {
 		if err == nil && m.pidsDir != "" {
 			_, err = mk(m.pidsDir, [][2]string{{"pids.max", pids}})
 		}
+		if err == nil && m.frzDir != "" {
+			g.frzDir, err = mk(m.frzDir, nil)
+		}
 	}
 	if err != nil {
 		g.Close()
@@ -343,6 +351,7 @@ func (g *Group) Close() {
 		_ = syscall.Close(g.dirFD)
 		g.dirFD = -1
 	}
+	_ = g.Thaw() // a frozen process does not die of SIGKILL until thawed
 	deadline := time.Now().Add(5 * time.Second)
 	for _, dir := range slices.Backward(g.dirs) {
 		if g.v2 {
@@ -397,5 +406,59 @@ func removeStale(dir string) {
 			continue
 		}
 		_ = os.Remove(filepath.Join(dir, e.Name())) // fails, harmlessly, unless empty
+	}
+}
+
+// freezeWait bounds how long a group may take to freeze: a process in an
+// uninterruptible sleep delays it.
+const freezeWait = 10 * time.Second
+
+// Frozen is whether Freeze can stop the group (false: no freezer).
+func (g *Group) Frozen() bool { return g != nil && (g.v2 || g.frzDir != "") }
+
+// Freeze stops every process of the group and returns once the kernel
+// says all are stopped; nothing in it runs until Thaw.
+func (g *Group) Freeze() error {
+	switch {
+	case g == nil || !g.Frozen():
+		return errors.New("cgroup: the command's group has no freezer")
+	case g.v2:
+		return setAndWait(filepath.Join(g.memDir, "cgroup.freeze"), "1", filepath.Join(g.memDir, "cgroup.events"), "frozen 1")
+	}
+	state := filepath.Join(g.frzDir, "freezer.state")
+	return setAndWait(state, "FROZEN", state, "FROZEN")
+}
+
+// Thaw lets the group's processes go on.
+func (g *Group) Thaw() error {
+	switch {
+	case g == nil || !g.Frozen():
+		return nil
+	case g.v2:
+		return os.WriteFile(filepath.Join(g.memDir, "cgroup.freeze"), []byte("0"), 0)
+	}
+	return os.WriteFile(filepath.Join(g.frzDir, "freezer.state"), []byte("THAWED"), 0)
+}
+
+// setAndWait writes value to file, then waits until a line of watch is
+// want. v1 moves through FREEZING, and each write retries a freeze that
+// stalled on a process being created.
+func setAndWait(file, value, watch, want string) error {
+	deadline := time.Now().Add(freezeWait)
+	for {
+		if err := os.WriteFile(file, []byte(value), 0); err != nil {
+			return fmt.Errorf("cgroup: freezing: %w", err)
+		}
+		data, err := os.ReadFile(watch)
+		if err != nil {
+			return fmt.Errorf("cgroup: freezing: %w", err)
+		}
+		if slices.Contains(strings.Split(strings.TrimSpace(string(data)), "\n"), want) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("cgroup: %s did not freeze within %s", filepath.Dir(file), freezeWait)
+		}
+		time.Sleep(time.Millisecond)
 	}
 }

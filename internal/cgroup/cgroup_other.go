@@ -2,6 +2,8 @@
 
 package cgroup
 
+import "errors"
+
 // Detect: control groups exist only on Linux.
 func Detect(Limits) (*Manager, string) { return nil, "control groups exist only on Linux" }
 
@@ -15,3 +17,7 @@ func (m *Manager) New() (*Group, error) { return nil, nil }
 func (g *Group) OOMKilled() bool        { return false }
 func (g *Group) Close()                 {}
 func (g *Group) FD() (int, bool)        { return -1, false }
+
+func (g *Group) Frozen() bool  { return false }
+func (g *Group) Freeze() error { return errors.New("cgroup: no freezer outside Linux") }
+func (g *Group) Thaw() error   { return nil }

@@ -196,3 +196,25 @@ func (o Outcome) String() string {
 	}
 	return fmt.Sprintf("killed: the command exceeded its memory limit of %d MB (RALPH_SANDBOX_MEMORY_MB)", o.MemoryMB)
 }
+
+// Freezable is whether Freeze can stop every process of the command (a
+// cgroup freezer); without one the caller stops them by signal.
+func (r *Run) Freezable() bool { return r != nil && r.cg.Frozen() }
+
+// Freeze stops every process of the command; Thaw lets them go on.
+func (r *Run) Freeze() error { return r.cg.Freeze() }
+
+// Thaw undoes Freeze.
+func (r *Run) Thaw() error { return r.cg.Thaw() }
+
+// SubmissionFreeze is how the worker stops an attempt's processes while
+// its submission is checked: the cgroup freezer when the command groups
+// have one, else SIGSTOP/SIGCONT of the attempt's processes.
+func (s *Sandbox) SubmissionFreeze() string {
+	if s != nil {
+		if f := s.cg.Freezer(); f != "" {
+			return f
+		}
+	}
+	return "sigstop"
+}

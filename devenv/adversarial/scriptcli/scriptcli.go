@@ -37,6 +37,8 @@ var modes = map[string]func(*cli) error{
 	"echo":    echo,
 	"forge":   forge,
 	"honest":  honest,
+	"swap":    swap,
+	"watch":   watch,
 }
 
 // Main runs mode args[0]; the rest is the CLI's own command line.
