@@ -1,7 +1,6 @@
 package workflows
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -10,7 +9,6 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/activity"
-	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/ralph-temporal/ralph/activities"
@@ -18,15 +16,9 @@ import (
 )
 
 func TestCampaignGuideReachesTheRunningLoops(t *testing.T) {
-	var suite testsuite.WorkflowTestSuite
-	env := suite.NewTestWorkflowEnvironment()
 	f := &fakeLine{reports: map[string]*report.Report{}}
 	limits := campaignLimits()
-	env.RegisterActivityWithOptions(func(context.Context) (activities.Limits, error) { return limits, nil },
-		activity.RegisterOptions{Name: activities.ResolveLimitsName})
-	env.RegisterActivityWithOptions(func(context.Context, activities.PrepareTaskInput) (activities.PrepareTaskOutput, error) {
-		return activities.PrepareTaskOutput{IntegrationHead: "h", TaskHead: "h"}, nil
-	}, activity.RegisterOptions{Name: activities.PrepareTaskName})
+	env := newCampaignEnv(limits)
 	env.RegisterActivityWithOptions(f.merge, activity.RegisterOptions{Name: activities.MergeTaskName})
 	var mu sync.Mutex
 	got := map[string][]string{}
@@ -49,8 +41,6 @@ func TestCampaignGuideReachesTheRunningLoops(t *testing.T) {
 		return &Result{Status: report.OutcomeComplete, RoundsStarted: 1, Report: &rep,
 			Checkpoint: &activities.Checkpoint{Commit: fmt.Sprintf("%s@1", task)}}, nil
 	}, workflow.RegisterOptions{Name: WorkflowName})
-	env.RegisterWorkflowWithOptions(Campaign, workflow.RegisterOptions{Name: CampaignWorkflowName})
-	env.SetStartWorkflowOptions(clientOptions("camp"))
 	one := sendUpdate(env, time.Minute, UpdateGuide, CampaignGuideRequest{Task: "a", Text: "only a"})
 	all := sendUpdate(env, 2*time.Minute, UpdateGuide, CampaignGuideRequest{Text: " everyone "})
 	unknown := sendUpdate(env, 3*time.Minute, UpdateGuide, CampaignGuideRequest{Task: "zz", Text: "x"})

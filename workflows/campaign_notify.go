@@ -16,9 +16,12 @@ const (
 )
 
 // notifyTask tells the deployment's receiver that a task merged or went
-// back, when the recorded limits list the event. Like a run's events it
-// never waits for the delivery. Seq (the task's place in the list) and
-// Round (its go, or its merge attempts) make each event's key its own.
+// back, when the recorded limits list the event. It never waits for the
+// delivery; it goes through a detached child, as an end event does, since
+// the campaign may close right after its last merge (an activity not yet
+// started when its workflow closes never runs). Seq (the task's place in
+// the list) and Round (its go, or its merge attempts) make each event's key
+// and child its own.
 func (c *campaign) notifyTask(ctx workflow.Context, event string, t *taskState) {
 	if !slices.Contains(c.limits.NotifyEvents, event) {
 		return
@@ -30,7 +33,7 @@ func (c *campaign) notifyTask(ctx workflow.Context, event string, t *taskState) 
 	}
 	in := activities.NotifyInput{Event: event, WorkflowID: run.ID, RunID: run.RunID, Round: round,
 		Seq: slices.Index(c.tasks, t) + 1, Status: t.Phase, Text: text}
-	workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, notifyOptions()), activities.NotifyName, in)
+	notifyDetached(ctx, in)
 }
 
 // notifyEnd tells the receiver how the campaign ended (its result status

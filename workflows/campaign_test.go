@@ -81,19 +81,11 @@ func (f *fakeLine) child(ctx workflow.Context, input json.RawMessage, _ *Continu
 }
 
 func TestCampaignBisectsARedStack(t *testing.T) {
-	var suite testsuite.WorkflowTestSuite
-	env := suite.NewTestWorkflowEnvironment()
 	f := &fakeLine{reports: map[string]*report.Report{}}
 	limits := campaignLimits()
-	env.RegisterActivityWithOptions(func(context.Context) (activities.Limits, error) { return limits, nil },
-		activity.RegisterOptions{Name: activities.ResolveLimitsName})
-	env.RegisterActivityWithOptions(func(context.Context, activities.PrepareTaskInput) (activities.PrepareTaskOutput, error) {
-		return activities.PrepareTaskOutput{IntegrationHead: "h", TaskHead: "h"}, nil
-	}, activity.RegisterOptions{Name: activities.PrepareTaskName})
+	env := newCampaignEnv(limits)
 	env.RegisterActivityWithOptions(f.merge, activity.RegisterOptions{Name: activities.MergeTaskName})
 	env.RegisterWorkflowWithOptions(f.child, workflow.RegisterOptions{Name: WorkflowName})
-	env.RegisterWorkflowWithOptions(Campaign, workflow.RegisterOptions{Name: CampaignWorkflowName})
-	env.SetStartWorkflowOptions(clientOptions("camp"))
 	// A merge takes 30 s, so x, b and y queue while a merges.
 	env.OnActivity(activities.MergeTaskName, mock.Anything, mock.Anything).After(30 * time.Second).Return(f.merge)
 
@@ -138,14 +130,8 @@ func TestCampaignBisectsARedStack(t *testing.T) {
 }
 
 func TestCampaignBlocksDependentsAndStopsAfterMaxMergeAttempts(t *testing.T) {
-	var suite testsuite.WorkflowTestSuite
-	env := suite.NewTestWorkflowEnvironment()
 	limits := campaignLimits()
-	env.RegisterActivityWithOptions(func(context.Context) (activities.Limits, error) { return limits, nil },
-		activity.RegisterOptions{Name: activities.ResolveLimitsName})
-	env.RegisterActivityWithOptions(func(context.Context, activities.PrepareTaskInput) (activities.PrepareTaskOutput, error) {
-		return activities.PrepareTaskOutput{IntegrationHead: "h", TaskHead: "h"}, nil
-	}, activity.RegisterOptions{Name: activities.PrepareTaskName})
+	env := newCampaignEnv(limits)
 	merges := 0
 	env.RegisterActivityWithOptions(func(_ context.Context, in activities.MergeTaskInput) (activities.MergeTaskOutput, error) {
 		merges++
@@ -155,8 +141,6 @@ func TestCampaignBlocksDependentsAndStopsAfterMaxMergeAttempts(t *testing.T) {
 		rep := completeReport(1)
 		return &Result{Status: report.OutcomeComplete, RoundsStarted: 1, Report: &rep, Checkpoint: &activities.Checkpoint{Commit: "c"}}, nil
 	}, workflow.RegisterOptions{Name: WorkflowName})
-	env.RegisterWorkflowWithOptions(Campaign, workflow.RegisterOptions{Name: CampaignWorkflowName})
-	env.SetStartWorkflowOptions(clientOptions("camp"))
 	in := `{"tasks":[{"id":"a","objective":"a"},{"id":"b","objective":"b","dependsOn":["a"]}],"verifyCommand":"check","maxMergeAttempts":2}`
 	env.ExecuteWorkflow(CampaignWorkflowName, json.RawMessage(in), (*CampaignContinuation)(nil))
 	var res CampaignResult
@@ -172,20 +156,26 @@ func TestCampaignBlocksDependentsAndStopsAfterMaxMergeAttempts(t *testing.T) {
 	}
 }
 
-func clientOptions(id string) client.StartWorkflowOptions {
-	return client.StartWorkflowOptions{ID: id, TaskQueue: "q", WorkflowExecutionTimeout: time.Hour}
-}
-
-func TestCampaignApprovalHoldsAMergeUntilApproved(t *testing.T) {
+// newCampaignEnv is a test environment for the campaign "camp" under
+// limits, whose PrepareTask finds every branch at the head "h"; each test
+// adds the task loop and the merge it plays.
+func newCampaignEnv(limits activities.Limits) *testsuite.TestWorkflowEnvironment {
 	var suite testsuite.WorkflowTestSuite
 	env := suite.NewTestWorkflowEnvironment()
-	f := &fakeLine{reports: map[string]*report.Report{}}
-	limits := campaignLimits()
 	env.RegisterActivityWithOptions(func(context.Context) (activities.Limits, error) { return limits, nil },
 		activity.RegisterOptions{Name: activities.ResolveLimitsName})
 	env.RegisterActivityWithOptions(func(context.Context, activities.PrepareTaskInput) (activities.PrepareTaskOutput, error) {
 		return activities.PrepareTaskOutput{IntegrationHead: "h", TaskHead: "h"}, nil
 	}, activity.RegisterOptions{Name: activities.PrepareTaskName})
+	env.RegisterWorkflowWithOptions(Campaign, workflow.RegisterOptions{Name: CampaignWorkflowName})
+	env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: "camp", TaskQueue: "q", WorkflowExecutionTimeout: time.Hour})
+	return env
+}
+
+func TestCampaignApprovalHoldsAMergeUntilApproved(t *testing.T) {
+	f := &fakeLine{reports: map[string]*report.Report{}}
+	limits := campaignLimits()
+	env := newCampaignEnv(limits)
 	var calls []activities.MergeTaskInput
 	env.RegisterActivityWithOptions(func(_ context.Context, in activities.MergeTaskInput) (activities.MergeTaskOutput, error) {
 		calls = append(calls, in)
@@ -197,8 +187,6 @@ func TestCampaignApprovalHoldsAMergeUntilApproved(t *testing.T) {
 			DiffStat: " a.txt | 1 +", Verification: &report.Verification{Command: in.VerifyCommand}}, nil
 	}, activity.RegisterOptions{Name: activities.MergeTaskName})
 	env.RegisterWorkflowWithOptions(f.child, workflow.RegisterOptions{Name: WorkflowName})
-	env.RegisterWorkflowWithOptions(Campaign, workflow.RegisterOptions{Name: CampaignWorkflowName})
-	env.SetStartWorkflowOptions(clientOptions("camp"))
 
 	var held, again TaskStatus
 	refused := ""
@@ -258,13 +246,7 @@ func noopUpdate() *testsuite.TestUpdateCallback {
 }
 
 func TestCampaignCancelReachesEveryLoop(t *testing.T) {
-	var suite testsuite.WorkflowTestSuite
-	env := suite.NewTestWorkflowEnvironment()
-	env.RegisterActivityWithOptions(func(context.Context) (activities.Limits, error) { return campaignLimits(), nil },
-		activity.RegisterOptions{Name: activities.ResolveLimitsName})
-	env.RegisterActivityWithOptions(func(context.Context, activities.PrepareTaskInput) (activities.PrepareTaskOutput, error) {
-		return activities.PrepareTaskOutput{IntegrationHead: "h", TaskHead: "h"}, nil
-	}, activity.RegisterOptions{Name: activities.PrepareTaskName})
+	env := newCampaignEnv(campaignLimits())
 	var mu sync.Mutex
 	cancelled := map[string]bool{}
 	env.RegisterWorkflowWithOptions(func(ctx workflow.Context, _ json.RawMessage, _ *Continuation, _ *TaskStart) (*Result, error) {
@@ -274,8 +256,6 @@ func TestCampaignCancelReachesEveryLoop(t *testing.T) {
 		mu.Unlock()
 		return nil, err
 	}, workflow.RegisterOptions{Name: WorkflowName})
-	env.RegisterWorkflowWithOptions(Campaign, workflow.RegisterOptions{Name: CampaignWorkflowName})
-	env.SetStartWorkflowOptions(clientOptions("camp"))
 	env.RegisterDelayedCallback(env.CancelWorkflow, 10*time.Minute)
 	env.ExecuteWorkflow(CampaignWorkflowName, json.RawMessage(`{"tasks":[{"id":"a","objective":"a"},{"id":"b","objective":"b"},{"id":"c","objective":"c"}],"verifyCommand":"check"}`),
 		(*CampaignContinuation)(nil))
@@ -292,14 +272,8 @@ func TestCampaignCancelReachesEveryLoop(t *testing.T) {
 // loop goes on), add-tasks extends the list (checked as the input is), and
 // stop signals the running loops, lets queued merges land and ends stopped.
 func TestCampaignPauseAddTasksAndStop(t *testing.T) {
-	var suite testsuite.WorkflowTestSuite
-	env := suite.NewTestWorkflowEnvironment()
 	f := &fakeLine{reports: map[string]*report.Report{}}
-	env.RegisterActivityWithOptions(func(context.Context) (activities.Limits, error) { return campaignLimits(), nil },
-		activity.RegisterOptions{Name: activities.ResolveLimitsName})
-	env.RegisterActivityWithOptions(func(context.Context, activities.PrepareTaskInput) (activities.PrepareTaskOutput, error) {
-		return activities.PrepareTaskOutput{IntegrationHead: "h", TaskHead: "h"}, nil
-	}, activity.RegisterOptions{Name: activities.PrepareTaskName})
+	env := newCampaignEnv(campaignLimits())
 	env.RegisterActivityWithOptions(f.merge, activity.RegisterOptions{Name: activities.MergeTaskName})
 	var mu sync.Mutex
 	stopped := map[string]bool{}
@@ -322,8 +296,6 @@ func TestCampaignPauseAddTasksAndStop(t *testing.T) {
 		}
 		return &Result{Status: status, RoundsStarted: 1, Report: &rep, Checkpoint: &activities.Checkpoint{Commit: task + "@1"}}, nil
 	}, workflow.RegisterOptions{Name: WorkflowName})
-	env.RegisterWorkflowWithOptions(Campaign, workflow.RegisterOptions{Name: CampaignWorkflowName})
-	env.SetStartWorkflowOptions(clientOptions("camp"))
 
 	var paused, added TaskStatus
 	var addRefused string
@@ -360,15 +332,9 @@ func TestCampaignPauseAddTasksAndStop(t *testing.T) {
 }
 
 func TestCampaignNotifiesReturnedMergedAndItsEnd(t *testing.T) {
-	var suite testsuite.WorkflowTestSuite
-	env := suite.NewTestWorkflowEnvironment()
 	limits := campaignLimits()
 	limits.NotifyEvents = []string{EventMerged, EventReturned, CampaignComplete}
-	env.RegisterActivityWithOptions(func(context.Context) (activities.Limits, error) { return limits, nil },
-		activity.RegisterOptions{Name: activities.ResolveLimitsName})
-	env.RegisterActivityWithOptions(func(context.Context, activities.PrepareTaskInput) (activities.PrepareTaskOutput, error) {
-		return activities.PrepareTaskOutput{IntegrationHead: "h", TaskHead: "h"}, nil
-	}, activity.RegisterOptions{Name: activities.PrepareTaskName})
+	env := newCampaignEnv(limits)
 	merges := 0
 	env.RegisterActivityWithOptions(func(_ context.Context, in activities.MergeTaskInput) (activities.MergeTaskOutput, error) {
 		merges++
@@ -390,7 +356,6 @@ func TestCampaignNotifiesReturnedMergedAndItsEnd(t *testing.T) {
 		rep := completeReport(1)
 		return &Result{Status: report.OutcomeComplete, RoundsStarted: 1, Report: &rep, Checkpoint: &activities.Checkpoint{Commit: "c"}}, nil
 	}, workflow.RegisterOptions{Name: WorkflowName})
-	env.RegisterWorkflowWithOptions(Campaign, workflow.RegisterOptions{Name: CampaignWorkflowName})
 	// The end event's detached child: its start is what is recorded.
 	env.OnWorkflow(NotifyWorkflowName, mock.Anything, mock.Anything).Return(func(_ workflow.Context, in activities.NotifyInput) error {
 		mu.Lock()
@@ -398,7 +363,6 @@ func TestCampaignNotifiesReturnedMergedAndItsEnd(t *testing.T) {
 		events = append(events, fmt.Sprintf("%s@%d/%d", in.Event, in.Round, in.Seq))
 		return nil
 	})
-	env.SetStartWorkflowOptions(clientOptions("camp"))
 	env.ExecuteWorkflow(CampaignWorkflowName, json.RawMessage(`{"tasks":[{"id":"a","objective":"a"}],"verifyCommand":"check"}`),
 		(*CampaignContinuation)(nil))
 	if err := env.GetWorkflowError(); err != nil {

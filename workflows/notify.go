@@ -75,14 +75,18 @@ func (l *loop) notify(ctx workflow.Context, event string, round, seq int, final 
 	notifyDetached(ctx, in)
 }
 
-// notifyDetached delivers an end event from a detached child whose start
-// the caller waits for, so the event outlives the closing run.
+// notifyDetached delivers an event from a detached child whose start the
+// caller waits for (a server round trip, never the receiver), so the event
+// outlives a run that closes right after it.
 func notifyDetached(ctx workflow.Context, in activities.NotifyInput) {
 	dctx, cancel := workflow.NewDisconnectedContext(ctx)
 	defer cancel()
 	// Recorded, so a replay under another workflow id issues the same command.
 	var childID string
 	if err := workflow.SideEffect(dctx, func(workflow.Context) any {
+		if in.Seq > 0 {
+			return fmt.Sprintf("%s/notify/%s/%d/%d", in.WorkflowID, in.Event, in.Round, in.Seq)
+		}
 		return fmt.Sprintf("%s/notify/%s/%d", in.WorkflowID, in.Event, in.Round)
 	}).Get(&childID); err != nil {
 		workflow.GetLogger(ctx).Warn("Notification not started", "event", in.Event, "error", err)
