@@ -118,7 +118,7 @@ func (c *campaign) onStop(ctx workflow.Context, req StopRequest) (CampaignAck, e
 	return c.ack(), nil
 }
 
-func (c *campaign) validateAddTasks(req AddTasksRequest) error {
+func (c *campaign) validateAddTasks(req json.RawMessage) error {
 	if err := c.open(); err != nil {
 		return err
 	}
@@ -129,8 +129,11 @@ func (c *campaign) validateAddTasks(req AddTasksRequest) error {
 	return err
 }
 
-func (c *campaign) parseAdded(req AddTasksRequest) ([]Task, error) {
-	raw, err := jsonOf(req.Tasks)
+// parseAdded reads an add-tasks argument ({"tasks": [Task]}, an
+// AddTasksRequest) as strictly as the campaign's input: unknown keys, here
+// or in a task, are refused by name.
+func (c *campaign) parseAdded(req json.RawMessage) ([]Task, error) {
+	fields, err := objectFields(req, []string{fieldTasks}, `{"tasks": [{"id": "...", "objective": "..."}]}`)
 	if err != nil {
 		return nil, err
 	}
@@ -138,10 +141,10 @@ func (c *campaign) parseAdded(req AddTasksRequest) ([]Task, error) {
 	for i, t := range c.tasks {
 		existing[i] = t.Task
 	}
-	return parseTasks(raw, c.limits, existing, c.limits.MaxCampaignTasks)
+	return parseTasks(fields[fieldTasks], c.limits, existing, c.limits.MaxCampaignTasks)
 }
 
-func (c *campaign) onAddTasks(_ workflow.Context, req AddTasksRequest) (CampaignAck, error) {
+func (c *campaign) onAddTasks(_ workflow.Context, req json.RawMessage) (CampaignAck, error) {
 	tasks, err := c.parseAdded(req)
 	if err != nil {
 		return CampaignAck{}, err
@@ -199,12 +202,4 @@ func (c *campaign) decide(task string, d *decision) {
 		c.decisions = map[string]*decision{}
 	}
 	c.decisions[task], c.dirty = d, true
-}
-
-func jsonOf(v any) ([]byte, error) {
-	raw, err := json.Marshal(v)
-	if err != nil {
-		return nil, inputErr(fieldTasks, "cannot be encoded: %v", err)
-	}
-	return raw, nil
 }

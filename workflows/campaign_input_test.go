@@ -80,3 +80,20 @@ func TestParseTasksCeilingCountsExisting(t *testing.T) {
 		t.Fatalf("got %v, %v", got, err)
 	}
 }
+
+func TestAddTasksIsReadAsStrictlyAsTheInput(t *testing.T) {
+	c := &campaign{limits: campaignLimits(), byID: map[string]*taskState{}, settings: campaignSettings{ID: "camp"}}
+	c.add([]Task{{ID: "a", Objective: "x"}})
+	for raw, want := range map[string]string{
+		`{"tasks":[{"id":"b","objective":"y","after":["a"]}]}`: "tasks[0].after: is not a known field",
+		`{"task":[{"id":"b","objective":"y"}]}`:                 "task: is not a known field",
+		`{"tasks":[{"id":"a","objective":"y"}]}`:                `"a" is used by another task`,
+	} {
+		if err := c.validateAddTasks([]byte(raw)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: err = %v, want %q", raw, err, want)
+		}
+	}
+	if err := c.validateAddTasks([]byte(`{"tasks":[{"id":"b","objective":"y","dependsOn":["a"]}]}`)); err != nil {
+		t.Fatal(err)
+	}
+}
