@@ -86,8 +86,8 @@ func TestAddTasksIsReadAsStrictlyAsTheInput(t *testing.T) {
 	c.add([]Task{{ID: "a", Objective: "x"}})
 	for raw, want := range map[string]string{
 		`{"tasks":[{"id":"b","objective":"y","after":["a"]}]}`: "tasks[0].after: is not a known field",
-		`{"task":[{"id":"b","objective":"y"}]}`:                 "task: is not a known field",
-		`{"tasks":[{"id":"a","objective":"y"}]}`:                `"a" is used by another task`,
+		`{"task":[{"id":"b","objective":"y"}]}`:                "task: is not a known field",
+		`{"tasks":[{"id":"a","objective":"y"}]}`:               `"a" is used by another task`,
 	} {
 		if err := c.validateAddTasks([]byte(raw)); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: err = %v, want %q", raw, err, want)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -205,16 +206,22 @@ func TestEventsAreNotifiedWithoutWaiting(t *testing.T) {
 	limits.NotifyEvents = strings.Split(DefaultNotifyEvents, ",")
 	env := newEnv(t, limits, s)
 	env.RegisterWorkflowWithOptions(RalphNotify, workflow.RegisterOptions{Name: NotifyWorkflowName})
+	// The activity runs on the test environment's goroutines.
+	var mu sync.Mutex
 	var sent []activities.NotifyInput
 	// The end event's detached child: the test environment stops with its
 	// parent, so the child's start is what is recorded.
 	env.OnWorkflow(NotifyWorkflowName, mock.Anything, mock.Anything).Return(
 		func(_ workflow.Context, in activities.NotifyInput) error {
+			mu.Lock()
+			defer mu.Unlock()
 			sent = append(sent, in)
 			return nil
 		})
 	// The receiver never answers in time: the run goes on regardless.
 	env.RegisterActivityWithOptions(func(_ context.Context, in activities.NotifyInput) error {
+		mu.Lock()
+		defer mu.Unlock()
 		sent = append(sent, in)
 		return errors.New("the receiver could not be reached")
 	}, activity.RegisterOptions{Name: activities.NotifyName})
@@ -223,6 +230,8 @@ func TestEventsAreNotifiedWithoutWaiting(t *testing.T) {
 	if err != nil || res.Status != report.OutcomeComplete {
 		t.Fatalf("result = %+v, %v", res, err)
 	}
+	mu.Lock()
+	defer mu.Unlock()
 	var got []string
 	for _, in := range sent {
 		if !slices.Contains(got, in.Event) {
