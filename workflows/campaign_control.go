@@ -26,25 +26,14 @@ func (c *campaign) register(ctx workflow.Context) error {
 	}); err != nil {
 		return fmt.Errorf("register the %s query: %w", StatusQueryName, err)
 	}
-	updates := []struct {
-		name      string
-		handler   any
-		validator any
-	}{
+	return setUpdates(ctx, []update{
 		{UpdatePause, c.onPause, c.validatePause},
 		{UpdateResume, c.onResume, c.validateResume},
 		{UpdateStop, c.onStop, c.validateStop},
 		{UpdateAddTasks, c.onAddTasks, c.validateAddTasks},
 		{UpdateApprove, c.onApprove, c.validateApprove},
 		{UpdateReject, c.onReject, c.validateReject},
-	}
-	for _, u := range updates {
-		if err := workflow.SetUpdateHandlerWithOptions(ctx, u.name, u.handler,
-			workflow.UpdateHandlerOptions{Validator: u.validator}); err != nil {
-			return fmt.Errorf("register the %s update: %w", u.name, err)
-		}
-	}
-	return nil
+	})
 }
 
 func (c *campaign) ack() CampaignAck {

@@ -25,6 +25,24 @@ type control struct {
 	paused        bool // a pause was accepted and no resume since
 }
 
+// update is one update a workflow handles: its handler and validator.
+type update struct {
+	name      string
+	handler   any
+	validator any
+}
+
+// setUpdates installs updates, each with its validator.
+func setUpdates(ctx workflow.Context, updates []update) error {
+	for _, u := range updates {
+		if err := workflow.SetUpdateHandlerWithOptions(ctx, u.name, u.handler,
+			workflow.UpdateHandlerOptions{Validator: u.validator}); err != nil {
+			return fmt.Errorf("register the %s update: %w", u.name, err)
+		}
+	}
+	return nil
+}
+
 // register installs the status query and the operator updates. Updates (not
 // signals) so that the caller learns at once whether it was accepted; each
 // validator refuses, with the reason, an update that does not apply.
@@ -34,11 +52,7 @@ func (l *loop) register(ctx workflow.Context) error {
 	}); err != nil {
 		return fmt.Errorf("register the %s query: %w", StatusQueryName, err)
 	}
-	updates := []struct {
-		name      string
-		handler   any
-		validator any
-	}{
+	if err := setUpdates(ctx, []update{
 		{UpdateStop, l.onStop, l.validateStop},
 		{UpdatePause, l.onPause, l.validatePause},
 		{UpdateResume, l.onResume, l.validateResume},
@@ -47,12 +61,8 @@ func (l *loop) register(ctx workflow.Context) error {
 		{UpdateGuide, l.onGuide, l.validateGuide},
 		{UpdateApprove, l.onApprove, l.validateApprove},
 		{UpdateReject, l.onReject, l.validateReject},
-	}
-	for _, u := range updates {
-		if err := workflow.SetUpdateHandlerWithOptions(ctx, u.name, u.handler,
-			workflow.UpdateHandlerOptions{Validator: u.validator}); err != nil {
-			return fmt.Errorf("register the %s update: %w", u.name, err)
-		}
+	}); err != nil {
+		return err
 	}
 	// A campaign stops its task's loop with this signal (a workflow cannot
 	// send an update); it means what the stop update means.
