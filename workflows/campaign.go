@@ -429,7 +429,7 @@ func (c *campaign) land(ctx workflow.Context, batch []*taskState) error {
 		if len(batch) == 1 {
 			v := out.Verification
 			c.sendBack(ctx, batch[0], fmt.Sprintf("the verify command `%s` exited %d on the merged tree; its output ends:\n%s",
-				v.Command, v.ExitCode, lastRunes(v.Output, 1500)))
+				v.Command, v.ExitCode, runes.Suffix(v.Output, 1500)))
 			return nil
 		}
 		half := len(batch) / 2
@@ -635,13 +635,4 @@ func (c *campaign) snapshot() CampaignStatus {
 			Objective: runes.Prefix(t.Task.Objective, 200), DiffStat: t.DiffStat})
 	}
 	return s
-}
-
-// lastRunes is the tail of s, at most n code points.
-func lastRunes(s string, n int) string {
-	r := []rune(s)
-	if len(r) <= n {
-		return s
-	}
-	return "…" + string(r[len(r)-n:])
 }
