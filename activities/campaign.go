@@ -277,7 +277,7 @@ func (a *Activities) MergeTask(ctx context.Context, in MergeTaskInput) (MergeTas
 	if out.DiffStat, err = a.git.DiffStat(ctx, c.scratch, head, tip); err != nil {
 		return MergeTaskOutput{}, err
 	}
-	if out.Verification, err = a.verifyMerge(ctx, c.scratch, in.VerifyCommand); err != nil {
+	if out.Verification, err = a.verifyTree(ctx, c.scratch, in.VerifyCommand); err != nil {
 		return MergeTaskOutput{}, err
 	}
 	if !out.Verification.Passed() {
@@ -335,15 +335,16 @@ func mergedTasks(merges []gitws.Merge) []MergedTask {
 	return out
 }
 
-// verifyMerge runs the campaign's verify command on the merged tree in the
-// sandbox, with every protection a round's verify has.
-func (a *Activities) verifyMerge(ctx context.Context, dir, command string) (*report.Verification, error) {
+// verifyTree runs a verify command on a tree the worker made (a campaign's
+// merged tree, a round candidate's) in the sandbox, with every protection a
+// round's verify has.
+func (a *Activities) verifyTree(ctx context.Context, dir, command string) (*report.Verification, error) {
 	if strings.TrimSpace(command) == "" {
-		return nil, temporal.NewNonRetryableApplicationError("the campaign has no verify command", ErrTypeCampaignGit, nil)
+		return nil, temporal.NewNonRetryableApplicationError("there is no verify command", ErrTypeCampaignGit, nil)
 	}
 	ws, err := tools.OpenWorkspace(dir, a.cfg.Agent.ToolLimits, tools.WithSandbox(a.cfg.Agent.Sandbox))
 	if err != nil {
-		return nil, fmt.Errorf("open the merged tree: %w", err)
+		return nil, fmt.Errorf("open the tree to verify: %w", err)
 	}
 	defer ws.Close()
 	timeout := a.cfg.Agent.VerifyTimeout
@@ -352,7 +353,7 @@ func (a *Activities) verifyMerge(ctx context.Context, dir, command string) (*rep
 	}
 	res, err := ws.ExecFreshHome(ctx, command, timeout, report.MaxVerificationOutput-100)
 	if err != nil {
-		return nil, fmt.Errorf("run the verify command on the merged tree: %w", err)
+		return nil, fmt.Errorf("run the verify command on %s: %w", filepath.Base(dir), err)
 	}
 	v := &report.Verification{Command: command, ExitCode: res.ExitCode, DurationMs: res.Duration.Milliseconds(), Output: res.Output}
 	if res.TimedOut {

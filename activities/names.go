@@ -48,6 +48,8 @@ func CheckWorkspace(workspace string) error {
 		return fmt.Errorf("%q leaves the workspace root (no ..)", workspace)
 	case filepath.Clean(workspace) != workspace:
 		return fmt.Errorf("%q is not a clean path (did you mean %q?)", workspace, filepath.Clean(workspace))
+	case strings.Split(workspace, "/")[0] == CandidatesDir:
+		return fmt.Errorf("%q is inside %s, where the worker keeps round candidates' trees", workspace, CandidatesDir)
 	}
 	for _, part := range strings.Split(workspace, "/") {
 		if len(part) > names.MaxNameBytes {

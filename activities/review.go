@@ -79,7 +79,7 @@ func (a *Activities) ReviewCompletion(ctx context.Context, in ReviewInput) (out 
 	logger.Info("Review started", "round", in.Round, "attempt", info.Attempt, "sessionId", sessionID,
 		"model", cfg.Model, "workspace", in.Workspace, "transcript", path)
 	tally := newRoundTally()
-	res, err := a.provider(cfg, true).Run(ctx, agent.Request{
+	res, err := a.provider(a.cfg.Agents.ReviewAgent(), cfg, a.cfg.Agents).Run(ctx, agent.Request{
 		SessionID: sessionID, Objective: in.Objective, Round: in.Round, MaxRounds: in.MaxRounds,
 		Workspace: dir, MaxHandoffChars: in.MaxHandoffChars, Deadline: roundDeadline(info),
 		TokenBudget: in.TokenBudget, RunDeadline: in.RunDeadline, Review: subject, Deferrable: in.Deferrable,

@@ -16,6 +16,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/ralph-temporal/ralph/agent"
+	"github.com/ralph-temporal/ralph/agent/cli"
 	"github.com/ralph-temporal/ralph/internal/readable"
 	"github.com/ralph-temporal/ralph/internal/tracing"
 	"github.com/ralph-temporal/ralph/usage"
@@ -80,9 +81,9 @@ func (a *Activities) RunRound(ctx context.Context, in RoundInput) (out RoundOutp
 	if err != nil {
 		return RoundOutput{}, setupError(ctx, err, before)
 	}
-	defer lock.release()
+	defer func() { lock.release() }()
 
-	transcript, closeTranscript, path, err := a.openTranscript(ctx, in.Workspace, fmt.Sprintf("round-%d-attempt-%d-%s.jsonl", in.Round, info.Attempt, sessionID))
+	transcript, closeTranscript, path, err := a.openTranscript(ctx, in.Workspace, transcriptName(in, int(info.Attempt), sessionID))
 	if err != nil {
 		return RoundOutput{}, setupError(ctx, err, before)
 	}
@@ -91,11 +92,26 @@ func (a *Activities) RunRound(ctx context.Context, in RoundInput) (out RoundOutp
 	if err != nil {
 		return RoundOutput{}, setupError(ctx, err, before)
 	}
+	var cand *candidateTree
+	if in.Candidate != nil {
+		if cand, err = a.beginCandidate(ctx, ws, *in.Candidate, before); err != nil {
+			return RoundOutput{}, setupError(ctx, err, before)
+		}
+		defer cand.remove(ctx)
+		// The candidate works its own tree: the workspace is free for the
+		// other candidates to start from.
+		lock.release()
+		if lock, err = a.lockWorkspace(ctx, cand.name, func() {}); err != nil {
+			return RoundOutput{}, setupError(ctx, err, before)
+		}
+		dir = cand.dir
+	}
 	logger.Info("Round started", "round", in.Round, "maxRounds", in.MaxRounds, "attempt", info.Attempt,
 		"sessionId", sessionID, "workspace", in.Workspace, "transcript", path)
 
+	kind, provider := a.roundProvider(in)
 	tally, started := newRoundTally(), time.Now()
-	res, err := a.provider(a.cfg.Agent, false).Run(ctx, agent.Request{
+	res, err := provider.Run(ctx, agent.Request{
 		SessionID: sessionID, Objective: in.Objective, Round: in.Round, MaxRounds: in.MaxRounds,
 		Previous: in.Previous, Workspace: dir, MaxHandoffChars: in.MaxHandoffChars,
 		Deadline: roundDeadline(info), VerifyCommand: in.VerifyCommand, TokenBudget: in.TokenBudget, RunDeadline: in.RunDeadline,
@@ -124,28 +140,56 @@ func (a *Activities) RunRound(ctx context.Context, in RoundInput) (out RoundOutp
 	}
 	out = RoundOutput{Report: res.Report, Usage: spent, SessionID: sessionID, Verification: res.Verification, Model: res.Model,
 		FirstRequestTokens: res.FirstPromptTokens, Restored: res.Restored, BudgetForced: budgetForced(res.ForcedBound)}
+	details := FailureDetails{SessionID: sessionID, Usage: spent}
+	if cand != nil {
+		if out.Checkpoint, out.WorkspaceChanged, out.Candidate, err = cand.finish(ctx, res.Report, details); err != nil {
+			return RoundOutput{}, err
+		}
+		out.Candidate.Agent = kind
+		a.scoreCandidate(ctx, cand, in, res.Report, out.Candidate)
+	} else if out.Checkpoint, out.WorkspaceChanged, err = ws.finish(ctx, res.Report, details); err != nil {
+		return RoundOutput{}, err
+	}
 	if len(out.Restored) > 0 {
 		logger.Info("Restored protected paths the session changed", "round", in.Round, "paths", out.Restored)
-	}
-	if out.Checkpoint, out.WorkspaceChanged, err = ws.finish(ctx, res.Report, FailureDetails{SessionID: sessionID, Usage: spent}); err != nil {
-		return RoundOutput{}, err
 	}
 	return out, nil
 }
 
-// provider is the agent that runs a round's (or, with review, a review's)
-// session with cfg: the builtin one or a CLI (RALPH_AGENT,
-// RALPH_REVIEW_AGENT; docs/agents.md).
-func (a *Activities) provider(cfg agent.Config, review bool) agent.Provider {
-	kind := a.cfg.Agents.Agent
-	if review {
-		kind = a.cfg.Agents.ReviewAgent()
-	}
-	p, err := a.cfg.Agents.Provider(kind, cfg)
+// provider is the agent of kind that runs a session with cfg: the builtin
+// one or a CLI (RALPH_AGENT, RALPH_REVIEW_AGENT, RALPH_CANDIDATE_AGENTS;
+// docs/agents.md).
+func (a *Activities) provider(kind string, cfg agent.Config, settings cli.Settings) agent.Provider {
+	p, err := settings.Provider(kind, cfg)
 	if err != nil {
 		return unavailable{err}
 	}
 	return p
+}
+
+// roundProvider is the provider of a round's session and its kind: the
+// worker's RALPH_AGENT and RALPH_MODEL unless the round is a candidate
+// that names its own.
+func (a *Activities) roundProvider(in RoundInput) (string, agent.Provider) {
+	kind, cfg, settings := a.cfg.Agents.Agent, a.cfg.Agent, a.cfg.Agents
+	if c := in.Candidate; c != nil {
+		if c.Agent != "" {
+			kind = c.Agent
+		}
+		if c.Model != "" {
+			cfg.Model, settings.Model = c.Model, c.Model
+		}
+	}
+	return kind, a.provider(kind, cfg, settings)
+}
+
+// transcriptName is an attempt's transcript file:
+// round-<R>[-candidate-<k>]-attempt-<A>-<session id>.jsonl.
+func transcriptName(in RoundInput, attempt int, sessionID string) string {
+	if in.Candidate != nil {
+		return fmt.Sprintf("round-%d-candidate-%d-attempt-%d-%s.jsonl", in.Round, in.Candidate.Number, attempt, sessionID)
+	}
+	return fmt.Sprintf("round-%d-attempt-%d-%s.jsonl", in.Round, attempt, sessionID)
 }
 
 // unavailable is a provider whose CLI cannot be found any more (it was at

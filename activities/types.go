@@ -107,6 +107,17 @@ type Limits struct {
 	// RALPH_NOTIFY_URL (none when no URL is configured); the URL itself
 	// is never here.
 	NotifyEvents []string `json:"notifyEvents,omitempty"`
+	// Candidates is how many fresh agents a round runs when the input does
+	// not say (RALPH_CANDIDATES), MaxCandidates its ceiling; 0 in histories
+	// from before candidates (one agent). CandidateAgents and
+	// CandidateModels are cycled over a round's candidates (empty: the
+	// worker's RALPH_AGENT and RALPH_MODEL); CandidateScore "verify" runs
+	// the verify command on unfinished candidates to rank them.
+	Candidates      int      `json:"candidates,omitempty"`
+	MaxCandidates   int      `json:"maxCandidates,omitempty"`
+	CandidateAgents []string `json:"candidateAgents,omitempty"`
+	CandidateModels []string `json:"candidateModels,omitempty"`
+	CandidateScore  string   `json:"candidateScore,omitempty"`
 }
 
 // Deferrals reports whether rounds may end as deferred under these limits.
@@ -129,6 +140,8 @@ func DefaultLimits() Limits {
 		MaxPauseHours:           168,
 		MaxCampaignParallel:     8,
 		MaxCampaignTasks:        500,
+		Candidates:              1,
+		MaxCandidates:           4,
 	}
 }
 
@@ -165,6 +178,9 @@ type RoundInput struct {
 	// Guidance is an operator's text (the guide update, or a rejection's
 	// reason) that this round's prompt carries under its own heading.
 	Guidance string `json:"guidance,omitempty"`
+	// Candidate makes this attempt one of the round's candidates: it works
+	// a clone of the workspace at the round's base, not the workspace.
+	Candidate *CandidateSpec `json:"candidate,omitempty"`
 }
 
 // Reasons of a deferred round.
@@ -212,6 +228,8 @@ type RoundOutput struct {
 	// BudgetForced names the run budget that forced the session's hand-off:
 	// tokens or time ("" when no budget did). Such a round is the run's last.
 	BudgetForced string `json:"budgetForced,omitempty"`
+	// Candidate is what a candidate attempt adds (nil for a plain round).
+	Candidate *CandidateWork `json:"candidate,omitempty"`
 }
 
 // budgetForced maps a session's forced bound to the run budget behind it.
@@ -244,6 +262,19 @@ type ReviewInput struct {
 	// Deferrable: provider limits end the review as deferred
 	// (ReviewOutput.Deferred) instead of failing it, as a round's do.
 	Deferrable bool `json:"deferrable,omitempty"`
+	// Candidates, when set, make the review a choice between a round's
+	// candidates (none completed): the reviewer names one
+	// (report.VerdictChoose); Report and Commit are then unused.
+	Candidates []ReviewCandidate `json:"candidates,omitempty"`
+}
+
+// ReviewCandidate is what a choosing reviewer sees of one candidate.
+type ReviewCandidate struct {
+	Number   int           `json:"number"`
+	Agent    string        `json:"agent,omitempty"`
+	Model    string        `json:"model,omitempty"`
+	Report   report.Report `json:"report"`
+	DiffStat string        `json:"diffStat,omitempty"`
 }
 
 // ReviewOutput is the reviewer's verdict, its usage and its session id.

@@ -14,6 +14,9 @@ import (
 const (
 	VerdictApprove = "approve"
 	VerdictRevise  = "revise"
+	// VerdictChoose is a choice between a round's candidates (Choice names
+	// the candidate); submit_review then takes choice, summary and findings.
+	VerdictChoose = "choose"
 )
 
 // RevisionPrefix opens the summary of the continue handoff a revise verdict
@@ -24,11 +27,13 @@ const RevisionPrefix = "A reviewer asked for revisions: "
 // Verdict, Summary and Findings come from the reviewer model; Model and
 // SessionID are filled in by the worker that ran the review.
 type Review struct {
-	Verdict   string   `json:"verdict"`
-	Summary   string   `json:"summary"`
-	Findings  []string `json:"findings"`
-	Model     string   `json:"model"`
-	SessionID string   `json:"sessionId"`
+	Verdict  string   `json:"verdict"`
+	Summary  string   `json:"summary"`
+	Findings []string `json:"findings"`
+	// Choice is the candidate a choosing reviewer named (VerdictChoose).
+	Choice    int    `json:"choice,omitempty"`
+	Model     string `json:"model"`
+	SessionID string `json:"sessionId"`
 }
 
 // reviewKeys are the keys submit_review takes, exactly.

@@ -24,6 +24,7 @@ const (
 	fieldMaxMinutes    = "maxMinutes"
 	fieldProtected     = "protectedPaths"
 	fieldReview        = "review"
+	fieldCandidates    = "candidates"
 )
 
 // MaxVerifyCommandChars bounds a run's verify command in code points.
@@ -31,7 +32,7 @@ const MaxVerifyCommandChars = 4096
 
 // inputKeys lists the allowed keys in the order errors name them.
 func inputKeys() []string {
-	return []string{fieldObjective, fieldMaxRounds, fieldWorkspace, fieldVerifyCommand, fieldMaxTokens, fieldMaxMinutes, fieldProtected, fieldReview, fieldApprove}
+	return []string{fieldObjective, fieldMaxRounds, fieldWorkspace, fieldVerifyCommand, fieldMaxTokens, fieldMaxMinutes, fieldProtected, fieldReview, fieldApprove, fieldCandidates}
 }
 
 // run is a validated input with every default resolved.
@@ -45,6 +46,7 @@ type run struct {
 	protected     []string
 	review        bool
 	approve       string
+	candidates    int
 }
 
 // InputError names the input field that is wrong and why.
@@ -105,6 +107,9 @@ func parseInput(raw []byte, limits activities.Limits, workflowID string) (run, e
 		return run{}, err
 	}
 	if r.approve, err = parseRunApprove(fields[fieldApprove], limits.Approve); err != nil {
+		return run{}, err
+	}
+	if r.candidates, err = parseCandidates(fields[fieldCandidates], limits); err != nil {
 		return run{}, err
 	}
 	return r, nil
@@ -284,4 +289,19 @@ func parseRunApprove(raw json.RawMessage, deploymentDefault string) (string, err
 		return "", inputErr(fieldApprove, "must be none, complete or rounds:N with N a positive integer, got %q", mode)
 	}
 	return mode, nil
+}
+
+// parseCandidates reads how many agents each round runs: at most
+// RALPH_MAX_CANDIDATES, RALPH_CANDIDATES when absent. More than one needs
+// git checkpoints (each candidate works a clone at the round's base).
+func parseCandidates(raw json.RawMessage, limits activities.Limits) (int, error) {
+	ceiling := max(limits.MaxCandidates, 1)
+	n, err := parseCount(fieldCandidates, raw, ceiling, min(max(limits.Candidates, 1), ceiling), "RALPH_MAX_CANDIDATES")
+	if err != nil {
+		return 0, err
+	}
+	if n > 1 && limits.Git == "" {
+		return 0, inputErr(fieldCandidates, "%d candidates need git checkpoints (RALPH_GIT=local or remote); this worker has RALPH_GIT=off", n)
+	}
+	return n, nil
 }

@@ -103,6 +103,8 @@ type loop struct {
 	// and approval waits.
 	approve string
 	people  people
+	// candidates is how many fresh agents each round runs (candidates.go).
+	candidates int
 }
 
 // begin resolves the deployment limits (recorded in history) and validates a
@@ -131,7 +133,7 @@ func (l *loop) begin(ctx workflow.Context, input json.RawMessage) error {
 		return temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeInvalidInput, nil)
 	}
 	l.objective, l.maxRounds, l.workspace, l.verifyCommand = r.objective, r.maxRounds, r.workspace, r.verifyCommand
-	l.protected, l.review, l.approve = r.protected, r.review, r.approve
+	l.protected, l.review, l.approve, l.candidates = r.protected, r.review, r.approve, r.candidates
 	l.budget = newRunBudget(r.maxTokens, r.maxMinutes, workflow.Now(ctx))
 	l.nextRound = 1
 	return nil
@@ -188,6 +190,7 @@ func (l *loop) resume(ctx workflow.Context, c *Continuation) error {
 	l.firstRequestTokens = c.FirstRequestTokens
 	l.deferrals, l.deferredSpent = c.Deferrals, c.DeferredUsage
 	l.approve, l.people.pending = c.Approve, c.Guidance
+	l.candidates = c.Candidates
 	l.status.Round = c.NextRound - 1
 	// A continued run is past starting: it runs, or holds a carried pause.
 	l.status.Phase = PhaseRunning
@@ -410,8 +413,10 @@ func (l *loop) record(ctx workflow.Context, round int, out activities.RoundOutpu
 		l.firstRequestTokens = out.FirstRequestTokens
 	}
 	summary := RoundSummary{Round: round, Status: accepted.Status, Summary: accepted.Summary, SessionID: out.SessionID,
-		Verified: out.Verification.Passed(), Model: out.Model, Deferrals: l.status.Deferrals, Restored: out.Restored}
+		Verified: out.Verification.Passed(), Model: out.Model, Deferrals: l.status.Deferrals, Restored: out.Restored,
+		Candidates: l.status.Candidates}
 	l.status.Deferrals = 0
+	l.status.Candidates = nil
 	if out.Checkpoint != nil {
 		summary.Commit = out.Checkpoint.Commit
 	}
@@ -428,29 +433,16 @@ func shortCommit(c string) string {
 	return c
 }
 
-// runRound runs one round as one activity and re-validates its report.
+// runRound runs one round as one activity (or, with candidates, one
+// activity per candidate) and re-validates its report.
 func (l *loop) runRound(ctx workflow.Context, round int) (activities.RoundOutput, error) {
-	l.status.Round = round
-	l.status.Phase = PhaseRunning
-	l.roundRunning = true
+	label := l.beginRound(ctx, round)
 	defer func() { l.roundRunning = false }()
-	label := fmt.Sprintf("Round %d of %d", round, l.maxRounds)
-	workflow.SetCurrentDetails(ctx, label)
-	l.upsertVisibility(ctx)
-
+	in := l.roundInput(ctx, round)
+	if l.candidates > 1 {
+		return l.runCandidates(ctx, round, label, in)
+	}
 	actx := workflow.WithActivityOptions(ctx, l.roundOptions(label))
-	in := activities.RoundInput{
-		Objective: l.objective, Round: round, MaxRounds: l.maxRounds, Workspace: l.workspace,
-		Previous: l.last, MaxHandoffChars: l.limits.MaxHandoffChars, VerifyCommand: l.verifyCommand,
-		TokenBudget: l.budget.tokensLeft(l.usage), RunDeadline: l.budget.Deadline,
-		ProtectedPaths: l.protectedSets(),
-		Deferrable:     l.limits.Deferrals(),
-		Rewound:        resetRun(ctx),
-		Guidance:       l.people.take(round),
-	}
-	if l.checkpoint != nil {
-		in.Checkpoint = l.checkpoint.Commit
-	}
 	var out activities.RoundOutput
 	err := workflow.ExecuteActivity(actx, activities.RunRoundName, in).Get(ctx, &out)
 	if err == nil && out.Deferred == nil {
@@ -477,6 +469,35 @@ func (l *loop) runRound(ctx workflow.Context, round int) (activities.RoundOutput
 		return out, l.refuseOutput(ctx, round, out, err)
 	}
 	return out, nil
+}
+
+// beginRound marks round running (status, details, visibility) and
+// returns its label.
+func (l *loop) beginRound(ctx workflow.Context, round int) string {
+	l.status.Round = round
+	l.status.Phase = PhaseRunning
+	l.roundRunning = true
+	label := fmt.Sprintf("Round %d of %d", round, l.maxRounds)
+	workflow.SetCurrentDetails(ctx, label)
+	l.upsertVisibility(ctx)
+	return label
+}
+
+// roundInput is what round's session (each candidate's) receives.
+func (l *loop) roundInput(ctx workflow.Context, round int) activities.RoundInput {
+	in := activities.RoundInput{
+		Objective: l.objective, Round: round, MaxRounds: l.maxRounds, Workspace: l.workspace,
+		Previous: l.last, MaxHandoffChars: l.limits.MaxHandoffChars, VerifyCommand: l.verifyCommand,
+		TokenBudget: l.budget.tokensLeft(l.usage), RunDeadline: l.budget.Deadline,
+		ProtectedPaths: l.protectedSets(),
+		Deferrable:     l.limits.Deferrals(),
+		Rewound:        resetRun(ctx),
+		Guidance:       l.people.take(round),
+	}
+	if l.checkpoint != nil {
+		in.Checkpoint = l.checkpoint.Commit
+	}
+	return in
 }
 
 // refuseOutput fails the run on round's output, whose report broke a rule
@@ -624,6 +645,9 @@ func (l *loop) continueAsNew(ctx workflow.Context, nextRound int) error {
 		ProtectedPaths: l.protected, Review: l.review, BaseCommit: l.baseCommit,
 		FirstRequestTokens: l.firstRequestTokens,
 		Approve:            l.approve, Guidance: l.people.pending,
+	}
+	if l.candidates > 1 { // one agent a round is what runs before candidates carried
+		cont.Candidates = l.candidates
 	}
 	// What only a pause or a wait leaves pending: a rewound signal (the
 	// next run would never see it) and a deferred round's counters.

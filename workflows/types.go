@@ -168,6 +168,35 @@ type RoundSummary struct {
 	Model string `json:"model,omitempty"`
 	// Deferrals is how often the round was deferred before it handed off.
 	Deferrals int `json:"deferrals,omitempty"`
+	// Candidates lists a round's candidates (when it ran more than one):
+	// the chosen one marked with why.
+	Candidates []CandidateSummary `json:"candidates,omitempty"`
+}
+
+// CandidateSummary is one of a round's candidates.
+type CandidateSummary struct {
+	Number int `json:"number"`
+	// Agent and Model ran it ("" where the worker's defaults did and the
+	// candidate failed before saying).
+	Agent string `json:"agent,omitempty"`
+	Model string `json:"model,omitempty"`
+	// Outcome is its report's status, or running, failed, invalid,
+	// cancelled or deferred; Problem says what went wrong.
+	Outcome string      `json:"outcome"`
+	Summary string      `json:"summary,omitempty"`
+	Problem string      `json:"problem,omitempty"`
+	Usage   usage.Usage `json:"usage"`
+	// DiffStat is its change from the round's base; Commit its commit.
+	DiffStat string `json:"diffStat,omitempty"`
+	Commit   string `json:"commit,omitempty"`
+	// Verified: its tree passed the verify command (its complete's
+	// verification, or RALPH_CANDIDATE_SCORE=verify).
+	Verified bool `json:"verified"`
+	// Ref keeps a candidate that was not chosen.
+	Ref    string `json:"ref,omitempty"`
+	Chosen bool   `json:"chosen"`
+	// Reason says why the chosen candidate was chosen.
+	Reason string `json:"reason,omitempty"`
 }
 
 // BudgetStatus shows the budgets that apply (null where none does).
@@ -217,6 +246,8 @@ type Status struct {
 	WaitReason   string `json:"waitReason,omitempty"`
 	// Deferrals counts the current round's consecutive deferrals.
 	Deferrals int `json:"deferrals,omitempty"`
+	// Candidates are the running round's candidates as they finish.
+	Candidates []CandidateSummary `json:"candidates,omitempty"`
 	// Guidance is the operator's guidance: pending, and the round that
 	// received the last (absent before any).
 	Guidance *GuidanceStatus `json:"guidance,omitempty"`
@@ -254,4 +285,6 @@ type Continuation struct {
 	// Approve is the run's approval mode; Guidance what waits for the next round.
 	Approve  string `json:"approve,omitempty"`
 	Guidance string `json:"guidance,omitempty"`
+	// Candidates is how many agents each round runs (0 or 1: one).
+	Candidates int `json:"candidates,omitempty"`
 }

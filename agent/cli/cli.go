@@ -43,6 +43,9 @@ type Settings struct {
 	// AnthropicBaseURL and AnthropicAPIKey are the upstream of a CLI
 	// speaking Anthropic Messages (claude-code).
 	AnthropicBaseURL, AnthropicAPIKey string
+	// Candidates are the providers cycled over a round's candidates
+	// (RALPH_CANDIDATE_AGENTS): every CLI among them is checked at start.
+	Candidates []string
 	// MaxInflight is RALPH_AGENT_MAX_INFLIGHT, MaxRequestMB
 	// RALPH_AGENT_MAX_REQUEST_MB (the gateway's bounds, SPEC 33).
 	MaxInflight, MaxRequestMB int
@@ -69,7 +72,11 @@ func (s Settings) ReviewAgent() string {
 
 // Validate checks the values (not the machine: see Check).
 func (s Settings) Validate() error {
-	for _, v := range []struct{ name, value string }{{"RALPH_AGENT", s.Agent}, {"RALPH_REVIEW_AGENT", s.Review}} {
+	checks := []struct{ name, value string }{{"RALPH_AGENT", s.Agent}, {"RALPH_REVIEW_AGENT", s.Review}}
+	for _, c := range s.Candidates {
+		checks = append(checks, struct{ name, value string }{"RALPH_CANDIDATE_AGENTS", c})
+	}
+	for _, v := range checks {
 		if v.value == "" && v.name == "RALPH_REVIEW_AGENT" {
 			continue
 		}

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"slices"
 	"fmt"
 	"os/exec"
 	"strings"
@@ -25,14 +26,17 @@ func (s Settings) CheckAll(ctx context.Context) ([]Found, error) {
 		return nil, err
 	}
 	var found []Found
-	for _, kind := range []string{s.Agent, s.ReviewAgent()} {
+	for i, kind := range append([]string{s.Agent, s.ReviewAgent()}, s.Candidates...) {
 		d, ok := Lookup(kind)
-		if !ok || (len(found) > 0 && found[0].Dialect.Name() == kind) {
+		if !ok || slices.ContainsFunc(found, func(f Found) bool { return f.Dialect.Name() == kind }) {
 			continue
 		}
 		setting := "RALPH_AGENT"
-		if kind != s.Agent {
+		switch {
+		case i == 1:
 			setting = "RALPH_REVIEW_AGENT"
+		case i > 1:
+			setting = "RALPH_CANDIDATE_AGENTS"
 		}
 		f, err := check(ctx, setting, kind, s.command(kind, d))
 		if err != nil {

@@ -77,11 +77,14 @@ func TestLoadWorkerValues(t *testing.T) {
 			"RALPH_SEARCH_ATTRIBUTES": "false", "RALPH_VERIFY_COMMAND": " go test ./... ",
 			"RALPH_MAX_WAIT_MINUTES": "15", "RALPH_MAX_DEFERRALS": "4", "RALPH_MAX_PAUSE_HOURS": "48",
 			"RALPH_MAX_CAMPAIGN_PARALLEL": "5", "RALPH_MAX_CAMPAIGN_TASKS": "40", "RALPH_FALLBACK_MODELS": " gpt-b, qwen2.5-coder:32b ,,",
+			"RALPH_GIT": "local", "RALPH_CANDIDATES": "2", "RALPH_MAX_CANDIDATES": "3", "RALPH_CANDIDATE_AGENTS": "builtin",
+			"RALPH_CANDIDATE_MODELS": "m1, m2", "RALPH_CANDIDATE_SCORE": "verify",
 		}, func(t *testing.T, w Worker) {
 			want := activities.Limits{MaxRounds: 12, MaxHandoffChars: 100, MaxObjectiveChars: 77, RoundTimeoutSeconds: 600,
 				HeartbeatTimeoutSeconds: 10, RoundAttempts: 2, RoundsPerRun: 4, VerifyCommand: "go test ./...",
 				MaxRunTokens: 5000, MaxRunMinutes: 90, MaxIdleRounds: 2, SearchAttributes: false,
-				MaxWaitMinutes: 15, MaxDeferrals: 4, MaxPauseHours: 48, MaxCampaignParallel: 5, MaxCampaignTasks: 40}
+				MaxWaitMinutes: 15, MaxDeferrals: 4, MaxPauseHours: 48, MaxCampaignParallel: 5, MaxCampaignTasks: 40,
+				Candidates: 2, MaxCandidates: 3, CandidateAgents: []string{"builtin"}, CandidateModels: []string{"m1", "m2"}, CandidateScore: "verify"}
 			if got := strings.Join(w.Activities.Agent.FallbackModels, "|"); got != "gpt-b|qwen2.5-coder:32b" {
 				t.Errorf("fallback models = %q", got)
 			}
@@ -237,6 +240,10 @@ func TestLoadWorkerErrors(t *testing.T) {
 		{"bool", nil, MapEnv{"RALPH_DEMO": "maybe"}, []string{"RALPH_DEMO", `"maybe"`}},
 		{"review", nil, MapEnv{"RALPH_REVIEW": "yes"}, []string{"RALPH_REVIEW", `"yes"`, "off, on"}},
 		{"approve", nil, MapEnv{"RALPH_APPROVE": "rounds:0"}, []string{"RALPH_APPROVE", `"rounds:0"`, "none, complete or rounds:N"}},
+		{"candidates over ceiling", nil, MapEnv{"RALPH_GIT": "local", "RALPH_CANDIDATES": "5"}, []string{"RALPH_CANDIDATES=5", "RALPH_MAX_CANDIDATES=4"}},
+		{"candidates without git", nil, MapEnv{"RALPH_CANDIDATES": "2"}, []string{"RALPH_CANDIDATES=2", "RALPH_GIT=local or remote"}},
+		{"candidate agent", nil, MapEnv{"RALPH_CANDIDATE_AGENTS": "builtin,aider"}, []string{"RALPH_CANDIDATE_AGENTS", `"aider" is not a provider`}},
+		{"candidate score", nil, MapEnv{"RALPH_CANDIDATE_SCORE": "tests"}, []string{"RALPH_CANDIDATE_SCORE", "none or verify"}},
 		{"notify events", nil, MapEnv{"RALPH_NOTIFY_EVENTS": "complete,done"}, []string{"RALPH_NOTIFY_EVENTS", `"done" is not an event`}},
 		{"notify url", nil, MapEnv{"RALPH_NOTIFY_URL": "hooks.example/T0"}, []string{"RALPH_NOTIFY_URL", "http or https URL"}},
 		{"protected pattern", nil, MapEnv{"RALPH_PROTECTED_PATHS": "tests/**,[z-a"}, []string{"RALPH_PROTECTED_PATHS", "[z-a", "not a valid gitignore pattern"}},

@@ -346,6 +346,46 @@ func workerSettings() []setting {
 			intp: func(w *Worker) *int { return &lim(w).MaxCampaignParallel }},
 		{flag: "max-campaign-tasks", env: "RALPH_MAX_CAMPAIGN_TASKS", usage: "most tasks one campaign may hold",
 			intp: func(w *Worker) *int { return &lim(w).MaxCampaignTasks }},
+		{flag: "candidates", env: "RALPH_CANDIDATES", usage: "fresh agents each round runs at once on clones of the workspace, the verified one chosen (a run's candidates input overrides; more than 1 needs RALPH_GIT local or remote)",
+			intp: func(w *Worker) *int { return &lim(w).Candidates }},
+		{flag: "max-candidates", env: "RALPH_MAX_CANDIDATES", usage: "ceiling of a run's candidates",
+			intp: func(w *Worker) *int { return &lim(w).MaxCandidates }},
+		{flag: "candidate-agents", env: "RALPH_CANDIDATE_AGENTS", usage: "comma-separated providers cycled over a round's candidates (builtin, claude-code, codex, opencode; unset: RALPH_AGENT)",
+			custom: func(w *Worker, source, value string) error {
+				agents := splitList(value, ",")
+				for _, a := range agents {
+					if !slices.Contains(cli.Kinds(), a) {
+						return fmt.Errorf("%s=%q: %q is not a provider (one of %s)", source, value, a, strings.Join(cli.Kinds(), ", "))
+					}
+				}
+				lim(w).CandidateAgents, w.Activities.Agents.Candidates = agents, agents
+				return nil
+			},
+			def: func(w *Worker) string { return orNone(strings.Join(lim(w).CandidateAgents, ",")) }},
+		{flag: "candidate-models", env: "RALPH_CANDIDATE_MODELS", usage: "comma-separated models cycled over a round's candidates (unset: RALPH_MODEL, or RALPH_AGENT_MODEL for a CLI)",
+			custom: func(w *Worker, _, value string) error {
+				lim(w).CandidateModels = splitList(value, ",")
+				return nil
+			},
+			def: func(w *Worker) string { return orNone(strings.Join(lim(w).CandidateModels, ",")) }},
+		{flag: "candidate-score", env: "RALPH_CANDIDATE_SCORE", usage: "none or verify: with verify, candidates that did not complete are ranked by a run of the verify command on their tree",
+			custom: func(w *Worker, source, value string) error {
+				switch value {
+				case activities.CandidateScoreNone:
+					lim(w).CandidateScore = ""
+				case activities.CandidateScoreVerify:
+					lim(w).CandidateScore = value
+				default:
+					return fmt.Errorf("%s=%q: must be none or verify", source, value)
+				}
+				return nil
+			},
+			def: func(w *Worker) string {
+				if lim(w).CandidateScore == "" {
+					return activities.CandidateScoreNone
+				}
+				return lim(w).CandidateScore
+			}},
 		{flag: "max-idle-rounds", env: "RALPH_MAX_IDLE_ROUNDS", usage: "consecutive continue rounds without a workspace change that end a run",
 			intp: func(w *Worker) *int { return &lim(w).MaxIdleRounds }},
 		{flag: "max-wait-minutes", env: "RALPH_MAX_WAIT_MINUTES", usage: "longest durable wait after a deferred round (rate limit, quota, outage); a quota waits this long",
@@ -699,6 +739,12 @@ func (w *Worker) finish() error {
 	if t := w.Activities.Agent.ToolLimits; t.MaxCommandTimeout < t.CommandTimeout {
 		return fmt.Errorf("RALPH_MAX_COMMAND_TIMEOUT_SECONDS=%d must not be less than RALPH_COMMAND_TIMEOUT_SECONDS=%d",
 			int(t.MaxCommandTimeout/time.Second), int(t.CommandTimeout/time.Second))
+	}
+	if lim.Candidates > lim.MaxCandidates {
+		return fmt.Errorf("RALPH_CANDIDATES=%d is over RALPH_MAX_CANDIDATES=%d", lim.Candidates, lim.MaxCandidates)
+	}
+	if lim.Candidates > 1 && !w.Activities.Git.Enabled() {
+		return fmt.Errorf("RALPH_CANDIDATES=%d needs RALPH_GIT=local or remote: each candidate works a clone of the workspace", lim.Candidates)
 	}
 	w.Activities.HeartbeatInterval = HeartbeatInterval(lim.HeartbeatTimeoutSeconds)
 	// Recorded with the limits, so a replay never depends on this worker's setting.
