@@ -2,9 +2,9 @@ package cli
 
 import (
 	"context"
-	"slices"
 	"fmt"
 	"os/exec"
+	"slices"
 	"strings"
 
 	"github.com/ralph-temporal/ralph/agent"
