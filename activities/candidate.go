@@ -169,3 +169,4 @@ func (a *Activities) AdoptCandidate(ctx context.Context, in AdoptInput) error {
 	}
 	return err
 }
+

@@ -65,7 +65,10 @@ func (a *Activities) ReviewCompletion(ctx context.Context, in ReviewInput) (out 
 	}
 	defer closeTranscript()
 	subject := &agent.ReviewSubject{Report: in.Report, Verification: in.Verification, Base: in.BaseCommit, Commit: in.Commit}
-	if a.git != nil && in.Commit != "" {
+	for _, c := range in.Candidates {
+		subject.Candidates = append(subject.Candidates, agent.ReviewCandidate{Number: c.Number, Agent: c.Agent, Model: c.Model, Report: c.Report, DiffStat: c.DiffStat})
+	}
+	if a.git != nil && in.Commit != "" && len(in.Candidates) == 0 {
 		round := gitws.Round{WorkflowID: info.WorkflowExecution.ID, Workspace: in.Workspace, Round: in.Round, MaxRounds: in.MaxRounds, Attempt: 1}
 		if subject.Diff, err = a.reviewChange(ctx, dir, round, in); err != nil {
 			w := &workspaceRound{round: round}
@@ -144,7 +147,9 @@ func checkReviewInput(in ReviewInput) error {
 		return fmt.Errorf("bad review input: round %d of %d is out of range", in.Round, in.MaxRounds)
 	case in.MaxHandoffChars <= 0:
 		return fmt.Errorf("bad review input: maxHandoffChars must be positive, got %d", in.MaxHandoffChars)
-	case in.Report.Status != report.StatusComplete:
+	case len(in.Candidates) == 1:
+		return fmt.Errorf("bad review input: a choice needs at least two candidates, got one")
+	case len(in.Candidates) == 0 && in.Report.Status != report.StatusComplete:
 		return fmt.Errorf("bad review input: only a complete report is reviewed, got %q", in.Report.Status)
 	}
 	return nil

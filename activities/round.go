@@ -110,6 +110,10 @@ func (a *Activities) RunRound(ctx context.Context, in RoundInput) (out RoundOutp
 		"sessionId", sessionID, "workspace", in.Workspace, "transcript", path)
 
 	kind, provider := a.roundProvider(in)
+	var spec CandidateSpec // zero for a plain round
+	if in.Candidate != nil {
+		spec = *in.Candidate
+	}
 	tally, started := newRoundTally(), time.Now()
 	res, err := provider.Run(ctx, agent.Request{
 		SessionID: sessionID, Objective: in.Objective, Round: in.Round, MaxRounds: in.MaxRounds,
@@ -118,6 +122,7 @@ func (a *Activities) RunRound(ctx context.Context, in RoundInput) (out RoundOutp
 		ProtectedPaths: in.ProtectedPaths,
 		Deferrable:     in.Deferrable,
 		Guidance:       in.Guidance,
+		Candidate:      spec.Number, Candidates: spec.Of,
 	}, agent.Observers(transcript, hb, tally, providerWarnings(logger, in.Round)))
 	tally.record(activity.GetMetricsHandler(ctx), roundOutcome(res, err), res.Usage, time.Since(started))
 	if terr := transcript.Err(); terr != nil {

@@ -26,14 +26,15 @@ var (
 type finisherKey struct {
 	name     string // SubmitReportTool or SubmitReviewTool
 	maxChars int
+	choosing bool // submit_review of a reviewer choosing between candidates
 }
 
 // finishingTool is the definition of the tool that ends a session, the
 // session's own copy.
-func finishingTool(name string, maxChars int) (openai.Tool, error) {
-	def, err := finishers.Get(finisherKey{name, maxChars}, func() (openai.Tool, error) {
+func finishingTool(name string, maxChars int, choosing bool) (openai.Tool, error) {
+	def, err := finishers.Get(finisherKey{name, maxChars, choosing}, func() (openai.Tool, error) {
 		if name == SubmitReviewTool {
-			return submitReviewDefinition(maxChars)
+			return submitReviewDefinition(maxChars, choosing)
 		}
 		return submitReportDefinition(maxChars)
 	})

@@ -14,12 +14,12 @@ func TestFinishingToolIsEachSessionsOwn(t *testing.T) {
 	for _, name := range []string{SubmitReportTool, SubmitReviewTool} {
 		fresh, err := submitReportDefinition(4242)
 		if name == SubmitReviewTool {
-			fresh, err = submitReviewDefinition(4242)
+			fresh, err = submitReviewDefinition(4242, false)
 		}
 		if err != nil {
 			t.Fatal(err)
 		}
-		first, err := finishingTool(name, 4242)
+		first, err := finishingTool(name, 4242, false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -29,7 +29,7 @@ func TestFinishingToolIsEachSessionsOwn(t *testing.T) {
 		for i := range p {
 			p[i] = 'X'
 		}
-		next, err := finishingTool(name, 4242)
+		next, err := finishingTool(name, 4242, false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -44,7 +44,7 @@ func TestFinishingToolIsEachSessionsOwn(t *testing.T) {
 // The encoded definitions and their estimates are what encoding them afresh
 // gives, and a distinct list gets its own entry.
 func TestOfferIsTheDefinitionsEncoded(t *testing.T) {
-	report, err := finishingTool(SubmitReportTool, 5151)
+	report, err := finishingTool(SubmitReportTool, 5151, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +74,7 @@ func TestOfferIsTheDefinitionsEncoded(t *testing.T) {
 // caches stay bounded.
 func TestDefinitionCachesAreBounded(t *testing.T) {
 	for cap := 1000; cap < 1100; cap++ {
-		def, err := finishingTool(SubmitReportTool, cap)
+		def, err := finishingTool(SubmitReportTool, cap, false)
 		if err != nil {
 			t.Fatal(err)
 		}

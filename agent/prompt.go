@@ -35,6 +35,8 @@ type roundData struct {
 	ContextTokens     int
 	VerifyCommand     string
 	Guidance          string
+	// Candidate of Candidates: the round runs several fresh agents.
+	Candidate, Candidates int
 }
 
 // boundsData is the round's identity and bounds, shared by the worker's
@@ -61,6 +63,7 @@ func (s *session) roundPrompt() (string, error) {
 		d.Previous = prev
 	}
 	d.Guidance = s.req.Guidance
+	d.Candidate, d.Candidates = s.req.Candidate, s.req.Candidates
 	return render(textRound, d)
 }
 

@@ -28,6 +28,29 @@ type ReviewSubject struct {
 	// the deployment's budget ("" when git checkpoints are off).
 	Diff         string
 	Base, Commit string
+	// Candidates, when set, make the review a choice between a round's
+	// candidates, none of which completed (Report and Diff are unused).
+	Candidates []ReviewCandidate
+}
+
+// ReviewCandidate is what a choosing reviewer sees of one candidate.
+type ReviewCandidate struct {
+	Number       int
+	Agent, Model string
+	Report       report.Report
+	DiffStat     string
+}
+
+// choosing reports whether the subject asks for a choice between candidates.
+func (s *ReviewSubject) choosing() bool { return s != nil && len(s.Candidates) > 0 }
+
+// numbers lists the candidates a choice may name.
+func (s *ReviewSubject) numbers() []int {
+	n := make([]int, 0, len(s.Candidates))
+	for _, c := range s.Candidates {
+		n = append(n, c.Number)
+	}
+	return n
 }
 
 // reviewParams is submit_review's parameter schema as a tagged struct;
@@ -38,21 +61,34 @@ type reviewParams struct {
 	Findings []string `json:"findings" description:"What must change, each a concrete, checkable step for the next worker (at least one for revise); [] when none."`
 }
 
-func submitReviewDefinition(maxChars int) (openai.Tool, error) {
-	schema, err := jsonschema.GenerateSchemaForType(reviewParams{})
+// choiceParams is submit_review's schema for a reviewer choosing between
+// candidates; report.DecodeChoice decodes it.
+type choiceParams struct {
+	Choice   int      `json:"choice" description:"The number of the candidate the next round starts from."`
+	Summary  string   `json:"summary" description:"Why this candidate, in one short paragraph. Non-empty, trimmed."`
+	Findings []string `json:"findings" description:"What the next worker should know about the chosen result; [] when none."`
+}
+
+func submitReviewDefinition(maxChars int, choosing bool) (openai.Tool, error) {
+	var params any = reviewParams{}
+	text := textSubmitReview
+	if choosing {
+		params, text = choiceParams{}, textSubmitChoice
+	}
+	schema, err := jsonschema.GenerateSchemaForType(params)
 	if err != nil {
 		return openai.Tool{}, fmt.Errorf("generate the submit_review schema: %w", err)
 	}
-	params, err := json.Marshal(schema)
+	encoded, err := json.Marshal(schema)
 	if err != nil {
 		return openai.Tool{}, fmt.Errorf("encode the submit_review schema: %w", err)
 	}
-	description, err := render(textSubmitReview, systemData{MaxHandoffChars: maxChars})
+	description, err := render(text, systemData{MaxHandoffChars: maxChars})
 	if err != nil {
 		return openai.Tool{}, err
 	}
 	return openai.Tool{Type: openai.ToolTypeFunction, Function: &openai.FunctionDefinition{
-		Name: SubmitReviewTool, Description: description, Parameters: json.RawMessage(params),
+		Name: SubmitReviewTool, Description: description, Parameters: json.RawMessage(encoded),
 	}}, nil
 }
 
@@ -71,8 +107,12 @@ type reviewer struct{ subject *ReviewSubject }
 
 func (reviewer) finishing() string { return SubmitReviewTool }
 
-func (reviewer) texts() roleTexts {
-	return roleTexts{system: textReviewSystem, reminder: textReviewReminder, finalReminder: textReviewFinalReminder, handoff: textReviewHandoff}
+func (r reviewer) texts() roleTexts {
+	t := roleTexts{system: textReviewSystem, reminder: textReviewReminder, finalReminder: textReviewFinalReminder, handoff: textReviewHandoff}
+	if r.subject.choosing() {
+		t.system = textChoiceSystem
+	}
+	return t
 }
 
 // workspace is read-only to the reviewer's commands; where they cannot get
@@ -111,6 +151,14 @@ func (r reviewer) submit(_ context.Context, s *session, _ int, args string) (too
 // one is sent back to the reviewer to shorten.
 func (r reviewer) check(s *session, args string) (report.Review, error) {
 	cap := s.req.handoffCap()
+	if r.subject.choosing() {
+		v, err := report.DecodeChoice([]byte(args))
+		if err == nil {
+			err = report.ValidateChoice(v, r.subject.numbers(), cap)
+		}
+		v.Model, v.SessionID = s.cfg.Model, s.req.SessionID
+		return v, err
+	}
 	v, err := report.DecodeReview([]byte(args))
 	if err != nil {
 		return report.Review{}, err
@@ -135,7 +183,30 @@ type reviewData struct {
 	Diff, Base, Commit string
 }
 
+// choiceData fills the choosing reviewer's prompt.
+type choiceData struct {
+	roundData
+	Candidates []choiceCandidate
+}
+
+type choiceCandidate struct {
+	Number               int
+	Agent, Model, Report string
+	DiffStat             string
+}
+
 func (r reviewer) prompt(s *session) (string, error) {
+	if r.subject.choosing() {
+		d := choiceData{roundData: s.boundsData()}
+		for _, c := range r.subject.Candidates {
+			text, err := report.Indented(c.Report)
+			if err != nil {
+				return "", fmt.Errorf("render candidate %d's report: %w", c.Number, err)
+			}
+			d.Candidates = append(d.Candidates, choiceCandidate{Number: c.Number, Agent: c.Agent, Model: c.Model, Report: text, DiffStat: c.DiffStat})
+		}
+		return render(textChoice, d)
+	}
 	d := reviewData{roundData: s.boundsData()}
 	rv := r.subject
 	var err error

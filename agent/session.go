@@ -159,7 +159,7 @@ func newSession(cfg Config, req Request, r role, ws *tools.Workspace, obs Observ
 	s := &session{cfg: cfg, req: req, obs: obs, ws: ws, limits: ws.Limits(), role: r, started: time.Now()}
 	s.model = newModelClient(cfg, req.Deferrable, s.emit)
 	var err error
-	if s.tools, err = newToolbox(ws, r.finishing(), req.handoffCap()); err != nil {
+	if s.tools, err = newToolbox(ws, r.finishing(), req.Review.choosing(), req.handoffCap()); err != nil {
 		return nil, err
 	}
 	s.bounds = newRoundBounds(cfg, req, s.started)

@@ -37,6 +37,10 @@ const (
 	textReviewFinalReminder = "review_final_reminder.tmpl"
 	textReviewHandoff       = "review_handoff.tmpl"
 	textSubmitReview        = "submit_review.tmpl"
+	// A reviewer choosing between a round's candidates.
+	textChoiceSystem = "choice_system.tmpl"
+	textChoice       = "choice.tmpl"
+	textSubmitChoice = "submit_choice.tmpl"
 )
 
 // render fills one text. The templates are fixed, so an error here is a

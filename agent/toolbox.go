@@ -18,7 +18,7 @@ type toolbox struct {
 	offer
 }
 
-func newToolbox(ws *tools.Workspace, finish string, maxHandoffChars int) (toolbox, error) {
+func newToolbox(ws *tools.Workspace, finish string, choosing bool, maxHandoffChars int) (toolbox, error) {
 	b := toolbox{byName: map[string]tools.Tool{}}
 	for _, t := range ws.Tools() {
 		b.byName[t.Name()] = t
@@ -28,7 +28,7 @@ func newToolbox(ws *tools.Workspace, finish string, maxHandoffChars int) (toolbo
 			Function: &openai.FunctionDefinition{Name: t.Name(), Description: t.Description(), Parameters: t.Parameters()},
 		})
 	}
-	def, err := finishingTool(finish, maxHandoffChars)
+	def, err := finishingTool(finish, maxHandoffChars, choosing)
 	if err != nil {
 		return toolbox{}, err
 	}

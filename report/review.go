@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -135,4 +137,69 @@ func RevisionHandoff(completion Report, r Review) Report {
 		steps = []string{}
 	}
 	return Report{Status: StatusContinue, Summary: RevisionPrefix + r.Summary, Evidence: evidence, NextSteps: steps, Blocker: ""}
+}
+
+// choiceKeys are the keys submit_review takes from a reviewer choosing
+// between a round's candidates, exactly.
+var choiceKeys = [...]string{"choice", "summary", "findings"}
+
+// DecodeChoice parses a choosing reviewer's submit_review arguments
+// strictly: a JSON object with exactly choice, summary and findings. The
+// result's Verdict is VerdictChoose. Call ValidateChoice for the rules.
+func DecodeChoice(data []byte) (Review, error) {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(data, &raw); err != nil || raw == nil {
+		return Review{}, fmt.Errorf("choice is not a JSON object (keys %s)", strings.Join(choiceKeys[:], ", "))
+	}
+	for _, key := range choiceKeys {
+		if v, ok := raw[key]; !ok || string(bytes.TrimSpace(v)) == "null" {
+			return Review{}, fmt.Errorf("choice is missing the required key %q", key)
+		}
+	}
+	for _, key := range slices.Sorted(maps.Keys(raw)) {
+		if !slices.Contains(choiceKeys[:], key) {
+			return Review{}, fmt.Errorf("choice has the unknown key %q (allowed: %s)", key, strings.Join(choiceKeys[:], ", "))
+		}
+	}
+	var p struct {
+		Choice   int      `json:"choice"`
+		Summary  string   `json:"summary"`
+		Findings []string `json:"findings"`
+	}
+	if err := json.Unmarshal(data, &p); err != nil {
+		return Review{}, fmt.Errorf("choice has a field of the wrong type: %w", err)
+	}
+	return Review{Verdict: VerdictChoose, Choice: p.Choice, Summary: p.Summary, Findings: p.Findings}, nil
+}
+
+// ValidateChoice applies the rules of a choice: one of numbers, a
+// non-empty trimmed summary, findings of non-empty trimmed strings, and the
+// compact JSON within maxChars code points.
+func ValidateChoice(r Review, numbers []int, maxChars int) error {
+	if r.Verdict != VerdictChoose || !slices.Contains(numbers, r.Choice) {
+		return invalid("choice", "must be the number of a candidate (one of %v); got %d", numbers, r.Choice)
+	}
+	if err := checkText("summary", r.Summary, false); err != nil {
+		return err
+	}
+	if r.Findings == nil {
+		return invalid("findings", "must be an array ([] when empty), not null")
+	}
+	for i, f := range r.Findings {
+		if err := checkText(fmt.Sprintf("findings[%d]", i), f, false); err != nil {
+			return err
+		}
+	}
+	b, err := json.Marshal(struct {
+		Choice   int      `json:"choice"`
+		Summary  string   `json:"summary"`
+		Findings []string `json:"findings"`
+	}{r.Choice, r.Summary, r.Findings})
+	if err != nil {
+		return err
+	}
+	if n := utf8.RuneCount(b); n > maxChars {
+		return invalid("size", "the choice's compact JSON is %d characters, over the limit of %d; shorten the summary or the findings", n, maxChars)
+	}
+	return nil
 }
