@@ -169,4 +169,3 @@ func (a *Activities) AdoptCandidate(ctx context.Context, in AdoptInput) error {
 	}
 	return err
 }
-
