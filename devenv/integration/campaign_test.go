@@ -278,15 +278,22 @@ func roundCommits(t *testing.T, e *env, id string, ts workflows.TaskStatus) []st
 // later goes (a Ralph run started with a campaign's report) into
 // $RALPH_RECORD_HISTORIES, for the replay corpus (docs/testing.md).
 func recordCampaign(t *testing.T, e *env, id string, st workflows.CampaignStatus) {
-	dir := os.Getenv("RALPH_RECORD_HISTORIES")
-	if dir == "" {
-		return
-	}
 	ids := []string{id}
 	for _, ts := range st.Tasks {
 		if ts.Go > 1 {
 			ids = append(ids, ts.WorkflowID)
 		}
+	}
+	recordHistories(t, e, ids...)
+}
+
+// recordHistories writes the histories of the runs ids into
+// $RALPH_RECORD_HISTORIES (nothing when unset), for the replay corpus
+// (docs/testing.md).
+func recordHistories(t *testing.T, e *env, ids ...string) {
+	dir := os.Getenv("RALPH_RECORD_HISTORIES")
+	if dir == "" {
+		return
 	}
 	for _, wid := range ids {
 		hist := &historypb.History{}

@@ -71,3 +71,19 @@ func (r Request) IsReview() bool {
 	}
 	return false
 }
+
+// candidatePattern finds the line a round candidate's prompt carries.
+var candidatePattern = regexp.MustCompile(`you are candidate (\d+)`)
+
+// Candidate is the k of "you are candidate k" in the request's user text
+// (a round that runs several fresh agents), or 0 when there is none.
+func (r Request) Candidate() int {
+	for _, m := range r.Chat.Messages {
+		if match := candidatePattern.FindStringSubmatch(messageText(m)); match != nil {
+			if n, err := strconv.Atoi(match[1]); err == nil {
+				return n
+			}
+		}
+	}
+	return 0
+}
