@@ -113,6 +113,9 @@ type Input struct {
 	// Approve is none, complete or rounds:N (people.go); empty means the
 	// deployment's RALPH_APPROVE.
 	Approve string `json:"approve,omitempty"`
+	// Candidates is how many fresh agents each round runs (candidates.go);
+	// nil means the deployment's RALPH_CANDIDATES.
+	Candidates *int `json:"candidates,omitempty"`
 }
 
 // Result is the workflow's successful result.

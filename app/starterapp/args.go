@@ -19,6 +19,7 @@ type command struct {
 	maxRounds  int // 0: not set, the worker's ceiling applies
 	maxTokens  int // 0: not set
 	maxMinutes int // 0: not set
+	candidates int // 0: not set
 	// text is the guide update's guidance (task, below, names the loop
 	// of a campaign that gets it).
 	text string
@@ -284,7 +285,7 @@ func (c command) input() workflows.Input {
 	for _, f := range []struct {
 		value int
 		dst   **int
-	}{{c.maxRounds, &in.MaxRounds}, {c.maxTokens, &in.MaxTokens}, {c.maxMinutes, &in.MaxMinutes}} {
+	}{{c.maxRounds, &in.MaxRounds}, {c.maxTokens, &in.MaxTokens}, {c.maxMinutes, &in.MaxMinutes}, {c.candidates, &in.Candidates}} {
 		if f.value > 0 {
 			n := f.value
 			*f.dst = &n

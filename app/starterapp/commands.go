@@ -161,6 +161,7 @@ var startFlags = []flagDecl{
 	{name: "max-rounds", usage: "lower round cap for this run (default: the worker's ceiling)", count: func(c *command) *int { return &c.maxRounds }},
 	{name: "max-tokens", usage: "token budget of the run, prompt + completion (default: the worker's RALPH_MAX_RUN_TOKENS)", count: func(c *command) *int { return &c.maxTokens }},
 	{name: "max-minutes", usage: "wall-clock budget of the run in minutes (default: the worker's RALPH_MAX_RUN_MINUTES)", count: func(c *command) *int { return &c.maxMinutes }},
+	{name: "candidates", usage: "fresh agents each round runs at once, the verified one chosen (default: the worker's RALPH_CANDIDATES; more than 1 needs RALPH_GIT local or remote)", count: func(c *command) *int { return &c.candidates }},
 	{name: "allow-no-worker", usage: "start even when no worker polls the task queue (the run waits for one)", on: func(c *command) *bool { return &c.allowNoWorker }},
 	{name: "if-running", usage: "when a run with this workflow id is open: fail (default), or attach to it (Update-with-Start), so a retried job never starts a second loop", text: func(c *command) *string { return &c.ifRunning }},
 }

@@ -91,6 +91,9 @@ func (p *progressPrinter) printRounds(st workflows.Status) {
 			continue
 		}
 		p.printf("round %d/%d %s: %s", r.Round, st.MaxRounds, r.Status, oneLine(r.Summary))
+		for _, c := range r.Candidates {
+			p.printf("  %s", candidateLine(c))
+		}
 		p.finished = r.Round
 		p.announced = max(p.announced, r.Round)
 	}
@@ -131,4 +134,23 @@ func (p *progressPrinter) printWait(st workflows.Status) {
 // oneLine flattens and bounds a summary for a progress line.
 func oneLine(s string) string {
 	return clip(strings.Join(strings.Fields(s), " "), 240)
+}
+
+// candidateLine is one candidate of a finished round: who ran it, how it
+// ended, what it spent, and for the chosen one why.
+func candidateLine(c workflows.CandidateSummary) string {
+	who := strings.Trim(c.Agent+" "+c.Model, " ")
+	if who == "" {
+		who = "the worker's agent"
+	}
+	line := fmt.Sprintf("candidate %d (%s): %s, %d model calls", c.Number, who, c.Outcome, c.Usage.ModelCalls)
+	switch {
+	case c.Chosen:
+		line += "; chosen: " + oneLine(c.Reason)
+	case c.Ref != "":
+		line += "; kept on " + c.Ref
+	case c.Problem != "":
+		line += ": " + oneLine(c.Problem)
+	}
+	return line
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/ralph-temporal/ralph/app/config"
 	"github.com/ralph-temporal/ralph/report"
+	"github.com/ralph-temporal/ralph/usage"
 	"github.com/ralph-temporal/ralph/workflows"
 )
 
@@ -361,5 +362,26 @@ func TestFlagsMayFollowTheWorkflowID(t *testing.T) {
 	}
 	if _, err := parseArgs([]string{"status", "a", "b"}, config.MapEnv{}, nil, io.Discard); err == nil {
 		t.Fatal("two workflow ids accepted")
+	}
+}
+
+func TestProgressListsCandidates(t *testing.T) {
+	var out bytes.Buffer
+	now := time.Unix(0, 0)
+	p := &progressPrinter{out: &out, started: now, taskQueue: "ralph", now: func() time.Time { return now }}
+	p.update(workflows.Status{Round: 1, MaxRounds: 3, Phase: "running", Rounds: []workflows.RoundSummary{{Round: 1, Status: "complete", Summary: "done",
+		Candidates: []workflows.CandidateSummary{
+			{Number: 1, Agent: "builtin", Model: "gpt-x", Outcome: "complete", Usage: usage.Usage{ModelCalls: 4}, Chosen: true,
+				Reason: "a verified complete, the first candidate to finish one"},
+			{Number: 2, Agent: "codex", Outcome: "continue", Usage: usage.Usage{ModelCalls: 2}, Ref: "refs/ralph/candidates/w/round-1/2"},
+			{Number: 3, Outcome: "failed", Problem: "round 1: no report\nafter 3 tries"},
+		}}}}, nil)
+	want := `[00:00] round 1/3 complete: done
+[00:00]   candidate 1 (builtin gpt-x): complete, 4 model calls; chosen: a verified complete, the first candidate to finish one
+[00:00]   candidate 2 (codex): continue, 2 model calls; kept on refs/ralph/candidates/w/round-1/2
+[00:00]   candidate 3 (the worker's agent): failed, 0 model calls: round 1: no report after 3 tries
+`
+	if out.String() != want {
+		t.Errorf("progress:\n%s\nwant:\n%s", out.String(), want)
 	}
 }
