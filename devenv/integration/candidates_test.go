@@ -14,6 +14,7 @@ import (
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/ralph-temporal/ralph/activities"
@@ -419,4 +420,53 @@ func TestRealStackCandidatesWorkerKilled(t *testing.T) {
 		t.Fatal("the workspace is not candidate 1's tree")
 	}
 	recordHistories(t, e, id)
+}
+
+// A campaign's task loops run candidates like any run (the worker's
+// RALPH_CANDIDATES): in each task the second candidate's verified complete
+// is chosen, and what lands on the integration branch is its tree.
+func TestRealStackCandidatesInCampaign(t *testing.T) {
+	t.Parallel()
+	bare, _ := bareRepo(t)
+	e := newEnv(t, agentScript(func(tn turn) fakeopenai.Response {
+		m := campaignTaskPattern.FindStringSubmatch(tn.Prompt())
+		if m == nil {
+			return fakeopenai.Text("no task in the prompt")
+		}
+		task, k := m[1], tn.Candidate()
+		if tn.Step() == 0 {
+			return tool("write_file", map[string]string{"path": fmt.Sprintf("%s-%d.txt", task, k), "content": task + "\n"})
+		}
+		if k == 1 {
+			return submit(continueArgs("half done", "finish it"))
+		}
+		return submit(completeArgs("task "+task+" done", "its file exists"))
+	}), "RALPH_GIT=remote", "RALPH_GIT_REMOTE="+bare, "RALPH_CANDIDATES=2")
+	e.startWorker()
+	id := "camp-candidates"
+	in := workflows.CampaignInput{VerifyCommand: "true", Tasks: []workflows.Task{
+		{ID: "a", Objective: "TASK a: write a file"}, {ID: "b", Objective: "TASK b: write a file"}}}
+	run, err := e.client.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{
+		ID: id, TaskQueue: e.queue, WorkflowExecutionTimeout: 5 * time.Minute}, workflows.CampaignWorkflowName, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res workflows.CampaignResult
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	if err := run.Get(ctx, &res); err != nil || res.Status != workflows.CampaignComplete {
+		t.Fatalf("campaign %+v: %v", res, err)
+	}
+	check := t.TempDir()
+	testkit.Git(t, check, "clone", "-q", bare, ".")
+	testkit.Git(t, check, "checkout", "-q", res.Head)
+	for _, task := range []string{"a", "b"} {
+		if !exists(check, task+"-2.txt") || exists(check, task+"-1.txt") {
+			t.Errorf("task %s: the integration head does not hold candidate 2's tree alone", task)
+		}
+		st := e.status(id + "/" + task)
+		if cs := st.Rounds[0].Candidates; len(cs) != 2 || !cs[1].Chosen {
+			t.Errorf("task %s's round: candidates %+v", task, cs)
+		}
+	}
 }
