@@ -34,7 +34,7 @@ import (
 var allSections = []string{"overhead", "scale", "cancel", "crash", "prompt", "history", "encryption"}
 
 // Scenarios that run only when named in -only (they take long).
-var extraSections = []string{"churn", "ratelimit", "agents", "campaign"}
+var extraSections = []string{"churn", "ratelimit", "agents", "campaign", "candidates"}
 
 func main() {
 	os.Exit(run())
@@ -380,6 +380,9 @@ func (s *stack) steps(ctx context.Context, o options) []step {
 		}},
 		{"campaign", benchCommand("campaign", fmt.Sprintf("-campaign-tasks %d", o.campaignTasks)), func() (bench.Section, error) {
 			return h.Campaign(ctx, bench.CampaignConfig{Tasks: o.campaignTasks, Parallel: []int{1, 2, 4}})
+		}},
+		{"candidates", benchCommand("candidates", ""), func() (bench.Section, error) {
+			return h.Candidates(ctx, bench.CandidatesConfig{Rounds: 4, Runs: 5, Counts: []int{1, 3}})
 		}},
 		{"encryption", benchCommand("encryption", fmt.Sprintf("-overhead-rounds %d -overhead-reps %d", o.rounds, o.reps)), func() (bench.Section, error) {
 			return h.Encryption(ctx, bench.EncryptionConfig{Rounds: o.rounds, Reps: o.reps})

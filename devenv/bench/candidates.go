@@ -1,0 +1,93 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"go.temporal.io/sdk/client"
+
+	"github.com/ralph-temporal/ralph/internal/fakeopenai"
+	"github.com/ralph-temporal/ralph/workflows"
+)
+
+// CandidatesConfig sizes the round-candidates benchmark.
+type CandidatesConfig struct {
+	Rounds int   // rounds of each run (each a hand-off)
+	Runs   int   // runs per candidate count
+	Counts []int // candidates per round, one series each
+}
+
+// Candidates measures what several fresh agents per round cost in wall
+// clock: runs of instant-model rounds at each candidate count, on one real
+// worker, the round time being the run's wall clock over its rounds.
+func (h *Harness) Candidates(ctx context.Context, cfg CandidatesConfig) (Section, error) {
+	sec := Section{
+		Title: "Round candidates: several fresh agents per round",
+		Intro: fmt.Sprintf("One worker process (the real binary, `RALPH_GIT=local`, real bubblewrap) on the dev server; %d runs of %d rounds "+
+			"per candidate count, every candidate of every round writing one file and handing off `continue` at once (an instant "+
+			"scripted model), so the numbers are what the harness adds: the candidates' clones, their sessions side by side, "+
+			"the choice and the adoption.", cfg.Runs, cfg.Rounds),
+	}
+	tbl := Table{Header: []string{"candidates", "round ms p50 (min–max)", "model calls per round", "× one candidate"}}
+	var base time.Duration
+	for _, k := range cfg.Counts {
+		rounds, calls, err := h.candidateRuns(ctx, cfg, k)
+		if err != nil {
+			tbl.Add(strconv.Itoa(k), "failed: "+err.Error())
+			continue
+		}
+		p50 := Median(rounds)
+		if base == 0 {
+			base = p50
+		}
+		tbl.Add(strconv.Itoa(k), spread(rounds), strconv.Itoa(calls/(cfg.Runs*cfg.Rounds)),
+			fmt.Sprintf("%.2f", float64(p50)/float64(base)))
+	}
+	sec.Tables = []Table{tbl}
+	sec.Notes = append(sec.Notes, "A real round is as long as its slowest needed candidate: with a verified complete the rest are "+
+		"cancelled at once, otherwise the round waits for every candidate. Tokens grow with the count (each candidate is a whole session).")
+	return sec, nil
+}
+
+// candidateRuns returns each run's time per round at k candidates, and
+// the model calls the server answered.
+func (h *Harness) candidateRuns(ctx context.Context, cfg CandidatesConfig, k int) ([]time.Duration, int, error) {
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Minute)
+	defer cancel()
+	model := fakeopenai.NewServer(fakeopenai.Script{Rule: func(req fakeopenai.Request) fakeopenai.Response {
+		if req.Step() == 0 {
+			return toolCall("write_file", map[string]string{"path": fmt.Sprintf("r%d-c%d.txt", req.Round(), req.Candidate()), "content": "x\n"})
+		}
+		return submitContinue("wrote its file")
+	}})
+	defer model.Close()
+	queue := h.name(fmt.Sprintf("candidates-%d", k))
+	w, err := h.StartWorkerProc(ctx, h.Dev, queue, model.BaseURL(), map[string]string{"RALPH_GIT": "local", "RALPH_MAX_CANDIDATES": "8"})
+	if err != nil {
+		return nil, 0, err
+	}
+	defer w.Stop()
+	var perRound []time.Duration
+	for i := range cfg.Runs {
+		id := h.name(fmt.Sprintf("candidates-%d-%d", k, i))
+		in := workflows.Input{Objective: "write files", Workspace: id, MaxRounds: &cfg.Rounds, Candidates: &k}
+		start := time.Now()
+		run, err := h.Dev.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: queue, WorkflowExecutionTimeout: 10 * time.Minute},
+			workflows.WorkflowName, in)
+		if err != nil {
+			return nil, 0, err
+		}
+		var res workflows.Result
+		if err := run.Get(ctx, &res); err != nil {
+			return nil, 0, fmt.Errorf("run %s: %w", id, err)
+		}
+		if res.RoundsStarted != cfg.Rounds {
+			return nil, 0, fmt.Errorf("run %s ended %s after %d rounds", id, res.Status, res.RoundsStarted)
+		}
+		perRound = append(perRound, time.Since(start)/time.Duration(cfg.Rounds))
+	}
+	h.logf("candidates: %d per round, %v per round", k, perRound)
+	return perRound, len(model.Requests()), nil
+}
