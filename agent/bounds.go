@@ -16,7 +16,7 @@ import (
 //   - when the model answers with text past Config.MaxReminders (textAnswer);
 //   - when the provider refuses a request as too long after the one
 //     compaction (tooLong), or the compacted request would not fit (fits);
-//   - when the model call fails for good (model.go: a refusal, the model
+//   - when the model call fails for good (agent/wire: a refusal, the model
 //     unavailable, a deferral).
 //
 // Before the budgets run out, a bound forces the hand-off: the session

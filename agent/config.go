@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ralph-temporal/ralph/agent/tools"
+	"github.com/ralph-temporal/ralph/agent/wire"
 	"github.com/ralph-temporal/ralph/internal/sandbox"
 	"github.com/ralph-temporal/ralph/internal/tracing"
 )
@@ -30,14 +31,14 @@ const (
 
 // Wire APIs a session can speak (RALPH_WIRE_API).
 const (
-	WireChat      = "chat"
-	WireResponses = "responses"
+	WireChat      = wire.APIChat
+	WireResponses = wire.APIResponses
 )
 
 // Output-limit field names (RALPH_MAX_TOKENS_FIELD); empty picks by model.
 const (
-	MaxTokensField           = "max_tokens"
-	MaxCompletionTokensField = "max_completion_tokens"
+	MaxTokensField           = wire.MaxTokensField
+	MaxCompletionTokensField = wire.MaxCompletionTokensField
 )
 
 // Config is how one session talks to the model and how far it may go. It is

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ralph-temporal/ralph/agent/tools"
+	"github.com/ralph-temporal/ralph/agent/wire"
 	"github.com/ralph-temporal/ralph/internal/netproxy"
 	"github.com/ralph-temporal/ralph/report"
 	"github.com/ralph-temporal/ralph/usage"
@@ -271,7 +272,7 @@ func (d *Desk) Close(ctx context.Context, err error) (Result, error) {
 // asks to wait (Retry-After, retry-after-ms, on a 429 the rate-limit reset
 // headers), as the builtin session reads it.
 func ProviderDelay(status int, h http.Header, now time.Time) (time.Duration, bool) {
-	return providerDelay(status, h, now)
+	return wire.ProviderDelay(status, h, now)
 }
 
 // ChildFailureOf is an ordinary end of a round without a valid report, for

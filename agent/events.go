@@ -6,6 +6,7 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
+	"github.com/ralph-temporal/ralph/agent/wire"
 	"github.com/ralph-temporal/ralph/internal/netproxy"
 	"github.com/ralph-temporal/ralph/report"
 	"github.com/ralph-temporal/ralph/usage"
@@ -19,10 +20,10 @@ const (
 	EventSessionStart  EventKind = "session_start"
 	EventModelRequest  EventKind = "model_request"
 	EventModelResponse EventKind = "model_response"
-	EventModelError    EventKind = "model_error"
+	EventModelError    EventKind = wire.EventError
 	// EventModelProgress: a streamed answer is arriving (StreamedTokens so
 	// far, FirstTokenMs); kept out of transcripts.
-	EventModelProgress EventKind = "model_progress"
+	EventModelProgress EventKind = wire.EventProgress
 	// EventModelWarning: the provider's answer suggests a misconfiguration
 	// the run survives but the operator should fix (Error says what).
 	EventModelWarning EventKind = "model_warning"
@@ -33,7 +34,7 @@ const (
 	EventHandoff EventKind = "handoff"
 	// EventModelFallback: the current model's retries are spent and the
 	// same conversation goes on with the next fallback model (Model).
-	EventModelFallback EventKind = "model_fallback"
+	EventModelFallback EventKind = wire.EventFallback
 	EventSessionEnd    EventKind = "session_end"
 	// The round's own verify step: its own kinds, so no tool the model names
 	// can pass for it.
@@ -160,4 +161,12 @@ func Observers(list ...Observer) Observer {
 			}
 		}
 	})
+}
+
+// durationMs is d in whole milliseconds, at least 1 for any positive d.
+func durationMs(d time.Duration) int64 {
+	if d > 0 && d < time.Millisecond {
+		return 1
+	}
+	return d.Milliseconds()
 }

@@ -24,6 +24,7 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/ralph-temporal/ralph/agent/tools"
+	"github.com/ralph-temporal/ralph/agent/wire"
 	"github.com/ralph-temporal/ralph/internal/tracing"
 	"github.com/ralph-temporal/ralph/report"
 	"github.com/ralph-temporal/ralph/usage"
@@ -194,7 +195,7 @@ func (s *session) run(ctx context.Context) (report.Report, error) {
 			return report.Report{}, err
 		}
 		msg, finish, err := s.callModel(ctx, step, offered, size)
-		var tooLong *contextLengthError
+		var tooLong *wire.ContextLengthError
 		if errors.As(err, &tooLong) {
 			if err := s.contextRefused(step, tooLong); err != nil {
 				return report.Report{}, err
@@ -256,7 +257,7 @@ func (s *session) prepare(step int) ([]openai.Tool, int, error) {
 // contextRefused answers the provider's first context-length refusal with
 // the compacted hand-off request; a second one (or one of the compacted
 // request itself) ends the round.
-func (s *session) contextRefused(step int, e *contextLengthError) error {
+func (s *session) contextRefused(step int, e *wire.ContextLengthError) error {
 	announce, err := s.bounds.tooLong(e)
 	if err != nil {
 		return err

@@ -5,10 +5,10 @@ import (
 	"errors"
 
 	openai "github.com/sashabaranov/go-openai"
-	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/ralph-temporal/ralph/agent/tools"
+	"github.com/ralph-temporal/ralph/agent/wire"
 	"github.com/ralph-temporal/ralph/internal/tracing"
 )
 
@@ -36,7 +36,7 @@ func (s *session) traceModelError(span trace.Span, err error) {
 }
 
 func modelErrorType(err error) string {
-	var tooLong *contextLengthError
+	var tooLong *wire.ContextLengthError
 	switch {
 	case errors.As(err, &tooLong):
 		return "context_length_exceeded"
@@ -49,13 +49,6 @@ func modelErrorType(err error) string {
 	default:
 		return "_OTHER"
 	}
-}
-
-// traceRetry notes a transient failure that is retried, as an event on the
-// model call's span (from ctx): the attempt and the HTTP status, no text.
-func traceRetry(ctx context.Context, attempt, status int) {
-	trace.SpanFromContext(ctx).AddEvent("retry", trace.WithAttributes(
-		attribute.Int("ralph.attempt", attempt), attribute.Int("http.response.status_code", status)))
 }
 
 // traceToolResult ends what a tool call's span records: its failure (the

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"sync"
+
+	"github.com/ralph-temporal/ralph/agent/wire"
 )
 
 // Transcript writes events as JSON lines, with every secret redacted from
@@ -44,7 +46,7 @@ type cappedLine struct {
 func NewTranscript(w io.Writer, secrets ...string) *Transcript {
 	t := &Transcript{w: w, limit: DefaultTranscriptMaxBytes}
 	for _, s := range secrets {
-		if len(s) < minSecretLen {
+		if len(s) < wire.MinSecretLen {
 			continue
 		}
 		t.secrets = append(t.secrets, []byte(s))
@@ -74,7 +76,7 @@ func (t *Transcript) Observe(e Event) {
 		return
 	}
 	for _, s := range t.secrets {
-		line = bytes.ReplaceAll(line, s, []byte(redactedMarker))
+		line = bytes.ReplaceAll(line, s, []byte(wire.RedactedMarker))
 	}
 	line = append(line, '\n')
 	if t.written+int64(len(line)) > t.limit {

@@ -109,6 +109,28 @@ func Validate(r Report, maxChars int) error {
 	default:
 		return invalid("status", "must be one of continue, complete, blocked; got %q", r.Status)
 	}
+	if err := checkFields(r); err != nil {
+		return err
+	}
+	if err := checkStatus(r); err != nil {
+		return err
+	}
+	size, err := Size(r)
+	if err != nil {
+		return err
+	}
+	if maxChars <= 0 {
+		return fmt.Errorf("report size cap must be positive, got %d", maxChars)
+	}
+	if size > maxChars {
+		return invalid("report", "compact JSON is %d characters, over the cap of %d; shorten it (it is never cut)", size, maxChars)
+	}
+	return nil
+}
+
+// checkFields applies the rules every status shares: arrays, never null,
+// and trimmed, non-empty texts.
+func checkFields(r Report) error {
 	if err := checkText("summary", r.Summary, false); err != nil {
 		return err
 	}
@@ -128,9 +150,11 @@ func Validate(r Report, maxChars int) error {
 			return err
 		}
 	}
-	if err := checkText("blocker", r.Blocker, true); err != nil {
-		return err
-	}
+	return checkText("blocker", r.Blocker, true)
+}
+
+// checkStatus applies what r.Status asks of the other fields.
+func checkStatus(r Report) error {
 	switch r.Status {
 	case StatusContinue:
 		if len(r.NextSteps) == 0 {
@@ -153,16 +177,6 @@ func Validate(r Report, maxChars int) error {
 		if r.Blocker == "" {
 			return invalid("blocker", "status blocked needs a non-empty blocker that names what blocks the work")
 		}
-	}
-	size, err := Size(r)
-	if err != nil {
-		return err
-	}
-	if maxChars <= 0 {
-		return fmt.Errorf("report size cap must be positive, got %d", maxChars)
-	}
-	if size > maxChars {
-		return invalid("report", "compact JSON is %d characters, over the cap of %d; shorten it (it is never cut)", size, maxChars)
 	}
 	return nil
 }

@@ -3,7 +3,8 @@
 #   install       what is missing (as root, apt-get): git, bubblewrap,
 #                 PostgreSQL 15, python3/curl/util-linux, Node.js/npm, the
 #                 Temporal CLI and server build, the pinned agent CLIs
-#   lint          go vet, staticcheck, workflowcheck, deploy/kubernetes vet
+#   lint          go vet, staticcheck, workflowcheck, complexity (gocyclo),
+#                 deploy/kubernetes vet
 #   unit          go test -race -short over every package that starts no
 #                 server; needs only Go, git and bubblewrap
 #   realstack     the packages that start a server or run the agent CLIs,
@@ -76,6 +77,25 @@ lint_root() {
   go vet ./...
   go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
   go run go.temporal.io/sdk/contrib/tools/workflowcheck@v0.6.0 -config scripts/workflowcheck.yaml ./workflows/...
+  complexity
+}
+
+# complexity keeps functions small enough to read whole: no non-test
+# function over cyclomatic complexity 25, at most 8 over 20 (gocyclo).
+complexity() {
+  local all over
+  # Without -over, gocyclo lists every function and fails only on an error.
+  all=$(go run github.com/fzipp/gocyclo/cmd/gocyclo@v0.6.0 -ignore '_test\.go$' .)
+  over=$(awk '$1 > 20' <<<"$all")
+  [[ -z $over ]] || printf 'complexity over 20:\n%s\n' "$over"
+  if awk '$1 > 25 { bad = 1 } END { exit !bad }' <<<"$over"; then
+    echo "complexity: a function is over 25; split it by meaning" >&2
+    return 1
+  fi
+  if (($(grep -c . <<<"$over") > 8)); then
+    echo "complexity: more than 8 functions over 20; split one by meaning" >&2
+    return 1
+  fi
 }
 
 unit() {

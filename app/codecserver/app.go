@@ -68,33 +68,55 @@ func ParseArgs(args []string, env config.Env, usage io.Writer) (Config, error) {
 	if _, _, err := net.SplitHostPort(cfg.Listen); err != nil {
 		return Config{}, fmt.Errorf("--listen=%q: want host:port: %v", cfg.Listen, err)
 	}
-	for _, o := range strings.Split(*origins, ",") {
-		if o = strings.TrimSpace(o); o == "" {
-			continue
-		}
-		u, err := url.Parse(o)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" {
-			return Config{}, fmt.Errorf("--origins: %q is not an origin like http://localhost:8233", o)
-		}
-		cfg.Origins = append(cfg.Origins, u.Scheme+"://"+u.Host)
+	var err error
+	if cfg.Origins, err = parseOrigins(*origins); err != nil {
+		return Config{}, err
 	}
-	tf := strings.TrimSpace(*tokenFile)
-	if tf == "" {
-		tf = strings.TrimSpace(config.Getenv(env, EnvTokenFile))
-	}
-	if tf != "" {
-		b, err := os.ReadFile(tf)
-		if err != nil {
-			return Config{}, fmt.Errorf("--token-file / %s: %w", EnvTokenFile, err)
-		}
-		if cfg.Token = strings.TrimSpace(string(b)); cfg.Token == "" {
-			return Config{}, fmt.Errorf("--token-file / %s: %s is empty", EnvTokenFile, tf)
-		}
+	if cfg.Token, err = readToken(*tokenFile, env); err != nil {
+		return Config{}, err
 	}
 	if cfg.Token == "" && !*insecure && !loopback(cfg.Listen) {
 		return Config{}, fmt.Errorf("--listen=%q is not a loopback address and no bearer token is set: anyone who reaches it could decrypt every payload; set --token-file or %s (or, knowingly, --insecure-no-auth)", cfg.Listen, EnvTokenFile)
 	}
 	return cfg, nil
+}
+
+// parseOrigins parses --origins: comma-separated browser origins, each
+// scheme://host[:port] and nothing more.
+func parseOrigins(list string) ([]string, error) {
+	var origins []string
+	for _, o := range strings.Split(list, ",") {
+		if o = strings.TrimSpace(o); o == "" {
+			continue
+		}
+		u, err := url.Parse(o)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" {
+			return nil, fmt.Errorf("--origins: %q is not an origin like http://localhost:8233", o)
+		}
+		origins = append(origins, u.Scheme+"://"+u.Host)
+	}
+	return origins, nil
+}
+
+// readToken reads the bearer token from the file --token-file (or
+// EnvTokenFile) names; "" when neither names one.
+func readToken(tokenFile string, env config.Env) (string, error) {
+	tf := strings.TrimSpace(tokenFile)
+	if tf == "" {
+		tf = strings.TrimSpace(config.Getenv(env, EnvTokenFile))
+	}
+	if tf == "" {
+		return "", nil
+	}
+	b, err := os.ReadFile(tf)
+	if err != nil {
+		return "", fmt.Errorf("--token-file / %s: %w", EnvTokenFile, err)
+	}
+	token := strings.TrimSpace(string(b))
+	if token == "" {
+		return "", fmt.Errorf("--token-file / %s: %s is empty", EnvTokenFile, tf)
+	}
+	return token, nil
 }
 
 // loopback reports whether a listen address binds only the loopback

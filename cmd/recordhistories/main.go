@@ -164,23 +164,15 @@ func invalidRound(ctx context.Context, in activities.RoundInput) (activities.Rou
 }
 
 func record(parent, name, only string) error {
-	if name == "" || name != filepath.Base(name) || strings.HasPrefix(name, ".") {
-		return fmt.Errorf("-name %q: want a plain directory name", name)
-	}
-	out := filepath.Join(parent, name)
-	if _, err := os.Lstat(out); err == nil {
-		return fmt.Errorf("%s exists: recorded histories are never overwritten; record into a new directory (-name)", out)
-	}
-	// Record into a staging directory and rename it at the end, so a failed
-	// recording leaves no half-filled release behind.
-	if err := os.MkdirAll(parent, 0o755); err != nil {
-		return err
-	}
-	stage, err := os.MkdirTemp(parent, ".recording-")
+	out, stage, err := newStage(parent, name)
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(stage)
+	wanted, err := selectScenarios(only)
+	if err != nil {
+		return err
+	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
@@ -201,11 +193,81 @@ func record(parent, name, only string) error {
 	defer dev.Stop()
 	model := fakeopenai.NewServer(fakeopenai.Script{Rule: play})
 	defer model.Close()
+	// Every event goes to a local receiver, so the notifications are recorded.
+	hook := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	defer hook.Close()
+	cfg := recordConfig(tmp, model.BaseURL(), hook.URL)
 
+	c, err := dev.Dial(ctx, client.Options{})
+	if err != nil {
+		return fmt.Errorf("dial the dev server: %w", err)
+	}
+	defer c.Close()
+	r, stop, err := startWorkers(ctx, c, cfg)
+	defer stop()
+	if err != nil {
+		return err
+	}
+	r.out = stage
+	r.starterEnv = config.MapEnv{"RALPH_TASK_QUEUE": taskQueue}
+	for _, kv := range dev.Env() {
+		k, v, _ := strings.Cut(kv, "=")
+		r.starterEnv[k] = v
+	}
+
+	if err := r.runAll(ctx, wanted); err != nil {
+		return err
+	}
+	if err := writeManifest(stage); err != nil {
+		return err
+	}
+	if err := os.Rename(stage, out); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "recorded %d scenario(s) into %s\n", len(wanted), out)
+	return nil
+}
+
+// selectScenarios returns the scenarios only names (comma-separated), or
+// every scenario when only is empty.
+func selectScenarios(only string) ([]scenario, error) {
+	var wanted []scenario
+	for _, sc := range scenarios() {
+		if only == "" || slices.Contains(strings.Split(only, ","), sc.name) {
+			wanted = append(wanted, sc)
+		}
+	}
+	if len(wanted) == 0 {
+		return nil, fmt.Errorf("-only %q names no scenario", only)
+	}
+	return wanted, nil
+}
+
+// newStage checks that parent/name is a new directory and creates the
+// staging directory beside it: a recording goes there and is renamed at the
+// end, so a failed recording leaves no half-filled release behind.
+func newStage(parent, name string) (out, stage string, err error) {
+	if name == "" || name != filepath.Base(name) || strings.HasPrefix(name, ".") {
+		return "", "", fmt.Errorf("-name %q: want a plain directory name", name)
+	}
+	out = filepath.Join(parent, name)
+	if _, err := os.Lstat(out); err == nil {
+		return "", "", fmt.Errorf("%s exists: recorded histories are never overwritten; record into a new directory (-name)", out)
+	}
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return "", "", err
+	}
+	stage, err = os.MkdirTemp(parent, ".recording-")
+	return out, stage, err
+}
+
+// recordConfig is the workers' configuration: state under tmp, the scripted
+// model at modelURL, notifications to hookURL.
+func recordConfig(tmp, modelURL, hookURL string) activities.Config {
 	cfg := activities.DefaultConfig()
 	cfg.WorkspaceRoot = filepath.Join(tmp, "workspaces")
 	cfg.SessionDir = filepath.Join(tmp, "sessions")
-	cfg.Agent.BaseURL, cfg.Agent.Model, cfg.Agent.APIKey = model.BaseURL(), primaryModel, "sk-record-only"
+	cfg.Agent.BaseURL, cfg.Agent.Model, cfg.Agent.APIKey = modelURL, primaryModel, "sk-record-only"
 	cfg.Agent.FallbackModels = []string{fallbackModel}
 	// Short waits keep recording quick: a Retry-After over 1 s defers the
 	// round, and transient retries back off from 10 ms.
@@ -214,36 +276,40 @@ func record(parent, name, only string) error {
 	cfg.Limits.MaxRounds = 8
 	cfg.Limits.MaxObjectiveChars = 262144 // the ceiling: objective-too-large meets the byte bound first
 	cfg.Limits.RoundsPerRun = 3           // the continue-as-new scenario crosses a run boundary
-	// Every event goes to a local receiver, so the notifications are recorded.
-	hook := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
-	defer hook.Close()
-	cfg.NotifyURL = hook.URL
+	cfg.NotifyURL = hookURL
+	return cfg
+}
+
+// startWorkers starts every worker the scenarios need on c and returns a
+// recorder that can start the ones a scenario starts itself; stop stops
+// those started so far, also on error.
+func startWorkers(ctx context.Context, c client.Client, cfg activities.Config) (recorder, func(), error) {
+	var stops []func()
+	stop := func() {
+		for _, s := range slices.Backward(stops) {
+			s()
+		}
+	}
 	acts, err := activities.New(cfg)
 	if err != nil {
-		return fmt.Errorf("activities: %w", err)
+		return recorder{}, stop, fmt.Errorf("activities: %w", err)
 	}
-
-	c, err := dev.Dial(ctx, client.Options{})
-	if err != nil {
-		return fmt.Errorf("dial the dev server: %w", err)
-	}
-	defer c.Close()
 	w := worker.New(c, taskQueue, worker.Options{
 		MaxHeartbeatThrottleInterval: workerapp.HeartbeatThrottle, DefaultHeartbeatThrottleInterval: workerapp.HeartbeatThrottle,
 	})
 	workerapp.Register(w, acts, config.BehaviorPinned)
 	if err := w.Start(); err != nil {
-		return fmt.Errorf("start the worker: %w", err)
+		return recorder{}, stop, fmt.Errorf("start the worker: %w", err)
 	}
-	defer w.Stop()
+	stops = append(stops, w.Stop)
 	standIn := worker.New(c, invalidReportQueue, worker.Options{})
 	standIn.RegisterWorkflowWithOptions(workflows.Ralph, workflow.RegisterOptions{Name: workflows.WorkflowName})
 	standIn.RegisterActivityWithOptions(acts.ResolveLimits, activity.RegisterOptions{Name: activities.ResolveLimitsName})
 	standIn.RegisterActivityWithOptions(invalidRound, activity.RegisterOptions{Name: activities.RunRoundName})
 	if err := standIn.Start(); err != nil {
-		return fmt.Errorf("start the invalid-report worker: %w", err)
+		return recorder{}, stop, fmt.Errorf("start the invalid-report worker: %w", err)
 	}
-	defer standIn.Stop()
+	stops = append(stops, standIn.Stop)
 
 	// The versioned workers run what a versioned Ralph worker runs
 	// (workerapp.Register with the behavior); the pinned one's limits carry
@@ -256,7 +322,7 @@ func record(parent, name, only string) error {
 	pinnedCfg.Limits.RoundsPerRun = 1
 	pinnedActs, err := activities.New(pinnedCfg)
 	if err != nil {
-		return fmt.Errorf("activities: %w", err)
+		return recorder{}, stop, fmt.Errorf("activities: %w", err)
 	}
 	for _, v := range []struct {
 		queue    string
@@ -264,18 +330,13 @@ func record(parent, name, only string) error {
 		acts     *activities.Activities
 		behavior string
 	}{{pinnedQueue, pinnedA, pinnedActs, config.BehaviorPinned}, {autoUpgradeQueue, autoUpgrade, acts, config.BehaviorAutoUpgrade}} {
-		stop, err := startVersioned(ctx, c, v.queue, v.version, v.acts, v.behavior)
+		s, err := startVersioned(ctx, c, v.queue, v.version, v.acts, v.behavior)
 		if err != nil {
-			return err
+			return recorder{}, stop, err
 		}
-		defer stop()
+		stops = append(stops, s)
 	}
-	env := config.MapEnv{"RALPH_TASK_QUEUE": taskQueue}
-	for _, kv := range dev.Env() {
-		k, v, _ := strings.Cut(kv, "=")
-		env[k] = v
-	}
-	r := recorder{c: c, root: cfg.WorkspaceRoot, out: stage, starterEnv: env,
+	r := recorder{c: c, root: cfg.WorkspaceRoot,
 		upgrade: func(ctx context.Context) (func(), error) {
 			return startVersioned(ctx, c, pinnedQueue, pinnedB, pinnedActs, config.BehaviorPinned)
 		},
@@ -289,17 +350,12 @@ func record(parent, name, only string) error {
 			}
 			return w.Stop, nil
 		}}
+	return r, stop, nil
+}
 
-	var wanted []scenario
-	for _, sc := range scenarios() {
-		if only == "" || slices.Contains(strings.Split(only, ","), sc.name) {
-			wanted = append(wanted, sc)
-		}
-	}
-	if len(wanted) == 0 {
-		return fmt.Errorf("-only %q names no scenario", only)
-	}
-	// Slow scenarios run alongside the others instead of after them.
+// runAll records every scenario of wanted; slow scenarios run alongside the
+// others instead of after them.
+func (r recorder) runAll(ctx context.Context, wanted []scenario) error {
 	slow := make(chan error, len(wanted))
 	pending := 0
 	for _, sc := range wanted {
@@ -320,13 +376,6 @@ func record(parent, name, only string) error {
 			return err
 		}
 	}
-	if err := writeManifest(stage); err != nil {
-		return err
-	}
-	if err := os.Rename(stage, out); err != nil {
-		return err
-	}
-	fmt.Fprintf(os.Stderr, "recorded %d scenario(s) into %s\n", len(wanted), out)
 	return nil
 }
 
@@ -394,61 +443,20 @@ func (r recorder) runScenario(ctx context.Context, sc scenario) error {
 }
 
 func (r recorder) recordScenario(ctx context.Context, sc scenario) error {
-	c, root, out := r.c, r.root, r.out
 	id := "history-" + sc.name
 	began := time.Now()
 	queue := taskQueue
 	if sc.queue != "" {
 		queue = sc.queue
 	}
-	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: queue}, workflows.WorkflowName, json.RawMessage(sc.input))
+	run, err := r.c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: queue}, workflows.WorkflowName, json.RawMessage(sc.input))
 	if err != nil {
 		return err
 	}
-	if len(sc.updates) > 0 {
-		if err := steer(ctx, c, filepath.Join(root, workflows.DefaultWorkspace(id)), id, sc.updates); err != nil {
-			return err
-		}
-	}
-	if sc.stopWhenWaiting {
-		if err := waitPhase(ctx, c, id, workflows.PhaseWaiting); err != nil {
-			return err
-		}
-		h, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: id, UpdateName: workflows.UpdateStop,
-			Args: []any{workflows.StopRequest{Reason: "stopped while waiting"}}, WaitForStage: client.WorkflowUpdateStageCompleted})
-		if err == nil {
-			err = h.Get(ctx, nil)
-		}
-		if err != nil {
-			return fmt.Errorf("stop while waiting: %w", err)
-		}
-	}
-	if sc.approval {
-		if err := steerApproval(ctx, c, id); err != nil {
-			return err
-		}
-	}
-	if sc.cancel {
-		started := filepath.Join(root, workflows.DefaultWorkspace(id), "started.txt")
-		if err := waitStarted(ctx, started); err != nil {
-			return err
-		}
-		if err := c.CancelWorkflow(ctx, id, ""); err != nil {
-			return err
-		}
-	}
-	if sc.upgrade {
-		if err := waitStarted(ctx, filepath.Join(root, workflows.DefaultWorkspace(id), "started.txt")); err != nil {
-			return err
-		}
-		stop, err := r.upgrade(ctx)
-		if err != nil {
-			return err
-		}
-		defer stop()
-		if err := release(filepath.Join(root, workflows.DefaultWorkspace(id))); err != nil {
-			return err
-		}
+	stop, err := r.drive(ctx, sc, id)
+	defer stop()
+	if err != nil {
+		return err
 	}
 	if sc.rewind {
 		return r.recordRewind(ctx, sc, id, run.GetRunID())
@@ -465,12 +473,73 @@ func (r recorder) recordScenario(ctx context.Context, sc scenario) error {
 	firstRunID := run.GetRunID()
 	runErr := run.Get(ctx, nil)
 	fmt.Fprintf(os.Stderr, "%s: %v (%s)\n", sc.name, outcome(runErr), time.Since(began).Round(time.Second))
+	return r.writeChain(ctx, sc, id, firstRunID)
+}
 
-	// The first run of the chain, then every run continue-as-new started:
-	// each run's last event names the next.
+// drive plays the operator's part of scenario sc on run id while it runs:
+// updates, a stop while waiting, approvals, a cancel, an upgrade. stop
+// stops what it started (the upgrade's worker) once the scenario is
+// recorded.
+func (r recorder) drive(ctx context.Context, sc scenario, id string) (stop func(), err error) {
+	stop = func() {}
+	ws := filepath.Join(r.root, workflows.DefaultWorkspace(id))
+	if len(sc.updates) > 0 {
+		if err := steer(ctx, r.c, ws, id, sc.updates); err != nil {
+			return stop, err
+		}
+	}
+	if sc.stopWhenWaiting {
+		if err := stopWhileWaiting(ctx, r.c, id); err != nil {
+			return stop, err
+		}
+	}
+	if sc.approval {
+		if err := steerApproval(ctx, r.c, id); err != nil {
+			return stop, err
+		}
+	}
+	if sc.cancel {
+		if err := waitStarted(ctx, filepath.Join(ws, "started.txt")); err != nil {
+			return stop, err
+		}
+		if err := r.c.CancelWorkflow(ctx, id, ""); err != nil {
+			return stop, err
+		}
+	}
+	if sc.upgrade {
+		if err := waitStarted(ctx, filepath.Join(ws, "started.txt")); err != nil {
+			return stop, err
+		}
+		if stop, err = r.upgrade(ctx); err != nil {
+			return func() {}, err
+		}
+		return stop, release(ws)
+	}
+	return stop, nil
+}
+
+// stopWhileWaiting sends a stop once run id waits after a deferred round.
+func stopWhileWaiting(ctx context.Context, c client.Client, id string) error {
+	if err := waitPhase(ctx, c, id, workflows.PhaseWaiting); err != nil {
+		return err
+	}
+	h, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: id, UpdateName: workflows.UpdateStop,
+		Args: []any{workflows.StopRequest{Reason: "stopped while waiting"}}, WaitForStage: client.WorkflowUpdateStageCompleted})
+	if err == nil {
+		err = h.Get(ctx, nil)
+	}
+	if err != nil {
+		return fmt.Errorf("stop while waiting: %w", err)
+	}
+	return nil
+}
+
+// writeChain writes the histories of the first run of the chain, then of
+// every run continue-as-new started: each run's last event names the next.
+func (r recorder) writeChain(ctx context.Context, sc scenario, id, firstRunID string) error {
 	var histories []*historypb.History
 	for runID := firstRunID; runID != ""; {
-		hist, err := readHistory(ctx, c, id, runID)
+		hist, err := readHistory(ctx, r.c, id, runID)
 		if err != nil {
 			return err
 		}
@@ -488,7 +557,7 @@ func (r recorder) recordScenario(ctx context.Context, sc scenario) error {
 		if len(histories) > 1 {
 			name = fmt.Sprintf("%s-run%d", sc.name, i+1)
 		}
-		if err := writeHistory(hist, filepath.Join(out, name+".json")); err != nil {
+		if err := writeHistory(hist, filepath.Join(r.out, name+".json")); err != nil {
 			return err
 		}
 	}

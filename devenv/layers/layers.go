@@ -4,10 +4,11 @@
 // From the bottom up:
 //
 //	0 base        report/, usage/, internal/..., deploy/...  pure values and leaf libraries
-//	1 agent       agent/...                                  one fresh session; no Temporal
-//	2 temporal    activities/, workflows/                    the Temporal adapters and the loop
-//	3 app         app/...                                    the binaries' wiring
-//	4 mains       worker/, starter/, cmd/...                 thin mains
+//	1 wire        agent/wire/                                the model wire; no round state
+//	2 agent       agent/...                                  one fresh session; no Temporal
+//	3 temporal    activities/, workflows/                    the Temporal adapters and the loop
+//	4 app         app/...                                    the binaries' wiring
+//	5 mains       worker/, starter/, cmd/...                 thin mains
 //	  dev         devenv/...                                 dev servers, test kit, benchmarks
 //
 // A package imports only packages of its own layer or below. devenv/ may
@@ -29,6 +30,9 @@ const Module = "github.com/ralph-temporal/ralph"
 // import them all, and nothing below may import it.
 const Dev = 100
 
+// mains is the rank of the thin mains, the only layer that may link devenv/.
+const mains = 5
+
 // ProductionMains are the binaries a deployment runs; none may link devenv/.
 var ProductionMains = []string{"worker", "starter", "cmd/ralph-codec-server"}
 
@@ -37,10 +41,12 @@ var prefixes = []struct {
 	rank int
 }{
 	{"report", 0}, {"usage", 0}, {"internal", 0}, {"deploy", 0},
-	{"agent", 1},
-	{"activities", 2}, {"workflows", 2},
-	{"app", 3},
-	{"worker", 4}, {"starter", 4}, {"cmd", 4},
+	// The first match wins: agent/wire before the rest of agent/.
+	{"agent/wire", 1},
+	{"agent", 2},
+	{"activities", 3}, {"workflows", 3},
+	{"app", 4},
+	{"worker", 5}, {"starter", 5}, {"cmd", 5},
 	{"devenv", Dev},
 }
 
@@ -92,7 +98,7 @@ func check(imports map[string][]string, tests bool) []string {
 				bad = append(bad, fmt.Sprintf("%s imports %s, which has no layer", pkg, rel))
 				continue
 			}
-			if to == Dev && (from == 4 || tests) {
+			if to == Dev && (from == mains || tests) {
 				continue
 			}
 			if to > from {
@@ -128,12 +134,14 @@ func name(rank int) string {
 	case 0:
 		return "base"
 	case 1:
-		return "agent"
+		return "wire"
 	case 2:
-		return "temporal"
+		return "agent"
 	case 3:
-		return "app"
+		return "temporal"
 	case 4:
+		return "app"
+	case mains:
 		return "mains"
 	case Dev:
 		return "dev"

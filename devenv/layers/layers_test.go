@@ -17,7 +17,8 @@ func TestCheckFindsPlantedUpwardImport(t *testing.T) {
 	graph := map[string][]string{
 		"report":         {Module + "/internal/runes", "encoding/json"},
 		"internal/gitws": {Module + "/internal/names"},
-		"agent":          {Module + "/report", Module + "/agent/tools"},
+		"agent":          {Module + "/report", Module + "/agent/tools", Module + "/agent/wire"},
+		"agent/wire":     {Module + "/internal/runes"},
 		"workflows":      {Module + "/activities"},
 		"app/config":     {Module + "/workflows"},
 	}
@@ -27,10 +28,12 @@ func TestCheckFindsPlantedUpwardImport(t *testing.T) {
 	}
 	graph["internal/gitws"] = append(graph["internal/gitws"], Module+"/app/config")
 	graph["workflows"] = append(graph["workflows"], Module+"/devenv/testkit")
+	graph["agent/wire"] = append(graph["agent/wire"], Module+"/agent")
 	graph["newtop"] = nil
 	tests["report"] = []string{Module + "/agent"}
 	bad := Check(graph, tests)
 	want := []string{
+		"agent/wire (layer wire) import agent (layer agent): an import up a layer",
 		"internal/gitws (layer base) import app/config (layer app): an import up a layer",
 		"newtop: no layer",
 		"workflows (layer temporal) import devenv/testkit (layer dev): an import up a layer",

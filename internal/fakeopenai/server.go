@@ -217,23 +217,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, req Request, resp
 	case f.Drop:
 		dropConnection(w)
 	case f.Status != 0:
-		body := f.Body
-		if body == "" {
-			body = errorBody(f.Status, http.StatusText(f.Status))
-		}
-		contentType := f.ContentType
-		if contentType == "" {
-			contentType = "application/json"
-		}
-		w.Header().Set("Content-Type", contentType)
-		if f.RetryAfter != "" {
-			w.Header().Set("Retry-After", f.RetryAfter)
-		}
-		for k, v := range f.Header {
-			w.Header().Set(k, v)
-		}
-		w.WriteHeader(f.Status)
-		io.WriteString(w, body)
+		writeFault(w, f)
 	case req.Wire == WireResponses:
 		s.serveResponses(w, r, req, resp)
 	case req.Wire == WireMessages:
@@ -241,19 +225,46 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, req Request, resp
 	case req.Chat.Stream:
 		s.writeStream(w, r, req, resp)
 	default:
-		data, err := json.Marshal(completionFor(req, resp))
-		if err != nil {
-			writeError(w, http.StatusInternalServerError, fmt.Sprintf("fakeopenai: encode completion: %v", err))
-			return
-		}
-		data = s.applyDialect(resp.Dialect, data, "message")
-		w.Header().Set("Content-Type", "application/json")
-		if _, err := w.Write(data); err != nil || http.NewResponseController(w).Flush() != nil {
-			return
-		}
-		if s.script.Delivered != nil {
-			s.script.Delivered(req, resp)
-		}
+		s.serveCompletion(w, req, resp)
+	}
+}
+
+// writeFault answers with the fault's HTTP error: its status, headers and
+// body (an OpenAI error body by default).
+func writeFault(w http.ResponseWriter, f Fault) {
+	body := f.Body
+	if body == "" {
+		body = errorBody(f.Status, http.StatusText(f.Status))
+	}
+	contentType := f.ContentType
+	if contentType == "" {
+		contentType = "application/json"
+	}
+	w.Header().Set("Content-Type", contentType)
+	if f.RetryAfter != "" {
+		w.Header().Set("Retry-After", f.RetryAfter)
+	}
+	for k, v := range f.Header {
+		w.Header().Set(k, v)
+	}
+	w.WriteHeader(f.Status)
+	io.WriteString(w, body)
+}
+
+// serveCompletion answers an unstreamed chat completion in one body.
+func (s *Server) serveCompletion(w http.ResponseWriter, req Request, resp Response) {
+	data, err := json.Marshal(completionFor(req, resp))
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, fmt.Sprintf("fakeopenai: encode completion: %v", err))
+		return
+	}
+	data = s.applyDialect(resp.Dialect, data, "message")
+	w.Header().Set("Content-Type", "application/json")
+	if _, err := w.Write(data); err != nil || http.NewResponseController(w).Flush() != nil {
+		return
+	}
+	if s.script.Delivered != nil {
+		s.script.Delivered(req, resp)
 	}
 }
 

@@ -26,27 +26,8 @@ func (g *Git) rewind(ctx context.Context, dir, head string, r Round) (ref, commi
 	if r.Checkpoint == "" || head == "" || (head == r.Checkpoint && !told) {
 		return "", "", nil
 	}
-	if c, err := g.resolve(ctx, dir, r.Checkpoint); err != nil {
+	if ok, err := g.holdsLaterRounds(ctx, dir, head, r, told); err != nil || !ok {
 		return "", "", err
-	} else if c == "" {
-		return "", "", fmt.Errorf("the run's checkpoint %s is not in the workspace repository", r.Checkpoint)
-	}
-	if _, err := g.run(ctx, dir, cmdOpts{}, "merge-base", "--is-ancestor", r.Checkpoint, head); err != nil {
-		var ge *gitError
-		if errors.As(err, &ge) && ge.exitCode == 1 {
-			return "", "", nil // HEAD went elsewhere: not a rewind of this run
-		}
-		return "", "", err
-	}
-	if !told {
-		later, err := g.run(ctx, dir, cmdOpts{}, "log", "--format=%H", "--fixed-strings",
-			"--grep="+TrailerWorkflowID+": "+oneLine(r.WorkflowID), r.Checkpoint+".."+head)
-		if err != nil {
-			return "", "", fmt.Errorf("list the rounds after checkpoint %s: %w", r.Checkpoint, err)
-		}
-		if strings.TrimSpace(later) == "" {
-			return "", "", nil
-		}
 	}
 	tree, err := g.WorkTree(ctx, dir)
 	if err != nil {
@@ -67,10 +48,51 @@ func (g *Git) rewind(ctx context.Context, dir, head string, r Round) (ref, commi
 			return "", "", err
 		}
 	}
-	existing, err := g.run(ctx, dir, cmdOpts{}, "for-each-ref", "--format=%(refname)",
-		AbandonedRefPrefix+refComponent(r.WorkflowID)+"/")
+	if ref, err = g.nextRewindRef(ctx, dir, r.WorkflowID); err != nil {
+		return "", "", err
+	}
+	if err := g.setRef(ctx, dir, ref, commit, ""); err != nil {
+		return "", "", err
+	}
+	if err := g.resetTo(ctx, dir, r.Checkpoint); err != nil {
+		return "", "", err
+	}
+	return ref, commit, nil
+}
+
+// holdsLaterRounds reports whether head descends from r.Checkpoint and,
+// unless the workflow told it was rewound, holds checkpoints of this
+// workflow's later rounds. A checkpoint the repository lacks is an error.
+func (g *Git) holdsLaterRounds(ctx context.Context, dir, head string, r Round, told bool) (bool, error) {
+	if c, err := g.resolve(ctx, dir, r.Checkpoint); err != nil {
+		return false, err
+	} else if c == "" {
+		return false, fmt.Errorf("the run's checkpoint %s is not in the workspace repository", r.Checkpoint)
+	}
+	if _, err := g.run(ctx, dir, cmdOpts{}, "merge-base", "--is-ancestor", r.Checkpoint, head); err != nil {
+		var ge *gitError
+		if errors.As(err, &ge) && ge.exitCode == 1 {
+			return false, nil // HEAD went elsewhere: not a rewind of this run
+		}
+		return false, err
+	}
+	if told {
+		return true, nil
+	}
+	later, err := g.run(ctx, dir, cmdOpts{}, "log", "--format=%H", "--fixed-strings",
+		"--grep="+TrailerWorkflowID+": "+oneLine(r.WorkflowID), r.Checkpoint+".."+head)
 	if err != nil {
-		return "", "", fmt.Errorf("list the abandoned refs: %w", err)
+		return false, fmt.Errorf("list the rounds after checkpoint %s: %w", r.Checkpoint, err)
+	}
+	return strings.TrimSpace(later) != "", nil
+}
+
+// nextRewindRef is the first RewindRef of workflowID no earlier rewind took.
+func (g *Git) nextRewindRef(ctx context.Context, dir, workflowID string) (string, error) {
+	existing, err := g.run(ctx, dir, cmdOpts{}, "for-each-ref", "--format=%(refname)",
+		AbandonedRefPrefix+refComponent(workflowID)+"/")
+	if err != nil {
+		return "", fmt.Errorf("list the abandoned refs: %w", err)
 	}
 	n := 1
 	for _, name := range strings.Fields(existing) {
@@ -79,12 +101,5 @@ func (g *Git) rewind(ctx context.Context, dir, head string, r Round) (ref, commi
 			n = k + 1
 		}
 	}
-	ref = RewindRef(r.WorkflowID, n)
-	if err := g.setRef(ctx, dir, ref, commit, ""); err != nil {
-		return "", "", err
-	}
-	if err := g.resetTo(ctx, dir, r.Checkpoint); err != nil {
-		return "", "", err
-	}
-	return ref, commit, nil
+	return RewindRef(workflowID, n), nil
 }

@@ -1,4 +1,4 @@
-package agent
+package wire
 
 import (
 	"context"
@@ -17,7 +17,7 @@ var errStreamIncomplete = errors.New("the streamed answer ended before it was fi
 // progressEvery spaces the progress events of one streamed answer.
 const progressEvery = time.Second
 
-// streamProgress reports a streamed answer's progress through the session's
+// streamProgress reports a streamed answer's progress through the client's
 // events: once at the first token, then at most every progressEvery.
 type streamProgress struct {
 	emit    func(Event)
@@ -36,18 +36,18 @@ func (p *streamProgress) add(chars int) {
 	p.chars += chars
 	now := time.Now()
 	if p.first == 0 {
-		p.first = durationMs(now.Sub(p.started))
+		// At least 1: zero means the first token has not come.
+		p.first = max(now.Sub(p.started).Milliseconds(), 1)
 	} else if now.Sub(p.last) < progressEvery {
 		return
 	}
 	p.last = now
-	p.emit(Event{Kind: EventModelProgress, Step: p.step, Model: p.model,
-		StreamedTokens: (p.chars + charsPerToken - 1) / charsPerToken, FirstTokenMs: p.first})
+	p.emit(Event{Kind: EventProgress, Step: p.step, Model: p.model, StreamedChars: p.chars, FirstTokenMs: p.first})
 }
 
 // streamChat is one streamed chat-completions call, gathered into the
 // completion the non-streamed call would have returned.
-func (m *modelClient) streamChat(ctx context.Context, step int, req openai.ChatCompletionRequest) (openai.ChatCompletionResponse, error) {
+func (m *Client) streamChat(ctx context.Context, step int, req openai.ChatCompletionRequest) (openai.ChatCompletionResponse, error) {
 	req.StreamOptions = &openai.StreamOptions{IncludeUsage: true}
 	m.dialect.startStream()
 	stream, err := m.client.CreateChatCompletionStream(ctx, req)

@@ -1,4 +1,4 @@
-package agent
+package wire
 
 import (
 	"errors"
@@ -38,8 +38,7 @@ func TestRetryAfter(t *testing.T) {
 }
 
 func TestBackoffStaysWithinBounds(t *testing.T) {
-	cfg := DefaultConfig()
-	cfg.RetryBaseDelay, cfg.RetryMaxDelay, cfg.MaxRetryAfter = 100*time.Millisecond, time.Second, 5*time.Second
+	cfg := Config{RetryBaseDelay: 100 * time.Millisecond, RetryMaxDelay: time.Second, MaxRetryAfter: 5 * time.Second}
 	for n := 1; n <= 10; n++ {
 		want := min(cfg.RetryBaseDelay<<(n-1), cfg.RetryMaxDelay)
 		if d := backoff(n, 0, nil, cfg); d < want/2 || d > want {

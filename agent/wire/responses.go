@@ -1,4 +1,4 @@
-package agent
+package wire
 
 import (
 	"context"
@@ -44,7 +44,7 @@ func (c *responsesCarry) items(callID string) []json.RawMessage {
 }
 
 // respond is one call on the Responses wire, streamed unless streaming is off.
-func (m *modelClient) respond(ctx context.Context, step int, req openai.ChatCompletionRequest) (openai.ChatCompletionResponse, error) {
+func (m *Client) respond(ctx context.Context, step int, req openai.ChatCompletionRequest) (openai.ChatCompletionResponse, error) {
 	rr := m.responsesRequest(req)
 	if !m.cfg.Stream {
 		r, err := m.client.CreateResponse(ctx, rr)
@@ -82,7 +82,7 @@ func (m *modelClient) respond(ctx context.Context, step int, req openai.ChatComp
 }
 
 // responsesRequest converts the session's request.
-func (m *modelClient) responsesRequest(req openai.ChatCompletionRequest) openai.CreateResponseRequest {
+func (m *Client) responsesRequest(req openai.ChatCompletionRequest) openai.CreateResponseRequest {
 	store := false
 	rr := openai.CreateResponseRequest{Model: req.Model, Store: &store, Input: m.responsesInput(req.Messages),
 		Include: []openai.ResponseInclude{openai.ResponseIncludeReasoningEncryptedContent}}
@@ -99,7 +99,7 @@ func (m *modelClient) responsesRequest(req openai.ChatCompletionRequest) openai.
 }
 
 // responsesInput is the conversation as Responses input items.
-func (m *modelClient) responsesInput(msgs []openai.ChatCompletionMessage) []any {
+func (m *Client) responsesInput(msgs []openai.ChatCompletionMessage) []any {
 	items := make([]any, 0, len(msgs))
 	for _, msg := range msgs {
 		switch msg.Role {
@@ -125,7 +125,7 @@ func (m *modelClient) responsesInput(msgs []openai.ChatCompletionMessage) []any 
 }
 
 // fromResponse converts an answer to the chat completion the session reads.
-func (m *modelClient) fromResponse(r openai.CreateResponseResponse) (openai.ChatCompletionResponse, error) {
+func (m *Client) fromResponse(r openai.CreateResponseResponse) (openai.ChatCompletionResponse, error) {
 	if r.Status == openai.ResponseStatusFailed {
 		if r.Error != nil {
 			return openai.ChatCompletionResponse{}, responseFailure(r.Error.Code, r.Error.Message)

@@ -1,4 +1,4 @@
-package agent
+package wire
 
 import (
 	"net/http"
@@ -61,7 +61,7 @@ func TestSettleAnswerGivesEveryCallAnID(t *testing.T) {
 }
 
 func TestNormaliseBody(t *testing.T) {
-	d := newDialect(DefaultConfig())
+	d := newDialect(Config{EchoReasoning: true})
 	for _, tc := range []struct {
 		name, in   string
 		status     int
@@ -89,11 +89,11 @@ func TestNormaliseBody(t *testing.T) {
 
 func TestStatusOnlyOn429ReadsResetHeaders(t *testing.T) {
 	h := http.Header{"X-Ratelimit-Reset-Requests": []string{"8m38s"}}
-	if d, ok := providerDelay(http.StatusTooManyRequests, h, time.Now()); !ok || d.String() != "8m38s" {
+	if d, ok := ProviderDelay(http.StatusTooManyRequests, h, time.Now()); !ok || d.String() != "8m38s" {
 		t.Errorf("429: %s, %v", d, ok)
 	}
 	for _, status := range []int{500, 503} {
-		if d, ok := providerDelay(status, h, time.Now()); ok {
+		if d, ok := ProviderDelay(status, h, time.Now()); ok {
 			t.Errorf("%d: the reset header gave a delay of %s", status, d)
 		}
 	}

@@ -1,4 +1,4 @@
-package agent
+package wire
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // responseCapture is the HTTP wrapper every model call passes through. It
@@ -105,12 +107,12 @@ func retryAfter(h http.Header, now time.Time) (time.Duration, bool) {
 // "20ms") or plain seconds.
 var resetHeaders = []string{"x-ratelimit-reset-requests", "x-ratelimit-reset-tokens"}
 
-// providerDelay is how long the provider asked us to wait: Retry-After (or
-// retry-after-ms) when sent, else, on a 429, the longest of the rate-limit
-// reset headers (waiting for the later window is the only wait that surely
-// helps). Servers send the reset headers on every answer, so on any other
-// status they say nothing about the failure.
-func providerDelay(status int, h http.Header, now time.Time) (time.Duration, bool) {
+// ProviderDelay is how long a provider's answer with status and headers h
+// asks to wait: Retry-After (or retry-after-ms) when sent, else, on a 429,
+// the longest of the rate-limit reset headers (waiting for the later window
+// is the only wait that surely helps). Servers send the reset headers on
+// every answer, so on any other status they say nothing about the failure.
+func ProviderDelay(status int, h http.Header, now time.Time) (time.Duration, bool) {
 	if d, ok := retryAfter(h, now); ok {
 		return d, true
 	}
@@ -146,7 +148,7 @@ func parseReset(v string) (time.Duration, bool) {
 // delay (Retry-After or a rate-limit reset) capped at maxRetryAfter when
 // given, else exponential from base with jitter, capped at maxDelay.
 func backoff(n, status int, h http.Header, cfg Config) time.Duration {
-	if d, ok := providerDelay(status, h, time.Now()); ok {
+	if d, ok := ProviderDelay(status, h, time.Now()); ok {
 		return min(d, cfg.MaxRetryAfter)
 	}
 	d := cfg.RetryBaseDelay
@@ -168,4 +170,11 @@ func sleep(ctx context.Context, d time.Duration) error {
 	case <-ctx.Done():
 		return context.Cause(ctx)
 	}
+}
+
+// traceRetry notes a transient failure that is retried, as an event on the
+// model call's span (from ctx): the attempt and the HTTP status, no text.
+func traceRetry(ctx context.Context, attempt, status int) {
+	trace.SpanFromContext(ctx).AddEvent("retry", trace.WithAttributes(
+		attribute.Int("ralph.attempt", attempt), attribute.Int("http.response.status_code", status)))
 }
