@@ -65,6 +65,10 @@ func (g *Git) StartCandidate(ctx context.Context, main, dir, base string) error 
 		"--", main, dir); err != nil {
 		return fmt.Errorf("clone the workspace for a candidate: %w", err)
 	}
+	// The clone's origin would name the workspace's path on the host.
+	if _, err := g.run(ctx, dir, cmdOpts{}, "remote", "remove", "origin"); err != nil {
+		return fmt.Errorf("drop the candidate's origin: %w", err)
+	}
 	if _, err := g.run(ctx, dir, cmdOpts{}, "checkout", "-q", "--detach", base); err != nil {
 		return fmt.Errorf("check out the round's base %s: %w", shortID(base), err)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/ralph-temporal/ralph/devenv/testkit"
@@ -36,6 +37,9 @@ func TestCandidatesLocal(t *testing.T) {
 		}
 		if _, err := os.Stat(filepath.Join(cdir, ".git", "objects", "info", "alternates")); err == nil {
 			t.Fatalf("candidate %d borrows the workspace's objects", k+1)
+		}
+		if cfg, _ := os.ReadFile(filepath.Join(cdir, ".git", "config")); strings.Contains(string(cfg), dir) {
+			t.Fatalf("candidate %d's config names the workspace's path:\n%s", k+1, cfg)
 		}
 		write(t, cdir, "answer.txt", content)
 		ref := CandidateRef(r2.WorkflowID, 2, k+1)
