@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -468,5 +469,61 @@ func TestRealStackCandidatesInCampaign(t *testing.T) {
 		if cs := st.Rounds[0].Candidates; len(cs) != 2 || !cs[1].Chosen {
 			t.Errorf("task %s's round: candidates %+v", task, cs)
 		}
+	}
+}
+
+// As the model of one candidate: look for the other candidate's tree and
+// the workspace from inside the sandbox, and plant a program in the
+// clone's .git for the worker's git to run. Nothing of the other tree or
+// the host's paths reaches the model, and no planted program runs on the
+// host.
+func TestRealStackCandidateSeesNoOtherTree(t *testing.T) {
+	t.Parallel()
+	canary := filepath.Join(t.TempDir(), "pwned")
+	probe := strings.Join([]string{
+		"ls -la .. ../.. / 2>&1",
+		"find / -xdev -name 'mine-*.txt' 2>/dev/null",
+		"cat .git/config",
+		"mkdir -p .git/hooks; echo 'touch " + canary + "' > .git/hooks/pre-commit; chmod +x .git/hooks/pre-commit",
+		"printf '[core]\\n\\tfsmonitor = touch " + canary + "\\n' >> .git/config",
+		"echo done probing",
+	}, "; ")
+	var mu sync.Mutex
+	outputs := map[int]string{}
+	e := newEnv(t, agentScript(func(tn turn) fakeopenai.Response {
+		k := tn.Candidate()
+		switch tn.Step() {
+		case 0:
+			return tool("write_file", map[string]string{"path": fmt.Sprintf("mine-%d.txt", k), "content": "secret of candidate " + strconv.Itoa(k) + "\n"})
+		case 1:
+			return tool("run_command", map[string]string{"command": probe})
+		case 2:
+			mu.Lock()
+			outputs[k] = tn.LastToolOutput()
+			mu.Unlock()
+		}
+		return submit(continueArgs(fmt.Sprintf("candidate %d probed", k), "go on"))
+	}), "RALPH_SANDBOX=bwrap", "RALPH_GIT=local", "RALPH_CANDIDATES=2")
+	e.startWorker()
+	id := "cand-probe"
+	res, err := e.result(e.start(id, `{"objective":"probe","workspace":"probed","maxRounds":1}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(canary); err == nil {
+		t.Fatal("a program planted in a candidate's .git ran on the host")
+	}
+	for k, out := range outputs {
+		other := fmt.Sprintf("mine-%d.txt", 3-k)
+		if !strings.Contains(out, "done probing") || strings.Contains(out, other) || strings.Contains(out, e.root) {
+			t.Errorf("candidate %d saw the other tree or a host path:\n%s", k, out)
+		}
+	}
+	if len(outputs) != 2 || res.Status != report.OutcomeBudgetLimited {
+		t.Fatalf("result %+v, probes %d", res, len(outputs))
+	}
+	ws := filepath.Join(e.root, "probed")
+	if exists(ws, ".git/hooks/pre-commit") || strings.Contains(testkit.Git(t, ws, "config", "--list", "--local"), "fsmonitor") {
+		t.Fatal("a candidate's .git plant reached the workspace's repository")
 	}
 }
