@@ -66,6 +66,11 @@ func (l *loop) runCandidates(ctx workflow.Context, round int, label string, in a
 		cands[i] = c
 		cin := in
 		cin.Candidate = &c.spec
+		if in.TokenBudget > 0 {
+			// Every candidate is charged to the run: together they may
+			// spend what is left, not each of them.
+			cin.TokenBudget = max(in.TokenBudget/len(cands), 1)
+		}
 		opts := l.roundOptions(fmt.Sprintf("%s, candidate %d of %d", label, i+1, len(cands)))
 		opts.ActivityID = fmt.Sprintf("round-%d-candidate-%d", round, i+1)
 		if l.deferrals > 0 {

@@ -134,9 +134,14 @@ func TestCandidatesVerifiedCompleteWins(t *testing.T) {
 		3: {status: report.StatusComplete, delay: 2 * time.Second, diff: 40},
 	}}}
 	env := newCandidatesEnv(t, candidateLimits(), c)
-	res, err := execute(t, env, `{"objective":"fix it","verifyCommand":"make test"}`)
+	res, err := execute(t, env, `{"objective":"fix it","verifyCommand":"make test","maxTokens":9000}`)
 	if err != nil {
 		t.Fatal(err)
+	}
+	for _, in := range c.inputs {
+		if in.TokenBudget != 3000 {
+			t.Errorf("candidate %d's token budget %d, want a third of the run's 9000", in.Candidate.Number, in.TokenBudget)
+		}
 	}
 	if res.Status != report.OutcomeComplete || res.RoundsStarted != 1 || res.Checkpoint == nil || res.Checkpoint.Commit != "r1k3" {
 		t.Fatalf("result %+v", res)
