@@ -1,6 +1,7 @@
 package config
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -351,17 +352,8 @@ func workerSettings() []setting {
 		{flag: "max-candidates", env: "RALPH_MAX_CANDIDATES", usage: "ceiling of a run's candidates",
 			intp: func(w *Worker) *int { return &lim(w).MaxCandidates }},
 		{flag: "candidate-agents", env: "RALPH_CANDIDATE_AGENTS", usage: "comma-separated providers cycled over a round's candidates (builtin, claude-code, codex, opencode; unset: RALPH_AGENT)",
-			custom: func(w *Worker, source, value string) error {
-				agents := splitList(value, ",")
-				for _, a := range agents {
-					if !slices.Contains(cli.Kinds(), a) {
-						return fmt.Errorf("%s=%q: %q is not a provider (one of %s)", source, value, a, strings.Join(cli.Kinds(), ", "))
-					}
-				}
-				lim(w).CandidateAgents, w.Activities.Agents.Candidates = agents, agents
-				return nil
-			},
-			def: func(w *Worker) string { return orNone(strings.Join(lim(w).CandidateAgents, ",")) }},
+			custom: candidateAgents,
+			def:    func(w *Worker) string { return orNone(strings.Join(lim(w).CandidateAgents, ",")) }},
 		{flag: "candidate-models", env: "RALPH_CANDIDATE_MODELS", usage: "comma-separated models cycled over a round's candidates (unset: RALPH_MODEL, or RALPH_AGENT_MODEL for a CLI)",
 			custom: func(w *Worker, _, value string) error {
 				lim(w).CandidateModels = splitList(value, ",")
@@ -369,23 +361,7 @@ func workerSettings() []setting {
 			},
 			def: func(w *Worker) string { return orNone(strings.Join(lim(w).CandidateModels, ",")) }},
 		{flag: "candidate-score", env: "RALPH_CANDIDATE_SCORE", usage: "none or verify: with verify, candidates that did not complete are ranked by a run of the verify command on their tree",
-			custom: func(w *Worker, source, value string) error {
-				switch value {
-				case activities.CandidateScoreNone:
-					lim(w).CandidateScore = ""
-				case activities.CandidateScoreVerify:
-					lim(w).CandidateScore = value
-				default:
-					return fmt.Errorf("%s=%q: must be none or verify", source, value)
-				}
-				return nil
-			},
-			def: func(w *Worker) string {
-				if lim(w).CandidateScore == "" {
-					return activities.CandidateScoreNone
-				}
-				return lim(w).CandidateScore
-			}},
+			custom: candidateScore, def: func(w *Worker) string { return cmp.Or(lim(w).CandidateScore, activities.CandidateScoreNone) }},
 		{flag: "max-idle-rounds", env: "RALPH_MAX_IDLE_ROUNDS", usage: "consecutive continue rounds without a workspace change that end a run",
 			intp: func(w *Worker) *int { return &lim(w).MaxIdleRounds }},
 		{flag: "max-wait-minutes", env: "RALPH_MAX_WAIT_MINUTES", usage: "longest durable wait after a deferred round (rate limit, quota, outage); a quota waits this long",
@@ -750,6 +726,32 @@ func (w *Worker) finish() error {
 	// Recorded with the limits, so a replay never depends on this worker's setting.
 	w.Activities.Limits.UpgradeOnTargetChange = w.Versioning.Mode == VersioningOn && w.Versioning.Behavior == BehaviorPinned
 	return w.Versioning.check()
+}
+
+// candidateAgents reads RALPH_CANDIDATE_AGENTS: providers the worker knows,
+// checked at start like RALPH_AGENT.
+func candidateAgents(w *Worker, source, value string) error {
+	agents := splitList(value, ",")
+	for _, a := range agents {
+		if !slices.Contains(cli.Kinds(), a) {
+			return fmt.Errorf("%s=%q: %q is not a provider (one of %s)", source, value, a, strings.Join(cli.Kinds(), ", "))
+		}
+	}
+	w.Activities.Limits.CandidateAgents, w.Activities.Agents.Candidates = agents, agents
+	return nil
+}
+
+// candidateScore reads RALPH_CANDIDATE_SCORE; none is recorded as "".
+func candidateScore(w *Worker, source, value string) error {
+	switch value {
+	case activities.CandidateScoreNone:
+		w.Activities.Limits.CandidateScore = ""
+	case activities.CandidateScoreVerify:
+		w.Activities.Limits.CandidateScore = value
+	default:
+		return fmt.Errorf("%s=%q: must be none or verify", source, value)
+	}
+	return nil
 }
 
 // Temporal refuses '.' and ':' in a deployment name (they delimit version
