@@ -349,7 +349,7 @@ func workerSettings() []setting {
 			intp: func(w *Worker) *int { return &lim(w).MaxCampaignTasks }},
 		{flag: "candidates", env: "RALPH_CANDIDATES", usage: "fresh agents each round runs at once on clones of the workspace, the verified one chosen (a run's candidates input overrides; more than 1 needs RALPH_GIT local or remote)",
 			intp: func(w *Worker) *int { return &lim(w).Candidates }},
-		{flag: "max-candidates", env: "RALPH_MAX_CANDIDATES", usage: "ceiling of a run's candidates",
+		{flag: "max-candidates", env: "RALPH_MAX_CANDIDATES", usage: "ceiling of a run's candidates (at most 16)",
 			intp: func(w *Worker) *int { return &lim(w).MaxCandidates }},
 		{flag: "candidate-agents", env: "RALPH_CANDIDATE_AGENTS", usage: "comma-separated providers cycled over a round's candidates (builtin, claude-code, codex, opencode; unset: RALPH_AGENT)",
 			custom: candidateAgents,
@@ -716,6 +716,9 @@ func (w *Worker) finish() error {
 		return fmt.Errorf("RALPH_MAX_COMMAND_TIMEOUT_SECONDS=%d must not be less than RALPH_COMMAND_TIMEOUT_SECONDS=%d",
 			int(t.MaxCommandTimeout/time.Second), int(t.CommandTimeout/time.Second))
 	}
+	if lim.MaxCandidates > MaxCandidatesCeiling {
+		return fmt.Errorf("RALPH_MAX_CANDIDATES=%d is over %d: every round lists its candidates in the status query", lim.MaxCandidates, MaxCandidatesCeiling)
+	}
 	if lim.Candidates > lim.MaxCandidates {
 		return fmt.Errorf("RALPH_CANDIDATES=%d is over RALPH_MAX_CANDIDATES=%d", lim.Candidates, lim.MaxCandidates)
 	}
@@ -727,6 +730,10 @@ func (w *Worker) finish() error {
 	w.Activities.Limits.UpgradeOnTargetChange = w.Versioning.Mode == VersioningOn && w.Versioning.Behavior == BehaviorPinned
 	return w.Versioning.check()
 }
+
+// MaxCandidatesCeiling bounds RALPH_MAX_CANDIDATES, and so the status
+// query's answer (each of its rounds lists its candidates).
+const MaxCandidatesCeiling = 16
 
 // candidateAgents reads RALPH_CANDIDATE_AGENTS: providers the worker knows,
 // checked at start like RALPH_AGENT.
