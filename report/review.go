@@ -94,16 +94,8 @@ func ValidateReview(r Review, maxChars int) error {
 	default:
 		return invalid("verdict", "must be approve or revise; got %q", r.Verdict)
 	}
-	if err := checkText("summary", r.Summary, false); err != nil {
+	if err := checkSummaryAndFindings(r); err != nil {
 		return err
-	}
-	if r.Findings == nil {
-		return invalid("findings", "must be an array ([] when empty), not null")
-	}
-	for i, f := range r.Findings {
-		if err := checkText(fmt.Sprintf("findings[%d]", i), f, false); err != nil {
-			return err
-		}
 	}
 	if r.Verdict == VerdictRevise && len(r.Findings) == 0 {
 		return invalid("findings", "verdict revise needs at least one finding (what must change)")
@@ -179,16 +171,8 @@ func ValidateChoice(r Review, numbers []int, maxChars int) error {
 	if r.Verdict != VerdictChoose || !slices.Contains(numbers, r.Choice) {
 		return invalid("choice", "must be the number of a candidate (one of %v); got %d", numbers, r.Choice)
 	}
-	if err := checkText("summary", r.Summary, false); err != nil {
+	if err := checkSummaryAndFindings(r); err != nil {
 		return err
-	}
-	if r.Findings == nil {
-		return invalid("findings", "must be an array ([] when empty), not null")
-	}
-	for i, f := range r.Findings {
-		if err := checkText(fmt.Sprintf("findings[%d]", i), f, false); err != nil {
-			return err
-		}
 	}
 	b, err := json.Marshal(struct {
 		Choice   int      `json:"choice"`
@@ -200,6 +184,23 @@ func ValidateChoice(r Review, numbers []int, maxChars int) error {
 	}
 	if n := utf8.RuneCount(b); n > maxChars {
 		return invalid("size", "the choice's compact JSON is %d characters, over the limit of %d; shorten the summary or the findings", n, maxChars)
+	}
+	return nil
+}
+
+// checkSummaryAndFindings applies what every review shares: a non-empty
+// trimmed summary and findings an array of non-empty trimmed strings.
+func checkSummaryAndFindings(r Review) error {
+	if err := checkText("summary", r.Summary, false); err != nil {
+		return err
+	}
+	if r.Findings == nil {
+		return invalid("findings", "must be an array ([] when empty), not null")
+	}
+	for i, f := range r.Findings {
+		if err := checkText(fmt.Sprintf("findings[%d]", i), f, false); err != nil {
+			return err
+		}
 	}
 	return nil
 }

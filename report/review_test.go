@@ -60,3 +60,31 @@ func TestHeadlineNamesTheReviewer(t *testing.T) {
 		t.Fatalf("headline %q", head)
 	}
 }
+
+func TestChoiceRules(t *testing.T) {
+	numbers := []int{1, 3}
+	for _, tt := range []struct {
+		args, want string
+	}{
+		{`{"choice":3,"summary":"Three tests it.","findings":[]}`, ""},
+		{`{"choice":2,"summary":"Two.","findings":[]}`, "choice: must be the number of a candidate (one of [1 3]); got 2"},
+		{`{"choice":1,"summary":"One.","findings":[],"verdict":"approve"}`, `choice has the unknown key "verdict" (allowed: choice, summary, findings)`},
+		{`{"summary":"One.","findings":[]}`, `choice is missing the required key "choice"`},
+		{`{"choice":"1","summary":"One.","findings":[]}`, "choice has a field of the wrong type"},
+		{`{"choice":1,"summary":" One.","findings":[]}`, "summary"},
+		{`{"choice":1,"summary":"One.","findings":null}`, `choice is missing the required key "findings"`},
+		{`{"choice":1,"summary":"` + strings.Repeat("x", 200) + `","findings":[]}`, "over the limit of 120"},
+		{`[1]`, "choice is not a JSON object"},
+	} {
+		r, err := DecodeChoice([]byte(tt.args))
+		if err == nil {
+			err = ValidateChoice(r, numbers, 120)
+		}
+		switch {
+		case tt.want == "" && (err != nil || r.Verdict != VerdictChoose || r.Choice != 3):
+			t.Errorf("%s: %+v, %v", tt.args, r, err)
+		case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+			t.Errorf("%s: error %v, want %q", tt.args, err, tt.want)
+		}
+	}
+}

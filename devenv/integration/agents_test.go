@@ -12,7 +12,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -157,10 +156,7 @@ func agentRoundSurvivesAKilledWorker(t *testing.T, kind, binary string) {
 	running := awaitProcesses(t, ws, long, binary)
 	t.Logf("running when the worker is killed:\n%s", strings.Join(running, "\n"))
 
-	if err := first.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	<-first.done
+	first.kill(t)
 	var left []string
 	err := wait.For(context.Background(), 10*time.Second, 100*time.Millisecond, func(context.Context) error {
 		if left = testkit.ProcessesIn(ws, long); len(left) > 0 {

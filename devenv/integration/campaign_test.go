@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -133,10 +132,7 @@ func runCampaign(t *testing.T, mode string, batch int) {
 	// Kill the worker while a merge verifies (check.sh sleeps once a.txt is
 	// in the tree), then let a worker on another host take over.
 	waitMerging(t, e, id)
-	if err := first.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	<-first.done
+	first.kill(t)
 	e.startWorker(host(1)...)
 
 	var res workflows.CampaignResult

@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -395,10 +394,7 @@ func TestRealStackCandidatesWorkerKilled(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.startWorker()
-	if err := first.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	<-first.done
+	first.kill(t)
 	assertGone(t, pids, "commands of the killed worker")
 	res, err := e.result(run)
 	if err != nil {

@@ -121,10 +121,7 @@ func TestRealStackWorkerCrashRoundFinishedByAnotherWorker(t *testing.T) {
 	e.startWorker() // polling itself, beside the first
 
 	killed := time.Now()
-	if err := first.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	<-first.done
+	first.kill(t)
 	assertGone(t, pids, "commands of the killed worker")
 
 	res, err := e.result(run)

@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
 	"go.temporal.io/sdk/temporal"
@@ -69,10 +68,7 @@ func killAndRetry(t *testing.T, e *env, first *process, dir string, extraEnv ...
 	t.Helper()
 	waitForPIDs(t, filepath.Join(dir, "pids.txt"), 2)
 	e.startWorker(extraEnv...)
-	if err := first.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	<-first.done
+	first.kill(t)
 }
 
 // nestedAttack is the script both git modes face: round 1 plays plant (the

@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -161,10 +160,7 @@ func TestRealStackGitLocalKilledAttemptSavedOnAbandonedRef(t *testing.T) {
 	dir := filepath.Join(e.root, "gitcrash")
 	pids := waitForPIDs(t, filepath.Join(dir, "pids.txt"), 2)
 	e.startWorker()
-	if err := first.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	<-first.done
+	first.kill(t)
 	assertGone(t, pids, "commands of the killed worker")
 
 	res, err := e.result(run)
@@ -316,10 +312,7 @@ func TestRealStackGitRemoteWorkersWithoutSharedStorage(t *testing.T) {
 		t.Fatal(err)
 	}
 	pids := waitForPIDs(t, filepath.Join(hosts[victim], "workspaces", "shared", "pids.txt"), 2)
-	if err := workers[victim].cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	<-workers[victim].done
+	workers[victim].kill(t)
 	assertGone(t, pids, "commands of the killed worker")
 
 	res, err := e.result(run)

@@ -219,6 +219,15 @@ func (e *env) startWorker(extraEnv ...string) *process {
 	return p
 }
 
+// kill ends worker p as a crash does (SIGKILL) and waits until it is gone.
+func (p *process) kill(t *testing.T) {
+	t.Helper()
+	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-p.done
+}
+
 // drain stops worker p as a deploy does (SIGTERM: running rounds get its
 // stop timeout) and waits for it to exit.
 func (e *env) drain(p *process) {

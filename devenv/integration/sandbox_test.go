@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 
 	"github.com/ralph-temporal/ralph/internal/fakeopenai"
@@ -211,10 +210,7 @@ func TestRealStackSandboxDetachedProcessesDieWithKilledWorker(t *testing.T) {
 	e.start(id, `{"objective":"detach and get killed","workspace":"killed"}`)
 	t.Cleanup(func() { _ = e.client.TerminateWorkflow(context.Background(), id, "", "test over") })
 	pids := waitForPIDs(t, filepath.Join(e.root, "killed", "pids.txt"), 4)
-	if err := w.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	<-w.done
+	w.kill(t)
 	assertGone(t, pids, "detached processes of the killed worker")
 }
 
@@ -249,10 +245,7 @@ sleep 323 & echo $! >> pids.txt; wait`
 	e.start(id, `{"objective":"sleep","workspace":"off-kill"}`)
 	t.Cleanup(func() { _ = e.client.TerminateWorkflow(context.Background(), id, "", "test over") })
 	pids = waitForPIDs(t, filepath.Join(e.root, "off-kill", "pids.txt"), 4)
-	if err := w.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	<-w.done
+	w.kill(t)
 	assertGone(t, pids, "commands of a killed worker without the sandbox")
 }
 
