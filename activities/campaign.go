@@ -16,7 +16,7 @@ import (
 	"github.com/ralph-temporal/ralph/report"
 )
 
-// Activities of the Campaign workflow (SPEC section 34).
+// Activities of the Campaign workflow (docs/campaigns.md).
 const (
 	PrepareTaskName = "PrepareTask"
 	MergeTaskName   = "MergeTask"

@@ -14,7 +14,7 @@ import (
 	"go.temporal.io/sdk/activity"
 )
 
-// NotifyName is the activity that tells people about a run's event (SPEC 36).
+// NotifyName is the activity that tells people about a run's event (docs/operators.md).
 const NotifyName = "Notify"
 
 // notifyPostTimeout bounds one POST; the workflow's retry policy does the rest.

@@ -10,7 +10,7 @@ import (
 	"github.com/ralph-temporal/ralph/internal/runes"
 )
 
-// Campaign notification events besides a run's (SPEC 36).
+// Campaign notification events besides a run's (docs/operators.md).
 const (
 	EventMerged   = "merged"
 	EventReturned = "returned"

@@ -34,7 +34,7 @@ const (
 	fieldDependsOn        = "dependsOn"
 )
 
-// Campaign defaults (SPEC section 34).
+// Campaign defaults (docs/campaigns.md).
 const (
 	DefaultCampaignParallel   = 2
 	DefaultMaxMergeAttempts   = 3

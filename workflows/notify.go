@@ -14,7 +14,7 @@ import (
 
 // NotifyWorkflowName delivers a run's last event from a detached child: an
 // activity still pending when its run closes never starts, so the end
-// events outlive the run this way (SPEC 36).
+// events outlive the run this way (docs/operators.md).
 const NotifyWorkflowName = "RalphNotify"
 
 // Notification events besides the result statuses (complete, blocked,

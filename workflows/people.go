@@ -11,7 +11,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 )
 
-// People in the loop (SPEC section 36): an operator's guidance for the next
+// People in the loop (docs/operators.md): an operator's guidance for the next
 // round, and approval waits on a verified complete or every N-th round.
 
 // UpdateGuide sends an operator's guidance ({"text"}) to the next round;

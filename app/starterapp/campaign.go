@@ -272,7 +272,7 @@ func (s *session) campaignStatus(ctx context.Context) int {
 	return ExitComplete
 }
 
-// Without --task, approve and reject address a Ralph run (SPEC 36):
+// Without --task, approve and reject address a Ralph run (docs/operators.md):
 // approve sends {}, reject {"reason"}.
 type ralphReject struct {
 	Reason string `json:"reason"`

@@ -19,7 +19,7 @@ import (
 // object with "tasks" and campaign fields) or a Markdown checklist. Every
 // problem is reported as file:line so a long list is fixed in one pass.
 
-// taskIDPattern is SPEC 34's task id.
+// taskIDPattern is a task id (docs/campaigns.md).
 var taskIDPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
 
 // fileError is a problem at a line of a task file.
@@ -317,7 +317,7 @@ func parseMarkdownTasks(path string, data []byte) (taskList, error) {
 }
 
 // check applies the task rules the workflow applies, naming the line: ids
-// (SPEC 34's pattern, unique), objectives, dependencies.
+// (the pattern of docs/campaigns.md, unique), objectives, dependencies.
 func (l taskList) check(withinFile bool) (workflows.CampaignInput, error) {
 	at := map[string]int{}
 	for _, t := range l.tasks {

@@ -11,7 +11,7 @@ import (
 	"github.com/ralph-temporal/ralph/internal/sandbox"
 )
 
-// Findings 6 and 7 (SPEC 33): the CLI's home was outside every disk bound
+// Findings 6 and 7 (docs/security.md): the CLI's home was outside every disk bound
 // (200 MB written there survived and starved the next run), and no bound
 // counted inodes (empty files filled the file system). Now an attempt past
 // RALPH_AGENT_HOME_MAX_MB or RALPH_WORKSPACE_MAX_FILES is killed, gets no

@@ -20,7 +20,7 @@ var configPaths = map[string]struct{ dir, file string }{
 	"opencode":    {`"$HOME"`, `"$OPENCODE_CONFIG"`},
 }
 
-// Finding 1 (SPEC 33): between the attempt and its continuation the model
+// Finding 1 (docs/security.md): between the attempt and its continuation the model
 // replaced the CLI's home, its config directory or a config file by a link
 // to a root-owned directory or file outside; the worker's continuation
 // then chowned the directory to the sandbox uid and wrote into it, and

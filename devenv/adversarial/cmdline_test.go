@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// Finding 10 (SPEC 33): /proc/1/cmdline inside the sandbox is bubblewrap's
+// Finding 10 (docs/security.md): /proc/1/cmdline inside the sandbox is bubblewrap's
 // own command line, which named the host's workspace root, session and
 // homes directories and the worker's HOME (every mount). Its options now
 // reach it through --args: only the command itself is left there.

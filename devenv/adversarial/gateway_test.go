@@ -22,7 +22,7 @@ import (
 	"github.com/ralph-temporal/ralph/report"
 )
 
-// The CLI attempt's probes (SPEC 33): the real cli.Provider.Run — its
+// The CLI attempt's probes (docs/security.md): the real cli.Provider.Run — its
 // gateway, report socket and bubblewrap sandbox as uid 65534 — with this
 // test binary as the CLI (scriptcli), doing what a model's shell command
 // inside a real CLI can do, against the scripted server.

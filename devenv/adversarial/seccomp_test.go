@@ -7,7 +7,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Finding 9 (SPEC 33): the filter let io_uring_setup through (its requests
+// Finding 9 (docs/security.md): the filter let io_uring_setup through (its requests
 // run in kernel workers the filter never sees) and personality set
 // READ_IMPLIES_EXEC. Every io_uring call is refused before it looks at its
 // arguments (EPERM, not EBADF for the descriptor -1), and so is every

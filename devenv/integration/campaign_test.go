@@ -80,7 +80,7 @@ func campaignTasks() []workflows.Task {
 	}
 }
 
-// TestRealStackCampaign runs SPEC 34's campaign on the real stack: on a
+// TestRealStackCampaign runs a campaign (docs/campaigns.md) on the real stack: on a
 // remote with workers on two hosts (merge batches of 1 and 3), and in local
 // mode with one workspace root.
 func TestRealStackCampaign(t *testing.T) {

@@ -28,7 +28,7 @@ import (
 	"github.com/ralph-temporal/ralph/workflows"
 )
 
-// Round candidates (SPEC 35, docs/candidates.md) on the real stack: real
+// Round candidates (docs/candidates.md) on the real stack: real
 // git clones at the round's base, real sandboxed sessions at once, the
 // scripted model telling the candidates apart by their prompt.
 

@@ -60,7 +60,7 @@ func (h *hookReceiver) events() []string {
 	return out
 }
 
-// People in the loop (SPEC 36) on the real stack: a run with approve=complete
+// People in the loop (docs/operators.md) on the real stack: a run with approve=complete
 // holds its first complete; an operator's guidance and a rejection reach
 // exactly the next round's prompt at the model; the second complete is
 // approved. A real HTTP receiver that answers 500 for its first seconds
