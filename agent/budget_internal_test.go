@@ -32,7 +32,7 @@ func TestNextRequestTokens(t *testing.T) {
 		{Role: openai.ChatMessageRoleTool, ToolCallID: "c1", Content: strings.Repeat("y", 401)},                                                                        // 4 + 101
 	}
 	t.Run("no usage reported: the whole conversation and the tools", func(t *testing.T) {
-		s := &session{conv: conversation{messages: msgs}, tools: toolbox{offer: offer{allTokens: 70, finishTokens: 9}}}
+		s := &session{round: &round{tools: toolbox{offer: offer{allTokens: 70, finishTokens: 9}}}, conv: conversation{messages: msgs}}
 		if got, want := s.nextRequestTokens(nil), 5+6+11+105+70; got != want {
 			t.Errorf("estimate = %d, want %d", got, want)
 		}
@@ -45,7 +45,7 @@ func TestNextRequestTokens(t *testing.T) {
 		}
 	})
 	t.Run("usage reported: prompt tokens plus what was appended since", func(t *testing.T) {
-		s := &session{conv: conversation{messages: msgs, reportedPrompt: 1000, reportedLen: 2}}
+		s := &session{round: &round{}, conv: conversation{messages: msgs, reportedPrompt: 1000, reportedLen: 2}}
 		if got, want := s.nextRequestTokens(nil), 1000+11+105; got != want {
 			t.Errorf("estimate = %d, want %d", got, want)
 		}

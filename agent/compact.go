@@ -32,7 +32,7 @@ func (s *session) compact(bound string) error {
 	// The notice's remaining amounts describe the new, short conversation.
 	s.conv.restart(2)
 	s.bounds.compact(bound)
-	notice, err := s.handoffNotice(bound)
+	notice, err := s.handoffNotice(bound, s.finishingRequestTokens())
 	if err != nil {
 		return err
 	}

@@ -16,18 +16,21 @@ import (
 )
 
 // Desk is the round's side of a session whose agent runs elsewhere (a
-// coding-agent CLI, docs/agents.md): the same role, workspace guards,
-// bounds, report checks, verification and protected-path restores as the
-// builtin session, without its model loop. The agent's calls of the
+// coding-agent CLI, docs/agents.md): the round core (round.go) the builtin
+// session stands on too, with the same role, workspace guards, bounds,
+// report checks, verification and protected-path restores, and no model
+// loop nor model client. The agent's calls of the
 // finishing tool and its model calls (seen by a gateway) are handed to it;
 // it is safe for concurrent use.
 type Desk struct {
 	mu     sync.Mutex
-	s      *session
+	r      *round
 	prompt string
 	done   bool
 	report report.Report
 	ended  error // a submission that ended the round (repairs spent)
+
+	handoffText string // the forced hand-off's notice, sent with every later request
 
 	// What the gateway forwarded (SPEC 33): requests count when forwarded,
 	// the tokens of those in flight are reserved against the budget, and
@@ -42,34 +45,11 @@ type Desk struct {
 // its protected-path snapshot and the round prompt; session_start is
 // emitted. Close must follow.
 func OpenDesk(cfg Config, req Request, obs Observer) (*Desk, error) {
-	if err := cfg.Validate(); err != nil {
+	r, msgs, err := openRound(cfg, req, obs)
+	if err != nil {
 		return nil, err
 	}
-	if err := req.validate(); err != nil {
-		return nil, err
-	}
-	if obs == nil {
-		obs = ObserverFunc(func(Event) {})
-	}
-	r := roleFor(req)
-	ws, snap, err := r.workspace(cfg, req)
-	if err != nil {
-		return nil, fmt.Errorf("session %s: %w", req.SessionID, err)
-	}
-	s, err := newSession(cfg, req, r, ws, obs)
-	if err != nil {
-		ws.Close()
-		return nil, fmt.Errorf("session %s: %w", req.SessionID, err)
-	}
-	s.snap = snap
-	msgs, err := s.initialMessages()
-	if err != nil {
-		ws.Close()
-		return nil, err
-	}
-	d := &Desk{s: s, prompt: msgs[0].Content + "\n\n" + msgs[1].Content}
-	s.emit(Event{Kind: EventSessionStart, Round: req.Round, MaxRounds: req.MaxRounds, Model: cfg.Model, BaseURL: SafeURL(cfg.BaseURL)})
-	return d, nil
+	return &Desk{r: r, prompt: msgs[0].Content + "\n\n" + msgs[1].Content}, nil
 }
 
 // Prompt is the round prompt the agent reads first: the role's system
@@ -77,12 +57,12 @@ func OpenDesk(cfg Config, req Request, obs Observer) (*Desk, error) {
 func (d *Desk) Prompt() string { return d.prompt }
 
 // Workspace is the round's workspace (its sandbox runs the agent).
-func (d *Desk) Workspace() *tools.Workspace { return d.s.ws }
+func (d *Desk) Workspace() *tools.Workspace { return d.r.ws }
 
 // Finishing is the name of the tool that ends the round, and its
 // definition: description and JSON schema of its arguments.
 func (d *Desk) Finishing() (name, description string, schema json.RawMessage) {
-	f := d.s.tools.finishing.Function
+	f := d.r.tools.finishing.Function
 	raw, _ := f.Parameters.(json.RawMessage)
 	return f.Name, f.Description, raw
 }
@@ -93,21 +73,21 @@ func (d *Desk) Finishing() (name, description string, schema json.RawMessage) {
 func (d *Desk) Submit(ctx context.Context, args string) (answer string, failedCall, over bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	s := d.s
+	r := d.r
 	if d.done || d.ended != nil {
 		return "The round is over.", false, true
 	}
-	s.usage.ToolCalls++
-	step := s.calls
-	name := s.role.finishing()
-	s.emit(Event{Kind: EventToolCall, Step: step, Tool: name, Arguments: args})
+	r.usage.ToolCalls++
+	step := r.calls
+	name := r.role.finishing()
+	r.emit(Event{Kind: EventToolCall, Step: step, Tool: name, Arguments: args})
 	started := time.Now()
-	res, rep, err := s.role.submit(ctx, s, step, args)
+	res, rep, err := r.role.submit(ctx, r, step, args)
 	content := toolContent(res)
 	if err != nil && res.Output == "" {
-		content = toolContent(failed("the report could not be checked: %s", Redact(err.Error(), s.cfg.APIKey)))
+		content = toolContent(failed("the report could not be checked: %s", Redact(err.Error(), r.cfg.APIKey)))
 	}
-	s.emit(Event{Kind: EventToolResult, Step: step, Tool: name, Output: content, Failed: res.Failed || err != nil,
+	r.emit(Event{Kind: EventToolResult, Step: step, Tool: name, Output: content, Failed: res.Failed || err != nil,
 		DurationMs: durationMs(time.Since(started))})
 	switch {
 	case err != nil:
@@ -134,16 +114,16 @@ func (d *Desk) Accepted() bool {
 func (d *Desk) ModelCall(u usage.Usage, model string, ev Event) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	s := d.s
-	s.calls++
-	s.answeredBy = model
+	r := d.r
+	r.calls++
+	r.answeredBy = model
 	u.ModelCalls = 1
-	s.usage = s.usage.Add(u)
-	if s.calls == 1 {
-		s.firstPrompt = u.PromptTokens
+	r.usage = r.usage.Add(u)
+	if r.calls == 1 {
+		r.firstPrompt = u.PromptTokens
 	}
-	ev.Kind, ev.Step, ev.Usage, ev.Model = EventModelResponse, s.calls, &u, model
-	s.emit(ev)
+	ev.Kind, ev.Step, ev.Usage, ev.Model = EventModelResponse, r.calls, &u, model
+	r.emit(ev)
 }
 
 // Emit records an event of the round (the agent's own output, a gateway
@@ -152,9 +132,9 @@ func (d *Desk) Emit(ev Event) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if ev.Step == 0 {
-		ev.Step = d.s.calls + 1
+		ev.Step = d.r.calls + 1
 	}
-	d.s.emit(ev)
+	d.r.emit(ev)
 }
 
 // Forwarding is the gateway's leave for one request: Refused names the
@@ -180,31 +160,33 @@ type Forwarding struct {
 func (d *Desk) Forward(nextTokens int) (Forwarding, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	s := d.s
+	r := d.r
 	step := d.forwarded + 1
-	spent := s.usage.PromptTokens + s.usage.CompletionTokens + d.reserved
-	if s.bounds.forced == "" {
-		bound := s.bounds.handoffDue(step, time.Now(), spent, func() int { return nextTokens })
+	spent := r.usage.PromptTokens + r.usage.CompletionTokens + d.reserved
+	if r.bounds.forced == "" {
+		bound := r.bounds.handoffDue(step, time.Now(), spent, func() int { return nextTokens })
 		if bound != "" && bound != BoundContext { // the agent manages its own context
 			var err error
-			if s.handoffText, err = s.handoffNotice(bound); err != nil {
+			// The agent keeps its conversation: the notice counts the
+			// finishing tool's definition only.
+			if d.handoffText, err = r.handoffNotice(bound, r.tools.offerTokens(r.tools.offered(true))); err != nil {
 				return Forwarding{}, err
 			}
-			s.bounds.force(bound)
-			s.emit(Event{Kind: EventHandoff, Step: step, Bound: bound})
+			r.bounds.force(bound)
+			r.emit(Event{Kind: EventHandoff, Step: step, Bound: bound})
 			d.afterCap, d.refusals = -1, 0 // this request is the hand-off
 		}
 	}
-	f := Forwarding{Notice: s.handoffText}
-	if s.bounds.forced != "" {
-		if d.afterCap >= min(d.refusals, s.cfg.MaxRepairs) {
+	f := Forwarding{Notice: d.handoffText}
+	if r.bounds.forced != "" {
+		if d.afterCap >= min(d.refusals, r.cfg.MaxRepairs) {
 			f.Refused = fmt.Sprintf("the round's %s bound is reached and its hand-off request was forwarded; "+
-				"only a repair of a refused %s goes to the model (at most %d)", s.bounds.forced, s.role.finishing(), s.cfg.MaxRepairs)
+				"only a repair of a refused %s goes to the model (at most %d)", r.bounds.forced, r.role.finishing(), r.cfg.MaxRepairs)
 			return f, nil
 		}
 		d.afterCap++
 	}
-	if b := s.bounds; b.tokenBudget > 0 {
+	if b := r.bounds; b.tokenBudget > 0 {
 		f.MaxOutput = max(b.budgetLeft(spent)-nextTokens, 1)
 		if b.forced != "" {
 			f.MaxOutput = max(f.MaxOutput, b.answerReserve) // room for the report
@@ -214,7 +196,7 @@ func (d *Desk) Forward(nextTokens int) (Forwarding, error) {
 	// The room the hand-off check assumes for an answer, not the whole
 	// MaxOutput: a CLI's side request sent beside the round's (opencode's
 	// title) must not find the budget spent by the other's limit.
-	f.Reserved = nextTokens + s.bounds.answerReserve
+	f.Reserved = nextTokens + r.bounds.answerReserve
 	d.reserved += f.Reserved
 	return f, nil
 }
@@ -231,14 +213,14 @@ func (d *Desk) Release(f Forwarding) {
 func (d *Desk) Forged(args, why string) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.s.emit(Event{Kind: EventForgedSubmission, Step: d.s.calls, Tool: d.s.role.finishing(), Arguments: args, Output: why, Failed: true})
+	d.r.emit(Event{Kind: EventForgedSubmission, Step: d.r.calls, Tool: d.r.role.finishing(), Arguments: args, Output: why, Failed: true})
 }
 
 // Usage is what the round spent so far.
 func (d *Desk) Usage() usage.Usage {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return d.s.usage
+	return d.r.usage
 }
 
 // Close ends the round: err is why the agent stopped without a report
@@ -249,8 +231,8 @@ func (d *Desk) Usage() usage.Usage {
 func (d *Desk) Close(ctx context.Context, err error) (Result, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	s := d.s
-	defer s.ws.Close()
+	r := d.r
+	defer r.ws.Close()
 	switch {
 	case d.ended != nil:
 		err = d.ended
@@ -262,10 +244,9 @@ func (d *Desk) Close(ctx context.Context, err error) (Result, error) {
 	if ctx.Err() != nil && !d.done {
 		err = ctx.Err()
 	}
-	if _, rerr := s.restoreProtected(); rerr != nil && (err == nil || Outcome(err) == OutcomeChildFailure) {
-		err = rerr
-	}
-	return s.end(d.report, err), err
+	// An agent outside the process has no model client: the model in use
+	// is the configured one.
+	return r.finish(d.report, err, r.cfg.Model)
 }
 
 // ProviderDelay is how long a provider's answer with status and headers h
@@ -288,5 +269,5 @@ const AgentTool = "agent"
 func (d *Desk) Network(recs []netproxy.Record) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.s.emitNetwork(d.s.calls, AgentTool, "", recs)
+	d.r.emitNetwork(d.r.calls, AgentTool, "", recs)
 }

@@ -13,7 +13,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/ralph-temporal/ralph/agent/tools"
-	"github.com/ralph-temporal/ralph/internal/netproxy"
 	"github.com/ralph-temporal/ralph/report"
 )
 
@@ -82,7 +81,7 @@ func (s *session) runTool(ctx, toolCtx context.Context, step int, call openai.To
 func (s *session) dispatch(ctx, toolCtx context.Context, step int, name, args string) (tools.Result, *report.Report, error) {
 	if name == s.role.finishing() {
 		s.repeat.reset()
-		return s.role.submit(ctx, s, step, args)
+		return s.role.submit(ctx, s.round, step, args)
 	}
 	switch n := s.repeat.observe(name, args); {
 	case n >= RepeatHandoffAfter:
@@ -117,20 +116,6 @@ func (s *session) dispatch(ctx, toolCtx context.Context, step int, name, args st
 		return tools.Result{}, nil, fmt.Errorf("tool %s failed in the harness: %w", name, err)
 	}
 	return res, nil, nil
-}
-
-// rejected answers an invalid report or review: the exact rule broken,
-// one repair spent, a child failure past the bound.
-func (s *session) rejected(what string, err error) (tools.Result, error) {
-	s.repairs++
-	s.lastRejection = err.Error()
-	if s.repairs > s.cfg.MaxRepairs {
-		return failed("%s rejected: %v. No repairs are left; the session ends here.", what, err),
-			childFailure("the %s was still invalid after %d repair(s): %v", what, s.cfg.MaxRepairs, err)
-	}
-	left := s.cfg.MaxRepairs - s.repairs + 1
-	return failed("%s rejected: %v. Fix exactly this and call %s again (%d attempt(s) left). "+
-		"It is never cut or repaired for you.", what, err, s.role.finishing(), left), nil
 }
 
 func failed(format string, args ...any) tools.Result {
@@ -186,11 +171,4 @@ func canonicalJSON(s string) string {
 		return s
 	}
 	return b.String()
-}
-
-// emitNetwork writes each connection a command asked the proxy for.
-func (s *session) emitNetwork(step int, tool, callID string, recs []netproxy.Record) {
-	for i := range recs {
-		s.emit(Event{Kind: EventNetwork, Step: step, Tool: tool, ToolCallID: callID, Network: &recs[i]})
-	}
 }

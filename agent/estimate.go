@@ -53,7 +53,13 @@ func (s *session) nextRequestTokens(offered []openai.Tool) int {
 	return s.conv.tokens(s.tools.offerTokens(offered))
 }
 
-// budgetLeft is what this session may still spend of the run's token budget.
-func (s *session) budgetLeft() int {
-	return s.bounds.budgetLeft(s.usage.PromptTokens + s.usage.CompletionTokens)
+// finishingRequestTokens is the size of the next request offering only
+// the finishing tool, as the hand-off notice states it.
+func (s *session) finishingRequestTokens() int {
+	return s.nextRequestTokens(s.tools.offered(true))
+}
+
+// budgetLeft is what this round may still spend of the run's token budget.
+func (r *round) budgetLeft() int {
+	return r.bounds.budgetLeft(r.usage.PromptTokens + r.usage.CompletionTokens)
 }

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"strings"
 	"time"
-
-	openai "github.com/sashabaranov/go-openai"
 )
 
 // The forced hand-off as the model reads it: the notice naming the bound
@@ -23,7 +21,7 @@ func (s *session) forceHandoff(step int, bound string) error {
 	if s.bounds.forced != "" {
 		return nil
 	}
-	notice, err := s.handoffNotice(bound)
+	notice, err := s.handoffNotice(bound, s.finishingRequestTokens())
 	if err != nil {
 		return err
 	}
@@ -33,21 +31,23 @@ func (s *session) forceHandoff(step int, bound string) error {
 	return nil
 }
 
-func (s *session) handoffNotice(bound string) (string, error) {
-	text, err := render(s.role.texts().handoff, handoffData{Reason: s.boundReason(bound), Remaining: s.remaining(), VerifyCommand: s.req.VerifyCommand})
+// handoffNotice is the notice for bound; contextTokens is the size of the
+// request that offers only the finishing tool, as the agent's side knows it.
+func (r *round) handoffNotice(bound string, contextTokens int) (string, error) {
+	text, err := render(r.role.texts().handoff, handoffData{Reason: r.boundReason(bound), Remaining: r.remaining(contextTokens), VerifyCommand: r.req.VerifyCommand})
 	if err != nil {
 		return "", err
 	}
 	// No tool runs after the hand-off, so protected paths are restored now
 	// and the report that follows is never refused for them.
-	paths, err := s.restoreProtected()
+	paths, err := r.restoreProtected()
 	if err != nil {
 		return "", err
 	}
-	return text + s.role.restoredNote(paths), nil
+	return text + r.role.restoredNote(paths), nil
 }
 
-func (s *session) boundReason(bound string) string {
+func (r *round) boundReason(bound string) string {
 	switch bound {
 	case BoundModelCalls:
 		return "this is the last model call of this round."
@@ -67,19 +67,20 @@ func (s *session) boundReason(bound string) string {
 	return "a bound of this round was reached."
 }
 
-// remaining lists what is left of every bound that applies.
-func (s *session) remaining() string {
+// remaining lists what is left of every bound that applies, the context
+// holding contextTokens.
+func (r *round) remaining(contextTokens int) string {
 	now := time.Now()
-	parts := []string{fmt.Sprintf("model calls: %d of %d", s.cfg.MaxModelCalls-s.calls, s.cfg.MaxModelCalls)}
-	if !s.req.Deadline.IsZero() {
-		parts = append(parts, "round time: "+humanDuration(s.req.Deadline.Sub(now)))
+	parts := []string{fmt.Sprintf("model calls: %d of %d", r.cfg.MaxModelCalls-r.calls, r.cfg.MaxModelCalls)}
+	if !r.req.Deadline.IsZero() {
+		parts = append(parts, "round time: "+humanDuration(r.req.Deadline.Sub(now)))
 	}
-	parts = append(parts, fmt.Sprintf("context: about %d of %d tokens used", s.nextRequestTokens([]openai.Tool{s.tools.finishing}), s.cfg.ContextTokens))
-	if s.req.TokenBudget > 0 {
-		parts = append(parts, fmt.Sprintf("run token budget: %d tokens", max(s.budgetLeft(), 0)))
+	parts = append(parts, fmt.Sprintf("context: about %d of %d tokens used", contextTokens, r.cfg.ContextTokens))
+	if r.req.TokenBudget > 0 {
+		parts = append(parts, fmt.Sprintf("run token budget: %d tokens", max(r.budgetLeft(), 0)))
 	}
-	if !s.req.RunDeadline.IsZero() {
-		parts = append(parts, "run time: "+humanDuration(s.req.RunDeadline.Sub(now)))
+	if !r.req.RunDeadline.IsZero() {
+		parts = append(parts, "run time: "+humanDuration(r.req.RunDeadline.Sub(now)))
 	}
 	return strings.Join(parts, "; ")
 }

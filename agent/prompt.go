@@ -41,40 +41,40 @@ type roundData struct {
 
 // boundsData is the round's identity and bounds, shared by the worker's
 // and the reviewer's prompts.
-func (s *session) boundsData() roundData {
+func (r *round) boundsData() roundData {
 	d := roundData{
-		Round: s.req.Round, MaxRounds: s.req.MaxRounds, Objective: s.req.Objective,
-		ModelCalls: s.cfg.MaxModelCalls, ContextTokens: s.cfg.ContextTokens, VerifyCommand: s.req.VerifyCommand,
-		CommandTimeout: humanDuration(s.limits.CommandTimeout), MaxCommandTimeout: humanDuration(s.limits.MaxCommandTimeout),
+		Round: r.req.Round, MaxRounds: r.req.MaxRounds, Objective: r.req.Objective,
+		ModelCalls: r.cfg.MaxModelCalls, ContextTokens: r.cfg.ContextTokens, VerifyCommand: r.req.VerifyCommand,
+		CommandTimeout: humanDuration(r.limits.CommandTimeout), MaxCommandTimeout: humanDuration(r.limits.MaxCommandTimeout),
 	}
-	if !s.req.Deadline.IsZero() {
-		d.RoundTime = humanDuration(s.req.Deadline.Sub(s.started))
+	if !r.req.Deadline.IsZero() {
+		d.RoundTime = humanDuration(r.req.Deadline.Sub(r.started))
 	}
 	return d
 }
 
-func (s *session) roundPrompt() (string, error) {
-	d := s.boundsData()
-	if s.req.Previous != nil {
-		prev, err := report.Indented(*s.req.Previous)
+func (r *round) roundPrompt() (string, error) {
+	d := r.boundsData()
+	if r.req.Previous != nil {
+		prev, err := report.Indented(*r.req.Previous)
 		if err != nil {
 			return "", fmt.Errorf("render the previous report: %w", err)
 		}
 		d.Previous = prev
 	}
-	d.Guidance = s.req.Guidance
-	d.Candidate, d.Candidates = s.req.Candidate, s.req.Candidates
+	d.Guidance = r.req.Guidance
+	d.Candidate, d.Candidates = r.req.Candidate, r.req.Candidates
 	return render(textRound, d)
 }
 
 // initialMessages are the role's system prompt, which depends on the
 // deployment only, and its first user message.
-func (s *session) initialMessages() ([]openai.ChatCompletionMessage, error) {
-	sys, err := render(s.role.texts().system, systemData{MaxHandoffChars: s.req.handoffCap()})
+func (r *round) initialMessages() ([]openai.ChatCompletionMessage, error) {
+	sys, err := render(r.role.texts().system, systemData{MaxHandoffChars: r.req.handoffCap()})
 	if err != nil {
 		return nil, err
 	}
-	user, err := s.role.prompt(s)
+	user, err := r.role.prompt(r)
 	if err != nil {
 		return nil, err
 	}

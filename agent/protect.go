@@ -33,33 +33,33 @@ func open(req Request, cfg Config, opts []tools.Option, sets [][]string) (*tools
 
 // restoreProtected brings back every protected path the session changed
 // and remembers which.
-func (s *session) restoreProtected() ([]string, error) {
-	paths, err := s.ws.RestoreProtected(s.snap)
+func (r *round) restoreProtected() ([]string, error) {
+	paths, err := r.ws.RestoreProtected(r.snap)
 	if len(paths) > 0 {
-		if s.restored == nil {
-			s.restored = map[string]bool{}
+		if r.restored == nil {
+			r.restored = map[string]bool{}
 		}
 		for _, p := range paths {
-			s.restored[p] = true
+			r.restored[p] = true
 		}
-		s.emit(Event{Kind: EventProtectedRestored, Paths: paths})
+		r.emit(Event{Kind: EventProtectedRestored, Paths: paths})
 	}
 	return paths, err
 }
 
 // restoredList is every path restored in this session, sorted; [] when none.
-func (s *session) restoredList() []string {
-	if len(s.restored) == 0 {
+func (r *round) restoredList() []string {
+	if len(r.restored) == 0 {
 		return []string{}
 	}
-	return slices.Sorted(maps.Keys(s.restored))
+	return slices.Sorted(maps.Keys(r.restored))
 }
 
 // protectedRefusal restores the protected paths a report's session changed
 // and returns the refusal of that submit_report call ("" when nothing
 // changed). It is no repair: the model reports again, honestly.
-func (s *session) protectedRefusal() (string, error) {
-	paths, err := s.restoreProtected()
+func (r *round) protectedRefusal() (string, error) {
+	paths, err := r.restoreProtected()
 	if err != nil || len(paths) == 0 {
 		return "", err
 	}

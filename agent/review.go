@@ -136,27 +136,27 @@ func (reviewer) workspace(cfg Config, req Request) (*tools.Workspace, *tools.Pro
 func (reviewer) restoredNote([]string) string { return "" }
 
 // submit checks a reviewer's verdict; a valid one ends the session.
-func (r reviewer) submit(_ context.Context, s *session, _ int, args string) (tools.Result, *report.Report, error) {
-	v, err := r.check(s, args)
+func (r reviewer) submit(_ context.Context, rd *round, _ int, args string) (tools.Result, *report.Report, error) {
+	v, err := r.check(rd, args)
 	if err != nil {
-		res, ferr := s.rejected("review", err)
+		res, ferr := rd.rejected("review", err)
 		return res, nil, ferr
 	}
-	s.review = &v
+	rd.review = &v
 	return tools.Result{Output: "Review accepted. The review is over."}, &report.Report{}, nil
 }
 
 // check decodes and validates submit_review's arguments; a revise verdict
 // must also make a valid continue handoff within the cap, so an over-long
 // one is sent back to the reviewer to shorten.
-func (r reviewer) check(s *session, args string) (report.Review, error) {
-	cap := s.req.handoffCap()
+func (r reviewer) check(rd *round, args string) (report.Review, error) {
+	cap := rd.req.handoffCap()
 	if r.subject.choosing() {
 		v, err := report.DecodeChoice([]byte(args))
 		if err == nil {
 			err = report.ValidateChoice(v, r.subject.numbers(), cap)
 		}
-		v.Model, v.SessionID = s.cfg.Model, s.req.SessionID
+		v.Model, v.SessionID = rd.cfg.Model, rd.req.SessionID
 		return v, err
 	}
 	v, err := report.DecodeReview([]byte(args))
@@ -171,7 +171,7 @@ func (r reviewer) check(s *session, args string) (report.Review, error) {
 			return report.Review{}, fmt.Errorf("the next round's handoff built from this review is invalid (%v): shorten the summary or the findings", err)
 		}
 	}
-	v.Model, v.SessionID = s.cfg.Model, s.req.SessionID
+	v.Model, v.SessionID = rd.cfg.Model, rd.req.SessionID
 	return v, nil
 }
 
@@ -195,9 +195,9 @@ type choiceCandidate struct {
 	DiffStat             string
 }
 
-func (r reviewer) prompt(s *session) (string, error) {
+func (r reviewer) prompt(rd *round) (string, error) {
 	if r.subject.choosing() {
-		d := choiceData{roundData: s.boundsData()}
+		d := choiceData{roundData: rd.boundsData()}
 		for _, c := range r.subject.Candidates {
 			text, err := report.Indented(c.Report)
 			if err != nil {
@@ -207,7 +207,7 @@ func (r reviewer) prompt(s *session) (string, error) {
 		}
 		return render(textChoice, d)
 	}
-	d := reviewData{roundData: s.boundsData()}
+	d := reviewData{roundData: rd.boundsData()}
 	rv := r.subject
 	var err error
 	if d.Report, err = report.Indented(rv.Report); err != nil {

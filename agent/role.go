@@ -18,8 +18,8 @@ type role interface {
 	finishing() string
 	// texts names the role's prompts and notices.
 	texts() roleTexts
-	// prompt is the session's first user message.
-	prompt(s *session) (string, error)
+	// prompt is the round's first user message.
+	prompt(rd *round) (string, error)
 	// workspace opens the session's workspace with the role's guards, and
 	// the snapshot of its protected paths.
 	workspace(cfg Config, req Request) (*tools.Workspace, *tools.ProtectedSnapshot, error)
@@ -28,7 +28,7 @@ type role interface {
 	restoredNote(paths []string) string
 	// submit checks a call of the finishing tool: the answer to the model,
 	// and the report when it ends the session. An error ends the session.
-	submit(ctx context.Context, s *session, step int, args string) (tools.Result, *report.Report, error)
+	submit(ctx context.Context, rd *round, step int, args string) (tools.Result, *report.Report, error)
 }
 
 // roleTexts names the template files (texts.go) of a role.
@@ -54,7 +54,7 @@ func (worker) texts() roleTexts {
 	return roleTexts{system: textSystem, reminder: textReminder, finalReminder: textFinalReminder, handoff: textHandoff}
 }
 
-func (worker) prompt(s *session) (string, error) { return s.roundPrompt() }
+func (worker) prompt(rd *round) (string, error) { return rd.roundPrompt() }
 
 func (worker) workspace(cfg Config, req Request) (*tools.Workspace, *tools.ProtectedSnapshot, error) {
 	return open(req, cfg, []tools.Option{tools.WithSandbox(cfg.Sandbox)}, req.ProtectedPaths)
@@ -72,35 +72,35 @@ func (worker) restoredNote(paths []string) string {
 // spends one repair; past the bound the round ends as a child failure. A
 // valid complete report is accepted only when the verify command (if one
 // applies) passes; a failed check is a refusal, not a repair.
-func (worker) submit(ctx context.Context, s *session, step int, args string) (tools.Result, *report.Report, error) {
-	r, err := checkReport(args, s.req.handoffCap())
+func (worker) submit(ctx context.Context, rd *round, step int, args string) (tools.Result, *report.Report, error) {
+	r, err := checkReport(args, rd.req.handoffCap())
 	if err != nil {
-		res, ferr := s.rejected("report", err)
+		res, ferr := rd.rejected("report", err)
 		return res, nil, ferr
 	}
-	if refusal, err := s.protectedRefusal(); err != nil || refusal != "" {
+	if refusal, err := rd.protectedRefusal(); err != nil || refusal != "" {
 		if refusal != "" {
-			s.lastRejection = "protected paths were changed and restored"
+			rd.lastRejection = "protected paths were changed and restored"
 		}
 		return tools.Result{Output: refusal, Failed: true}, nil, err
 	}
-	if r.Status == report.StatusComplete && s.req.VerifyCommand != "" {
-		v, refusal, err := s.verifyComplete(ctx, step)
+	if r.Status == report.StatusComplete && rd.req.VerifyCommand != "" {
+		v, refusal, err := rd.verifyComplete(ctx, step)
 		if err != nil {
 			return tools.Result{}, nil, err
 		}
 		if v == nil {
-			s.lastRejection = "the verify command did not pass"
+			rd.lastRejection = "the verify command did not pass"
 			return tools.Result{Output: refusal, Failed: true}, nil, nil
 		}
 		// Again after verify: what passed must be what the round hands over.
-		if refusal, err := s.protectedRefusal(); err != nil || refusal != "" {
+		if refusal, err := rd.protectedRefusal(); err != nil || refusal != "" {
 			if refusal != "" {
-				s.lastRejection = "protected paths were changed and restored"
+				rd.lastRejection = "protected paths were changed and restored"
 			}
 			return tools.Result{Output: refusal, Failed: true}, nil, err
 		}
-		s.verification = v
+		rd.verification = v
 		return tools.Result{Output: "Report accepted: the verify command passed (exit 0). The round is over."}, &r, nil
 	}
 	return tools.Result{Output: "Report accepted. The round is over."}, &r, nil

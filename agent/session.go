@@ -6,10 +6,15 @@
 // the activity adapts it, through Provider (provider.go), the round
 // contract another agent can implement too.
 //
-// The session in parts: conversation.go holds the messages and what they
-// cost, bounds.go what can end a round (the hand-offs, the budgets, the
-// deadlines), role.go and review.go what a worker and a reviewer each make
-// of it, toolbox.go the tools offered, dispatch.go how a call is run.
+// The round in parts: round.go holds the core every kind of agent stands
+// on (request, role, workspace, bounds, the finishing tool and its checks,
+// usage, the end), opened once by openRound for both RunSession's builtin
+// model loop (this file) and a Desk (desk.go), the round of an agent
+// outside the process. bounds.go holds what can end a round (the
+// hand-offs, the budgets, the deadlines), role.go and review.go what a
+// worker and a reviewer each make of it, toolbox.go the tools offered;
+// the model loop adds conversation.go, the messages and what they cost,
+// and dispatch.go, how a call is run.
 package agent
 
 import (
@@ -23,7 +28,6 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
-	"github.com/ralph-temporal/ralph/agent/tools"
 	"github.com/ralph-temporal/ralph/agent/wire"
 	"github.com/ralph-temporal/ralph/internal/tracing"
 	"github.com/ralph-temporal/ralph/report"
@@ -42,152 +46,38 @@ import (
 //
 // Result.Usage is filled in every case.
 func RunSession(ctx context.Context, cfg Config, req Request, obs Observer) (Result, error) {
-	if err := cfg.Validate(); err != nil {
+	r, msgs, err := openRound(cfg, req, obs)
+	if err != nil {
 		return Result{}, err
 	}
-	if err := req.validate(); err != nil {
-		return Result{}, err
-	}
-	if obs == nil {
-		obs = ObserverFunc(func(Event) {})
-	}
-	r := roleFor(req)
-	ws, snap, err := r.workspace(cfg, req)
-	if err != nil {
-		return Result{}, fmt.Errorf("session %s: %w", req.SessionID, err)
-	}
-	defer ws.Close()
-
-	s, err := newSession(cfg, req, r, ws, obs)
-	if err != nil {
-		return Result{}, fmt.Errorf("session %s: %w", req.SessionID, err)
-	}
-	s.snap = snap
+	defer r.ws.Close()
+	s := newSession(r)
+	s.conv.messages = msgs
 	sctx := ctx
 	if !req.Deadline.IsZero() {
 		var cancel context.CancelFunc
 		sctx, cancel = context.WithDeadlineCause(ctx, req.Deadline, errRoundDeadline)
 		defer cancel()
 	}
-	s.emit(Event{Kind: EventSessionStart, Round: req.Round, MaxRounds: req.MaxRounds, Model: cfg.Model, BaseURL: SafeURL(cfg.BaseURL)})
 	rep, err := s.run(sctx)
-	err = settle(ctx, sctx, err)
-	// Whatever ended the session, no change to a protected path outlives it:
-	// the checkpoint that follows (or the next session) never sees one.
-	if _, rerr := s.restoreProtected(); rerr != nil && (err == nil || Outcome(err) == OutcomeChildFailure) {
-		err = rerr
-	}
-	return s.end(rep, err), err
+	return s.finish(rep, settle(ctx, sctx, err), s.model.model())
 }
 
-// end records the session_end event and returns the session's Result.
-func (s *session) end(rep report.Report, err error) Result {
-	end := Event{Kind: EventSessionEnd, Outcome: Outcome(err), Model: s.reportModel()}
-	total := s.usage
-	end.Usage = &total
-	if err == nil && s.review != nil {
-		end.Review = s.review
-	} else if err == nil {
-		end.Report = &rep
-	} else {
-		end.Error = Redact(err.Error(), s.cfg.APIKey)
-	}
-	s.emit(end)
-	res := Result{Report: rep, Usage: s.usage, Model: s.reportModel(), FirstPromptTokens: s.firstPrompt, Restored: s.restoredList(),
-		ForcedBound: s.bounds.forced}
-	if err == nil {
-		res.Verification = s.verification
-		res.Review = s.review
-	}
-	return res
-}
-
-// Outcome names an error's kind for events and logs.
-func Outcome(err error) string {
-	switch {
-	case err == nil:
-		return OutcomeReport
-	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		return OutcomeCancelled
-	case IsChildFailure(err):
-		return OutcomeChildFailure
-	case IsModelUnavailable(err):
-		return OutcomeModelUnavailable
-	case isDeferred(err):
-		return OutcomeDeferred
-	default:
-		return OutcomeHarnessError
-	}
-}
-
-// session is the builtin agent's state in one round: its role, the
-// conversation with the model, the bounds that can end it, the tools it
-// offers, and what it has spent and produced.
+// session is the builtin agent's model loop in one round, standing on the
+// round core: the conversation with the model, the model client, and the
+// dispatch of the workspace tools it asks for (dispatch.go).
 type session struct {
-	cfg    Config
-	req    Request
-	obs    Observer
+	*round
 	model  *modelClient
-	ws     *tools.Workspace
-	limits tools.Limits
-
-	role    role
-	conv    conversation
-	bounds  roundBounds
-	tools   toolbox
-	started time.Time
-
-	usage       usage.Usage
-	firstPrompt int    // prompt tokens the provider reported for the first call
-	answeredBy  string // the model of the last completed call
-	calls       int    // completed model calls
-	repeat      repeatGuard
-
-	// What the finishing tool's checks found.
-	repairs        int
-	verifyFailures int
-	verification   *report.Verification
-	lastRejection  string
-	review         *report.Review // a reviewer session's accepted verdict
-
-	snap     *tools.ProtectedSnapshot // protected paths as the session found them (nil: none)
-	restored map[string]bool          // every protected path restored so far
-
-	handoffText string // the forced hand-off's notice, for an agent outside the process (desk.go)
+	conv   conversation
+	repeat repeatGuard
 }
 
-func newSession(cfg Config, req Request, r role, ws *tools.Workspace, obs Observer) (*session, error) {
-	s := &session{cfg: cfg, req: req, obs: obs, ws: ws, limits: ws.Limits(), role: r, started: time.Now()}
-	s.model = newModelClient(cfg, req.Deferrable, s.emit)
-	var err error
-	if s.tools, err = newToolbox(ws, r.finishing(), req.Review.choosing(), req.handoffCap()); err != nil {
-		return nil, err
-	}
-	s.bounds = newRoundBounds(cfg, req, s.started)
-	return s, nil
-}
-
-// reportModel is the model that produced the report: the one that answered
-// the last call, else the one in use.
-func (s *session) reportModel() string {
-	if s.answeredBy != "" {
-		return s.answeredBy
-	}
-	return s.model.model()
-}
-
-func (s *session) emit(e Event) {
-	e.Time = time.Now().UTC()
-	e.SessionID = s.req.SessionID
-	s.obs.Observe(e)
+func newSession(r *round) *session {
+	return &session{round: r, model: newModelClient(r.cfg, r.req.Deferrable, r.emit)}
 }
 
 func (s *session) run(ctx context.Context) (report.Report, error) {
-	msgs, err := s.initialMessages()
-	if err != nil {
-		return report.Report{}, err
-	}
-	s.conv.messages = msgs
 	for s.bounds.callsLeft(s.calls) {
 		step := s.calls + 1
 		offered, size, err := s.prepare(step)

@@ -46,22 +46,22 @@ type verifyExhaustedData struct {
 // returns the passing record, or the tool result refusing the completion
 // (not a repair: the session goes on). A Go error means ctx ended or the
 // harness failed.
-func (s *session) verifyComplete(ctx context.Context, step int) (*report.Verification, string, error) {
-	if s.verifyFailures >= s.cfg.VerifyAttempts {
-		text, err := render(textVerifyExhausted, verifyExhaustedData{Attempts: s.verifyFailures, Command: s.req.VerifyCommand})
+func (r *round) verifyComplete(ctx context.Context, step int) (*report.Verification, string, error) {
+	if r.verifyFailures >= r.cfg.VerifyAttempts {
+		text, err := render(textVerifyExhausted, verifyExhaustedData{Attempts: r.verifyFailures, Command: r.req.VerifyCommand})
 		return nil, text, err
 	}
-	timeout := s.bounds.verifyTimeout(s.cfg.VerifyTimeout, time.Now())
-	s.emit(Event{Kind: EventVerifyStart, Step: step, Tool: VerifyTool, Arguments: s.req.VerifyCommand})
-	ctx, span := s.cfg.Tracing.Start(ctx, tracing.SpanVerify)
+	timeout := r.bounds.verifyTimeout(r.cfg.VerifyTimeout, time.Now())
+	r.emit(Event{Kind: EventVerifyStart, Step: step, Tool: VerifyTool, Arguments: r.req.VerifyCommand})
+	ctx, span := r.cfg.Tracing.Start(ctx, tracing.SpanVerify)
 	defer span.End()
-	res, err := s.ws.ExecFreshHome(ctx, s.req.VerifyCommand, timeout, verifyOutputCap)
+	res, err := r.ws.ExecFreshHome(ctx, r.req.VerifyCommand, timeout, verifyOutputCap)
 	if err != nil {
-		tracing.Fail(span, "harness", Redact(err.Error(), s.cfg.APIKey))
+		tracing.Fail(span, "harness", Redact(err.Error(), r.cfg.APIKey))
 		return nil, "", err
 	}
-	s.emitNetwork(step, VerifyTool, "", res.Network)
-	v := report.Verification{Command: s.req.VerifyCommand, ExitCode: res.ExitCode, DurationMs: durationMs(res.Duration), Output: res.Output}
+	r.emitNetwork(step, VerifyTool, "", res.Network)
+	v := report.Verification{Command: r.req.VerifyCommand, ExitCode: res.ExitCode, DurationMs: durationMs(res.Duration), Output: res.Output}
 	if res.TimedOut {
 		v.ExitCode = -1
 	}
@@ -69,15 +69,15 @@ func (s *session) verifyComplete(ctx context.Context, step int) (*report.Verific
 	if !v.Passed() {
 		tracing.Fail(span, "verify_failed", fmt.Sprintf("the verify command exited %d", v.ExitCode))
 	}
-	s.emit(Event{Kind: EventVerifyResult, Step: step, Tool: VerifyTool, Output: v.Output, Failed: !v.Passed(),
+	r.emit(Event{Kind: EventVerifyResult, Step: step, Tool: VerifyTool, Output: v.Output, Failed: !v.Passed(),
 		ExitCode: &v.ExitCode, DurationMs: v.DurationMs})
 	if v.Passed() {
 		return &v, "", nil
 	}
-	s.verifyFailures++
+	r.verifyFailures++
 	text, err := render(textVerifyRefused, verifyRefusedData{
 		Command: v.Command, ExitCode: v.ExitCode, TimedOut: res.TimedOut, Timeout: humanDuration(timeout),
-		Output: orNoOutput(v.Output), AttemptsLeft: s.cfg.VerifyAttempts - s.verifyFailures, ReportOnly: s.bounds.reportOnly,
+		Output: orNoOutput(v.Output), AttemptsLeft: r.cfg.VerifyAttempts - r.verifyFailures, ReportOnly: r.bounds.reportOnly,
 	})
 	return nil, text, err
 }
