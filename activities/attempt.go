@@ -92,8 +92,8 @@ func (a *Activities) openWorkspace(ctx context.Context, at *attempt, o opening) 
 }
 
 // openTranscript creates the attempt's transcript file under the worker's
-// session directory, outside every workspace, so the session can neither
-// read nor rewrite it; the returned function closes it.
+// session directory, outside every workspace so it never lands in a
+// checkpoint; the returned function closes it.
 func (a *Activities) openTranscript(ctx context.Context, workspace, name string) (*agent.Transcript, func(), string, error) {
 	dir := a.TranscriptDir(workspace)
 	if err := os.MkdirAll(dir, sessionDirPerm); err != nil {
