@@ -274,7 +274,14 @@ func (a *Activities) MergeTask(ctx context.Context, in MergeTaskInput) (MergeTas
 		out.Outcome = MergeLanded // every task was already there
 		return out, nil
 	}
-	if out.DiffStat, err = a.git.DiffStat(ctx, c.scratch, head, tip); err != nil {
+	return a.verifyMerge(ctx, c, in, out)
+}
+
+// verifyMerge runs the verify command on the merged tip out.Tip in the
+// sandbox; a passing tip is kept for approval (in.Hold) or landed.
+func (a *Activities) verifyMerge(ctx context.Context, c *campaignGit, in MergeTaskInput, out MergeTaskOutput) (MergeTaskOutput, error) {
+	var err error
+	if out.DiffStat, err = a.git.DiffStat(ctx, c.scratch, out.Head, out.Tip); err != nil {
 		return MergeTaskOutput{}, err
 	}
 	if out.Verification, err = a.verifyTree(ctx, c.scratch, in.VerifyCommand); err != nil {
@@ -285,13 +292,13 @@ func (a *Activities) MergeTask(ctx context.Context, in MergeTaskInput) (MergeTas
 		return out, nil
 	}
 	if in.Hold {
-		if err := a.git.Keep(ctx, c.scratch, c.line, in.HoldRef, tip); err != nil {
+		if err := a.git.Keep(ctx, c.scratch, c.line, in.HoldRef, out.Tip); err != nil {
 			return MergeTaskOutput{}, err
 		}
 		out.Outcome = MergeHeld
 		return out, nil
 	}
-	return a.land(ctx, c, out, tip, head)
+	return a.land(ctx, c, out, out.Tip, out.Head)
 }
 
 // landKept lands a verified tip kept for approval, when the integration

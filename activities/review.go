@@ -31,84 +31,75 @@ func (a *Activities) ReviewCompletion(ctx context.Context, in ReviewInput) (out 
 	if err := checkReviewInput(in); err != nil {
 		return ReviewOutput{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeBadRoundInput, nil)
 	}
-	info := activity.GetInfo(ctx)
-	logger := activity.GetLogger(ctx)
-	sessionID, err := newSessionID()
+	ctx, at, err := a.openAttempt(ctx, opening{span: tracing.SpanReview, round: in.Round, workspace: in.Workspace,
+		transcript: fmt.Sprintf("review-%d", in.Round)})
 	if err != nil {
 		return ReviewOutput{}, err
 	}
-	ctx, span := a.cfg.Agent.Tracing.Start(ctx, tracing.SpanReview, tracing.AttrRound.Int(in.Round),
-		tracing.AttrAttempt.Int(int(info.Attempt)), tracing.AttrWorkspace.String(in.Workspace), tracing.AttrSessionID.String(sessionID))
-	defer func() { endSpan(span, err, a.cfg.Agent.APIKey, tracing.AttrReviewVerdict.String(out.Review.Verdict)) }()
-	spentBefore := earlierAttemptsUsage(ctx)
-	hb := startHeartbeat(ctx, HeartbeatDetails{Round: in.Round, Attempt: int(info.Attempt), SessionID: sessionID, Usage: spentBefore}, a.cfg.HeartbeatInterval, a.cfg.RecordHeartbeat)
-	defer hb.stop()
+	defer func() { at.close(err, tracing.AttrReviewVerdict.String(out.Review.Verdict)) }()
+	subject, err := a.reviewSubject(ctx, at, in)
+	if err != nil {
+		return ReviewOutput{}, at.setupFailed(ctx, err)
+	}
+	res, err := a.runReviewSession(ctx, at, in, subject)
+	spent, deferred, err := a.sessionOutcome(ctx, at, "Review", in.Round, res, err)
+	switch {
+	case deferred != nil:
+		return ReviewOutput{Usage: spent, SessionID: at.sessionID, Deferred: deferred}, nil
+	case err != nil:
+		return ReviewOutput{}, err
+	}
+	return ReviewOutput{Review: *res.Review, Usage: spent, SessionID: at.sessionID}, nil
+}
 
-	dir, err := a.prepareWorkspace(in.Workspace)
-	if err != nil {
-		return ReviewOutput{}, err
-	}
-	lock, err := a.lockWorkspace(ctx, in.Workspace, func() {
-		logger.Info("Waiting for the workspace lock held by another round", "workspace", in.Workspace)
-	})
-	if err != nil {
-		if ctx.Err() != nil {
-			return ReviewOutput{}, ctx.Err()
-		}
-		return ReviewOutput{}, err
-	}
-	defer lock.release()
-
-	transcript, closeTranscript, path, err := a.openTranscript(ctx, in.Workspace, fmt.Sprintf("review-%d-attempt-%d-%s.jsonl", in.Round, info.Attempt, sessionID))
-	if err != nil {
-		return ReviewOutput{}, err
-	}
-	defer closeTranscript()
+// reviewSubject is what the reviewer is shown: the report, the
+// verification, the candidates of a choice, and in git modes the run's
+// change (the workspace readied for it first).
+func (a *Activities) reviewSubject(ctx context.Context, at *attempt, in ReviewInput) (*agent.ReviewSubject, error) {
 	subject := &agent.ReviewSubject{Report: in.Report, Verification: in.Verification, Base: in.BaseCommit, Commit: in.Commit}
 	for _, c := range in.Candidates {
 		subject.Candidates = append(subject.Candidates, agent.ReviewCandidate{Number: c.Number, Agent: c.Agent, Model: c.Model, Report: c.Report, DiffStat: c.DiffStat})
 	}
-	if a.git != nil && in.Commit != "" && len(in.Candidates) == 0 {
-		round := gitws.Round{WorkflowID: info.WorkflowExecution.ID, Workspace: in.Workspace, Round: in.Round, MaxRounds: in.MaxRounds, Attempt: 1}
-		if subject.Diff, err = a.reviewChange(ctx, dir, round, in); err != nil {
-			w := &workspaceRound{round: round}
-			return ReviewOutput{}, w.stepError(ctx, err, FailureDetails{SessionID: sessionID, Usage: spentBefore})
-		}
+	if a.git == nil || in.Commit == "" || len(in.Candidates) > 0 {
+		return subject, nil
 	}
+	round := gitws.Round{WorkflowID: activity.GetInfo(ctx).WorkflowExecution.ID, Workspace: in.Workspace, Round: in.Round, MaxRounds: in.MaxRounds, Attempt: 1}
+	var err error
+	if subject.Diff, err = a.reviewChange(ctx, at.dir, round, in); err != nil {
+		w := &workspaceRound{round: round}
+		return nil, w.stepError(ctx, err, at.before())
+	}
+	return subject, nil
+}
+
+// runReviewSession runs the reviewer's session (RALPH_REVIEW_AGENT, with
+// RALPH_REVIEW_MODEL when set) and records its metrics; its error names
+// the review.
+func (a *Activities) runReviewSession(ctx context.Context, at *attempt, in ReviewInput, subject *agent.ReviewSubject) (agent.Result, error) {
 	cfg := a.cfg.Agent
 	if a.cfg.ReviewModel != "" {
 		cfg.Model = a.cfg.ReviewModel
 	}
-	logger.Info("Review started", "round", in.Round, "attempt", info.Attempt, "sessionId", sessionID,
-		"model", cfg.Model, "workspace", in.Workspace, "transcript", path)
+	info := activity.GetInfo(ctx)
+	at.logger.Info("Review started", "round", in.Round, "attempt", info.Attempt, "sessionId", at.sessionID,
+		"model", cfg.Model, "workspace", in.Workspace, "transcript", at.transcriptPath)
 	tally := newRoundTally()
 	res, err := a.provider(a.cfg.Agents.ReviewAgent(), cfg, a.cfg.Agents).Run(ctx, agent.Request{
-		SessionID: sessionID, Objective: in.Objective, Round: in.Round, MaxRounds: in.MaxRounds,
-		Workspace: dir, MaxHandoffChars: in.MaxHandoffChars, Deadline: roundDeadline(info),
+		SessionID: at.sessionID, Objective: in.Objective, Round: in.Round, MaxRounds: in.MaxRounds,
+		Workspace: at.dir, MaxHandoffChars: in.MaxHandoffChars, Deadline: roundDeadline(info),
 		TokenBudget: in.TokenBudget, RunDeadline: in.RunDeadline, Review: subject, Deferrable: in.Deferrable,
-	}, agent.Observers(transcript, hb, tally))
+	}, agent.Observers(at.transcript, at.hb, tally))
 	verdict := agent.Outcome(err)
 	if err == nil {
 		verdict = res.Review.Verdict
 	}
 	tally.recordReview(activity.GetMetricsHandler(ctx), verdict, res.Usage)
-	if terr := transcript.Err(); terr != nil {
-		logger.Warn("Transcript incomplete", "transcript", path, "error", terr)
-	}
-	logger.Info("Review ended", "round", in.Round, "sessionId", sessionID, "verdict", verdict,
+	at.logger.Info("Review ended", "round", in.Round, "sessionId", at.sessionID, "verdict", verdict,
 		"modelCalls", res.Usage.ModelCalls, "toolCalls", res.Usage.ToolCalls)
-	spent := spentBefore.Add(res.Usage)
-	if d, ok := agent.AsDeferred(err); ok && ctx.Err() == nil {
-		// Not a failure: the workflow waits durably and runs the review again.
-		logger.Info("Review deferred", "round", in.Round, "sessionId", sessionID, "reason", d.Reason,
-			"retryAfterSeconds", d.RetryAfterSeconds(), "model", d.Model, "error", agent.Redact(d.Last, a.cfg.Agent.APIKey))
-		return ReviewOutput{Usage: spent, SessionID: sessionID,
-			Deferred: &Deferred{Reason: d.Reason, RetryAfterSeconds: d.RetryAfterSeconds()}}, nil
-	}
 	if err != nil {
-		return ReviewOutput{}, a.roundError(ctx, fmt.Errorf("review: %w", err), in.Round, FailureDetails{SessionID: sessionID, Usage: spent})
+		return res, fmt.Errorf("review: %w", err)
 	}
-	return ReviewOutput{Review: *res.Review, Usage: spent, SessionID: sessionID}, nil
+	return res, nil
 }
 
 // recordReview adds one reviewer session to h: its usage like a round's,
