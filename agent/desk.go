@@ -32,7 +32,7 @@ type Desk struct {
 
 	handoffText string // the forced hand-off's notice, sent with every later request
 
-	// What the gateway forwarded (SPEC 33): requests count when forwarded,
+	// What the gateway forwarded (docs/security.md): requests count when forwarded,
 	// the tokens of those in flight are reserved against the budget, and
 	// past a forced hand-off only one request per refused submission goes.
 	forwarded int
@@ -208,7 +208,7 @@ func (d *Desk) Release(f Forwarding) {
 	d.reserved -= f.Reserved
 }
 
-// Forged records a submission that was not the model's act (SPEC 33):
+// Forged records a submission that was not the model's act (docs/security.md):
 // it never counts; why is what the agent is answered.
 func (d *Desk) Forged(args, why string) {
 	d.mu.Lock()

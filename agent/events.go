@@ -52,7 +52,7 @@ const (
 	EventAgentOutput EventKind = "agent_output"
 	EventAgentExit   EventKind = "agent_exit"
 	// EventForgedSubmission: a call of the finishing tool that reached the
-	// worker without the model having asked for it (SPEC 33); it never
+	// worker without the model having asked for it (docs/security.md); it never
 	// counts (Arguments, and Output: why it was refused).
 	EventForgedSubmission EventKind = "forged_submission"
 )

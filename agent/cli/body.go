@@ -12,7 +12,7 @@ import (
 )
 
 // A request body is read once into one buffer and split into its top-level
-// members without copying them (SPEC 33: never held whole in memory more
+// members without copying them (docs/security.md: never held whole in memory more
 // than once); it goes upstream as a reader over those same bytes.
 
 // errTooLarge: the body passes RALPH_AGENT_MAX_REQUEST_MB.

@@ -8,7 +8,7 @@ import (
 
 // The tool calls of the answers the gateway relays, read from the wire of
 // each API, so that a submission over the report socket can be checked
-// against what the model asked for (SPEC 33: a report is the model's act).
+// against what the model asked for (docs/security.md: a report is the model's act).
 
 // toolCall is one tool call of a relayed answer: its name and arguments.
 type toolCall struct {

@@ -47,7 +47,7 @@ type Settings struct {
 	// (RALPH_CANDIDATE_AGENTS): every CLI among them is checked at start.
 	Candidates []string
 	// MaxInflight is RALPH_AGENT_MAX_INFLIGHT, MaxRequestMB
-	// RALPH_AGENT_MAX_REQUEST_MB (the gateway's bounds, SPEC 33).
+	// RALPH_AGENT_MAX_REQUEST_MB (the gateway's bounds, docs/security.md).
 	MaxInflight, MaxRequestMB int
 }
 
