@@ -60,9 +60,9 @@ install() {
     echo "apt-get install ${need[*]}"
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}"
   fi
-  # The Temporal CLI and server build are cached after the first time.
+  # The Temporal CLI is cached after the first time (the server the
+  # cluster runs: cluster_build).
   go run ./cmd/ralph-devserver -install-only
-  go run ./cmd/ralph-cluster -build-only
   # The agent CLIs pinned in devenv/agentclis, into /opt/ralph-agents.
   scripts/install-agent-clis.sh
 }
@@ -114,8 +114,16 @@ realstack() {
   go test -race -p 1 -parallel "$parallel" -count=1 -timeout 40m "${mixed_pkgs[@]}" "${realstack_pkgs[@]}"
 }
 
+# cluster_build builds and caches the PostgreSQL-backed cluster's server
+# (minutes cold, nothing once cached; a lock makes concurrent builds one).
+cluster_build() {
+  step cluster_build
+  go run ./cmd/ralph-cluster -build-only
+}
+
 cluster() {
   step cluster
+  cluster_build
   local run
   run="^TestRealStack($(printf '%s\n' "${cluster_tests[@]}" | paste -sd'|'))\$"
   RALPH_TEST_CLUSTER=1 go test -count=1 -parallel "$parallel" -timeout 30m -run "$run" ./devenv/integration/
@@ -130,14 +138,22 @@ kubernetes() {
 }
 
 all() {
-  # kube and kpid are global: the EXIT trap reads them after all() returns.
+  # kube, kpid, build and bpid are global: the EXIT trap reads them after
+  # all() returns.
   kube=$(mktemp)
   # The Kubernetes module's download and build (minutes, cold) run while the
   # installs wait on the network and the real-stack tests on timers; its
   # vet is part of it, so lint here checks the root module only.
   timed kubernetes >"$kube" 2>&1 &
   kpid=$!
-  trap 'kill "$kpid" 2>/dev/null || true; rm -f "$kube"' EXIT
+  # The cluster's server build, cold the longest step, runs niced beside
+  # everything up to the cluster pass: it takes the CPU the installs leave
+  # while they wait on the network and the real-stack tests while they
+  # wait on timers, and yields it to the tests whenever they want it.
+  build=$(mktemp)
+  nice -n 19 bash -c "$(declare -f step timed cluster_build); timed cluster_build" >"$build" 2>&1 &
+  bpid=$!
+  trap 'kill "$kpid" "$bpid" 2>/dev/null || true; rm -f "$kube" "$build"' EXIT
   timed install
   timed lint_root
   timed unit
@@ -148,6 +164,9 @@ all() {
   cat "$kube"
   ((rc == 0)) || { echo "deploy/kubernetes failed (rc $rc)" >&2; exit "$rc"; }
   timed realstack
+  wait "$bpid" || rc=$?
+  cat "$build"
+  ((rc == 0)) || { echo "the cluster's server build failed (rc $rc)" >&2; exit "$rc"; }
   timed cluster
 }
 
