@@ -61,6 +61,7 @@ func (l *loop) runCandidates(ctx workflow.Context, round int, label string, in a
 	cands := make([]*candidate, l.candidates)
 	sel := workflow.NewSelector(ctx)
 	finished := 0
+	var last *candidate // the one the selector just delivered
 	for i := range cands {
 		c := &candidate{spec: l.candidateSpec(i+1, len(cands)), outcome: CandidateRunning}
 		cands[i] = c
@@ -82,6 +83,7 @@ func (l *loop) runCandidates(ctx workflow.Context, round int, label string, in a
 			c.finished = finished
 			c.err = f.Get(ctx, &c.out)
 			l.judge(c)
+			last = c
 		})
 	}
 	l.status.Candidates = summarize(cands, nil, "")
@@ -92,18 +94,13 @@ func (l *loop) runCandidates(ctx workflow.Context, round int, label string, in a
 		if winner != nil {
 			continue
 		}
-		if c := lastFinished(cands); c.outcome == report.StatusComplete {
+		if last.outcome == report.StatusComplete {
 			// A complete the workflow accepted is a verified one (checkOutput).
-			winner = c
+			winner = last
 			cancelRest()
 		}
 	}
 	return l.settleCandidates(ctx, round, cands, winner)
-}
-
-// lastFinished is the candidate that finished last so far.
-func lastFinished(cands []*candidate) *candidate {
-	return slices.MaxFunc(cands, func(a, b *candidate) int { return cmp.Compare(a.finished, b.finished) })
 }
 
 // judge sorts a finished candidate: what it spent and its outcome.
