@@ -45,15 +45,17 @@ func (m *modelClient) model() string { return m.wire.Model() }
 
 // complete is wire.Client.Complete, with the provider's ordinary refusal
 // as a *ChildFailure; *wire.ContextLengthError, *DeferredError and
-// *ModelUnavailableError pass through.
-func (m *modelClient) complete(ctx context.Context, step int, req openai.ChatCompletionRequest) (openai.ChatCompletionResponse, error) {
+// *ModelUnavailableError pass through. toolTokens is the estimate of the
+// offered definitions (toolbox.offerTokens: built once per worker, where
+// encoding them again costs a round about 0.2 ms).
+func (m *modelClient) complete(ctx context.Context, step int, req openai.ChatCompletionRequest, toolTokens int) (openai.ChatCompletionResponse, error) {
 	resp, err := m.wire.Complete(ctx, step, req)
 	var refused *wire.RefusedError
 	if errors.As(err, &refused) {
 		return resp, childFailure("%s", refused.Error())
 	}
 	if err == nil {
-		m.checkTruncation(step, req.Messages, req.Tools, resp)
+		m.checkTruncation(step, req.Messages, toolTokens, resp)
 	}
 	return resp, err
 }
@@ -75,13 +77,13 @@ const truncationRatio = 0.75
 // and boundsPrompt keeps the larger figure for the bounds (the provider's
 // own count of a truncated prompt would hide that the context is full); the
 // usage stays what the provider counted.
-func (m *modelClient) checkTruncation(step int, msgs []openai.ChatCompletionMessage, offered []openai.Tool, resp openai.ChatCompletionResponse) {
+func (m *modelClient) checkTruncation(step int, msgs []openai.ChatCompletionMessage, toolTokens int, resp openai.ChatCompletionResponse) {
 	reported := resp.Usage.PromptTokens
 	m.boundsPrompt = reported
 	if reported == 0 {
 		return
 	}
-	estimate := messagesTokens(msgs) + toolsTokens(offered)
+	estimate := messagesTokens(msgs) + toolTokens
 	if float64(reported) >= truncationRatio*float64(estimate) {
 		return
 	}

@@ -181,7 +181,7 @@ func (s *session) callModel(ctx context.Context, step int, offered []openai.Tool
 		// (outputLimitField); zero is left out of the request (no limit).
 		MaxTokens: s.cfg.MaxOutputTokens, //lint:ignore SA1019 the field every OpenAI-compatible server reads
 
-	})
+	}, s.tools.offerTokens(offered))
 	if err != nil {
 		s.traceModelError(span, err)
 		return openai.ChatCompletionMessage{}, "", err

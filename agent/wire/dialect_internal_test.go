@@ -1,6 +1,8 @@
 package wire
 
 import (
+	"bytes"
+	"encoding/json"
 	"net/http"
 	"reflect"
 	"testing"
@@ -96,5 +98,47 @@ func TestStatusOnlyOn429ReadsResetHeaders(t *testing.T) {
 		if d, ok := ProviderDelay(status, h, time.Now()); ok {
 			t.Errorf("%d: the reset header gave a delay of %s", status, d)
 		}
+	}
+}
+
+// TestRewriteRequestWritesWhatMarshalWould: the request encoder writes raw
+// values as they are, so a body it rewrites without a change must come out
+// byte for byte as json.Marshal writes it (sorted keys, HTML escaped,
+// compact), and a carried-back field lands in it.
+func TestRewriteRequestWritesWhatMarshalWould(t *testing.T) {
+	req := map[string]any{
+		"model": "m<1>",
+		"messages": []map[string]any{
+			{"role": "system", "content": "use <tags> & \"quotes\" é 𝄞"},
+			{"role": "assistant", "content": nil, "tool_calls": []map[string]any{{"id": "c1", "type": "function",
+				"function": map[string]any{"name": "read_file", "arguments": `{"path":"a"}`}}}},
+			{"role": "tool", "tool_call_id": "c1", "content": "ok"},
+		},
+		"tools":      []map[string]any{{"type": "function", "function": map[string]any{"name": "x", "parameters": map[string]any{"type": "object"}}}},
+		"max_tokens": 10,
+	}
+	raw, err := json.Marshal(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := newDialect(Config{})
+	got, err := d.rewriteRequest(raw, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, raw) {
+		t.Errorf("unchanged body rewritten:\n got %s\nwant %s", got, raw)
+	}
+	got, err = d.rewriteRequest(raw, true) // names the tool message's tool
+	if err != nil {
+		t.Fatal(err)
+	}
+	req["messages"].([]map[string]any)[2]["name"] = "read_file"
+	want, err := json.Marshal(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("chat body:\n got %s\nwant %s", got, want)
 	}
 }
