@@ -19,6 +19,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"syscall"
@@ -61,6 +62,7 @@ type options struct {
 	rlWindow                    time.Duration
 	rlBefore                    string
 	workerEnv                   string
+	cpuProfile                  string
 	agentRounds                 int
 	agentKinds, agentCLIDir     string
 	campaignTasks               int
@@ -102,6 +104,7 @@ func parseFlags() options {
 	flag.StringVar(&o.agentKinds, "agents", "builtin,claude-code,codex,opencode", "RALPH_AGENT values the agents benchmark measures")
 	flag.StringVar(&o.agentCLIDir, "agents-cli-dir", "/opt/ralph-agents/node_modules/.bin", "where the agent CLIs are (scripts/install-agent-clis.sh)")
 	flag.StringVar(&o.workerEnv, "worker-env", "", "comma-separated KEY=VALUE worker settings applied to every benchmark's workers (e.g. RALPH_MODEL_STREAM=off)")
+	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of this process (the in-process workers, the scripted model, the clients; not the servers) here")
 	flag.Parse()
 	return o
 }
@@ -154,6 +157,19 @@ func run() int {
 	ctx, cancel := context.WithTimeout(sigCtx, o.timeout)
 	defer cancel()
 	began := time.Now()
+	if o.cpuProfile != "" {
+		f, err := os.Create(o.cpuProfile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "ralphbench: -cpuprofile:", err)
+			return 2
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintln(os.Stderr, "ralphbench: -cpuprofile:", err)
+			return 2
+		}
+		defer pprof.StopCPUProfile()
+	}
 
 	s := &stack{progress: os.Stderr}
 	defer s.close()

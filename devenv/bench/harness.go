@@ -321,6 +321,9 @@ type RoundTimes struct {
 	// every workflow task but each run's first (how long the decision after
 	// a round waited for a worker); FirstTaskWaits are the first ones.
 	WorkflowTaskWaits, FirstTaskWaits []time.Duration
+	// WorkflowTaskRuns are WorkflowTaskStarted → WorkflowTaskCompleted of
+	// the same tasks: the worker's turn at the decision, its reply included.
+	WorkflowTaskRuns []time.Duration
 }
 
 // Timing extracts RoundTimes from a chain.
@@ -329,6 +332,7 @@ func Timing(chain []RunHistory, activityType string) RoundTimes {
 	for r, run := range chain {
 		index := map[int64]int{} // scheduled event id -> round index
 		wftScheduled := map[int64]time.Time{}
+		wftStarted := map[int64]time.Time{} // started event id -> time, all but the run's first task
 		for _, ev := range run.Events {
 			at := ev.GetEventTime().AsTime()
 			switch ev.GetEventType() {
@@ -340,7 +344,12 @@ func Timing(chain []RunHistory, activityType string) RoundTimes {
 						rt.FirstTaskWaits = append(rt.FirstTaskWaits, at.Sub(s))
 					} else {
 						rt.WorkflowTaskWaits = append(rt.WorkflowTaskWaits, at.Sub(s))
+						wftStarted[ev.GetEventId()] = at
 					}
+				}
+			case enumspb.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
+				if s, ok := wftStarted[ev.GetWorkflowTaskCompletedEventAttributes().GetStartedEventId()]; ok {
+					rt.WorkflowTaskRuns = append(rt.WorkflowTaskRuns, at.Sub(s))
 				}
 			case enumspb.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
 				if ev.GetActivityTaskScheduledEventAttributes().GetActivityType().GetName() == activityType {

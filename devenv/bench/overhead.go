@@ -21,6 +21,8 @@ type overheadSample struct {
 	periods, execs []time.Duration // per round
 	within, across []time.Duration // per round: within a workflow run, across a continue-as-new
 	e2e            []time.Duration // per run: client start to result, divided by rounds
+	wftWait        []time.Duration // workflow task scheduled → started (all but each run's first)
+	wftRun         []time.Duration // workflow task started → completed, the same tasks
 }
 
 func (s *overheadSample) add(rt RoundTimes, e2e time.Duration, rounds int) {
@@ -30,6 +32,8 @@ func (s *overheadSample) add(rt RoundTimes, e2e time.Duration, rounds int) {
 	s.across = append(s.across, a...)
 	s.execs = append(s.execs, rt.Executions()...)
 	s.e2e = append(s.e2e, e2e/time.Duration(rounds))
+	s.wftWait = append(s.wftWait, rt.WorkflowTaskWaits...)
+	s.wftRun = append(s.wftRun, rt.WorkflowTaskRuns...)
 }
 
 func canRound(xs []time.Duration) string {
@@ -106,7 +110,9 @@ func overheadIntro(cfg OverheadConfig) string {
 		"The loops run alternately, %d measured runs each after a warm-up run. "+
 		"A round's time is measured from the server's event timestamps: from one round's ActivityTaskScheduled to the next one's "+
 		"(the last round: to the workflow's close). \"in activity\" is ActivityTaskStarted to ActivityTaskCompleted; "+
-		"\"orchestration\" is the rest of the round (workflow task, scheduling, dispatch).",
+		"\"orchestration\" is the rest of the round (workflow task, scheduling, dispatch), of which \"workflow task wait\" is WorkflowTaskScheduled to "+
+		"WorkflowTaskStarted (matching, the poll's return) and \"workflow task on worker\" WorkflowTaskStarted to WorkflowTaskCompleted "+
+		"(the worker's decision and its reply; each run's first task left out).",
 		cfg.Rounds, activities.DefaultLimits().RoundsPerRun, BareWorkflowName, cfg.Reps)
 }
 
@@ -253,7 +259,8 @@ func (o *overheadBench) report(sec *Section) {
 	summary := Table{Header: []string{"server", "eager activities", "runs × rounds (each loop)",
 		"bare p50 ms/round*", "Ralph p50 ms/round*", "ratio p50", "bare mean*", "Ralph mean*", "ratio mean", "goal ≤ 1.25 (p50)"}}
 	detail := Table{Header: []string{"server", "eager", "loop", "round p50 ms", "round p95 ms", "in activity p50 ms",
-		"orchestration p50 ms", "continue-as-new round p50 ms", "client start→result per round p50 ms"}}
+		"orchestration p50 ms", "workflow task wait p50 ms", "workflow task on worker p50 ms",
+		"continue-as-new round p50 ms", "client start→result per round p50 ms"}}
 	for _, c := range o.cells {
 		eager := map[bool]string{true: "on", false: "off"}[c.eager]
 		if c.err != nil {
@@ -268,7 +275,8 @@ func (o *overheadBench) report(sec *Section) {
 			orch []time.Duration
 		}{{"bare", c.bare, c.bareOrch}, {"bare + 1 heartbeat", c.bareHB, c.bareHBOrch}, {"Ralph", c.ralph, c.ralphOrch}} {
 			detail.Add(c.target.Name, eager, l.name, ms(Median(l.s.within)), ms(Percentile(l.s.within, 95)),
-				ms(Median(l.s.execs)), ms(Median(l.orch)), canRound(l.s.across), ms(Median(l.s.e2e)))
+				ms(Median(l.s.execs)), ms(Median(l.orch)), ms(Median(l.s.wftWait)), ms(Median(l.s.wftRun)),
+				canRound(l.s.across), ms(Median(l.s.e2e)))
 		}
 	}
 	sec.Tables = []Table{summary, detail}
