@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -85,6 +87,14 @@ func (e *env) noCandidateTrees(id string) {
 func exists(dir, rel string) bool {
 	_, err := os.Lstat(filepath.Join(dir, rel))
 	return err == nil
+}
+
+// waitForRef waits until ref names a commit in the repository dir, or
+// for at most limit (the caller's assertions then fail).
+func waitForRef(dir, ref string, limit time.Duration) {
+	_ = wait.For(context.Background(), limit, 50*time.Millisecond, func(ctx context.Context) error {
+		return exec.CommandContext(ctx, "git", "-C", dir, "rev-parse", "-q", "--verify", ref+"^{commit}").Run()
+	})
 }
 
 // outcomes lists the candidates' outcomes of a round summary.
@@ -280,8 +290,14 @@ func TestRealStackCandidatesBuiltinAndCLI(t *testing.T) {
 		Report: func(int, string) fakeopenai.ReportArgs {
 			return completeArgs("codex.txt written", "test -f codex.txt passed")
 		}}
+	// The CLI's first answer waits for the builtin's hand-off to be kept on
+	// its ref, so the builtin's outcome is always continue and its ref is
+	// checked below, not only when it happened to finish first.
+	var ws atomic.Value // the workspace's path, set once the env has its root
+	var builtinKept sync.Once
 	e := agentEnv(t, fakeopenai.Script{Rule: func(req fakeopenai.Request) fakeopenai.Response {
 		if req.OfferedTool("write_file") == "" {
+			builtinKept.Do(func() { waitForRef(ws.Load().(string), gitws.CandidateRef("cand-mixed", 1, 1), 2*time.Minute) })
 			return codex.Rule(req)
 		}
 		if req.Step() == 0 {
@@ -295,6 +311,7 @@ func TestRealStackCandidatesBuiltinAndCLI(t *testing.T) {
 		t.Errorf("the start line does not name the candidates' CLI:\n%s", tail(w.out.String(), 2000))
 	}
 	id := "cand-mixed"
+	ws.Store(filepath.Join(e.root, "mixed"))
 	res, err := e.result(e.start(id, `{"objective":"write codex.txt","workspace":"mixed","verifyCommand":"test -f codex.txt"}`))
 	if err != nil {
 		t.Fatal(err)
@@ -303,14 +320,13 @@ func TestRealStackCandidatesBuiltinAndCLI(t *testing.T) {
 	if res.Status != report.OutcomeComplete || len(cands) != 2 || cands[0].Agent != "builtin" || cands[1].Agent != "codex" || !cands[1].Chosen {
 		t.Fatalf("result %+v, candidates %+v", res, cands)
 	}
-	ws := filepath.Join(e.root, "mixed")
-	if !exists(ws, "codex.txt") || exists(ws, "builtin.txt") {
+	mixed := ws.Load().(string)
+	if !exists(mixed, "codex.txt") || exists(mixed, "builtin.txt") {
 		t.Fatal("the workspace is not the CLI candidate's tree")
 	}
-	// The builtin's hand-off came first or was cancelled: either way it is
-	// never the workspace, and when it handed off it is kept.
-	if cands[0].Outcome == report.StatusContinue && testkit.Git(t, ws, "show", gitws.CandidateRef(id, 1, 1)+":builtin.txt") != "made by builtin" {
-		t.Fatal("the builtin candidate's work is not on its ref")
+	// The builtin handed off first: it is not the workspace, and it is kept.
+	if cands[0].Outcome != report.StatusContinue || testkit.Git(t, mixed, "show", gitws.CandidateRef(id, 1, 1)+":builtin.txt") != "made by builtin" {
+		t.Fatalf("the builtin candidate (%+v) is not kept on its ref", cands[0])
 	}
 	e.noKeyAnywhere(id)
 }
