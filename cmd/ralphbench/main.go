@@ -63,6 +63,7 @@ type options struct {
 	rlBefore                    string
 	workerEnv                   string
 	cpuProfile                  string
+	overheadOff                 string
 	agentRounds                 int
 	agentKinds, agentCLIDir     string
 	campaignTasks               int
@@ -104,6 +105,7 @@ func parseFlags() options {
 	flag.StringVar(&o.agentKinds, "agents", "builtin,claude-code,codex,opencode", "RALPH_AGENT values the agents benchmark measures")
 	flag.StringVar(&o.agentCLIDir, "agents-cli-dir", "/opt/ralph-agents/node_modules/.bin", "where the agent CLIs are (scripts/install-agent-clis.sh)")
 	flag.StringVar(&o.workerEnv, "worker-env", "", "comma-separated KEY=VALUE worker settings applied to every benchmark's workers (e.g. RALPH_MODEL_STREAM=off)")
+	flag.StringVar(&o.overheadOff, "overhead-off", "", "comma-separated features the overhead benchmark turns off, to see what each costs: "+strings.Join(bench.OverheadFeatures, ","))
 	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of this process (the in-process workers, the scripted model, the clients; not the servers) here")
 	flag.Parse()
 	return o
@@ -139,6 +141,11 @@ func (o *options) check() error {
 		return fmt.Errorf("-worker-env: %w", err)
 	}
 	o.settings = settings
+	for _, f := range strings.Split(o.overheadOff, ",") {
+		if f = strings.TrimSpace(f); f != "" && !contains(bench.OverheadFeatures, f) {
+			return fmt.Errorf("-overhead-off: unknown feature %q (have %s)", f, strings.Join(bench.OverheadFeatures, ","))
+		}
+	}
 	if o.withCluster && o.clusterAddr != "" {
 		return errors.New("-cluster and -with-cluster exclude each other")
 	}
@@ -352,12 +359,15 @@ func benchCommand(name string, extra string) string {
 func (s *stack) steps(ctx context.Context, o options) []step {
 	h := s.h
 	overheadCmd := benchCommand("overhead", fmt.Sprintf("-overhead-rounds %d -overhead-reps %d", o.rounds, o.reps))
+	if o.overheadOff != "" {
+		overheadCmd += " -overhead-off " + o.overheadOff
+	}
 	if h.Cluster != nil {
 		overheadCmd += " -with-cluster"
 	}
 	return []step{
 		{"overhead", overheadCmd, func() (bench.Section, error) {
-			return h.Overhead(ctx, bench.OverheadConfig{Rounds: o.rounds, Reps: o.reps})
+			return h.Overhead(ctx, bench.OverheadConfig{Rounds: o.rounds, Reps: o.reps, Off: strings.Split(o.overheadOff, ",")})
 		}},
 		{"scale", benchCommand("scale", fmt.Sprintf("-scale-runs %s -scale-concurrent-rounds %s -scale-rounds %d -scale-latency %s", o.scaleRuns, o.scaleSlots, o.scaleRounds, o.scaleLatency)),
 			func() (bench.Section, error) {
