@@ -160,7 +160,7 @@ func TestCampaignBlocksDependentsAndStopsAfterMaxMergeAttempts(t *testing.T) {
 // limits, whose PrepareTask finds every branch at the head "h"; each test
 // adds the task loop and the merge it plays.
 func newCampaignEnv(limits activities.Limits) *testsuite.TestWorkflowEnvironment {
-	var suite testsuite.WorkflowTestSuite
+	var suite workflowSuite
 	env := suite.NewTestWorkflowEnvironment()
 	env.RegisterActivityWithOptions(func(context.Context) (activities.Limits, error) { return limits, nil },
 		activity.RegisterOptions{Name: activities.ResolveLimitsName})

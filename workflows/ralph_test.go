@@ -111,6 +111,15 @@ type workflowSuite struct {
 	testsuite.WorkflowTestSuite
 }
 
+// NewTestWorkflowEnvironment is the SDK's with a longer wall-clock wait for
+// the next thing to happen: the SDK's 3 s is short for a -race run on a
+// busy 2-core machine, where it panics with nothing stuck.
+func (s *workflowSuite) NewTestWorkflowEnvironment() *testsuite.TestWorkflowEnvironment {
+	env := s.WorkflowTestSuite.NewTestWorkflowEnvironment()
+	env.SetTestTimeout(time.Minute)
+	return env
+}
+
 func newEnv(t *testing.T, limits activities.Limits, s *script) *testsuite.TestWorkflowEnvironment {
 	t.Helper()
 	var suite workflowSuite
