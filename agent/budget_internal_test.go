@@ -32,13 +32,15 @@ func TestNextRequestTokens(t *testing.T) {
 		{Role: openai.ChatMessageRoleTool, ToolCallID: "c1", Content: strings.Repeat("y", 401)},                                                                        // 4 + 101
 	}
 	t.Run("no usage reported: the whole conversation and the tools", func(t *testing.T) {
-		s := &session{round: &round{tools: toolbox{offer: offer{allTokens: 70, finishTokens: 9}}}, conv: conversation{messages: msgs}}
-		if got, want := s.nextRequestTokens(nil), 5+6+11+105+70; got != want {
-			t.Errorf("estimate = %d, want %d", got, want)
-		}
-		report := []openai.Tool{{Type: openai.ToolTypeFunction, Function: &openai.FunctionDefinition{Name: SubmitReportTool}}}
-		if got, want := s.nextRequestTokens(report), 5+6+11+105+9; got != want {
-			t.Errorf("estimate with only submit_report offered = %d, want %d", got, want)
+		for _, finish := range []string{SubmitReportTool, SubmitReviewTool} {
+			def := openai.Tool{Type: openai.ToolTypeFunction, Function: &openai.FunctionDefinition{Name: finish}}
+			s := &session{round: &round{tools: toolbox{finishing: def, offer: offer{allTokens: 70, finishTokens: 9}}}, conv: conversation{messages: msgs}}
+			if got, want := s.nextRequestTokens(nil), 5+6+11+105+70; got != want {
+				t.Errorf("%s: estimate = %d, want %d", finish, got, want)
+			}
+			if got, want := s.nextRequestTokens([]openai.Tool{def}), 5+6+11+105+9; got != want {
+				t.Errorf("estimate with only %s offered = %d, want %d", finish, got, want)
+			}
 		}
 		if got := toolsTokens(nil); got != 1 { // nil tools marshal as "null"
 			t.Errorf("toolsTokens(nil) = %d, want 1", got)

@@ -45,9 +45,9 @@ func (m *modelClient) model() string { return m.wire.Model() }
 
 // complete is wire.Client.Complete, with the provider's ordinary refusal
 // as a *ChildFailure; *wire.ContextLengthError, *DeferredError and
-// *ModelUnavailableError pass through. toolTokens is the estimate of the
-// offered definitions (toolbox.offerTokens: built once per worker, where
-// encoding them again costs a round about 0.2 ms).
+// *ModelUnavailableError pass through. toolTokens estimates the offered
+// definitions (toolbox.offerTokens, made once per worker: encoding them
+// again on every call cost about 0.2 ms).
 func (m *modelClient) complete(ctx context.Context, step int, req openai.ChatCompletionRequest, toolTokens int) (openai.ChatCompletionResponse, error) {
 	resp, err := m.wire.Complete(ctx, step, req)
 	var refused *wire.RefusedError

@@ -51,9 +51,10 @@ func (b *toolbox) offered(reportOnly bool) []openai.Tool {
 }
 
 // offerTokens is the estimated size of an offer: a session offers every
-// tool or only submit_report.
+// tool or only its finishing one (submit_report, or a reviewer's
+// submit_review).
 func (b *toolbox) offerTokens(offered []openai.Tool) int {
-	if len(offered) == 1 && offered[0].Function.Name == SubmitReportTool {
+	if len(offered) == 1 && offered[0].Function.Name == b.finishing.Function.Name {
 		return b.finishTokens
 	}
 	return b.allTokens
