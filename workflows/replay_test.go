@@ -2,12 +2,15 @@ package workflows
 
 import (
 	"bufio"
+	"bytes"
+	"compress/gzip"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -77,8 +80,8 @@ func TestReplayRecordedHistories(t *testing.T) {
 		t.Run(filepath.Base(dir), func(t *testing.T) {
 			files := histories(t, dir)
 			for _, file := range files {
-				t.Run(strings.TrimSuffix(filepath.Base(file), ".json"), func(t *testing.T) {
-					accepted := acceptedDifferences[filepath.Join(filepath.Base(dir), filepath.Base(file))]
+				t.Run(strings.TrimSuffix(historyName(file), ".json"), func(t *testing.T) {
+					accepted := acceptedDifferences[filepath.Join(filepath.Base(dir), historyName(file))]
 					if err := replayChecked(readHistory(t, file), Ralph, accepted...); err != nil {
 						t.Fatalf("replay %s: %v", file, err)
 					}
@@ -90,16 +93,39 @@ func TestReplayRecordedHistories(t *testing.T) {
 
 func readHistory(t *testing.T, file string) *historypb.History {
 	t.Helper()
-	f, err := os.Open(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	hist, err := client.HistoryFromJSON(f, client.HistoryJSONOptions{})
+	hist, err := client.HistoryFromJSON(bytes.NewReader(historyJSON(t, file)), client.HistoryJSONOptions{})
 	if err != nil {
 		t.Fatalf("%s: %v", file, err)
 	}
 	return hist
+}
+
+// historyJSON is a history file's JSON as it was recorded. A history over
+// 1 MB (one that reached the server's continue-as-new suggestion) is kept
+// gzipped as <name>.json.gz; its manifest line still names <name>.json
+// and the recorded JSON's SHA-256, so compressing it rewrote nothing.
+func historyJSON(t *testing.T, file string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasSuffix(file, ".gz") {
+		return data
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(data))
+	if err != nil {
+		t.Fatalf("%s: %v", file, err)
+	}
+	if data, err = io.ReadAll(zr); err != nil {
+		t.Fatalf("%s: %v", file, err)
+	}
+	return data
+}
+
+// historyName is the name a history file's manifest line gives it.
+func historyName(file string) string {
+	return strings.TrimSuffix(filepath.Base(file), ".gz")
 }
 
 // runIDOf is the id of the run whose history hist is, as a worker sees it:
@@ -122,6 +148,12 @@ func histories(t *testing.T, dir string) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	zipped, err := filepath.Glob(filepath.Join(dir, "*.json.gz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files = append(files, zipped...)
+	slices.Sort(files)
 	if len(files) == 0 {
 		t.Fatalf("%s holds no histories", dir)
 	}
@@ -141,13 +173,12 @@ func histories(t *testing.T, dir string) []string {
 	}
 	var names []string
 	for _, file := range files {
-		name := filepath.Base(file)
-		names = append(names, name)
-		data, err := os.ReadFile(file)
-		if err != nil {
-			t.Fatal(err)
+		name := historyName(file)
+		if slices.Contains(names, name) {
+			t.Errorf("%s is in %s both plain and gzipped", name, dir)
 		}
-		sum := sha256.Sum256(data)
+		names = append(names, name)
+		sum := sha256.Sum256(historyJSON(t, file))
 		switch want, ok := listed[name]; {
 		case !ok:
 			t.Errorf("%s is not in %s/%s: record new histories into a new directory", file, dir, manifestName)
@@ -173,7 +204,7 @@ func TestReplayDetectsNonDeterminism(t *testing.T) {
 	}
 	replayer := worker.NewWorkflowReplayer()
 	replayer.RegisterWorkflowWithOptions(changed, workflow.RegisterOptions{Name: WorkflowName})
-	if err := replayer.ReplayWorkflowHistoryFromJSONFile(nil, file); err == nil {
+	if err := replayer.ReplayWorkflowHistory(nil, readHistory(t, file)); err == nil {
 		t.Fatalf("a changed workflow replayed %s without a non-determinism error", file)
 	}
 }
@@ -244,7 +275,7 @@ func TestReplayDetectsChangedCommands(t *testing.T) {
 			caught := 0
 			for _, dir := range releases(t) {
 				for _, file := range histories(t, dir) {
-					accepted := acceptedDifferences[filepath.Join(filepath.Base(dir), filepath.Base(file))]
+					accepted := acceptedDifferences[filepath.Join(filepath.Base(dir), historyName(file))]
 					if err := replayChecked(readHistory(t, file), tc.wf, accepted...); err != nil {
 						caught++
 					}

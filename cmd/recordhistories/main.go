@@ -18,6 +18,8 @@
 package main
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -25,6 +27,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -379,10 +382,11 @@ func (r recorder) runAll(ctx context.Context, wanted []scenario) error {
 	return nil
 }
 
-// writeManifest lists every history of dir with its SHA-256, in the format
-// of `sha256sum` (so `sha256sum -c SHA256SUMS` checks it too).
+// writeManifest lists every history of dir with the SHA-256 of its JSON,
+// in the format of `sha256sum`; a gzipped history is listed under its
+// .json name with the hash of the JSON it holds.
 func writeManifest(dir string) error {
-	files, err := filepath.Glob(filepath.Join(dir, "*.json"))
+	files, err := filepath.Glob(filepath.Join(dir, "*.json*"))
 	if err != nil {
 		return err
 	}
@@ -392,8 +396,17 @@ func writeManifest(dir string) error {
 		if err != nil {
 			return err
 		}
+		if strings.HasSuffix(f, ".gz") {
+			zr, err := gzip.NewReader(bytes.NewReader(data))
+			if err != nil {
+				return fmt.Errorf("%s: %w", f, err)
+			}
+			if data, err = io.ReadAll(zr); err != nil {
+				return fmt.Errorf("%s: %w", f, err)
+			}
+		}
 		sum := sha256.Sum256(data)
-		fmt.Fprintf(&b, "%s  %s\n", hex.EncodeToString(sum[:]), filepath.Base(f))
+		fmt.Fprintf(&b, "%s  %s\n", hex.EncodeToString(sum[:]), strings.TrimSuffix(filepath.Base(f), ".gz"))
 	}
 	return os.WriteFile(filepath.Join(dir, "SHA256SUMS"), []byte(b.String()), 0o644)
 }
@@ -691,8 +704,24 @@ func writeHistory(hist *historypb.History, path string) error {
 	if err != nil {
 		return fmt.Errorf("encode history: %w", err)
 	}
-	return os.WriteFile(path, append(data, '\n'), 0o644)
+	data = append(data, '\n')
+	if len(data) <= maxPlainHistory {
+		return os.WriteFile(path, data, 0o644)
+	}
+	var z bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&z, gzip.BestCompression) // a valid level never errs
+	if _, err := zw.Write(data); err != nil {
+		return err
+	}
+	if err := zw.Close(); err != nil {
+		return err
+	}
+	return os.WriteFile(path+".gz", z.Bytes(), 0o644)
 }
+
+// maxPlainHistory: a longer history is written gzipped, as <name>.json.gz
+// (the repository tracks no file over 1 MB; the replay test reads both).
+const maxPlainHistory = 1 << 20
 
 // recordRewindFast rewinds the run to round 1 once round 2 started its
 // command, as `starter rewind` does (reset to the workflow task after round

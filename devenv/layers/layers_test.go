@@ -110,12 +110,11 @@ func TestProductionBinariesLinkNoDevPackage(t *testing.T) {
 	}
 }
 
-// No compiled program and nothing over 1 MB is tracked, but for recorded
-// histories: a history that reaches the server's continue-as-new
-// suggestion is megabytes by its nature, and the replay corpus keeps it as
-// recorded (its SHA256SUMS); 4 MB bounds those.
+// No compiled program and nothing over 1 MB is tracked. A recorded history
+// that reaches the server's continue-as-new suggestion is megabytes of
+// JSON; the corpus keeps such a one gzipped (workflows/replay_test.go).
 func TestNoBinaryOrLargeFileTracked(t *testing.T) {
-	const maxSize, maxHistorySize int64 = 1 << 20, 4 << 20
+	const maxSize int64 = 1 << 20
 	root := repoRoot(t)
 	cmd := exec.Command("git", "ls-files", "-z")
 	cmd.Dir = root
@@ -128,11 +127,7 @@ func TestNoBinaryOrLargeFileTracked(t *testing.T) {
 		t.Fatalf("git ls-files listed only %d files", len(files))
 	}
 	for _, f := range files {
-		limit := maxSize
-		if strings.HasPrefix(f, "workflows/testdata/histories/") && strings.HasSuffix(f, ".json") {
-			limit = maxHistorySize
-		}
-		if problem := trackedFileProblem(filepath.Join(root, f), limit); problem != "" {
+		if problem := trackedFileProblem(filepath.Join(root, f), maxSize); problem != "" {
 			t.Errorf("%s: %s", f, problem)
 		}
 	}
