@@ -3,14 +3,12 @@ package workflows
 import (
 	"bufio"
 	"bytes"
-	"compress/gzip"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -25,6 +23,8 @@ import (
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/ralph-temporal/ralph/internal/historyfile"
 )
 
 // historiesDir holds histories recorded from real dev-server runs, one
@@ -80,8 +80,8 @@ func TestReplayRecordedHistories(t *testing.T) {
 		t.Run(filepath.Base(dir), func(t *testing.T) {
 			files := histories(t, dir)
 			for _, file := range files {
-				t.Run(strings.TrimSuffix(historyName(file), ".json"), func(t *testing.T) {
-					accepted := acceptedDifferences[filepath.Join(filepath.Base(dir), historyName(file))]
+				t.Run(strings.TrimSuffix(historyfile.Name(file), ".json"), func(t *testing.T) {
+					accepted := acceptedDifferences[filepath.Join(filepath.Base(dir), historyfile.Name(file))]
 					if err := replayChecked(readHistory(t, file), Ralph, accepted...); err != nil {
 						t.Fatalf("replay %s: %v", file, err)
 					}
@@ -100,32 +100,14 @@ func readHistory(t *testing.T, file string) *historypb.History {
 	return hist
 }
 
-// historyJSON is a history file's JSON as it was recorded. A history over
-// 1 MB (one that reached the server's continue-as-new suggestion) is kept
-// gzipped as <name>.json.gz; its manifest line still names <name>.json
-// and the recorded JSON's SHA-256, so compressing it rewrote nothing.
+// historyJSON is a history file's JSON as it was recorded.
 func historyJSON(t *testing.T, file string) []byte {
 	t.Helper()
-	data, err := os.ReadFile(file)
+	data, err := historyfile.Read(file)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasSuffix(file, ".gz") {
-		return data
-	}
-	zr, err := gzip.NewReader(bytes.NewReader(data))
-	if err != nil {
-		t.Fatalf("%s: %v", file, err)
-	}
-	if data, err = io.ReadAll(zr); err != nil {
-		t.Fatalf("%s: %v", file, err)
-	}
 	return data
-}
-
-// historyName is the name a history file's manifest line gives it.
-func historyName(file string) string {
-	return strings.TrimSuffix(filepath.Base(file), ".gz")
 }
 
 // runIDOf is the id of the run whose history hist is, as a worker sees it:
@@ -173,7 +155,7 @@ func histories(t *testing.T, dir string) []string {
 	}
 	var names []string
 	for _, file := range files {
-		name := historyName(file)
+		name := historyfile.Name(file)
 		if slices.Contains(names, name) {
 			t.Errorf("%s is in %s both plain and gzipped", name, dir)
 		}
@@ -275,7 +257,7 @@ func TestReplayDetectsChangedCommands(t *testing.T) {
 			caught := 0
 			for _, dir := range releases(t) {
 				for _, file := range histories(t, dir) {
-					accepted := acceptedDifferences[filepath.Join(filepath.Base(dir), historyName(file))]
+					accepted := acceptedDifferences[filepath.Join(filepath.Base(dir), historyfile.Name(file))]
 					if err := replayChecked(readHistory(t, file), tc.wf, accepted...); err != nil {
 						caught++
 					}

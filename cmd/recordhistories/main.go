@@ -18,8 +18,6 @@
 package main
 
 import (
-	"bytes"
-	"compress/gzip"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -27,7 +25,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -54,6 +51,7 @@ import (
 	"github.com/ralph-temporal/ralph/devenv/temporalserver"
 	"github.com/ralph-temporal/ralph/internal/buildid"
 	"github.com/ralph-temporal/ralph/internal/fakeopenai"
+	"github.com/ralph-temporal/ralph/internal/historyfile"
 	"github.com/ralph-temporal/ralph/internal/wait"
 	"github.com/ralph-temporal/ralph/report"
 	"github.com/ralph-temporal/ralph/usage"
@@ -392,21 +390,12 @@ func writeManifest(dir string) error {
 	}
 	var b strings.Builder
 	for _, f := range files {
-		data, err := os.ReadFile(f)
+		data, err := historyfile.Read(f)
 		if err != nil {
 			return err
 		}
-		if strings.HasSuffix(f, ".gz") {
-			zr, err := gzip.NewReader(bytes.NewReader(data))
-			if err != nil {
-				return fmt.Errorf("%s: %w", f, err)
-			}
-			if data, err = io.ReadAll(zr); err != nil {
-				return fmt.Errorf("%s: %w", f, err)
-			}
-		}
 		sum := sha256.Sum256(data)
-		fmt.Fprintf(&b, "%s  %s\n", hex.EncodeToString(sum[:]), strings.TrimSuffix(filepath.Base(f), ".gz"))
+		fmt.Fprintf(&b, "%s  %s\n", hex.EncodeToString(sum[:]), historyfile.Name(f))
 	}
 	return os.WriteFile(filepath.Join(dir, "SHA256SUMS"), []byte(b.String()), 0o644)
 }
@@ -704,24 +693,8 @@ func writeHistory(hist *historypb.History, path string) error {
 	if err != nil {
 		return fmt.Errorf("encode history: %w", err)
 	}
-	data = append(data, '\n')
-	if len(data) <= maxPlainHistory {
-		return os.WriteFile(path, data, 0o644)
-	}
-	var z bytes.Buffer
-	zw, _ := gzip.NewWriterLevel(&z, gzip.BestCompression) // a valid level never errs
-	if _, err := zw.Write(data); err != nil {
-		return err
-	}
-	if err := zw.Close(); err != nil {
-		return err
-	}
-	return os.WriteFile(path+".gz", z.Bytes(), 0o644)
+	return historyfile.Write(path, append(data, '\n'))
 }
-
-// maxPlainHistory: a longer history is written gzipped, as <name>.json.gz
-// (the repository tracks no file over 1 MB; the replay test reads both).
-const maxPlainHistory = 1 << 20
 
 // recordRewindFast rewinds the run to round 1 once round 2 started its
 // command, as `starter rewind` does (reset to the workflow task after round
