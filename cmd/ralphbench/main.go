@@ -64,6 +64,7 @@ type options struct {
 	workerEnv                   string
 	cpuProfile                  string
 	overheadOff                 string
+	off                         []string // -overhead-off, checked
 	agentRounds                 int
 	agentKinds, agentCLIDir     string
 	campaignTasks               int
@@ -142,9 +143,13 @@ func (o *options) check() error {
 	}
 	o.settings = settings
 	for _, f := range strings.Split(o.overheadOff, ",") {
-		if f = strings.TrimSpace(f); f != "" && !contains(bench.OverheadFeatures, f) {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		if !contains(bench.OverheadFeatures, f) {
 			return fmt.Errorf("-overhead-off: unknown feature %q (have %s)", f, strings.Join(bench.OverheadFeatures, ","))
 		}
+		o.off = append(o.off, f)
 	}
 	if o.withCluster && o.clusterAddr != "" {
 		return errors.New("-cluster and -with-cluster exclude each other")
@@ -359,15 +364,15 @@ func benchCommand(name string, extra string) string {
 func (s *stack) steps(ctx context.Context, o options) []step {
 	h := s.h
 	overheadCmd := benchCommand("overhead", fmt.Sprintf("-overhead-rounds %d -overhead-reps %d", o.rounds, o.reps))
-	if o.overheadOff != "" {
-		overheadCmd += " -overhead-off " + o.overheadOff
+	if len(o.off) > 0 {
+		overheadCmd += " -overhead-off " + strings.Join(o.off, ",")
 	}
 	if h.Cluster != nil {
 		overheadCmd += " -with-cluster"
 	}
 	return []step{
 		{"overhead", overheadCmd, func() (bench.Section, error) {
-			return h.Overhead(ctx, bench.OverheadConfig{Rounds: o.rounds, Reps: o.reps, Off: strings.Split(o.overheadOff, ",")})
+			return h.Overhead(ctx, bench.OverheadConfig{Rounds: o.rounds, Reps: o.reps, Off: o.off})
 		}},
 		{"scale", benchCommand("scale", fmt.Sprintf("-scale-runs %s -scale-concurrent-rounds %s -scale-rounds %d -scale-latency %s", o.scaleRuns, o.scaleSlots, o.scaleRounds, o.scaleLatency)),
 			func() (bench.Section, error) {

@@ -115,8 +115,8 @@ func (h *Harness) Overhead(ctx context.Context, cfg OverheadConfig) (Section, er
 	o.startCells(model.BaseURL(), features)
 	o.measure(ctx)
 	o.report(&sec)
-	if off := strings.Join(cfg.Off, ","); strings.Trim(off, ",") != "" {
-		sec.Notes = append(sec.Notes, "Turned off for this run (-overhead-off): "+off+".")
+	if len(cfg.Off) > 0 {
+		sec.Notes = append(sec.Notes, "Turned off for this run (-overhead-off): "+strings.Join(cfg.Off, ",")+".")
 	}
 	sec.Notes = append(sec.Notes, fmt.Sprintf("Every measured Ralph run's activity payloads were checked to be encrypted (when encryption is on); the OTLP receiver got %d spans.", len(traces.Spans())))
 	sec.Notes = append(sec.Notes, overheadNotes...)
