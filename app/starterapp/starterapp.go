@@ -48,10 +48,22 @@ type App struct {
 	PollInterval time.Duration
 	// DialTimeout bounds connecting to the server.
 	DialTimeout time.Duration
+
+	// term is Stderr as given, for the campaign's live block to move the
+	// cursor on; Main routes Stdout and Stderr through printableWriter.
+	term io.Writer
 }
 
-// Main runs one command line and returns the exit code.
+// Main runs one command line and returns the exit code. What it prints
+// holds no control character but newline and tab (printableWriter).
 func (a *App) Main(args []string) int {
+	p := *a
+	p.term = a.Stderr
+	p.Stdout, p.Stderr = &printableWriter{w: a.Stdout}, &printableWriter{w: a.Stderr}
+	return p.main(args)
+}
+
+func (a *App) main(args []string) int {
 	if a.PollInterval <= 0 {
 		a.PollInterval = 500 * time.Millisecond
 	}

@@ -1,0 +1,75 @@
+package starterapp
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+// hostile is model text that would act on a terminal printed verbatim: an
+// OSC 52 clipboard write ended by BEL, a clear screen, a C1 CSI (U+009B)
+// colour, a carriage return that overwrites the line, a backspace.
+const hostile = "done \x1b]52;c;Y3VybCBldmlsfHNo\x07 \x1b[2J\u009b31mred\rforged\b tab\tkept"
+
+// controls names the control characters in out (none: "").
+func controls(out string) string {
+	var found []string
+	if !utf8.ValidString(out) {
+		found = append(found, "invalid UTF-8")
+	}
+	for _, r := range out {
+		if r < 0x20 && r != '\n' && r != '\t' || r >= 0x7f && r <= 0x9f {
+			found = append(found, fmt.Sprintf("%U", r))
+		}
+	}
+	return strings.Join(found, " ")
+}
+
+func TestPrintableWriterKeepsRunesCutBetweenWrites(t *testing.T) {
+	t.Parallel()
+	var out bytes.Buffer
+	w := &printableWriter{w: &out}
+	text := []byte("é😀\x1b[2J ě\u009b1m\n")
+	for i := range text { // one byte per write: every rune is cut
+		if n, err := w.Write(text[i : i+1]); n != 1 || err != nil {
+			t.Fatalf("write %d = %d, %v", i, n, err)
+		}
+	}
+	if got, want := out.String(), "é😀[2J ě1m\n"; got != want {
+		t.Errorf("printed %q, want %q", got, want)
+	}
+}
+
+// The starter prints a run's summary, its failure and its last handoff as
+// text: no byte of what it prints is a control character (issue 51).
+func TestStarterPrintsNoTerminalCommands(t *testing.T) {
+	s := startStack(t)
+	check := func(name string, inv invocation) {
+		t.Helper()
+		for stream, out := range map[string]string{"stdout": inv.stdout, "stderr": inv.stderr} {
+			if c := controls(out); c != "" {
+				t.Errorf("%s: %s holds %s:\n%q", name, stream, c, out)
+			}
+			// A C1 byte (0x9b) is either U+009B, or not UTF-8: controls names both.
+			for _, b := range []byte{0x1b, 0x07, '\r', '\b'} {
+				if strings.IndexByte(out, b) >= 0 {
+					t.Errorf("%s: %s holds byte %#x", name, stream, b)
+				}
+			}
+		}
+	}
+	complete := s.starter(t, nil, "run", "--workspace", "esc", "--objective", "escape complete")
+	complete.expect(t, ExitComplete, []string{"done ]52;c;Y3VybCBldmlsfHNo [2J31mredforged tab\tkept"},
+		[]string{"round 1/256 complete: done ]52;c;"})
+	check("run (complete)", complete)
+
+	failed := s.starter(t, nil, "run", "--workspace", "escf", "--objective", "escape fail")
+	failed.expect(t, ExitFailed, nil, []string{"verify said done ]52;c;", "Last accepted handoff:", "round 1/256 continue: done ]52"})
+	check("run (failed)", failed)
+
+	for _, args := range [][]string{{"status", "ralph-esc"}, {"result", "--json", "ralph-esc"}, {"result", "ralph-escf"}} {
+		check(strings.Join(args, " "), s.starter(t, nil, args...))
+	}
+}
