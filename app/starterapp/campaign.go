@@ -236,9 +236,7 @@ func (s *session) printCampaignResult(res workflows.CampaignResult) int {
 		for _, t := range res.Tasks {
 			fmt.Fprintln(s.Stdout, "  "+taskLine(workflows.TaskStatus{ID: t.ID, Phase: t.Phase, MergeCommit: t.MergeCommit, LastFailure: t.LastFailure}, false))
 		}
-		u := res.Usage
-		s.infof("usage: %d model calls, %d tool calls, %d prompt tokens, %d completion tokens",
-			u.ModelCalls, u.ToolCalls, u.PromptTokens, u.CompletionTokens)
+		s.infof("%s", usageLine(res.Usage))
 	}
 	code, ok := ExitCode(res.Status)
 	if !ok {

@@ -32,6 +32,7 @@ import (
 	"github.com/ralph-temporal/ralph/app/traces"
 	"github.com/ralph-temporal/ralph/internal/codec"
 	"github.com/ralph-temporal/ralph/report"
+	"github.com/ralph-temporal/ralph/usage"
 	"github.com/ralph-temporal/ralph/workflows"
 )
 
@@ -443,15 +444,24 @@ func (s *session) printResult(res workflows.Result) int {
 			return ExitFailed
 		}
 		fmt.Fprintln(s.Stdout, text)
-		u := res.Usage
-		s.infof("usage: %d model calls, %d tool calls, %d prompt tokens, %d completion tokens",
-			u.ModelCalls, u.ToolCalls, u.PromptTokens, u.CompletionTokens)
+		s.infof("%s", usageLine(res.Usage))
 	}
 	if !ok {
 		s.errorf("unknown outcome %q", res.Status)
 		return ExitFailed
 	}
 	return code
+}
+
+// usageLine is what a run spent, its estimate apart (usage.estimated).
+func usageLine(u usage.Usage) string {
+	line := fmt.Sprintf("usage: %d model calls, %d tool calls, %d prompt tokens, %d completion tokens",
+		u.ModelCalls, u.ToolCalls, u.PromptTokens, u.CompletionTokens)
+	if e := u.Estimated; e != (usage.Counts{}) {
+		line += fmt.Sprintf(" as reported; estimated without a provider's figure: %d model calls, %d prompt tokens, %d completion tokens",
+			e.ModelCalls, e.PromptTokens, e.CompletionTokens)
+	}
+	return line
 }
 
 // writeJSON prints v as indented JSON without HTML escaping.
