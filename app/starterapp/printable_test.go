@@ -3,9 +3,12 @@ package starterapp
 import (
 	"bytes"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/ralph-temporal/ralph/app/config"
 )
 
 // hostile is model text that would act on a terminal printed verbatim: an
@@ -71,5 +74,28 @@ func TestStarterPrintsNoTerminalCommands(t *testing.T) {
 
 	for _, args := range [][]string{{"status", "ralph-esc"}, {"result", "--json", "ralph-esc"}, {"result", "ralph-escf"}} {
 		check(strings.Join(args, " "), s.starter(t, nil, args...))
+	}
+}
+
+// Main's printing is routed through the writer on every path, an error
+// that names a workspace file too (no server needed): a task file whose
+// name and content hold escape sequences.
+func TestMainPrintsAFileErrorAsText(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	path := dir + "/tasks\x1b[2J.md"
+	if err := os.WriteFile(path, []byte("- [ ] a\x1b]52;c;eA==\x07\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	app := &App{Env: config.MapEnv{}, Stdout: &stdout, Stderr: &stderr}
+	if code := app.Main([]string{"campaign", "--tasks", path, "--verify", "true"}); code != ExitUsage {
+		t.Fatalf("exit %d, want %d; stderr %q", code, ExitUsage, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "tasks[2J.md") {
+		t.Errorf("stderr %q does not name the file", stderr.String())
+	}
+	if c := controls(stderr.String() + stdout.String()); c != "" {
+		t.Errorf("printed %s: %q", c, stderr.String())
 	}
 }
