@@ -64,8 +64,10 @@ func TestStarterPrintsNoTerminalCommands(t *testing.T) {
 		}
 	}
 	complete := s.starter(t, nil, "run", "--workspace", "esc", "--objective", "escape complete")
-	complete.expect(t, ExitComplete, []string{"done ]52;c;Y3VybCBldmlsfHNo [2J31mredforged tab\tkept"},
-		[]string{"round 1/256 complete: done ]52;c;"})
+	// The result's report is JSON, C0 escaped by encoding/json and C1 dropped;
+	// a progress line is the summary as text.
+	complete.expect(t, ExitComplete, []string{`"summary": "done \u001b]52;c;Y3VybCBldmlsfHNo\u0007 \u001b[2J31mred\rforged\b tab\tkept"`},
+		[]string{"round 1/256 complete: done ]52;c;Y3VybCBldmlsfHNo [2J31mred forged tab kept"})
 	check("run (complete)", complete)
 
 	failed := s.starter(t, nil, "run", "--workspace", "escf", "--objective", "escape fail")
