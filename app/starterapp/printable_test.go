@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/ralph-temporal/ralph/app/config"
+	"github.com/ralph-temporal/ralph/usage"
 )
 
 // hostile is model text that would act on a terminal printed verbatim: an
@@ -99,5 +100,20 @@ func TestMainPrintsAFileErrorAsText(t *testing.T) {
 	}
 	if c := controls(stderr.String() + stdout.String()); c != "" {
 		t.Errorf("printed %s: %q", c, stderr.String())
+	}
+}
+
+// The usage line keeps the providers' figures and shows an estimate apart,
+// only when there is one.
+func TestUsageLineShowsTheEstimateApart(t *testing.T) {
+	t.Parallel()
+	reported := usage.Usage{ModelCalls: 2, ToolCalls: 1, PromptTokens: 3906, CompletionTokens: 123}
+	if got := usageLine(reported); got != "usage: 2 model calls, 1 tool calls, 3906 prompt tokens, 123 completion tokens" {
+		t.Errorf("line = %q", got)
+	}
+	reported.Estimated = usage.Counts{ModelCalls: 1, PromptTokens: 1232, CompletionTokens: 371}
+	if got := usageLine(reported); got != "usage: 2 model calls, 1 tool calls, 3906 prompt tokens, 123 completion tokens as reported; "+
+		"estimated without a provider's figure: 1 model calls, 1232 prompt tokens, 371 completion tokens" {
+		t.Errorf("line = %q", got)
 	}
 }
