@@ -661,10 +661,25 @@ func LoadWorker(args []string, env Env, usage io.Writer) (Worker, error) {
 		return Worker{}, err
 	}
 	w.Tracing = tr
+	w.readMirrors(env)
 	if err := w.finish(); err != nil {
 		return Worker{}, err
 	}
 	return w, nil
+}
+
+// readMirrors takes the package registries the worker's environment names
+// (GOPROXY, npm_config_registry, PIP_INDEX_URL and the like): the sandbox's
+// proxy lets commands reach them at private and special-purpose addresses
+// too. A value that names no usable registry is a warning, not an error:
+// these variables configure toolchains, not the worker.
+func (w *Worker) readMirrors(env Env) {
+	if env == nil {
+		env = OSEnv
+	}
+	mirrors, problems := netproxy.Mirrors(env.Environ())
+	w.Activities.Sandbox.Mirrors = mirrors
+	w.Warnings = append(w.Warnings, problems...)
 }
 
 // finish validates cross-setting rules and resolves derived values.
