@@ -211,7 +211,7 @@ func (l *AllowList) WithMirrors(ms []Mirror) *AllowList {
 // Mirrors are the registries the list lets through beyond public
 // addresses: none when RALPH_SANDBOX_ALLOW_HOSTS has entries.
 func (l *AllowList) Mirrors() []Mirror {
-	if !l.Empty() {
+	if l == nil || len(l.entries) > 0 {
 		return nil
 	}
 	return l.mirrors

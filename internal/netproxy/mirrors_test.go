@@ -102,6 +102,9 @@ func TestCheckWithMirrors(t *testing.T) {
 			t.Errorf("Check(%s:%d -> %s) = %q, want %q", c.host, c.port, c.addr, got, c.want)
 		}
 	}
+	if got := (*AllowList)(nil).Check("goproxy.corp", 443, netip.MustParseAddr("203.0.113.80")); got != RuleSpecial {
+		t.Errorf("no list, no mirrors: %q, want %q", got, RuleSpecial)
+	}
 	// A mirror that leads to one of this host's own addresses is refused:
 	// that is a service of the worker's host, not a mirror elsewhere.
 	addrs, err := net.InterfaceAddrs()
