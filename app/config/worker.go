@@ -303,7 +303,7 @@ func workerSettings() []setting {
 			def:    func(w *Worker) string { return w.Activities.Sandbox.Mode }},
 		{flag: "sandbox-network", env: "RALPH_SANDBOX_NETWORK", usage: "proxy, off or host: commands reach the network only through the worker's filtering proxy, not at all, or as the host does",
 			custom: sandboxNetwork, def: func(w *Worker) string { return w.Activities.Sandbox.Network }},
-		{flag: "sandbox-allow-hosts", env: "RALPH_SANDBOX_ALLOW_HOSTS", usage: "comma-separated host, *.domain, host:port, ip or ip:port: the only destinations the proxy allows (private ones included)",
+		{flag: "sandbox-allow-hosts", env: "RALPH_SANDBOX_ALLOW_HOSTS", usage: "comma-separated host, *.domain, host:port, ip or ip:port: the only destinations the proxy allows (private ones included); unset: public addresses, and the package registries the worker's GOPROXY, npm_config_registry, PIP_INDEX_URL and the like name also at private and special-purpose ones",
 			custom: func(w *Worker, source, value string) error {
 				items := splitList(value, ",") // host:port holds ':'
 				if _, err := netproxy.ParseAllowList(items); err != nil {
