@@ -187,12 +187,12 @@ func (r *refusal) Error() string {
 	return fmt.Sprintf("ralph sandbox proxy: %s refused: %s", net.JoinHostPort(r.host, strconv.Itoa(r.port)), r.rule)
 }
 
-// Reason is the status line's reason phrase after "403 ": clients that
+// reason is the status line's reason phrase after "403 ": clients that
 // print only the status line (the go command's module fetch, a CONNECT
 // error in Go, pip's tunnel error) still show the rule and where it is
 // set. It names what the client asked for, never the address a name
 // resolved to.
-func (r *refusal) Reason() string {
+func (r *refusal) reason() string {
 	hp := printable(net.JoinHostPort(r.host, strconv.Itoa(r.port)))
 	switch r.rule {
 	case RuleNotAllowed:
@@ -348,7 +348,7 @@ func (p *Proxy) refuse(w http.ResponseWriter, ref *refusal) {
 		if conn, buf, err := hj.Hijack(); err == nil {
 			defer p.release(conn)
 			fmt.Fprintf(buf, "HTTP/1.1 403 %s\r\nContent-Type: text/plain; charset=utf-8\r\nX-Ralph-Proxy-Rule: %s\r\n"+
-				"Content-Length: %d\r\nConnection: close\r\n\r\n%s", ref.Reason(), ref.rule, len(body), body)
+				"Content-Length: %d\r\nConnection: close\r\n\r\n%s", ref.reason(), ref.rule, len(body), body)
 			if buf.Flush() == nil {
 				lingerRead(conn)
 			}
