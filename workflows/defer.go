@@ -59,6 +59,10 @@ const (
 	// versionHeldContinues: a paused run, or a round waiting out a
 	// provider limit, continues as new when the server suggests it.
 	versionHeldContinues = "held-run-continues-as-new"
+	// versionDrainSignals: a run lets its signal receivers take what
+	// arrived before it continues as new, and carries a pending stop
+	// (drainSignals).
+	versionDrainSignals = "drain-signals-before-continue-as-new"
 )
 
 // Deferral waits: the provider's delay when it gave one, else

@@ -290,4 +290,8 @@ type Continuation struct {
 	Guidance string `json:"guidance,omitempty"`
 	// Candidates is how many agents each round runs (0 or 1: one).
 	Candidates int `json:"candidates,omitempty"`
+	// StopRequested and StopReason are a stop accepted before the run
+	// continued as new: the next run ends before its first round.
+	StopRequested bool   `json:"stopRequested,omitempty"`
+	StopReason    string `json:"stopReason,omitempty"`
 }
