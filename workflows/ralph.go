@@ -461,7 +461,7 @@ func (l *loop) runRound(ctx workflow.Context, round int) (activities.RoundOutput
 		l.stop(ctx, OutcomeFailed, round)
 		return out, temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("round %d failed: %v", round, err), ErrTypeRoundFailed, err,
-			RoundFailedDetails{FailedRound: round, LastHandoff: l.last, Usage: spent})
+			RoundFailedDetails{FailedRound: round, LastHandoff: l.last, Usage: spent, RunUsage: l.usage})
 	}
 	if out.Deferred != nil && l.limits.Deferrals() {
 		return out, nil
@@ -508,7 +508,7 @@ func (l *loop) refuseOutput(ctx workflow.Context, round int, out activities.Roun
 	l.stop(ctx, OutcomeFailed, round)
 	return temporal.NewNonRetryableApplicationError(
 		fmt.Sprintf("round %d returned an invalid report: %v", round, problem), ErrTypeInvalidReport, nil,
-		InvalidReportDetails{Round: round, Problem: problem.Error(), LastHandoff: l.last})
+		InvalidReportDetails{Round: round, Problem: problem.Error(), LastHandoff: l.last, RunUsage: l.usage})
 }
 
 // checkOutput validates a round's report again across the seam, and that a
@@ -565,13 +565,12 @@ func cancelledUsage(err error) usage.Usage {
 	return d.Usage
 }
 
-// cancelled closes the run as cancelled, whatever the stopping round reported.
-func (l *loop) cancelled(ctx workflow.Context, round int, err error) error {
+// cancelled closes the run as cancelled, whatever the stopping round
+// reported; the cancel carries the run's whole usage (CancelledDetails), so
+// a parent campaign charges what a cancelled loop spent.
+func (l *loop) cancelled(ctx workflow.Context, round int, _ error) error {
 	l.stop(ctx, OutcomeCancelled, round)
-	if temporal.IsCanceledError(err) {
-		return err
-	}
-	return workflow.ErrCanceled
+	return temporal.NewCanceledError(CancelledDetails{Round: round, RunUsage: l.usage})
 }
 
 // roundOptions: WaitForCancellation so a cancel closes the run only after the

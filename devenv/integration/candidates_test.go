@@ -317,7 +317,7 @@ func TestRealStackCandidatesBuiltinAndCLI(t *testing.T) {
 		t.Fatal(err)
 	}
 	cands := e.status(id).Rounds[0].Candidates
-	if res.Status != report.OutcomeComplete || len(cands) != 2 || cands[0].Agent != "builtin" || cands[1].Agent != "codex" || !cands[1].Chosen {
+	if res.Status != report.OutcomeComplete || len(cands) != 2 || cands[0].Provider != "builtin" || cands[1].Provider != "codex" || !cands[1].Chosen {
 		t.Fatalf("result %+v, candidates %+v", res, cands)
 	}
 	mixed := ws.Load().(string)
