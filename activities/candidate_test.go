@@ -71,3 +71,27 @@ func TestFailedCandidateKeepsItsWorkOnItsRef(t *testing.T) {
 		t.Fatalf("the failed candidate's file reached the workspace's branch: %s", files)
 	}
 }
+
+// A worker that can run candidates records the defaults a candidate runs
+// with: RALPH_AGENT, and each provider's model (RALPH_AGENT_MODEL for a
+// CLI, RALPH_MODEL for the builtin agent).
+func TestResolveLimitsRecordsTheCandidateDefaults(t *testing.T) {
+	f := newFixture(t, fakeopenai.Script{}, context.Background(), func(c *activities.Config) {
+		c.Git.Mode = gitws.ModeLocal
+		c.Limits.CandidateAgents = []string{"builtin", "codex"}
+		c.Agents.Model = "cli-model"
+	})
+	val, err := f.env.ExecuteLocalActivity(f.acts.ResolveLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got activities.Limits
+	if err := val.Get(&got); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"builtin": "fake-model", "codex": "cli-model"}
+	if got.CandidateDefaultAgent != "builtin" || len(got.CandidateDefaultModels) != 2 ||
+		got.CandidateDefaultModels["builtin"] != want["builtin"] || got.CandidateDefaultModels["codex"] != want["codex"] {
+		t.Fatalf("candidate defaults %q %v, want builtin %v", got.CandidateDefaultAgent, got.CandidateDefaultModels, want)
+	}
+}

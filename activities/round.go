@@ -179,14 +179,34 @@ func (a *Activities) roundProvider(in RoundInput) (sessionAgent, agent.Provider)
 			cfg.Model, settings.Model = c.Model, c.Model
 		}
 	}
-	who := sessionAgent{provider: kind, model: cfg.Model}
+	return resolveAgent(kind, cfg.Model, settings.Model), a.provider(kind, cfg, settings)
+}
+
+// resolveAgent is who a session of kind runs as, given the builtin's model
+// and the CLIs' (cliModel, "" for RALPH_MODEL): as cli.Settings.Provider
+// picks the model.
+func resolveAgent(kind, model, cliModel string) sessionAgent {
+	who := sessionAgent{provider: kind, model: model}
 	if kind == "" {
 		who.provider = cli.Builtin
 	}
-	if _, isCLI := cli.Lookup(kind); isCLI && settings.Model != "" {
-		who.model = settings.Model // as cli.Settings.Provider picks it
+	if _, isCLI := cli.Lookup(kind); isCLI && cliModel != "" {
+		who.model = cliModel
 	}
-	return who, a.provider(kind, cfg, settings)
+	return who
+}
+
+// candidateDefaults are the provider a candidate runs when
+// RALPH_CANDIDATE_AGENTS names none (RALPH_AGENT) and the model each
+// provider a candidate may run uses when RALPH_CANDIDATE_MODELS names none:
+// what the workflow shows for a candidate that is still running.
+func (a *Activities) candidateDefaults() (string, map[string]string) {
+	agentKind := resolveAgent(a.cfg.Agents.Agent, "", "").provider
+	models := map[string]string{}
+	for _, kind := range append([]string{agentKind}, a.cfg.Limits.CandidateAgents...) {
+		models[kind] = resolveAgent(kind, a.cfg.Agent.Model, a.cfg.Agents.Model).model
+	}
+	return agentKind, models
 }
 
 // transcriptPrefix begins a round attempt's transcript file:

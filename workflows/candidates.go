@@ -38,6 +38,9 @@ type candidate struct {
 	problem  string
 	spent    usage.Usage
 	finished int // the order it finished in, from 1
+	// provider and model are who runs it as far as the workflow knows
+	// (resolvedSpec) until its output or failure says.
+	provider, model string
 	// failure is what a failed or cancelled attempt's details said: who
 	// ran it and the ref keeping its work (nil when they said nothing).
 	failure *activities.CandidateFailure
@@ -68,6 +71,7 @@ func (l *loop) runCandidates(ctx workflow.Context, round int, label string, in a
 	var last *candidate // the one the selector just delivered
 	for i := range cands {
 		c := &candidate{spec: l.candidateSpec(i+1, len(cands)), outcome: CandidateRunning}
+		c.provider, c.model = l.resolvedSpec(c.spec)
 		cands[i] = c
 		cin := in
 		cin.Candidate = &c.spec
@@ -262,6 +266,14 @@ func (l *loop) candidateSpec(k, of int) activities.CandidateSpec {
 	return s
 }
 
+// resolvedSpec is who runs a candidate of spec as status shows it before it
+// says itself: the spec's provider and model, the worker's defaults filled
+// in where the recorded limits carry them.
+func (l *loop) resolvedSpec(spec activities.CandidateSpec) (provider, model string) {
+	provider = orElse(spec.Agent, l.limits.CandidateDefaultAgent)
+	return provider, orElse(spec.Model, l.limits.CandidateDefaultModels[provider])
+}
+
 // adopt makes the chosen candidate's commit the workspace's checkpoint.
 func (l *loop) adopt(ctx workflow.Context, round int, c *candidate) error {
 	if c.out.Checkpoint == nil || c.out.Candidate == nil {
@@ -284,12 +296,12 @@ func (l *loop) adopt(ctx workflow.Context, round int, c *candidate) error {
 // summarize lists the candidates for the status and the round's summary;
 // chosen (nil while the round runs) is marked with why. Every finished
 // candidate names the provider and model that ran it as the worker resolved
-// them (its output, or its failure's details); a running one, what its
-// spec names.
+// them (its output, or its failure's details); a running one, its spec's
+// with the worker's recorded defaults filled in.
 func summarize(cands []*candidate, chosen *candidate, reason string) []CandidateSummary {
 	out := make([]CandidateSummary, 0, len(cands))
 	for _, c := range cands {
-		s := CandidateSummary{Number: c.spec.Number, Provider: c.spec.Agent, Model: c.spec.Model, Outcome: c.outcome,
+		s := CandidateSummary{Number: c.spec.Number, Provider: c.provider, Model: c.model, Outcome: c.outcome,
 			Problem: cutText(c.problem, MaxStatusSummaryChars), Usage: c.spent, Chosen: c == chosen}
 		if f := c.failure; f != nil {
 			s.Provider, s.Model, s.Ref = orElse(f.Provider, s.Provider), orElse(f.Model, s.Model), f.Ref

@@ -328,11 +328,23 @@ func TestCandidatesInput(t *testing.T) {
 func TestCandidatesNameTheDefaultProviderAndModel(t *testing.T) {
 	limits := candidateLimits()
 	limits.Candidates, limits.CandidateAgents, limits.CandidateModels = 2, nil, nil
+	limits.CandidateDefaultAgent, limits.CandidateDefaultModels = "builtin", map[string]string{"builtin": "worker-model", "codex": "cli-model"}
 	c := &candidates{plays: map[int]map[int]play{1: {1: {status: "fail-kept", delay: time.Second}, 2: {status: report.StatusComplete, delay: 2 * time.Second}}}}
 	env := newCandidatesEnv(t, limits, c)
+	var running []CandidateSummary
+	env.RegisterDelayedCallback(func() { running = queryStatus(t, env).Candidates }, 500*time.Millisecond)
 	res, err := execute(t, env, `{"objective":"fix it"}`)
 	if err != nil || res.Status != report.OutcomeComplete {
 		t.Fatalf("result %+v, %v", res, err)
+	}
+	// While they run, the worker's recorded defaults name them.
+	if len(running) != 2 {
+		t.Fatalf("running candidates %+v", running)
+	}
+	for _, r := range running {
+		if r.Outcome != CandidateRunning || r.Provider != "builtin" || r.Model != "worker-model" {
+			t.Errorf("running candidate %+v, want builtin and worker-model", r)
+		}
 	}
 	got := queryStatus(t, env).Rounds[0].Candidates
 	if len(got) != 2 {
