@@ -185,8 +185,8 @@ type RoundSummary struct {
 type CandidateSummary struct {
 	Number int `json:"number"`
 	// Provider and Model ran it, as the worker resolved them (its
-	// defaults included); "" only while a candidate of the worker's
-	// defaults runs, or when its worker died before saying.
+	// defaults included; "" only in runs whose recorded limits predate
+	// the defaults, until the candidate says).
 	Provider string `json:"provider,omitempty"`
 	Model    string `json:"model,omitempty"`
 	// Outcome is its report's status, or running, failed, invalid,
