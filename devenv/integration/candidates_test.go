@@ -176,12 +176,21 @@ func TestRealStackCandidatesVerifiedCompleteWins(t *testing.T) {
 	if data, _ := os.ReadFile(filepath.Join(ws, "answer.txt")); string(data) != "right\n" || exists(ws, "notes.txt") {
 		t.Fatalf("workspace answer.txt %q (notes.txt present: %v)", data, exists(ws, "notes.txt"))
 	}
-	kept := gitws.CandidateRef(id, 1, 3)
-	if refs := candidateRefs(t, ws); !slices.Equal(refs, []string{kept}) || cands[2].Ref != kept {
-		t.Fatalf("candidate refs %v (status: %q), want only candidate 3's %s", refs, cands[2].Ref, kept)
+	// Every candidate not chosen is kept, the cancelled one too (SPEC 39).
+	cancelledRef, kept := gitws.CandidateRef(id, 1, 2), gitws.CandidateRef(id, 1, 3)
+	if refs := candidateRefs(t, ws); !slices.Equal(refs, []string{cancelledRef, kept}) || cands[1].Ref != cancelledRef || cands[2].Ref != kept {
+		t.Fatalf("candidate refs %v (status: %q, %q), want candidates 2's and 3's", refs, cands[1].Ref, cands[2].Ref)
 	}
 	if got := testkit.Git(t, ws, "show", kept+":notes.txt"); got != "half way" {
 		t.Fatalf("candidate 3's ref holds notes.txt %q", got)
+	}
+	if got := testkit.Git(t, ws, "show", cancelledRef+":answer.txt"); got != "wrong" {
+		t.Fatalf("the cancelled candidate's ref holds answer.txt %q", got)
+	}
+	for _, cs := range cands {
+		if cs.Provider != "builtin" || cs.Model == "" {
+			t.Fatalf("candidate %d names provider %q and model %q, want the worker's defaults", cs.Number, cs.Provider, cs.Model)
+		}
 	}
 	e.noCandidateTrees(id)
 	scheduled, cancelled := candidateEvents(t, e, id)
@@ -365,8 +374,23 @@ func TestRealStackCandidatesCancel(t *testing.T) {
 		t.Fatalf("status %+v (served %d)", st, c.total())
 	}
 	e.noCandidateTrees(id)
-	if refs := candidateRefs(t, filepath.Join(e.root, "cancelled")); len(refs) != 0 {
-		t.Fatalf("cancelled candidates left refs %v", refs)
+	// What the cancelled candidates' trees held is kept on their refs
+	// (their commands wrote pids.txt), on the round's base.
+	ws := filepath.Join(e.root, "cancelled")
+	want := []string{gitws.CandidateRef(id, 1, 1), gitws.CandidateRef(id, 1, 2)}
+	if refs := candidateRefs(t, ws); !slices.Equal(refs, want) {
+		t.Fatalf("cancelled candidates' refs %v, want %v", refs, want)
+	}
+	for i, ref := range want {
+		if cs := st.Candidates[i]; cs.Ref != ref || cs.Provider != "builtin" || cs.Model == "" {
+			t.Errorf("status of candidate %d: %+v, want its ref %s and the worker's provider and model", i+1, cs, ref)
+		}
+		if parent := testkit.Git(t, ws, "rev-parse", ref+"^"); parent != testkit.Git(t, ws, "rev-parse", "HEAD") {
+			t.Errorf("%s's parent %s is not the round's base", ref, parent)
+		}
+		if files := testkit.Git(t, ws, "ls-tree", "--name-only", ref); !strings.Contains(files, "pids.txt") {
+			t.Errorf("%s holds %q, want the candidate's pids.txt", ref, files)
+		}
 	}
 	recordHistories(t, e, id)
 }
