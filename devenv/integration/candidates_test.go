@@ -395,6 +395,53 @@ func TestRealStackCandidatesCancel(t *testing.T) {
 	recordHistories(t, e, id)
 }
 
+// A candidate whose session fails after writing keeps what it wrote on its
+// ref (SPEC 39), names the worker's provider and model, and the round goes
+// on with the other candidate.
+func TestRealStackCandidateFailedKeepsItsRef(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, agentScript(func(tn turn) fakeopenai.Response {
+		k := tn.Candidate()
+		switch {
+		case tn.Step() == 0:
+			return tool("write_file", map[string]string{"path": fmt.Sprintf("c%d.txt", k), "content": fmt.Sprintf("candidate %d was here\n", k)})
+		case k == 1:
+			return fakeopenai.Status(401, "Incorrect API key provided")
+		}
+		return submit(continueArgs("candidate 2 wrote c2.txt", "keep going"))
+	}), "RALPH_GIT=local", "RALPH_CANDIDATES=2")
+	e.startWorker()
+	id := "cand-failed"
+	res, err := e.result(e.start(id, `{"objective":"write files","workspace":"failed","maxRounds":1}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != report.OutcomeBudgetLimited || res.Report.Summary != "candidate 2 wrote c2.txt" {
+		t.Fatalf("result %+v, want candidate 2's handoff", res)
+	}
+	ws := filepath.Join(e.root, "failed")
+	cands := e.status(id).Rounds[0].Candidates
+	failedRef := gitws.CandidateRef(id, 1, 1)
+	if got := outcomes(cands); !slices.Equal(got, []string{workflows.CandidateFailed, report.StatusContinue}) || cands[0].Ref != failedRef || !cands[1].Chosen {
+		t.Fatalf("candidates %+v", cands)
+	}
+	for _, cs := range cands {
+		if cs.Provider != "builtin" || cs.Model == "" {
+			t.Fatalf("candidate %d names provider %q and model %q, want the worker's defaults", cs.Number, cs.Provider, cs.Model)
+		}
+	}
+	if refs := candidateRefs(t, ws); !slices.Equal(refs, []string{failedRef}) {
+		t.Fatalf("candidate refs %v, want the failed candidate's %s", refs, failedRef)
+	}
+	if got := testkit.Git(t, ws, "show", failedRef+":c1.txt"); got != "candidate 1 was here" {
+		t.Fatalf("the failed candidate's ref holds c1.txt %q", got)
+	}
+	if !exists(ws, "c2.txt") || exists(ws, "c1.txt") {
+		t.Fatal("the workspace is not candidate 2's tree")
+	}
+	e.noCandidateTrees(id)
+}
+
 // kill -9 of the worker running the round: candidate 1 had handed off, so
 // only candidate 2 runs again, on the other worker.
 func TestRealStackCandidatesWorkerKilled(t *testing.T) {
