@@ -102,3 +102,39 @@ func TestCancelledRunCarriesItsWholeUsage(t *testing.T) {
 		t.Fatalf("RunUsageOf(input error) = %+v, want none", u)
 	}
 }
+
+// cancelChild runs a Ralph loop as a child and cancels it after `after`,
+// as a cancelled campaign does, returning what RunUsageOf reads.
+func cancelChild(ctx workflow.Context, input json.RawMessage, after time.Duration) (usage.Usage, error) {
+	cctx, cancel := workflow.WithCancel(ctx)
+	cctx = workflow.WithChildOptions(cctx, workflow.ChildWorkflowOptions{WorkflowID: "camp/task",
+		WaitForCancellation: true})
+	f := workflow.ExecuteChildWorkflow(cctx, WorkflowName, input, (*Continuation)(nil), (*TaskStart)(nil))
+	if err := workflow.Sleep(ctx, after); err != nil {
+		return usage.Usage{}, err
+	}
+	cancel()
+	err := f.Get(ctx, nil)
+	u, ok := RunUsageOf(err)
+	if !ok {
+		return usage.Usage{}, fmt.Errorf("no run usage in the cancelled child's error %v", err)
+	}
+	return u, nil
+}
+
+// A parent that cancels its loop during round 3 reads rounds 1 and 2's
+// usage from the child's cancellation.
+func TestCancelledChildCarriesItsWholeUsage(t *testing.T) {
+	s := &script{}
+	env := newEnv(t, testLimits(), s)
+	slowRounds(env, s, 10*time.Second)
+	env.RegisterWorkflow(cancelChild)
+	env.ExecuteWorkflow(cancelChild, json.RawMessage(`{"objective":"fix it"}`), 25*time.Second)
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	var got usage.Usage
+	if err := env.GetWorkflowResult(&got); err != nil || got != roundUsage.Add(roundUsage) {
+		t.Fatalf("parent read %+v (%v), want two rounds' %+v", got, err, roundUsage.Add(roundUsage))
+	}
+}
