@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/mock"
 	"go.temporal.io/sdk/testsuite"
@@ -88,5 +89,26 @@ func TestGuidanceInTheContinueAsNewTaskReachesTheNextRound(t *testing.T) {
 	got := guidanceOf(s)
 	if want := []string{"", "", "Keep the tests."}; strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Fatalf("round inputs' guidance = %q, want %q", got, want)
+	}
+}
+
+// A round waiting out a provider limit already carries its guidance; when
+// the run continues as new during the wait, the next run's rerun of that
+// round gets it again, with what was sent during the wait after it.
+func TestWaitingRoundsGuidanceCrossesContinueAsNew(t *testing.T) {
+	s := &script{deferrals: map[int][]activities.Deferred{2: {{Reason: activities.DeferQuota}}}}
+	env := newEnv(t, testLimits(), s)
+	slowRounds(env, s, 10*time.Second)
+	sendUpdate(env, 5*time.Second, UpdateGuide, GuideRequest{Text: "Fix the lexer first."})
+	sendUpdate(env, 20*time.Minute, UpdateGuide, GuideRequest{Text: "Keep the tests."})
+	env.RegisterDelayedCallback(func() { env.SetContinueAsNewSuggested(true) }, 30*time.Minute)
+	_, err := execute(t, env, `{"objective":"fix it"}`)
+	cont := continuation(t, err)
+	if got := guidanceOf(s); len(got) != 2 || got[1] != "Fix the lexer first." {
+		t.Fatalf("round inputs' guidance = %q, want the deferred round 2 to carry the first guidance", got)
+	}
+	if want := "Fix the lexer first.\n\nKeep the tests."; cont.NextRound != 2 || cont.Deferrals != 1 || cont.Guidance != want {
+		t.Fatalf("continuation: next round %d, deferrals %d, guidance %q; want round 2's guidance and the new one, %q",
+			cont.NextRound, cont.Deferrals, cont.Guidance, want)
 	}
 }
