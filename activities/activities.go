@@ -71,6 +71,8 @@ func New(cfg Config) (*Activities, error) {
 	if cfg.Git.Enabled() {
 		cfg.Limits.Git = cfg.Git.Mode
 	}
+	// A tree the worker's git writes out is held to a workspace's bounds.
+	cfg.Git.MaxTreeBytes, cfg.Git.MaxTreeFiles = sb.WorkspaceBounds()
 	a := &Activities{cfg: cfg}
 	if cfg.Git.Enabled() {
 		if a.git, err = gitws.New(cfg.Git, filepath.Join(cfg.SessionDir, gitHooksDirName)); err != nil {
