@@ -1,0 +1,104 @@
+package activities_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ralph-temporal/ralph/activities"
+	"github.com/ralph-temporal/ralph/internal/gitws"
+	"github.com/ralph-temporal/ralph/internal/sandbox"
+)
+
+// gitSetup runs the test's own git in dir.
+func gitSetup(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", append([]string{"-c", "user.name=t", "-c", "user.email=t@t"}, args...)...)
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// campaignFixture is a local-mode worker whose workspaces are bounded to
+// 16 MB, and task a's workspace holding a commit with a sparse file of
+// size bytes on its branch.
+func campaignFixture(t *testing.T, size int64) (*fixture, activities.MergeTaskInput) {
+	t.Helper()
+	f := newFixture(t, readsOnly(), context.Background(), func(c *activities.Config) {
+		c.Git.Mode, c.Sandbox.Mode, c.Sandbox.WorkspaceMaxMB = gitws.ModeLocal, sandbox.ModeOff, 16
+	})
+	ws := activities.TaskWorkspace("camp", "a")
+	dir := filepath.Join(f.cfg.WorkspaceRoot, ws)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	gitSetup(t, dir, "init", "-q", "--template=", "-b", gitws.Branch(ws), ".")
+	if err := os.Truncate(filepath.Join(dir, "big.bin"), size); err != nil {
+		if fh, cerr := os.Create(filepath.Join(dir, "big.bin")); cerr == nil {
+			fh.Close()
+		}
+		if err := os.Truncate(filepath.Join(dir, "big.bin"), size); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gitSetup(t, dir, "add", "-A")
+	gitSetup(t, dir, "commit", "-q", "-m", "the task's work")
+	commit := gitSetup(t, dir, "rev-parse", "HEAD")
+	return f, activities.MergeTaskInput{Line: activities.CampaignLine{Campaign: "camp", Branch: "integration"},
+		Tasks: []activities.CampaignTask{{ID: "a", Workspace: ws, Commit: commit, Go: 1}}, VerifyCommand: "true"}
+}
+
+// A task whose tree passes RALPH_WORKSPACE_MAX_MB (a 64 MB sparse file
+// under a 16 MB bound) does not merge: the step succeeds with the task
+// refused and the bound named, so Temporal does not retry it, the scratch
+// clone is gone and not a byte of the tree was written outside the task's
+// own workspace.
+func TestMergeTaskRefusesATaskTreeOverTheBound(t *testing.T) {
+	f, in := campaignFixture(t, 64<<20)
+	val, err := f.env.ExecuteActivity(activities.MergeTaskName, in)
+	if err != nil {
+		t.Fatalf("MergeTask: %v (a task's tree is the task's fault: an outcome, not an error to retry)", err)
+	}
+	var out activities.MergeTaskOutput
+	if err := val.Get(&out); err != nil {
+		t.Fatal(err)
+	}
+	if out.Outcome != activities.MergeRefused || out.ConflictTask != "a" ||
+		!strings.Contains(out.Refused, "tree too big (RALPH_WORKSPACE_MAX_MB)") || !strings.Contains(out.Refused, "(16 MB)") {
+		t.Fatalf("output = %+v, want task a refused naming RALPH_WORKSPACE_MAX_MB (16 MB)", out)
+	}
+	assertScratchGone(t, f)
+	own := filepath.Join(f.cfg.WorkspaceRoot, in.Tasks[0].Workspace)
+	_ = filepath.WalkDir(f.cfg.WorkspaceRoot, func(path string, d os.DirEntry, err error) error {
+		if err == nil && d.Name() == "big.bin" && filepath.Dir(path) != own {
+			t.Errorf("the refused tree was written out at %s", path)
+		}
+		return nil
+	})
+}
+
+// A merge step that fails (here: the task's branch lacks the commit to
+// merge) still removes its scratch clone.
+func TestMergeTaskRemovesItsScratchOnFailure(t *testing.T) {
+	f, in := campaignFixture(t, 1<<10)
+	in.Tasks[0].Commit = strings.Repeat("1", 40)
+	if _, err := f.env.ExecuteActivity(activities.MergeTaskName, in); err == nil {
+		t.Fatal("MergeTask of a commit the branch lacks succeeded")
+	}
+	assertScratchGone(t, f)
+}
+
+func assertScratchGone(t *testing.T, f *fixture) {
+	t.Helper()
+	scratch := filepath.Join(f.cfg.WorkspaceRoot, "campaigns", "camp", "merge")
+	if _, err := os.Lstat(scratch); !os.IsNotExist(err) {
+		entries, _ := os.ReadDir(scratch)
+		t.Fatalf("the merge scratch %s is still there (%v, %d entries)", scratch, err, len(entries))
+	}
+}
