@@ -82,6 +82,9 @@ func New(cfg Config) (*Activities, error) {
 	return a, nil
 }
 
+// Git is the worker's own git (nil when RALPH_GIT=off).
+func (a *Activities) Git() *gitws.Git { return a.git }
+
 // Sandbox is how this worker runs commands (Mode, and Fallback when auto
 // mode found no working bubblewrap).
 func (a *Activities) Sandbox() *sandbox.Sandbox { return a.cfg.Agent.Sandbox }
