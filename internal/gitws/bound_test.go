@@ -203,10 +203,12 @@ func TestCheckpointOfATreeOverTheBoundIsRefused(t *testing.T) {
 	}
 }
 
-// A task whose tree passes the bound does not merge: MergeStack stops on
-// it with the refusal (the task's fault, not an error), having merged the
-// tasks before it, and the scratch clone never holds its bytes.
-func TestMergeStackRefusesATaskTreeOverTheBound(t *testing.T) {
+// A task whose merge would pass the bound does not merge, though its own
+// tree is within it (10 MB onto a tip already holding 10 MB, bound 16 MB):
+// MergeStack stops on it with the refusal (the task's fault, not an
+// error), having merged the tasks before it, and the scratch clone never
+// holds its bytes.
+func TestMergeStackRefusesAMergeOverTheBound(t *testing.T) {
 	ctx := context.Background()
 	g := boundedGit(t, DefaultMemoryMB, 16<<20, 0)
 	root := t.TempDir()
@@ -223,40 +225,37 @@ func TestMergeStackRefusesATaskTreeOverTheBound(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Each task branches from the integration head.
-	small, big := filepath.Join(root, "small"), filepath.Join(root, "big")
-	for _, d := range []string{small, big} {
+	var tasks []TaskBranch
+	for _, name := range []string{"small", "a", "b"} {
+		d := filepath.Join(root, name)
 		gitIn(t, root, "clone", "-q", "--template=", "-b", "integration", bare, d)
 		gitIn(t, d, "checkout", "-q", "-b", "task")
-	}
-	write(t, small, "ok.txt", "ok\n")
-	gitIn(t, small, "add", "-A")
-	gitIn(t, small, "commit", "-q", "-m", "small")
-	smallCommit := gitIn(t, small, "rev-parse", "HEAD")
-	sparse(t, big, "big.bin", 64<<20)
-	gitIn(t, big, "add", "-A")
-	gitIn(t, big, "commit", "-q", "-m", "big")
-	bigCommit := gitIn(t, big, "rev-parse", "HEAD")
-	tasks := []TaskBranch{
-		{ID: "small", Repo: small, Branch: "task", Commit: smallCommit, Go: 1},
-		{ID: "big", Repo: big, Branch: "task", Commit: bigCommit, Go: 1},
+		if name == "small" {
+			write(t, d, "ok.txt", "ok\n")
+		} else {
+			sparse(t, d, name+".bin", 10<<20)
+		}
+		gitIn(t, d, "add", "-A")
+		gitIn(t, d, "commit", "-q", "-m", name)
+		tasks = append(tasks, TaskBranch{ID: name, Repo: d, Branch: "task", Commit: gitIn(t, d, "rev-parse", "HEAD"), Go: 1})
 	}
 	tip, merges, conflict, err := g.MergeStack(ctx, scratch, "camp", head, tasks)
 	if err != nil {
 		t.Fatalf("MergeStack: %v (a task's tree is the task's fault, not an error)", err)
 	}
-	if conflict == nil || conflict.Index != 1 || conflict.Refused == nil || len(conflict.Paths) != 0 {
-		t.Fatalf("conflict = %+v, want task big refused", conflict)
+	if conflict == nil || conflict.Index != 2 || conflict.Refused == nil || len(conflict.Paths) != 0 {
+		t.Fatalf("conflict = %+v, want task b refused", conflict)
 	}
 	var tb *TreeTooBigError
-	if !errors.As(conflict.Refused, &tb) || tb.Bound != SettingWorkspaceMaxMB ||
-		conflict.Refused.Reason() != "tree too big (RALPH_WORKSPACE_MAX_MB)" {
-		t.Fatalf("refused = %v (%q), want the tree too big at %s", conflict.Refused, conflict.Refused.Reason(), SettingWorkspaceMaxMB)
+	if !errors.As(conflict.Refused, &tb) || tb.Bound != SettingWorkspaceMaxMB || tb.Size.Bytes < 20<<20 ||
+		conflict.Refused.Reason() != "tree too big (RALPH_WORKSPACE_MAX_MB)" || !strings.Contains(tb.Error(), "the merge of task b") {
+		t.Fatalf("refused = %v (%q), want the merge too big at %s", conflict.Refused, conflict.Refused.Reason(), SettingWorkspaceMaxMB)
 	}
-	if len(merges) != 1 || merges[0].Task != "small" || tip != merges[0].Commit {
-		t.Fatalf("merges = %+v, tip %s: want task small merged before", merges, tip)
+	if len(merges) != 2 || merges[1].Task != "a" || tip != merges[1].Commit {
+		t.Fatalf("merges = %+v, tip %s: want tasks small and a merged before", merges, tip)
 	}
-	if n := apparentOutsideGit(t, scratch); n > 1<<10 {
-		t.Fatalf("the scratch clone holds %d bytes: the refused tree landed", n)
+	if n := apparentOutsideGit(t, scratch); n != 10<<20+3 {
+		t.Fatalf("the scratch clone holds %d bytes, want the tip's 10 MB + 3: the refused merge landed", n)
 	}
 }
 

@@ -273,7 +273,7 @@ func (g *Git) MergeStack(ctx context.Context, dir, campaign, head string, tasks 
 			merges = append(merges, Merge{Task: t.ID, Commit: commit, Already: true})
 			continue
 		}
-		err = g.checkTree(ctx, dir, t.Commit, fmt.Sprintf("task %s's commit %s", t.ID, shortID(t.Commit)))
+		err = g.checkMerge(ctx, dir, tip, t.Commit, fmt.Sprintf("the merge of task %s's commit %s onto %s", t.ID, shortID(t.Commit), shortID(tip)))
 		if err == nil {
 			_, err = g.run(ctx, dir, cmdOpts{env: g.identity()}, "merge", "-q", "--no-ff", "--no-edit", "-m", MergeMessage(campaign, t), t.Commit)
 		}
@@ -357,6 +357,9 @@ func (g *Git) BringUp(ctx context.Context, dir, campaign, integration, head stri
 	}
 	if g.isAncestor(ctx, dir, head, t.Commit) {
 		return t.Commit, nil, nil
+	}
+	if err := g.checkMerge(ctx, dir, t.Commit, head, fmt.Sprintf("task %s brought onto %s", t.ID, shortID(head))); err != nil {
+		return "", nil, taskTreeError(ctx, t.ID, err)
 	}
 	msg := fmt.Sprintf("ralph: bring task %s onto %s\n\nRalph-Campaign: %s\nRalph-Task: %s\n", t.ID, integration, campaign, t.ID)
 	_, err := g.run(ctx, dir, cmdOpts{env: g.identity()}, "merge", "-q", "--no-ff", "--no-edit", "-m", msg, head)
