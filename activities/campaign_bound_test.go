@@ -34,11 +34,16 @@ func campaignFixture(t *testing.T, size int64) (*fixture, activities.MergeTaskIn
 		c.Git.Mode, c.Sandbox.Mode, c.Sandbox.WorkspaceMaxMB = gitws.ModeLocal, sandbox.ModeOff, 16
 	})
 	ws := activities.TaskWorkspace("camp", "a")
-	dir := filepath.Join(f.cfg.WorkspaceRoot, ws)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
+	line := activities.CampaignLine{Campaign: "camp", Branch: "integration"}
+	// The task's branch starts at the integration head, as its first go's does.
+	if _, err := f.env.ExecuteActivity(activities.PrepareTaskName, activities.PrepareTaskInput{Line: line,
+		Task: activities.CampaignTask{ID: "a", Workspace: ws, Go: 1}}); err != nil {
+		t.Fatalf("PrepareTask: %v", err)
 	}
-	gitSetup(t, dir, "init", "-q", "--template=", "-b", gitws.Branch(ws), ".")
+	if _, err := os.Lstat(filepath.Join(f.cfg.WorkspaceRoot, "campaigns", "camp", "prepare-a")); !os.IsNotExist(err) {
+		t.Fatalf("PrepareTask left its scratch clone (%v)", err)
+	}
+	dir := filepath.Join(f.cfg.WorkspaceRoot, ws)
 	if err := os.Truncate(filepath.Join(dir, "big.bin"), size); err != nil {
 		if fh, cerr := os.Create(filepath.Join(dir, "big.bin")); cerr == nil {
 			fh.Close()
@@ -50,7 +55,7 @@ func campaignFixture(t *testing.T, size int64) (*fixture, activities.MergeTaskIn
 	gitSetup(t, dir, "add", "-A")
 	gitSetup(t, dir, "commit", "-q", "-m", "the task's work")
 	commit := gitSetup(t, dir, "rev-parse", "HEAD")
-	return f, activities.MergeTaskInput{Line: activities.CampaignLine{Campaign: "camp", Branch: "integration"},
+	return f, activities.MergeTaskInput{Line: line,
 		Tasks: []activities.CampaignTask{{ID: "a", Workspace: ws, Commit: commit, Go: 1}}, VerifyCommand: "true"}
 }
 

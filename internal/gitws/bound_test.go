@@ -257,6 +257,13 @@ func TestMergeStackRefusesAMergeOverTheBound(t *testing.T) {
 	if n := apparentOutsideGit(t, scratch); n != 10<<20+3 {
 		t.Fatalf("the scratch clone holds %d bytes, want the tip's 10 MB + 3: the refused merge landed", n)
 	}
+
+	// Bringing task b up to that tip is refused the same way, as b's fault.
+	_, _, err = g.BringUp(ctx, scratch, "camp", "integration", tip, tasks[2])
+	var tt *TaskTreeError
+	if !errors.As(err, &tt) || tt.Task != "b" || !errors.As(err, &tb) || tb.Bound != SettingWorkspaceMaxMB {
+		t.Fatalf("BringUp err = %v, want task b's tree refused at %s", err, SettingWorkspaceMaxMB)
+	}
 }
 
 // BenchmarkGitCommandBound is the cost of the bound on one git command:

@@ -40,6 +40,9 @@ func New(cfg Config, hooksDir string) (*Git, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", SettingAuthor, err)
 	}
+	if err := checkGitVersion(); err != nil {
+		return nil, fmt.Errorf("%s: %w", SettingMode, err)
+	}
 	if err := os.MkdirAll(hooksDir, 0o700); err != nil {
 		return nil, fmt.Errorf("create the empty git hooks directory: %w", err)
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os/exec"
 	"strconv"
 	"strings"
 )
@@ -172,4 +173,22 @@ func runesPrefix(s string, n int) string {
 		return s[:n] + "…"
 	}
 	return s
+}
+
+// checkGitVersion refuses a git older than 2.38, which has no
+// `merge-tree --write-tree`: a merge's tree could not be summed before it
+// is written.
+func checkGitVersion() error {
+	out, err := exec.Command("git", "version").Output()
+	if err != nil {
+		return fmt.Errorf("run git version: %w", err)
+	}
+	var major, minor int
+	if _, err := fmt.Sscanf(strings.TrimPrefix(strings.TrimSpace(string(out)), "git version "), "%d.%d", &major, &minor); err != nil {
+		return fmt.Errorf("git version printed %q", strings.TrimSpace(string(out)))
+	}
+	if major < 2 || major == 2 && minor < 38 {
+		return fmt.Errorf("the worker's git is %d.%d; it needs git 2.38 or later (merge-tree --write-tree sums a merge's tree before it is written)", major, minor)
+	}
+	return nil
 }
