@@ -71,26 +71,60 @@ func TestGitMemoryBoundHoldsABalloon(t *testing.T) {
 
 	began := time.Now()
 	_, _, err := g.Checkpoint(context.Background(), dir, p, round(1, 1), handoff("continue", "balloon"))
+	// Where the worker's neutral attributes defuse the conversion, git has
+	// nothing to balloon and the checkpoint lands; otherwise the bound kills
+	// git. Either way no git child passes the bound.
 	var mem *MemoryBoundError
-	if !errors.As(err, &mem) || mem.LimitMB != limitMB || !TreeFault(err) {
-		t.Fatalf("checkpoint err = %v, want the git child killed at %s (%d MB)", err, SettingMemory, limitMB)
+	if err != nil {
+		if !errors.As(err, &mem) || mem.LimitMB != limitMB || !TreeFault(err) || !strings.Contains(err.Error(), "RALPH_GIT_MEMORY_MB (64 MB)") {
+			t.Fatalf("checkpoint err = %v, want the git child killed at %s (%d MB)", err, SettingMemory, limitMB)
+		}
+		if head, err := g.head(context.Background(), dir); err != nil || head != p.Base {
+			t.Fatalf("HEAD = %s (%v), want the base %s: nothing committed", head, err, p.Base)
+		}
 	}
-	if !strings.Contains(err.Error(), "RALPH_GIT_MEMORY_MB (64 MB)") {
-		t.Fatalf("the error does not name the bound: %v", err)
-	}
-	peak := g.PeakMemoryBytes()
-	if peak <= 0 || peak > limitMB<<20 {
-		t.Fatalf("the git child's cgroup peak = %d bytes, want within (0, %d MB]", peak, limitMB)
-	}
-	// The kernel's own count, apart from the cgroup: the git binary's pages
-	// shared with the page cache may be charged elsewhere, hence the slack.
+	assertPeakWithin(t, g, limitMB)
+	// The kernel's own count of this process's children (every git here
+	// ran bounded): the git binary's pages shared with the page cache may
+	// be charged elsewhere, hence the slack.
 	if rss := childMaxRSS(t); rss > (limitMB+16)<<20 {
 		t.Fatalf("a git child reached %d MB resident, over the %d MB bound", rss>>20, limitMB)
 	}
-	if head, err := g.head(context.Background(), dir); err != nil || head != p.Base {
-		t.Fatalf("HEAD = %s (%v), want the base %s: nothing committed", head, err, p.Base)
+	t.Logf("checkpoint ended after %s (%v) at a cgroup peak of %d MB", time.Since(began).Round(time.Millisecond), err, g.PeakMemoryBytes()>>20)
+}
+
+// assertPeakWithin checks the peak of g's git children as their cgroups
+// report it (memory.max_usage_in_bytes, memory.peak).
+func assertPeakWithin(t *testing.T, g *Git, limitMB int64) {
+	t.Helper()
+	peak := g.PeakMemoryBytes()
+	if peak <= 0 || peak > limitMB<<20 {
+		t.Fatalf("the git children's cgroup peak = %d bytes, want within (0, %d MB]", peak, limitMB)
 	}
-	t.Logf("killed after %s at a cgroup peak of %d MB", time.Since(began).Round(time.Millisecond), peak>>20)
+}
+
+// The bound itself, whatever attributes say: a diff of two large text
+// blobs makes git hold both and a record per line (GBs for these), and the
+// git child is killed at RALPH_GIT_MEMORY_MB instead.
+func TestGitMemoryBoundKillsAGreedyDiff(t *testing.T) {
+	const limitMB = 64
+	g := boundedGit(t, limitMB, 0, 0)
+	dir := workspace(t, "ws")
+	prepare(t, g, dir, round(1, 1))
+	line := strings.Repeat("x", 15) + "\n"
+	write(t, dir, "a.txt", strings.Repeat(line, 3<<20)) // 48 MB, 3 M lines
+	gitIn(t, dir, "add", "-A")
+	gitIn(t, dir, "commit", "-q", "-m", "a")
+	one := gitIn(t, dir, "rev-parse", "HEAD")
+	write(t, dir, "a.txt", strings.Repeat(strings.Replace(line, "x", "y", 1), 3<<20))
+	gitIn(t, dir, "commit", "-q", "-a", "-m", "b")
+	two := gitIn(t, dir, "rev-parse", "HEAD")
+	_, err := g.DiffStat(context.Background(), dir, one, two)
+	var mem *MemoryBoundError
+	if !errors.As(err, &mem) || mem.LimitMB != limitMB {
+		t.Fatalf("diff err = %v, want the git child killed at %s (%d MB)", err, SettingMemory, limitMB)
+	}
+	assertPeakWithin(t, g, limitMB)
 }
 
 // gitIn runs plain git in dir for the test's own setup.
@@ -298,5 +332,28 @@ func BenchmarkGitCommandBound(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// A retried round's reset to a checkpoint whose tree passes the bound is
+// refused before it writes the tree back: the attempt ends naming the
+// bound, and the file is not restored on disk.
+func TestPrepareRefusesToResetToATreeOverTheBound(t *testing.T) {
+	dir := workspace(t, "ws")
+	unbounded := newGit(t, ModeLocal, "")
+	p := prepare(t, unbounded, dir, round(1, 1))
+	sparse(t, dir, "big.bin", 64<<20)
+	checkpoint(t, unbounded, dir, p, round(1, 1), handoff("continue", "big"))
+	if err := os.Remove(filepath.Join(dir, "big.bin")); err != nil { // the lost attempt 1 of round 2 removed it
+		t.Fatal(err)
+	}
+	g := boundedGit(t, DefaultMemoryMB, 16<<20, 0)
+	_, err := g.Prepare(context.Background(), dir, round(2, 2))
+	var big *TreeTooBigError
+	if !errors.As(err, &big) || big.Bound != SettingWorkspaceMaxMB || !TreeFault(err) {
+		t.Fatalf("prepare err = %v, want the reset refused at %s", err, SettingWorkspaceMaxMB)
+	}
+	if exists(dir, "big.bin") {
+		t.Fatal("the refused tree was written back")
 	}
 }

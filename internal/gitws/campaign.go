@@ -247,7 +247,9 @@ func MergeMessage(campaign string, t TaskBranch) string {
 // were) and returns the stack's tip and each merge. A task whose commit head
 // already holds is done and not merged again. On the first task that
 // conflicts it stops and returns that conflict (the tip is the merges
-// before it).
+// before it); likewise on a task whose merge is refused or fails without
+// conflicting paths (Conflict.Refused: its tree passed a workspace bound,
+// or git was killed or failed on it), which is the task's fault.
 func (g *Git) MergeStack(ctx context.Context, dir, campaign, head string, tasks []TaskBranch) (string, []Merge, *Conflict, error) {
 	if err := g.checkTree(ctx, dir, head, "the integration head "+shortID(head)); err != nil {
 		return "", nil, nil, err
