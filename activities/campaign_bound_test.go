@@ -2,11 +2,14 @@ package activities_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/ralph-temporal/ralph/activities"
 	"github.com/ralph-temporal/ralph/internal/gitws"
@@ -25,38 +28,74 @@ func gitSetup(t *testing.T, dir string, args ...string) string {
 	return strings.TrimSpace(string(out))
 }
 
+var campLine = activities.CampaignLine{Campaign: "camp", Branch: "integration"}
+
 // campaignFixture is a local-mode worker whose workspaces are bounded to
-// 16 MB, and task a's workspace holding a commit with a sparse file of
-// size bytes on its branch.
+// 16 MB, and task a's first go, whose commit holds a sparse file of size
+// bytes.
 func campaignFixture(t *testing.T, size int64) (*fixture, activities.MergeTaskInput) {
 	t.Helper()
 	f := newFixture(t, readsOnly(), context.Background(), func(c *activities.Config) {
 		c.Git.Mode, c.Sandbox.Mode, c.Sandbox.WorkspaceMaxMB = gitws.ModeLocal, sandbox.ModeOff, 16
 	})
-	ws := activities.TaskWorkspace("camp", "a")
-	line := activities.CampaignLine{Campaign: "camp", Branch: "integration"}
-	// The task's branch starts at the integration head, as its first go's does.
-	if _, err := f.env.ExecuteActivity(activities.PrepareTaskName, activities.PrepareTaskInput{Line: line,
-		Task: activities.CampaignTask{ID: "a", Workspace: ws, Go: 1}}); err != nil {
+	return f, activities.MergeTaskInput{Line: campLine,
+		Tasks: []activities.CampaignTask{taskGo(t, f, "a", "big.bin", size)}, VerifyCommand: "true"}
+}
+
+// taskGo is task id's first go: its branch made at the integration head by
+// PrepareTask (whose scratch clone is gone after), and a commit on it of a
+// sparse file name of size bytes.
+func taskGo(t *testing.T, f *fixture, id, name string, size int64) activities.CampaignTask {
+	t.Helper()
+	ws := activities.TaskWorkspace("camp", id)
+	if _, err := f.env.ExecuteActivity(activities.PrepareTaskName, activities.PrepareTaskInput{Line: campLine,
+		Task: activities.CampaignTask{ID: id, Workspace: ws, Go: 1}}); err != nil {
 		t.Fatalf("PrepareTask: %v", err)
 	}
-	if _, err := os.Lstat(filepath.Join(f.cfg.WorkspaceRoot, "campaigns", "camp", "prepare-a")); !os.IsNotExist(err) {
+	if _, err := os.Lstat(filepath.Join(f.cfg.WorkspaceRoot, "campaigns", "camp", "prepare-"+id)); !os.IsNotExist(err) {
 		t.Fatalf("PrepareTask left its scratch clone (%v)", err)
 	}
 	dir := filepath.Join(f.cfg.WorkspaceRoot, ws)
-	if err := os.Truncate(filepath.Join(dir, "big.bin"), size); err != nil {
-		if fh, cerr := os.Create(filepath.Join(dir, "big.bin")); cerr == nil {
-			fh.Close()
-		}
-		if err := os.Truncate(filepath.Join(dir, "big.bin"), size); err != nil {
-			t.Fatal(err)
-		}
+	fh, err := os.Create(filepath.Join(dir, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fh.Close()
+	if err := os.Truncate(filepath.Join(dir, name), size); err != nil {
+		t.Fatal(err)
 	}
 	gitSetup(t, dir, "add", "-A")
 	gitSetup(t, dir, "commit", "-q", "-m", "the task's work")
-	commit := gitSetup(t, dir, "rev-parse", "HEAD")
-	return f, activities.MergeTaskInput{Line: line,
-		Tasks: []activities.CampaignTask{{ID: "a", Workspace: ws, Commit: commit, Go: 1}}, VerifyCommand: "true"}
+	return activities.CampaignTask{ID: id, Workspace: ws, Commit: gitSetup(t, dir, "rev-parse", "HEAD"), Go: 1}
+}
+
+// A later go's bring-up whose merge would pass the bound (task a's 10 MB
+// onto a head that landed task b's 10 MB, bound 16 MB) fails that go with
+// the non-retryable TaskTree error naming the bound, and writes nothing of
+// the merge into the task's workspace.
+func TestPrepareTaskRefusesABringUpOverTheBound(t *testing.T) {
+	f, _ := campaignFixture(t, 1)
+	a := taskGo(t, f, "a2", "a.bin", 10<<20)
+	b := taskGo(t, f, "b", "b.bin", 10<<20)
+	val, err := f.env.ExecuteActivity(activities.MergeTaskName, activities.MergeTaskInput{Line: campLine,
+		Tasks: []activities.CampaignTask{b}, VerifyCommand: "true"})
+	var out activities.MergeTaskOutput
+	if err != nil || val.Get(&out) != nil || out.Outcome != activities.MergeLanded {
+		t.Fatalf("merging task b: %+v, %v", out, err)
+	}
+	a.Go = 2
+	_, err = f.env.ExecuteActivity(activities.PrepareTaskName, activities.PrepareTaskInput{Line: campLine, Task: a})
+	var app *temporal.ApplicationError
+	if !errors.As(err, &app) || app.Type() != activities.ErrTypeTaskTree || !app.NonRetryable() ||
+		!strings.Contains(app.Error(), "tree too big (RALPH_WORKSPACE_MAX_MB)") {
+		t.Fatalf("PrepareTask of a's second go = %v, want a non-retryable %s naming RALPH_WORKSPACE_MAX_MB", err, activities.ErrTypeTaskTree)
+	}
+	if _, err := os.Lstat(filepath.Join(f.cfg.WorkspaceRoot, a.Workspace, "b.bin")); !os.IsNotExist(err) {
+		t.Fatalf("the refused merge reached the task's workspace (%v)", err)
+	}
+	if _, err := os.Lstat(filepath.Join(f.cfg.WorkspaceRoot, "campaigns", "camp", "prepare-a2")); !os.IsNotExist(err) {
+		t.Fatalf("the failed PrepareTask left its scratch clone (%v)", err)
+	}
 }
 
 // A task whose tree passes RALPH_WORKSPACE_MAX_MB (a 64 MB sparse file
