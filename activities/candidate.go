@@ -109,6 +109,7 @@ func (a *Activities) beginCandidate(ctx context.Context, w *workspaceRound, spec
 	c := &candidateTree{spec: spec, workspace: w, name: name, dir: filepath.Join(a.cfg.WorkspaceRoot, name), base: base,
 		ref: gitws.CandidateRef(w.round.WorkflowID, w.round.Round, spec.Number)}
 	if err := w.git.StartCandidate(ctx, w.dir, c.dir, base); err != nil {
+		c.remove(ctx) // a half-made clone (a refused base included) goes too
 		return nil, w.stepError(ctx, err, details)
 	}
 	return c, nil
@@ -203,7 +204,7 @@ func (a *Activities) AdoptCandidate(ctx context.Context, in AdoptInput) error {
 	defer lock.release()
 	r := gitws.Round{WorkflowID: activity.GetInfo(ctx).WorkflowExecution.ID, Workspace: in.Workspace, Round: in.Round, MaxRounds: in.MaxRounds}
 	err = a.git.Adopt(ctx, dir, r, in.Base, in.Commit, in.Ref)
-	if errors.Is(err, gitws.ErrWorkspaceMoved) || errors.Is(err, gitws.ErrPushRejected) {
+	if errors.Is(err, gitws.ErrWorkspaceMoved) || errors.Is(err, gitws.ErrPushRejected) || gitws.TreeFault(err) {
 		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("round %d: adopt the chosen candidate: %v", in.Round, err), ErrTypeChildFailed, nil)
 	}
 	return err

@@ -420,6 +420,8 @@ func workerSettings() []setting {
 			strp: func(w *Worker) *string { return &w.Activities.Git.Remote }},
 		{flag: "git-author", env: "RALPH_GIT_AUTHOR", usage: "author and committer of checkpoint commits",
 			strp: func(w *Worker) *string { return &w.Activities.Git.Author }},
+		{flag: "git-memory-mb", env: gitws.SettingMemory, usage: "memory limit in MB of each of the worker's own git commands (its own cgroup, with a limit of 512 processes and threads)",
+			intp: func(w *Worker) *int { return &w.Activities.Git.MemoryMB }},
 		{flag: "encryption-key-file", env: EnvEncryptionKeyFile, usage: "file of '<key id> <base64 32 bytes>' lines: encrypt payloads (first key), decrypt (all)",
 			strp: func(w *Worker) *string { return &w.Connection.EncryptionKeyFile }},
 		{flag: "versioning", env: "RALPH_VERSIONING", usage: "on: Worker Deployment Versioning (how runs move between builds: RALPH_VERSIONING_BEHAVIOR); off: unversioned workers (servers without it)",

@@ -69,6 +69,9 @@ func (g *Git) StartCandidate(ctx context.Context, main, dir, base string) error 
 	if _, err := g.run(ctx, dir, cmdOpts{}, "remote", "remove", "origin"); err != nil {
 		return fmt.Errorf("drop the candidate's origin: %w", err)
 	}
+	if err := g.checkTree(ctx, dir, base, "the round's base "+shortID(base)); err != nil {
+		return err
+	}
 	if _, err := g.run(ctx, dir, cmdOpts{}, "checkout", "-q", "--detach", base); err != nil {
 		return fmt.Errorf("check out the round's base %s: %w", shortID(base), err)
 	}
