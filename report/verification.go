@@ -11,7 +11,14 @@ type Verification struct {
 	ExitCode   int    `json:"exitCode"`
 	DurationMs int64  `json:"durationMs"`
 	Output     string `json:"output"`
+	// ProtectedChanged lists the protected paths the command itself changed
+	// (found after it, and restored): such a run fails whatever it exited,
+	// so no verify passes by rewriting the tests it runs. Set only by the
+	// worker's verify of a tree (a campaign's merge, a candidate's score).
+	ProtectedChanged []string `json:"protectedChanged,omitempty"`
 }
 
 // Passed reports whether the verification accepts a completion.
-func (v *Verification) Passed() bool { return v != nil && v.ExitCode == 0 }
+func (v *Verification) Passed() bool {
+	return v != nil && v.ExitCode == 0 && len(v.ProtectedChanged) == 0
+}
