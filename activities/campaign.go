@@ -70,9 +70,8 @@ type MergeTaskInput struct {
 	HoldRef       string         `json:"holdRef,omitempty"`
 	Land          string         `json:"land,omitempty"`
 	LandOn        string         `json:"landOn,omitempty"`
-	// ProtectedPaths are the task's and the campaign's protected-path
-	// patterns (section 23): the merged tree's verify protects them with the
-	// worker's RALPH_PROTECTED_PATHS. None in histories from before them.
+	// ProtectedPaths: no merge may carry a change to these (the campaign's
+	// and its tasks').
 	ProtectedPaths []string `json:"protectedPaths,omitempty"`
 }
 
