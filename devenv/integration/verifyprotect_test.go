@@ -1,10 +1,15 @@
 package integration
 
 import (
+	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"go.temporal.io/sdk/client"
 
 	"github.com/ralph-temporal/ralph/devenv/testkit"
 	"github.com/ralph-temporal/ralph/internal/fakeopenai"
@@ -63,4 +68,72 @@ func TestRealStackCandidateScoreProtectsPaths(t *testing.T) {
 		t.Fatalf("candidate 1's kept commit holds test.sh %q", got)
 	}
 	e.noCandidateTrees(id)
+}
+
+// The merge verify of a campaign is a round's verify (SPEC 38): with the
+// worker's RALPH_PROTECTED_PATHS=test.sh, task g (its own verify `true`)
+// adds a build.sh that rewrites test.sh to exit 0 and completes; the merge
+// verify `sh build.sh; sh test.sh` runs the real test (the rewrite fails on
+// the read-only mount), so the merge does not land: the integration branch
+// stays at main, g ends blocked with the verify's failure, and no test.sh on
+// the host reads exit 0. (Unprotected, the merge lands.) Input and result
+// are raw JSON, as a user's are.
+func TestRealStackMergeVerifyProtectsPaths(t *testing.T) {
+	t.Parallel()
+	const realTest = "echo the real test fails; exit 1\n"
+	bare, person := bareRepo(t)
+	testkit.WriteFiles(t, person, map[string]string{"test.sh": realTest})
+	testkit.Git(t, person, "add", "test.sh")
+	testkit.Git(t, person, "commit", "-q", "-m", "the real test")
+	testkit.Git(t, person, "push", "-q", "origin", "HEAD:main")
+	main := testkit.Git(t, person, "rev-parse", "HEAD")
+
+	e := newEnv(t, agentScript(func(tn turn) fakeopenai.Response {
+		if tn.Step() == 0 {
+			return tool("write_file", map[string]string{"path": "build.sh", "content": "echo 'exit 0' > test.sh\n"})
+		}
+		return submit(completeArgs("build step added", "build.sh is there"))
+	}), "RALPH_GIT=local", "RALPH_PROTECTED_PATHS=test.sh")
+	id := "camp-gamed-verify"
+	integration := filepath.Join(e.root, "campaigns", id, "integration.git")
+	testkit.Git(t, person, "clone", "-q", "--bare", bare, integration)
+	e.startWorker()
+
+	run, err := e.client.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{
+		ID: id, TaskQueue: e.queue, WorkflowExecutionTimeout: 10 * time.Minute,
+	}, "Campaign", json.RawMessage(`{"tasks": [{"id": "g", "objective": "add a build step", "verifyCommand": "true"}],
+		"verifyCommand": "sh build.sh; sh test.sh", "maxMergeAttempts": 1}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res struct {
+		Status string `json:"status"`
+		Head   string `json:"head"`
+		Tasks  []struct {
+			ID, Phase, MergeCommit, LastFailure string
+		} `json:"tasks"`
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	if err := run.Get(ctx, &res); err != nil {
+		t.Fatalf("campaign failed: %v", err)
+	}
+	if res.Status != "partial" || len(res.Tasks) != 1 || res.Tasks[0].Phase != "blocked" || res.Tasks[0].MergeCommit != "" ||
+		!strings.Contains(res.Tasks[0].LastFailure, "test.sh: Read-only file system") || res.Head != main {
+		t.Fatalf("result %+v: want g blocked by the merge verify, the head still main's %s", res, main)
+	}
+	if got := testkit.Git(t, integration, "rev-parse", "refs/heads/ralph/campaigns/"+id+"/integration"); got != main {
+		t.Fatalf("the integration branch moved to %s", got)
+	}
+	err = filepath.WalkDir(e.root, func(path string, d os.DirEntry, err error) error {
+		if err == nil && d.Name() == "test.sh" && !d.IsDir() {
+			if data, rerr := os.ReadFile(path); rerr == nil && string(data) != realTest {
+				t.Errorf("%s reads %q on the host", path, data)
+			}
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }
