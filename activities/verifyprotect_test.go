@@ -2,6 +2,7 @@ package activities_test
 
 import (
 	"context"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -144,6 +145,22 @@ func TestMergeVerifyProtectsPaths(t *testing.T) {
 			noGamedTest(t, f.cfg.WorkspaceRoot)
 		})
 	}
+	// A task's patterns added to its campaign's may pass 64: the merge still
+	// protects every one (the last here) instead of refusing the input.
+	t.Run("more than 64 patterns", func(t *testing.T) {
+		patterns := make([]string, 0, 70)
+		for i := range 69 {
+			patterns = append(patterns, fmt.Sprintf("docs/%d.md", i))
+		}
+		f := protectedFixture(t, fakeopenai.Script{}, protection{mode: sandbox.ModeBwrap})
+		in, head := gamedMerge(t, f, append(patterns, "test.sh"))
+		out := f.merge(in)
+		protections[0].refused(t, out.Verification)
+		bare := filepath.Join(f.cfg.WorkspaceRoot, "campaigns", "c1", "integration.git")
+		if out.Outcome != activities.MergeRed || testkit.Git(t, bare, "rev-parse", integrationRef) != head {
+			t.Fatalf("the gamed merge under 70 patterns was not refused: %+v", out)
+		}
+	})
 }
 
 // Candidate scoring (RALPH_CANDIDATE_SCORE=verify) protects the run's paths
