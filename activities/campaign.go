@@ -379,12 +379,13 @@ func (a *Activities) verifyTree(ctx context.Context, dir, command string, protec
 	if res.TimedOut {
 		v.ExitCode = -1
 	}
-	if v.ProtectedChanged, err = ws.RestoreProtected(snap); err != nil {
+	changed, err := ws.RestoreProtected(snap)
+	if err != nil {
 		return nil, fmt.Errorf("check the protected paths after the verify command: %w", err)
 	}
-	if len(v.ProtectedChanged) > 0 {
-		activity.GetLogger(ctx).Warn("The verify command changed protected paths: it fails", "tree", filepath.Base(dir), "paths", v.ProtectedChanged)
-		failProtected(v)
+	if len(changed) > 0 {
+		activity.GetLogger(ctx).Warn("The verify command changed protected paths: it fails", "tree", filepath.Base(dir), "paths", changed)
+		failProtected(v, changed)
 	}
 	return v, nil
 }

@@ -36,17 +36,15 @@ func (a *Activities) protectedSets(given ...[]string) [][]string {
 	return sets
 }
 
-// failProtected names, at the end of the output, the protected paths the
-// verify command changed: the reason the run failed, where a send-back (the
-// tail of the output) shows it.
-func failProtected(v *report.Verification) {
-	if len(v.ProtectedChanged) == 0 {
-		return
-	}
-	list := strings.Join(v.ProtectedChanged, ", ")
+// failProtected fails v for the protected paths its command changed and
+// names them at the end of the output too: the reason the run failed,
+// where a send-back (the tail of the output) shows it.
+func failProtected(v *report.Verification, changed []string) {
+	list := strings.Join(changed, ", ")
 	if cut := runes.Prefix(list, maxProtectedNoteChars); cut != list {
 		list = cut + "…"
 	}
+	v.ProtectedChanged = list
 	note := fmt.Sprintf("\n[verify failed: the verify command changed protected paths (restored after it): %s]", list)
 	v.Output = runes.Suffix(v.Output+note, report.MaxVerificationOutput)
 }

@@ -6,7 +6,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 
@@ -45,13 +44,13 @@ type protection struct {
 var protections = []protection{
 	{name: "input patterns, bubblewrap", mode: sandbox.ModeBwrap, input: []string{"test.sh"},
 		refused: func(t *testing.T, v *report.Verification) {
-			if !strings.Contains(v.Output, "test.sh: Read-only file system") || len(v.ProtectedChanged) != 0 || v.ExitCode == 0 {
+			if !strings.Contains(v.Output, "test.sh: Read-only file system") || v.ProtectedChanged != "" || v.ExitCode == 0 {
 				t.Errorf("want build.sh refused by the read-only mount and the real test failing: %+v", v)
 			}
 		}},
 	{name: "worker patterns, no sandbox", mode: sandbox.ModeOff, worker: []string{"*.sh", "!build.sh"},
 		refused: func(t *testing.T, v *report.Verification) {
-			if v.ExitCode != 0 || !slices.Equal(v.ProtectedChanged, []string{"test.sh"}) || !strings.HasSuffix(v.Output, changedProtects+"]") {
+			if v.ExitCode != 0 || v.ProtectedChanged != "test.sh" || !strings.HasSuffix(v.Output, changedProtects+"]") {
 				t.Errorf("want the command's exit 0 failed by the check after it, naming test.sh: %+v", v)
 			}
 		}},
