@@ -76,6 +76,9 @@ type MergeTaskInput struct {
 	HoldRef       string         `json:"holdRef,omitempty"`
 	Land          string         `json:"land,omitempty"`
 	LandOn        string         `json:"landOn,omitempty"`
+	// ProtectedPaths: no merge may carry a change to these (the campaign's
+	// and its tasks').
+	ProtectedPaths []string `json:"protectedPaths,omitempty"`
 }
 
 // Merge outcomes.
@@ -318,7 +321,7 @@ func (a *Activities) verifyMerge(ctx context.Context, c *campaignGit, in MergeTa
 	if out.DiffStat, err = a.git.DiffStat(ctx, c.scratch, out.Head, out.Tip); err != nil {
 		return MergeTaskOutput{}, err
 	}
-	if out.Verification, err = a.verifyTree(ctx, c.scratch, in.VerifyCommand); err != nil {
+	if out.Verification, err = a.verifyTree(ctx, c.scratch, in.VerifyCommand, a.protectedSets(in.ProtectedPaths)); err != nil {
 		return MergeTaskOutput{}, err
 	}
 	if !out.Verification.Passed() {
@@ -378,16 +381,26 @@ func mergedTasks(merges []gitws.Merge) []MergedTask {
 
 // verifyTree runs a verify command on a tree the worker made (a campaign's
 // merged tree, a round candidate's) in the sandbox, with every protection a
-// round's verify has.
-func (a *Activities) verifyTree(ctx context.Context, dir, command string) (*report.Verification, error) {
+// round's verify has: the paths the pattern sets protected match are
+// read-only to it and checked again after it; a run that changed one fails
+// (ProtectedChanged) and the paths are restored.
+func (a *Activities) verifyTree(ctx context.Context, dir, command string, protected [][]string) (*report.Verification, error) {
 	if strings.TrimSpace(command) == "" {
 		return nil, temporal.NewNonRetryableApplicationError("there is no verify command", ErrTypeCampaignGit, nil)
 	}
-	ws, err := tools.OpenWorkspace(dir, a.cfg.Agent.ToolLimits, tools.WithSandbox(a.cfg.Agent.Sandbox))
+	prot, err := tools.ParseProtected(protected...)
+	if err != nil {
+		return nil, temporal.NewNonRetryableApplicationError("protectedPaths: "+err.Error(), ErrTypeBadRoundInput, nil)
+	}
+	ws, err := tools.OpenWorkspace(dir, a.cfg.Agent.ToolLimits, tools.WithSandbox(a.cfg.Agent.Sandbox), tools.WithProtected(prot))
 	if err != nil {
 		return nil, fmt.Errorf("open the tree to verify: %w", err)
 	}
 	defer ws.Close()
+	snap, err := ws.SnapshotProtected() // also makes the protected files the command's read-only mounts
+	if err != nil {
+		return nil, fmt.Errorf("verify %s: %w", filepath.Base(dir), err)
+	}
 	timeout := a.cfg.Agent.VerifyTimeout
 	if timeout <= 0 {
 		timeout = 10 * time.Minute
@@ -399,6 +412,14 @@ func (a *Activities) verifyTree(ctx context.Context, dir, command string) (*repo
 	v := &report.Verification{Command: command, ExitCode: res.ExitCode, DurationMs: res.Duration.Milliseconds(), Output: res.Output}
 	if res.TimedOut {
 		v.ExitCode = -1
+	}
+	changed, err := ws.RestoreProtected(snap)
+	if err != nil {
+		return nil, fmt.Errorf("check the protected paths after the verify command: %w", err)
+	}
+	if len(changed) > 0 {
+		activity.GetLogger(ctx).Warn("The verify command changed protected paths: it fails", "tree", filepath.Base(dir), "paths", changed)
+		failProtected(v, changed)
 	}
 	return v, nil
 }

@@ -170,12 +170,14 @@ func (c *candidateTree) remove(ctx context.Context) {
 }
 
 // scoreCandidate runs the verify command on a candidate's tree when the
-// round ranks candidates by it; a run that cannot start ranks it unverified.
+// round ranks candidates by it, protecting the run's and the worker's paths
+// as the round's own verify does (a score that changed one fails); a run
+// that cannot start ranks it unverified.
 func (a *Activities) scoreCandidate(ctx context.Context, c *candidateTree, in RoundInput, rep report.Report, work *CandidateWork) {
 	if !c.spec.ScoreVerify || in.VerifyCommand == "" || rep.Status == report.StatusComplete {
 		return
 	}
-	v, err := a.verifyTree(ctx, c.dir, in.VerifyCommand)
+	v, err := a.verifyTree(ctx, c.dir, in.VerifyCommand, a.protectedSets(in.ProtectedPaths...))
 	if err != nil {
 		activity.GetLogger(ctx).Warn("Could not score a candidate with the verify command", "candidate", c.spec.Number, "error", err)
 		return
