@@ -70,6 +70,14 @@ func (g *Git) overrides() []string {
 		"-c", "core.quotePath=false",
 		"-c", "gc.auto=0",
 		"-c", "maintenance.auto=false",
+		// No conversion from configuration either (the attributes that
+		// could ask for one are neutralized: see NeutralAttributes), and
+		// the default size above which a file is binary to diff: the
+		// workspace's config could lower it to hide every line changed.
+		"-c", "core.autocrlf=false",
+		"-c", "core.eol=lf",
+		"-c", "core.safecrlf=false",
+		"-c", "core.bigFileThreshold=512m",
 	}
 }
 
@@ -98,6 +106,9 @@ func (e *gitError) Error() string {
 // workspace root inside some other repository never reaches that one), the
 // whole process group is killed on timeout or cancel, and nothing prompts.
 func (g *Git) run(parent context.Context, dir string, opts cmdOpts, args ...string) (string, error) {
+	if err := neutralizeAttributes(dir); err != nil {
+		return "", err
+	}
 	ctx, cancel := context.WithTimeout(parent, CommandTimeout)
 	defer cancel()
 	// The work tree may belong to the sandbox's uid (commands run as it;
