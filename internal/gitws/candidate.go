@@ -68,6 +68,10 @@ func (g *Git) StartCandidate(ctx context.Context, main, dir, base string) error 
 	if _, err := g.run(ctx, dir, cmdOpts{}, "init", "-q", "--template=", "."); err != nil {
 		return fmt.Errorf("initialise the candidate's repository: %w", err)
 	}
+	// No reflog: its entries would carry the worker's identity and host.
+	if _, err := g.run(ctx, dir, cmdOpts{}, "config", "core.logAllRefUpdates", "false"); err != nil {
+		return fmt.Errorf("configure the candidate's repository: %w", err)
+	}
 	if _, err := g.run(ctx, dir, cmdOpts{}, "fetch", "-q", "--no-tags", "--no-write-fetch-head", "--recurse-submodules=no",
 		"--", main, "+"+base+":"+candidateBaseRef); err != nil {
 		return fmt.Errorf("fetch the round's base %s for a candidate: %w", shortID(base), err)
