@@ -105,6 +105,8 @@ func (e *gitError) Error() string {
 // run runs git in dir and returns its stdout. Discovery stops at dir (a
 // workspace root inside some other repository never reaches that one), the
 // whole process group is killed on timeout or cancel, and nothing prompts.
+// The repository reads the worker's attributes, never the tree's
+// (neutralizeAttributes), before git starts.
 func (g *Git) run(parent context.Context, dir string, opts cmdOpts, args ...string) (string, error) {
 	if err := neutralizeAttributes(dir); err != nil {
 		return "", err
