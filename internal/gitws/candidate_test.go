@@ -166,6 +166,22 @@ func TestCandidateHidesNoLines(t *testing.T) {
 	if err != nil || !strings.Contains(change, "+added line 1999\n") {
 		t.Errorf("the reviewer's change of a NUL-prefixed file (%v):\n%s", err, CutChange(change, 600))
 	}
+	// Deleting it counts its bytes as deleted; a new binary file its own.
+	cdir3 := filepath.Join(t.TempDir(), "cand3")
+	if err := g.StartCandidate(ctx, dir, cdir3, cp2.Commit); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(cdir3, "big.dat")); err != nil {
+		t.Fatal(err)
+	}
+	write(t, cdir3, "small.dat", "\x00abc")
+	cp3, _, err := g.FinishCandidate(ctx, dir, cdir3, cp2.Commit, CandidateRef("wf-1", 2, 3), r2, handoff("continue", "deleted"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cp3.Deletions != 1+len(lines.String()) || cp3.Insertions != 4 || cp3.FilesChanged != 2 {
+		t.Errorf("deleting the binary file counts %+v, want %d bytes deleted and 4 inserted in 2 files", cp3, 1+len(lines.String()))
+	}
 }
 
 // A candidate's clone holds the round's base and nothing else: no object

@@ -179,7 +179,8 @@ func (g *Git) binaryStats(ctx context.Context, dir, from, to string, binary map[
 			continue
 		}
 		for j, id := range meta[2:4] {
-			if strings.Trim(id, "0") != "" {
+			// A blob only: a gitlink names another repository's commit.
+			if mode := strings.TrimPrefix(meta[j], ":"); strings.HasPrefix(mode, "10") && strings.Trim(id, "0") != "" {
 				ids, added = append(ids, id), append(added, j == 1)
 			}
 		}
