@@ -166,6 +166,9 @@ func (a *Activities) ResolveLimits(context.Context) (Limits, error) {
 	if a.cfg.NotifyURL != "" {
 		l.NotifyEvents = a.cfg.NotifyEvents
 	}
+	if a.git != nil && l.MaxCandidates > 1 { // only a worker that can run candidates
+		l.CandidateDefaultAgent, l.CandidateDefaultModels = a.candidateDefaults()
+	}
 	return l, nil
 }
 

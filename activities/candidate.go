@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/ralph-temporal/ralph/agent"
 	"github.com/ralph-temporal/ralph/internal/gitws"
 	"github.com/ralph-temporal/ralph/internal/names"
 	"github.com/ralph-temporal/ralph/report"
@@ -45,8 +47,10 @@ type CandidateSpec struct {
 
 // CandidateWork is what a candidate attempt adds to its round output.
 type CandidateWork struct {
-	// Agent is the provider that ran it.
+	// Agent is the provider that ran it and Model the model it was
+	// configured with, both resolved (also when the worker's defaults).
 	Agent string `json:"agent"`
+	Model string `json:"model,omitempty"`
 	// Ref keeps its commit until it is adopted.
 	Ref string `json:"ref"`
 	// DiffStat is git's --stat summary of its change from the round's base.
@@ -58,6 +62,15 @@ type CandidateWork struct {
 	// candidate with its outcome that changed something). Absent in
 	// histories from before, whose choice ranked it by its diff alone.
 	Unchanged bool `json:"unchanged,omitempty"`
+}
+
+// CandidateFailure is what a failed or cancelled candidate attempt's
+// FailureDetails say: who ran it (resolved, as in CandidateWork) and the ref
+// that keeps what its tree held ("" when that could not be kept).
+type CandidateFailure struct {
+	Provider string `json:"provider"`
+	Model    string `json:"model"`
+	Ref      string `json:"ref,omitempty"`
 }
 
 // AdoptInput names the chosen candidate's commit, a child of Base kept on Ref.
@@ -123,6 +136,32 @@ func (c *candidateTree) finish(ctx context.Context, rep report.Report, details F
 	w.logger.Info("Candidate kept", "round", w.round.Round, "candidate", c.spec.Number, "commit", cp.Commit, "ref", c.ref)
 	return &Checkpoint{Commit: cp.Commit, Parent: cp.Parent, FilesChanged: cp.FilesChanged,
 		Insertions: cp.Insertions, Deletions: cp.Deletions}, tree != w.before, work, nil
+}
+
+// keepTimeout bounds keeping a failed candidate's tree: it runs after a
+// cancel too, so it cannot use the attempt's context.
+const keepTimeout = 2 * time.Minute
+
+// keep commits what a candidate whose session ended with err holds onto the
+// round's base and keeps it on the candidate's ref, as finish does for one
+// that handed off; it returns the ref, or "" (logged) when that failed.
+func (c *candidateTree) keep(ctx context.Context, err error) string {
+	w := c.workspace
+	why := "failed"
+	if ctx.Err() != nil {
+		why = "cancelled"
+	} else if _, ok := agent.AsDeferred(err); ok {
+		why = "deferred"
+	}
+	kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), keepTimeout)
+	defer cancel()
+	commit, kerr := w.git.KeepCandidate(kctx, w.dir, c.dir, c.base, c.ref, w.round, c.spec.Number, why)
+	if kerr != nil {
+		w.logger.Warn("Could not keep a candidate's work", "round", w.round.Round, "candidate", c.spec.Number, "error", kerr)
+		return ""
+	}
+	w.logger.Info("Candidate kept", "round", w.round.Round, "candidate", c.spec.Number, "outcome", why, "commit", commit, "ref", c.ref)
+	return c.ref
 }
 
 // remove deletes the candidate's tree: its work is on its ref by now, or

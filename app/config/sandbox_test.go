@@ -56,3 +56,24 @@ func TestSandboxNetworkSetting(t *testing.T) {
 		}
 	}
 }
+
+// The package registries the environment names reach the sandbox's
+// configuration; a value that names none is a start-up warning that names
+// the variable and never the value.
+func TestPackageMirrorsFromEnvironment(t *testing.T) {
+	w, err := LoadWorker(nil, MapEnv{"GOPROXY": "https://athens.corp:3000|direct", "GOSUMDB": "off", "NPM_CONFIG_REGISTRY": "https://user:s3cret@",
+		"PIP_INDEX_URL": "/srv/simple", "UV_INDEX_URL": "https://uv.corp"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, m := range w.Activities.Sandbox.Mirrors {
+		got = append(got, m.String()+" "+m.From)
+	}
+	if !slices.Equal(got, []string{"athens.corp:3000 GOPROXY", "uv.corp:443 UV_INDEX_URL"}) {
+		t.Errorf("mirrors = %q", got)
+	}
+	if len(w.Warnings) != 1 || !strings.HasPrefix(w.Warnings[0], "NPM_CONFIG_REGISTRY: not an http(s) URL") || strings.Contains(w.Warnings[0], "s3cret") {
+		t.Errorf("warnings = %q", w.Warnings)
+	}
+}

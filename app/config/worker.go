@@ -303,7 +303,7 @@ func workerSettings() []setting {
 			def:    func(w *Worker) string { return w.Activities.Sandbox.Mode }},
 		{flag: "sandbox-network", env: "RALPH_SANDBOX_NETWORK", usage: "proxy, off or host: commands reach the network only through the worker's filtering proxy, not at all, or as the host does",
 			custom: sandboxNetwork, def: func(w *Worker) string { return w.Activities.Sandbox.Network }},
-		{flag: "sandbox-allow-hosts", env: "RALPH_SANDBOX_ALLOW_HOSTS", usage: "comma-separated host, *.domain, host:port, ip or ip:port: the only destinations the proxy allows (private ones included)",
+		{flag: "sandbox-allow-hosts", env: "RALPH_SANDBOX_ALLOW_HOSTS", usage: "comma-separated host, *.domain, host:port, ip or ip:port: the only destinations the proxy allows (private ones included); unset: public addresses, and the package registries the worker's GOPROXY, npm_config_registry, PIP_INDEX_URL and the like name also at private and special-purpose ones",
 			custom: func(w *Worker, source, value string) error {
 				items := splitList(value, ",") // host:port holds ':'
 				if _, err := netproxy.ParseAllowList(items); err != nil {
@@ -661,10 +661,25 @@ func LoadWorker(args []string, env Env, usage io.Writer) (Worker, error) {
 		return Worker{}, err
 	}
 	w.Tracing = tr
+	w.readMirrors(env)
 	if err := w.finish(); err != nil {
 		return Worker{}, err
 	}
 	return w, nil
+}
+
+// readMirrors takes the package registries the worker's environment names
+// (GOPROXY, npm_config_registry, PIP_INDEX_URL and the like): the sandbox's
+// proxy lets commands reach them at private and special-purpose addresses
+// too. A value that names no usable registry is a warning, not an error:
+// these variables configure toolchains, not the worker.
+func (w *Worker) readMirrors(env Env) {
+	if env == nil {
+		env = OSEnv
+	}
+	mirrors, problems := netproxy.Mirrors(env.Environ())
+	w.Activities.Sandbox.Mirrors = mirrors
+	w.Warnings = append(w.Warnings, problems...)
 }
 
 // finish validates cross-setting rules and resolves derived values.

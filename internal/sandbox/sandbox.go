@@ -95,6 +95,7 @@ func New(ctx context.Context, cfg Config, p Paths) (*Sandbox, error) {
 	if s.allow, err = netproxy.ParseAllowList(cfg.AllowHosts); err != nil {
 		return nil, fmt.Errorf("sandbox: %w", err)
 	}
+	s.allow = s.allow.WithMirrors(cfg.Mirrors)
 	s.cg, s.cgWhy = cgroup.Detect(s.limits)
 	if s.id.drop {
 		s.cg.RunAs(s.id.uid, s.id.gid)
@@ -276,6 +277,15 @@ func (s *Sandbox) AllowHosts() string {
 		return ""
 	}
 	return s.allow.String()
+}
+
+// Mirrors are the package registries commands reach beyond public
+// addresses; none while RALPH_SANDBOX_ALLOW_HOSTS decides alone.
+func (s *Sandbox) Mirrors() []netproxy.Mirror {
+	if s == nil {
+		return nil
+	}
+	return s.allow.Mirrors()
 }
 
 // Limits says which resource limits hold, for the start line; notLimited
