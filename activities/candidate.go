@@ -58,6 +58,10 @@ type CandidateWork struct {
 	// Verification is the verify command's run on its tree
 	// (RALPH_CANDIDATE_SCORE=verify, a candidate that did not complete).
 	Verification *report.Verification `json:"verification,omitempty"`
+	// Unchanged: its tree equals the round's base (it ranks after every
+	// candidate with its outcome that changed something). Absent in
+	// histories from before, whose choice ranked it by its diff alone.
+	Unchanged bool `json:"unchanged,omitempty"`
 }
 
 // CandidateFailure is what a failed or cancelled candidate attempt's
@@ -124,7 +128,7 @@ func (c *candidateTree) finish(ctx context.Context, rep report.Report, details F
 	if err != nil {
 		return nil, false, nil, w.stepError(ctx, fmt.Errorf("keep candidate %d's work: %w", c.spec.Number, err), details)
 	}
-	work := &CandidateWork{Agent: c.spec.Agent, Ref: c.ref}
+	work := &CandidateWork{Agent: c.spec.Agent, Ref: c.ref, Unchanged: cp.Commit == c.base}
 	if cp.Commit != c.base {
 		if work.DiffStat, err = w.git.DiffStat(ctx, c.dir, c.base, cp.Commit); err != nil {
 			return nil, false, nil, w.stepError(ctx, err, details)

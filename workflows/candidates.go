@@ -214,12 +214,27 @@ func diffSize(c *candidate) int {
 	return c.out.Checkpoint.Insertions + c.out.Checkpoint.Deletions
 }
 
+// unchanged: the candidate's tree equals the round's base. Its activity
+// says so (CandidateWork.Unchanged), so a history recorded before this
+// rule, whose outputs lack it, replays the choice it made.
+func unchanged(c *candidate) bool {
+	return c.out.Candidate != nil && c.out.Candidate.Unchanged
+}
+
 // candidateOrder compares two candidates by the ranking's criteria in
-// turn: outcome, a passing verify (scoreVerify), the smaller diff, the
-// first finished. It returns the comparison and the criterion that decided.
+// turn: outcome, a change at all (a tree equal to the base ranks after
+// every one with the same outcome that changed something), a passing
+// verify (scoreVerify), the smaller diff, the first finished. It returns the
+// comparison and the criterion that decided.
 func candidateOrder(a, b *candidate, scoreVerify bool) (int, string) {
 	if c := cmp.Compare(outcomeRank(a.outcome), outcomeRank(b.outcome)); c != 0 {
 		return c, "the best report status"
+	}
+	if unchanged(a) != unchanged(b) {
+		if unchanged(b) {
+			return -1, "it changed something (another left the tree as the base)"
+		}
+		return 1, "it changed something (another left the tree as the base)"
 	}
 	if scoreVerify && scorePassed(a) != scorePassed(b) {
 		if scorePassed(a) {

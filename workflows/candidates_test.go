@@ -27,6 +27,8 @@ type play struct {
 	delay  time.Duration
 	diff   int // lines changed
 	scored bool
+	// nothing: the candidate left its tree as the base.
+	nothing bool
 }
 
 // candidates plays RunRound per candidate (plays[round][number]) and
@@ -72,6 +74,9 @@ func (c *candidates) runRound(_ context.Context, in activities.RoundInput) (acti
 		out.Report = blockedReport()
 	default:
 		out.Report = continueReport(in.Round)
+	}
+	if p.nothing {
+		out.Checkpoint.Commit, out.Candidate.Unchanged, out.Candidate.DiffStat = "base", true, ""
 	}
 	if p.scored {
 		out.Candidate.Verification = &report.Verification{Command: "make test", ExitCode: 0}
@@ -234,6 +239,34 @@ func TestCandidatesRanking(t *testing.T) {
 			got := queryStatus(t, env).Rounds[0].Candidates[tt.chosen-1]
 			if !got.Chosen || !strings.Contains(got.Reason, tt.reason) {
 				t.Fatalf("chosen %+v, want the reason %q", got, tt.reason)
+			}
+		})
+	}
+}
+
+// A candidate that changed nothing (a zero-line diff, finished first) ranks
+// after one with the same outcome that did the work, even when the ranking
+// weighs a passing verify command; a worse outcome still ranks after it.
+func TestCandidatesDoNothingRanksLast(t *testing.T) {
+	for _, score := range []string{"", activities.CandidateScoreVerify} {
+		t.Run("score="+score, func(t *testing.T) {
+			c := &candidates{plays: map[int]map[int]play{
+				1: {1: {status: report.StatusContinue, nothing: true, scored: true}, 2: {status: report.StatusContinue, diff: 40, delay: time.Second},
+					3: {status: report.StatusBlocked, diff: 1}},
+				2: {1: {status: report.StatusBlocked}, 2: {status: report.StatusBlocked}, 3: {status: report.StatusBlocked}},
+			}}
+			limits := candidateLimits()
+			limits.CandidateScore = score
+			env := newCandidatesEnv(t, limits, c)
+			if _, err := execute(t, env, `{"objective":"fix it","verifyCommand":"make test","maxRounds":2}`); err != nil {
+				t.Fatal(err)
+			}
+			if c.adopted[0].Commit != "r1k2" {
+				t.Fatalf("adopted %+v, want candidate 2, which changed something", c.adopted)
+			}
+			got := queryStatus(t, env).Rounds[0].Candidates[1]
+			if !got.Chosen || !strings.Contains(got.Reason, "changed something") {
+				t.Fatalf("chosen %+v, want the reason naming the change", got)
 			}
 		})
 	}

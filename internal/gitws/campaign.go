@@ -87,10 +87,10 @@ func (g *Git) Scratch(ctx context.Context, dir string) error {
 }
 
 // InitBare creates the bare repository of a local-mode campaign at dir
-// unless it exists.
+// unless it exists, reading the worker's attributes (NeutralAttributes).
 func (g *Git) InitBare(ctx context.Context, dir string) error {
 	if _, err := os.Stat(dir); err == nil {
-		return nil
+		return neutralizeAttributes(dir)
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("create the campaign repository %s: %w", dir, err)
@@ -98,7 +98,9 @@ func (g *Git) InitBare(ctx context.Context, dir string) error {
 	if _, err := g.run(ctx, dir, cmdOpts{}, "init", "-q", "--bare", "--template=", "."); err != nil {
 		return fmt.Errorf("initialise the campaign repository: %w", err)
 	}
-	return nil
+	// Pushes and fetches run no command in it; its own attributes are
+	// the worker's all the same.
+	return neutralizeAttributes(dir)
 }
 
 // fetch copies ref of repo into the scratch ref into and returns its commit;

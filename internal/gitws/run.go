@@ -77,6 +77,14 @@ func (g *Git) overrides() []string {
 		"-c", "core.quotePath=false",
 		"-c", "gc.auto=0",
 		"-c", "maintenance.auto=false",
+		// No conversion from configuration either (the attributes that
+		// could ask for one are neutralized: see NeutralAttributes), and
+		// the default size above which a file is binary to diff: the
+		// workspace's config could lower it to hide every line changed.
+		"-c", "core.autocrlf=false",
+		"-c", "core.eol=lf",
+		"-c", "core.safecrlf=false",
+		"-c", "core.bigFileThreshold=512m",
 	}
 }
 
@@ -107,7 +115,12 @@ func (e *gitError) Error() string {
 // run runs git in dir and returns its stdout. Discovery stops at dir (a
 // workspace root inside some other repository never reaches that one), the
 // whole process group is killed on timeout or cancel, and nothing prompts.
+// The repository reads the worker's attributes, never the tree's
+// (neutralizeAttributes), before git starts.
 func (g *Git) run(parent context.Context, dir string, opts cmdOpts, args ...string) (string, error) {
+	if err := neutralizeAttributes(dir); err != nil {
+		return "", err
+	}
 	ctx, cancel := context.WithTimeout(parent, CommandTimeout)
 	defer cancel()
 	// The work tree may belong to the sandbox's uid (commands run as it;
