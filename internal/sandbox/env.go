@@ -76,6 +76,20 @@ func WithheldRegistryEnv(environ, extra []string) []string {
 	return slices.Compact(names)
 }
 
+// registryNames names the package-registry variables of environ that
+// CommandEnv passes because they are registry variables (extra aside).
+func registryNames(environ, extra []string) []string {
+	var names []string
+	for _, kv := range environ {
+		name, value, ok := strings.Cut(kv, "=")
+		if ok && RegistryEnv(name) && !allowedName(name, extra) && !HoldsCredential(value) {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	return slices.Compact(names)
+}
+
 // credentialKeys are query keys that carry a secret (?token=, ?auth=,
 // ?api_key=, a presigned URL's signature), matched as substrings.
 var credentialKeys = []string{"token", "pass", "secret", "auth", "key", "sig"}

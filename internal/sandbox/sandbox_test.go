@@ -63,6 +63,30 @@ func TestCommandEnvPassesPackageRegistries(t *testing.T) {
 	}
 }
 
+// The start line names the registry variables commands get by default:
+// not one withheld, nor one RALPH_COMMAND_ENV already names.
+func TestRegistryEnvNamesWhatCommandsGet(t *testing.T) {
+	f := newFixture(t)
+	f.paths.Environ = append(f.paths.Environ, "GOPROXY=https://goproxy.corp.internal", "GONOSUMDB=*.corp.internal",
+		"npm_config_registry=https://npm.corp.internal/", "PIP_INDEX_URL=https://ci:s3cret@pypi.corp.internal/simple")
+	sb, err := New(context.Background(), Config{Mode: ModeOff, CommandEnv: []string{"npm_config_registry"}}, f.paths)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := sb.RegistryEnv(); !slices.Equal(got, []string{"GONOSUMDB", "GOPROXY"}) {
+		t.Errorf("RegistryEnv = %q", got)
+	}
+	env := sb.Env(f.paths.Environ, "")
+	for _, want := range []string{"GOPROXY=https://goproxy.corp.internal", "GONOSUMDB=*.corp.internal", "npm_config_registry=https://npm.corp.internal/"} {
+		if !slices.Contains(env, want) {
+			t.Errorf("%s missing from %q", want, env)
+		}
+	}
+	if slices.ContainsFunc(env, func(kv string) bool { return strings.Contains(kv, "s3cret") }) {
+		t.Errorf("a password reached the command environment: %q", env)
+	}
+}
+
 func TestHoldsCredential(t *testing.T) {
 	for v, want := range map[string]bool{
 		"https://goproxy.corp.internal":                        false,
