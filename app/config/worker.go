@@ -673,8 +673,10 @@ func LoadWorker(args []string, env Env, usage io.Writer) (Worker, error) {
 // readMirrors takes the package registries the worker's environment names
 // (GOPROXY, npm_config_registry, PIP_INDEX_URL and the like): the sandbox's
 // proxy lets commands reach them at private and special-purpose addresses
-// too. A value that names no usable registry is a warning, not an error:
-// these variables configure toolchains, not the worker.
+// too, and commands get the variables. A value that names no usable
+// registry, or holds a credential and so is not passed, is a warning
+// naming the variable, not an error: these variables configure
+// toolchains, not the worker.
 func (w *Worker) readMirrors(env Env) {
 	if env == nil {
 		env = OSEnv
@@ -682,6 +684,11 @@ func (w *Worker) readMirrors(env Env) {
 	mirrors, problems := netproxy.Mirrors(env.Environ())
 	w.Activities.Sandbox.Mirrors = mirrors
 	w.Warnings = append(w.Warnings, problems...)
+	for _, name := range sandbox.WithheldRegistryEnv(env.Environ(), w.Activities.Sandbox.CommandEnv) {
+		w.Warnings = append(w.Warnings, name+" holds a credential (a user or password in a URL, or a token in its query): "+
+			"not passed to commands, whose model could read it; they use their toolchain's default registry "+
+			"(list "+name+" in RALPH_COMMAND_ENV to pass it anyway)")
+	}
 }
 
 // finish validates cross-setting rules and resolves derived values.

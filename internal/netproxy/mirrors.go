@@ -76,7 +76,7 @@ func Mirrors(environ []string) (mirrors []Mirror, problems []string) {
 			continue
 		}
 		env[k] = v
-		if strings.HasPrefix(k, "CARGO_REGISTRIES_") && strings.HasSuffix(k, "_INDEX") {
+		if cargoIndexVar(k) {
 			cargo = append(cargo, k)
 		}
 	}
@@ -112,6 +112,17 @@ func Mirrors(environ []string) (mirrors []Mirror, problems []string) {
 		add(k, []string{strings.TrimPrefix(env[k], "sparse+")})
 	}
 	return mirrors, problems
+}
+
+// RegistryVar reports whether name is one of the variables Mirrors reads;
+// the sandbox passes these to commands so that they use the same registries.
+func RegistryVar(name string) bool {
+	return cargoIndexVar(name) || slices.ContainsFunc(registryVars, func(v registryVar) bool { return v.name == name })
+}
+
+// cargoIndexVar: CARGO_REGISTRIES_<NAME>_INDEX.
+func cargoIndexVar(name string) bool {
+	return strings.HasPrefix(name, "CARGO_REGISTRIES_") && strings.HasSuffix(name, "_INDEX")
 }
 
 func one(v string) []string { return []string{strings.TrimSpace(v)} }

@@ -57,6 +57,7 @@ type Sandbox struct {
 	hidden     []string // existing absolute paths
 	share      []string
 	envNames   []string
+	registry   []string // registry variables commands get by default (RegistryEnv)
 	protectGit bool
 	disk       diskBounds
 	id         identity // who commands run as
@@ -122,6 +123,7 @@ func New(ctx context.Context, cfg Config, p Paths) (*Sandbox, error) {
 		}
 	}
 	s.envNames = append([]string(nil), cfg.CommandEnv...)
+	s.registry = registryNames(p.Environ, s.envNames)
 	if s.hidden, s.share, err = resolveMounts(cfg, p, s.root); err != nil {
 		return nil, err
 	}
@@ -277,6 +279,16 @@ func (s *Sandbox) AllowHosts() string {
 		return ""
 	}
 	return s.allow.String()
+}
+
+// RegistryEnv names the package-registry variables of the worker's
+// environment that commands get without RALPH_COMMAND_ENV: the start
+// line's registryEnv, names only, as everywhere these variables are shown.
+func (s *Sandbox) RegistryEnv() []string {
+	if s == nil {
+		return nil
+	}
+	return append([]string(nil), s.registry...)
 }
 
 // Mirrors are the package registries commands reach beyond public
