@@ -80,10 +80,10 @@ func (l *loop) notify(ctx workflow.Context, event string, round, seq int, final 
 // outlives a run that closes right after it.
 func notifyDetached(ctx workflow.Context, in activities.NotifyInput) {
 	// Disconnected and never cancelled: the SDK asks the server to cancel a
-	// started child whose context is cancelled, which cut the delivery to
-	// its first attempt; an operator's cancel of the run must not reach it
-	// either. Runs recorded before the change cancelled it on return, and
-	// replay so.
+	// started child whose context is cancelled, which cut an event sent
+	// while the parent goes on (a campaign's merged) to its first attempt;
+	// an operator's cancel of the run must not reach it either. Histories
+	// recorded before the change cancelled it on return, and replay so.
 	dctx, cancel := workflow.NewDisconnectedContext(ctx)
 	if workflow.GetVersion(dctx, versionNotifyNotCancelled, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
 		defer cancel()

@@ -48,8 +48,8 @@ func (r *flakyReceiver) register(env *testsuite.TestWorkflowEnvironment) {
 // The end event's RalphNotify child is not cancelled when its parent
 // returns, nor when an operator cancelled the parent: a receiver that
 // refuses the first two POSTs still gets the event, after the run closed.
-// (The SDK asks the server to cancel a started child whose context is
-// cancelled, which cut each delivery to its first attempt.)
+// (The SDK asks to cancel a started child whose context is cancelled; the
+// test environment then cuts the delivery to its first attempt.)
 func TestEndEventRetriesAfterTheRunClosed(t *testing.T) {
 	for _, tc := range []struct {
 		name, event string
