@@ -10,19 +10,22 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/ralph-temporal/ralph/internal/wait"
-	"github.com/ralph-temporal/ralph/workflows"
 )
 
 // A campaign's merged event goes on being retried while the campaign runs
 // on (docs/operators.md): b waits for a, so the campaign starts b's loop
 // right after a's merged notification. The receiver refuses each merged
 // event's first two POSTs; both still arrive, and the campaign's history
-// holds no request to cancel a notify child (the SDK sent one when the
-// child's context was cancelled, and the server cancelled the delivery of
-// a merged event whose campaign was still running).
+// holds no request to cancel a notify child. (Before 2026-12-06 the
+// campaign asked to cancel each notify child right after its start; the
+// server carried that out for a's, sent while the campaign still ran, so
+// a's event got one attempt.)
 func TestRealStackCampaignMergedEventRetried(t *testing.T) {
 	t.Parallel()
-	hook := &hookReceiver{refuse: map[string]int{workflows.EventMerged: 2}}
+	// The workflow type, its input and the event as a client sees them
+	// (docs/reference.md), whichever package defines the campaign.
+	const campaignType, merged = "Campaign", "merged"
+	hook := &hookReceiver{refuse: map[string]int{merged: 2}}
 	srv := httptest.NewServer(hook)
 	defer srv.Close()
 	bare, _ := bareRepo(t)
@@ -36,7 +39,7 @@ func TestRealStackCampaignMergedEventRetried(t *testing.T) {
 	}}
 	run, err := e.client.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{
 		ID: id, TaskQueue: e.queue, WorkflowExecutionTimeout: 5 * time.Minute,
-	}, workflows.CampaignWorkflowName, in)
+	}, campaignType, in)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +60,7 @@ func TestRealStackCampaignMergedEventRetried(t *testing.T) {
 		t.Fatal(err)
 	}
 	hook.mu.Lock()
-	refused := hook.refusedOf[workflows.EventMerged]
+	refused := hook.refusedOf[merged]
 	hook.mu.Unlock()
 	if refused != 4 {
 		t.Fatalf("receiver refused %d merged POSTs, want 2 for each task", refused)
