@@ -63,6 +63,10 @@ const (
 	// arrived before it continues as new, and carries a pending stop
 	// (drainSignals).
 	versionDrainSignals = "drain-signals-before-continue-as-new"
+	// versionNotifyNotCancelled: the detached RalphNotify child is never
+	// cancelled by its parent (notifyDetached), so an end event keeps its
+	// hour of retries after the run closed or was cancelled.
+	versionNotifyNotCancelled = "notify-child-not-cancelled"
 )
 
 // Deferral waits: the provider's delay when it gave one, else
