@@ -52,9 +52,9 @@ type gateway struct {
 	// current indexes models: requests go there, and stay on a fallback
 	// once one took over, as in the builtin session.
 	current  int
-	failed   chan struct{}  // closed with fatal
-	active   chan struct{}  // a signal per request (the idle watch)
-	handlers sync.WaitGroup // requests being served
+	failed   chan struct{} // closed with fatal
+	active   chan struct{} // a signal per request (the idle watch)
+	handlers gate          // requests being served; none once shut
 	// relayed counts the finishing tool's calls in relayed answers, by
 	// canonical arguments: each vouches for one submission.
 	relayed map[string]int
@@ -126,8 +126,12 @@ func (g *gateway) authorized(r *http.Request) bool {
 }
 
 func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	g.handlers.Add(1)
-	defer g.handlers.Done()
+	// The server may still hand over a request read before it closed.
+	if !g.handlers.enter() {
+		writeError(w, http.StatusServiceUnavailable, "the round is over")
+		return
+	}
+	defer g.handlers.leave()
 	select {
 	case g.active <- struct{}{}:
 	default:
