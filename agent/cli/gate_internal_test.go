@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -235,4 +236,56 @@ func (l *lineConn) read() *deskAnswer {
 func (l *lineConn) ask(t *testing.T, line string) *deskAnswer {
 	l.send(t, line)
 	return l.read()
+}
+
+// TestAttemptEndsDuringARetryWait: a request waits out the provider's
+// Retry-After (an hour) for a CLI still connected; the attempt's end stops
+// the wait, so the attempt returns at once and no retry goes upstream.
+func TestAttemptEndsDuringARetryWait(t *testing.T) {
+	upstream := fakeopenai.NewServer(fakeopenai.Script{Rule: func(fakeopenai.Request) fakeopenai.Response {
+		return fakeopenai.Unavailable("3600")
+	}})
+	t.Cleanup(upstream.Close)
+	cfg := agent.DefaultConfig()
+	cfg.BaseURL, cfg.APIKey, cfg.Model = upstream.BaseURL(), "sk-gate-key-0123456789", "fake-model"
+	cfg.MaxRetryAfter, cfg.RetryBaseDelay, cfg.RetryMaxDelay = time.Hour, time.Hour, time.Hour
+	desk, err := agent.OpenDesk(cfg, agent.Request{SessionID: "s", Objective: "Work.", Round: 1, MaxRounds: 1, Workspace: t.TempDir()}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _, _ = desk.Close(context.Background(), nil) }()
+	gctx, cancel := context.WithCancel(context.Background())
+	gw := newGateway(gctx, apis[APIChat], desk, cfg, upstream.BaseURL(), cfg.APIKey, "tok", "submit_report", false,
+		gatewayLimits{inflight: DefaultMaxInflight, body: DefaultMaxRequestMB << 20})
+	sock := filepath.Join(t.TempDir(), "gw.sock")
+	ln, err := listenUnixPath(sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := serveGateway(gw, ln, cancel)
+	c, err := net.Dial("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	body := `{"model":"fake-model","messages":[{"role":"user","content":"work"}]}`
+	if _, err := io.WriteString(c, "POST /v1/chat/completions HTTP/1.1\r\nHost: gateway\r\nAuthorization: Bearer tok\r\n"+
+		"Content-Type: application/json\r\nContent-Length: "+strconv.Itoa(len(body))+"\r\n\r\n"+body); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); len(upstream.Requests()) == 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the request never went upstream")
+		}
+	}
+	time.Sleep(50 * time.Millisecond) // into the wait
+	start := time.Now()
+	stop()
+	if took := time.Since(start); took > 5*time.Second {
+		t.Fatalf("the attempt took %s to end during a retry wait", took)
+	}
+	time.Sleep(50 * time.Millisecond)
+	if n := len(upstream.Requests()); n != 1 {
+		t.Fatalf("%d requests went upstream, want the one before the wait", n)
+	}
 }

@@ -292,12 +292,14 @@ func (g *gateway) backoff(try int) time.Duration {
 	return min(g.cfg.RetryBaseDelay<<try, g.cfg.RetryMaxDelay)
 }
 
+// sleep waits d, or less once the CLI left (ctx) or the attempt ends.
 func (g *gateway) sleep(ctx context.Context, d time.Duration) {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-t.C:
 	case <-ctx.Done():
+	case <-g.ctx.Done():
 	}
 }
 
