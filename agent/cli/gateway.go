@@ -53,9 +53,9 @@ type gateway struct {
 	// current indexes models: requests go there, and stay on a fallback
 	// once one took over, as in the builtin session.
 	current  int
-	failed   chan struct{}  // closed with fatal
-	active   chan struct{}  // a signal per request (the idle watch)
-	handlers sync.WaitGroup // requests being served
+	failed   chan struct{} // closed with fatal
+	active   chan struct{} // a signal per request (the idle watch)
+	handlers gate          // requests being served; none once shut
 	// relayed counts the finishing tool's calls in relayed answers, by
 	// canonical arguments: each vouches for one submission.
 	relayed map[string]int
@@ -127,8 +127,12 @@ func (g *gateway) authorized(r *http.Request) bool {
 }
 
 func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	g.handlers.Add(1)
-	defer g.handlers.Done()
+	// The server may still hand over a request read before it closed.
+	if !g.handlers.enter() {
+		writeError(w, http.StatusServiceUnavailable, "the round is over")
+		return
+	}
+	defer g.handlers.leave()
 	select {
 	case g.active <- struct{}{}:
 	default:
@@ -289,12 +293,14 @@ func (g *gateway) backoff(try int) time.Duration {
 	return min(g.cfg.RetryBaseDelay<<try, g.cfg.RetryMaxDelay)
 }
 
+// sleep waits d, or less once the CLI left (ctx) or the attempt ends.
 func (g *gateway) sleep(ctx context.Context, d time.Duration) {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-t.C:
 	case <-ctx.Done():
+	case <-g.ctx.Done():
 	}
 }
 

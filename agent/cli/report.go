@@ -56,6 +56,7 @@ type reportSocket struct {
 	over     chan struct{}
 	overOnce sync.Once
 	calls    chan struct{} // a signal per call (the idle watch)
+	requests gate          // requests being answered; none once closed
 }
 
 func listenReport(ctx context.Context, path string, desk submitter, vouch func(string) bool, uid, gid int) (*reportSocket, error) {
@@ -68,7 +69,12 @@ func listenReport(ctx context.Context, path string, desk submitter, vouch func(s
 	return r, nil
 }
 
-func (r *reportSocket) Close() { r.ln.Close() }
+// Close stops the socket and returns once no request is being answered:
+// one left in a connection's buffer is not answered after.
+func (r *reportSocket) Close() {
+	r.ln.Close()
+	r.requests.shut()
+}
 
 func (r *reportSocket) serve() {
 	for {
@@ -87,27 +93,37 @@ func (r *reportSocket) handle(c net.Conn) {
 	sc.Buffer(make([]byte, 64<<10), 4<<20)
 	enc := json.NewEncoder(c)
 	for sc.Scan() {
-		var req deskRequest
-		if err := json.Unmarshal(sc.Bytes(), &req); err != nil {
-			return
-		}
-		var a deskAnswer
-		switch req.Op {
-		case "describe":
-			a.Name, a.Description, a.Schema = r.desk.Finishing()
-		case "submit":
-			select {
-			case r.calls <- struct{}{}:
-			default:
-			}
-			a = r.submit(string(req.Args))
-		default:
-			return
-		}
-		if enc.Encode(a) != nil {
+		a, ok := r.answer(sc.Bytes())
+		if !ok || enc.Encode(a) != nil {
 			return
 		}
 	}
+}
+
+// answer answers one request line (false: none, the connection ends).
+func (r *reportSocket) answer(line []byte) (deskAnswer, bool) {
+	if !r.requests.enter() {
+		return deskAnswer{}, false
+	}
+	defer r.requests.leave()
+	var req deskRequest
+	if err := json.Unmarshal(line, &req); err != nil {
+		return deskAnswer{}, false
+	}
+	var a deskAnswer
+	switch req.Op {
+	case "describe":
+		a.Name, a.Description, a.Schema = r.desk.Finishing()
+	case "submit":
+		select {
+		case r.calls <- struct{}{}:
+		default:
+		}
+		a = r.submit(string(req.Args))
+	default:
+		return deskAnswer{}, false
+	}
+	return a, true
 }
 
 // submit hands a vouched-for submission to the desk and refuses any other.

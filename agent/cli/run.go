@@ -104,15 +104,7 @@ func (p Provider) attempt(ctx context.Context, desk *agent.Desk, req agent.Reque
 	if err != nil {
 		return fmt.Errorf("gateway %w", err)
 	}
-	srv := &http.Server{Handler: gw, ReadHeaderTimeout: time.Minute}
-	go func() { _ = srv.Serve(ln) }()
-	defer srv.Close()
-	// Answers still being read upstream are counted before the round
-	// closes (an abandoned answer is never free).
-	defer func() {
-		stopGateway()
-		gw.handlers.Wait()
-	}()
+	defer serveGateway(gw, ln, stopGateway)()
 
 	a := Attempt{Command: p.Command, Home: h.dir, Model: p.Model, GatewayURL: gatewayMark, Token: token,
 		ReportCommand: []string{h.helper, reportArg, filepath.Join(h.private, "report.sock")}, ReportTool: tool,
@@ -134,6 +126,23 @@ func (p Provider) attempt(ctx context.Context, desk *agent.Desk, req agent.Reque
 		}
 	}
 	return nil
+}
+
+// serveGateway serves gw on ln until the stop it returns. stop cuts the
+// upstream requests (cancel is the gateway's context), closes the listener
+// and the connections, and returns once no request runs nor can start:
+// answers still being read upstream are counted before the round closes
+// (an abandoned answer is never free), and nothing reaches the round after
+// its attempt returns. srv.Close alone waits for no handler, and the
+// server may still start one for a request it read before.
+func serveGateway(gw *gateway, ln net.Listener, cancel context.CancelFunc) (stop func()) {
+	srv := &http.Server{Handler: gw, ReadHeaderTimeout: time.Minute}
+	go func() { _ = srv.Serve(ln) }()
+	return func() {
+		cancel()
+		_ = srv.Close()
+		gw.handlers.shut()
+	}
 }
 
 func (p Provider) limits() gatewayLimits {

@@ -131,12 +131,16 @@ func TestRealStackAgentKilledWorkerOpencode(t *testing.T) {
 var attemptToken = regexp.MustCompile(`ralph-attempt-[0-9a-f]{48}`)
 
 // agentRoundSurvivesAKilledWorker: the worker is killed with SIGKILL while
-// the CLI's shell runs a long command. Within a bounded wait neither the
-// CLI, its report helper nor the command is left in the process table;
+// the CLI's shell runs a long command. Within a bounded wait nothing is
+// left in the killed worker's command groups, where the CLI, its report
+// helper and the command ran (the groups, not a working directory or a
+// command line, say which processes are the attempt's: the other
+// KilledWorker tests run the same command at the same time);
 // a second worker runs the round again, a new attempt with a token of its
 // own (each attempt's first command prints its token back to the model),
 // and the run ends verified.
 func agentRoundSurvivesAKilledWorker(t *testing.T, kind, binary string) {
+	testkit.RequireCgroups(t)
 	const long = "sleep 3041"
 	script := fakeopenai.AgentScript{
 		Commands: func(int) []string {
@@ -152,14 +156,14 @@ func agentRoundSurvivesAKilledWorker(t *testing.T, kind, binary string) {
 	id := "agent-killed-" + kind
 	run := e.start(id, `{"objective":"survive a crash","workspace":"killed","verifyCommand":"test -e started"}`)
 	t.Cleanup(func() { _ = e.client.TerminateWorkflow(context.Background(), id, "", "test over") })
-	ws := filepath.Join(e.root, "killed")
-	running := awaitProcesses(t, ws, long, binary)
+	pid := first.cmd.Process.Pid
+	running := awaitProcesses(t, pid, long, binary)
 	t.Logf("running when the worker is killed:\n%s", strings.Join(running, "\n"))
 
 	first.kill(t)
 	var left []string
 	err := wait.For(context.Background(), 10*time.Second, 100*time.Millisecond, func(context.Context) error {
-		if left = testkit.ProcessesIn(ws, long); len(left) > 0 {
+		if left = testkit.ProcessesOfWorker(pid); len(left) > 0 {
 			return errors.New("still running")
 		}
 		return nil
@@ -192,10 +196,10 @@ func agentRoundSurvivesAKilledWorker(t *testing.T, kind, binary string) {
 	}
 }
 
-// awaitProcesses waits until the processes working in ws (or running the
-// command long) include the command, the CLI binary and its report helper,
-// and lists them all.
-func awaitProcesses(t *testing.T, ws, long, binary string) []string {
+// awaitProcesses waits until the processes in the command groups of the
+// worker with pid include the command long, the CLI binary and its report
+// helper, and lists them all.
+func awaitProcesses(t *testing.T, pid int, long, binary string) []string {
 	t.Helper()
 	wanted := map[string]func(line string) bool{
 		"the command":       func(l string) bool { return strings.Contains(l, long) },
@@ -204,7 +208,7 @@ func awaitProcesses(t *testing.T, ws, long, binary string) []string {
 	}
 	var found []string
 	err := wait.For(context.Background(), 3*time.Minute, 100*time.Millisecond, func(context.Context) error {
-		found = testkit.ProcessesIn(ws, long)
+		found = testkit.ProcessesOfWorker(pid)
 		for what, match := range wanted {
 			if !slices.ContainsFunc(found, match) {
 				return fmt.Errorf("%s is not running", what)

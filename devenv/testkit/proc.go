@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ralph-temporal/ralph/internal/cgroup"
 	"github.com/ralph-temporal/ralph/internal/wait"
 )
 
@@ -130,4 +131,45 @@ func ProcessesIn(dir, marker string) []string {
 		}
 	}
 	return found
+}
+
+// ProcessesOfWorker lists the processes (as "pid: command line") in the
+// command groups of the worker with pid (cgroup.Prefix): all its commands
+// and agent attempts started, wherever they work, and nothing another
+// worker's commands did, so tests running at once cannot see each other's.
+// It needs a worker that can create groups (RequireCgroups).
+func ProcessesOfWorker(pid int) []string {
+	prefix := cgroup.Prefix(pid)
+	var found []string
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		if e.Name()[0] < '0' || e.Name()[0] > '9' {
+			continue
+		}
+		groups, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cgroup"))
+		if !inGroupWithPrefix(string(groups), prefix) {
+			continue
+		}
+		cmd, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		found = append(found, e.Name()+": "+strings.TrimSpace(strings.ReplaceAll(string(cmd), "\x00", " ")))
+	}
+	return found
+}
+
+// inGroupWithPrefix reports whether a /proc/PID/cgroup text puts the
+// process in a group whose name begins with prefix, in any hierarchy.
+func inGroupWithPrefix(groups, prefix string) bool {
+	for _, line := range strings.Split(groups, "\n") {
+		// hierarchy-ID:controllers:path
+		f := strings.SplitN(line, ":", 3)
+		if len(f) < 3 {
+			continue
+		}
+		for _, name := range strings.Split(f[2], "/") {
+			if strings.HasPrefix(name, prefix) {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -112,6 +112,10 @@ func (m *Manager) Describe() string {
 // (dash) starts in half the time bash takes, once per command.
 const wrapScript = `n=$1; shift; while [ "$n" -gt 0 ]; do echo $$ > "$1" || exit 125; shift; n=$((n-1)); done; exec "$@"`
 
+// Prefix is how the names of the groups the worker with pid creates
+// begin: a group whose name has it holds that worker's commands.
+func Prefix(pid int) string { return fmt.Sprintf("ralph-%d-", pid) }
+
 // Wrap returns the program and arguments that run name args inside g.
 func (g *Group) Wrap(name string, args []string) (string, []string) {
 	if g == nil || len(g.procs) == 0 || g.dirFD >= 0 {

@@ -107,7 +107,7 @@ func Detect(lim Limits) (*Manager, string) {
 	if err != nil {
 		return nil, "reading /proc/self/cgroup: " + err.Error()
 	}
-	m := &Manager{lim: lim, prefix: fmt.Sprintf("ralph-%d-", os.Getpid())}
+	m := &Manager{lim: lim, prefix: Prefix(os.Getpid())}
 	var why []string
 	if v2, reason := detectV2(ms, own); v2 != "" {
 		m.version, m.v2Dir = 2, v2
