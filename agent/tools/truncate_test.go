@@ -13,7 +13,7 @@ func TestTruncateHeadTail(t *testing.T) {
 		t.Errorf("at the cap: %q", got)
 	}
 	got := TruncateHeadTail("0123456789", 4)
-	want := "01\n[... 6 characters cut from the middle of the output ...]\n89"
+	want := "0\n[... 6 characters cut from the middle of the output ...]\n789"
 	if got != want {
 		t.Errorf("got %q, want %q", got, want)
 	}
