@@ -25,6 +25,7 @@ import (
 	"github.com/ralph-temporal/ralph/internal/netproxy"
 	"github.com/ralph-temporal/ralph/internal/sandbox"
 	"github.com/ralph-temporal/ralph/workflows"
+	"github.com/ralph-temporal/ralph/workflows/campaign"
 )
 
 // Worker is everything the worker binary needs: the activities'
@@ -887,7 +888,7 @@ func extraBodyText(body map[string]any) string {
 
 // notifyEvents are the events RALPH_NOTIFY_EVENTS may name.
 var notifyEvents = []string{"complete", "blocked", "failed", "budget-limited", "stopped", "cancelled",
-	workflows.EventWaiting, workflows.EventAwaitingApproval, workflows.TaskMerged, workflows.TaskReturned}
+	workflows.EventWaiting, workflows.EventAwaitingApproval, campaign.TaskMerged, campaign.TaskReturned}
 
 func orNone(s string) string {
 	if s == "" {

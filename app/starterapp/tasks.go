@@ -12,7 +12,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/ralph-temporal/ralph/workflows"
+	"github.com/ralph-temporal/ralph/workflows/campaign"
 )
 
 // A task file is a JSON or YAML task list (a bare array of tasks, or an
@@ -38,14 +38,14 @@ func (e *fileError) Error() string {
 
 // listedTask is a task and the line it starts at.
 type listedTask struct {
-	workflows.Task
+	campaign.Task
 	line int
 }
 
 // taskList is a task file as read, before its tasks are checked.
 type taskList struct {
 	path     string
-	campaign workflows.CampaignInput // its fields besides the tasks
+	campaign campaign.CampaignInput // its fields besides the tasks
 	tasks    []listedTask
 	// done are the ids of a checklist's checked items.
 	done map[string]bool
@@ -54,10 +54,10 @@ type taskList struct {
 // readTaskFile reads and checks a task file: its campaign fields and its
 // tasks. withinFile: every dependency names a task of the file (a start);
 // otherwise it may name a task the campaign already has (add-tasks).
-func readTaskFile(path string, data []byte, withinFile bool) (workflows.CampaignInput, error) {
+func readTaskFile(path string, data []byte, withinFile bool) (campaign.CampaignInput, error) {
 	l, err := parseTaskFile(path, data)
 	if err != nil {
-		return workflows.CampaignInput{}, err
+		return campaign.CampaignInput{}, err
 	}
 	return l.check(withinFile)
 }
@@ -201,8 +201,8 @@ func (t *treeReader) tasks(n *yaml.Node) []listedTask {
 	return out
 }
 
-func (t *treeReader) task(n *yaml.Node, index int) workflows.Task {
-	var task workflows.Task
+func (t *treeReader) task(n *yaml.Node, index int) campaign.Task {
+	var task campaign.Task
 	if n.Kind != yaml.MappingNode {
 		t.fail(n, "task %d must be an object with id and objective", index)
 		return task
@@ -284,7 +284,7 @@ func parseMarkdownTasks(path string, data []byte) (taskList, error) {
 				l.done[id], current = true, -1
 				continue
 			}
-			l.tasks = append(l.tasks, listedTask{workflows.Task{ID: id, Objective: objective}, n})
+			l.tasks = append(l.tasks, listedTask{campaign.Task{ID: id, Objective: objective}, n})
 			current = len(l.tasks) - 1
 			continue
 		}
@@ -318,16 +318,16 @@ func parseMarkdownTasks(path string, data []byte) (taskList, error) {
 
 // check applies the task rules the workflow applies, naming the line: ids
 // (the pattern of docs/campaigns.md, unique), objectives, dependencies.
-func (l taskList) check(withinFile bool) (workflows.CampaignInput, error) {
+func (l taskList) check(withinFile bool) (campaign.CampaignInput, error) {
 	at := map[string]int{}
 	for _, t := range l.tasks {
 		switch {
 		case !taskIDPattern.MatchString(t.ID):
-			return workflows.CampaignInput{}, &fileError{l.path, t.line, fmt.Sprintf("task id %q must be lower-case letters, digits and '-', starting with a letter or digit, at most 63 characters", t.ID)}
+			return campaign.CampaignInput{}, &fileError{l.path, t.line, fmt.Sprintf("task id %q must be lower-case letters, digits and '-', starting with a letter or digit, at most 63 characters", t.ID)}
 		case at[t.ID] > 0:
-			return workflows.CampaignInput{}, &fileError{l.path, t.line, fmt.Sprintf("task id %q is already used at line %d", t.ID, at[t.ID])}
+			return campaign.CampaignInput{}, &fileError{l.path, t.line, fmt.Sprintf("task id %q is already used at line %d", t.ID, at[t.ID])}
 		case strings.TrimSpace(t.Objective) == "":
-			return workflows.CampaignInput{}, &fileError{l.path, t.line, fmt.Sprintf("task %q has no objective", t.ID)}
+			return campaign.CampaignInput{}, &fileError{l.path, t.line, fmt.Sprintf("task %q has no objective", t.ID)}
 		}
 		at[t.ID] = t.line
 	}
@@ -340,9 +340,9 @@ func (l taskList) check(withinFile bool) (workflows.CampaignInput, error) {
 			case l.done[dep]:
 				continue // a checked item: already done
 			case dep == t.ID:
-				return workflows.CampaignInput{}, &fileError{l.path, t.line, fmt.Sprintf("task %q depends on itself", t.ID)}
+				return campaign.CampaignInput{}, &fileError{l.path, t.line, fmt.Sprintf("task %q depends on itself", t.ID)}
 			case withinFile && at[dep] == 0:
-				return workflows.CampaignInput{}, &fileError{l.path, t.line, fmt.Sprintf("task %q depends on %q, which is not a task of the file", t.ID, dep)}
+				return campaign.CampaignInput{}, &fileError{l.path, t.line, fmt.Sprintf("task %q depends on %q, which is not a task of the file", t.ID, dep)}
 			}
 			task.DependsOn = append(task.DependsOn, dep)
 		}

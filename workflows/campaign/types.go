@@ -1,9 +1,9 @@
-package workflows
+package campaign
 
 import (
 	"github.com/ralph-temporal/ralph/activities"
-	"github.com/ralph-temporal/ralph/report"
 	"github.com/ralph-temporal/ralph/usage"
+	"github.com/ralph-temporal/ralph/workflows"
 )
 
 // CampaignWorkflowName is the Campaign workflow's registered type: many Ralph
@@ -13,13 +13,7 @@ const CampaignWorkflowName = "Campaign"
 // Names of the Campaign's query and updates (status is shared with Ralph).
 const (
 	UpdateAddTasks = "add-tasks"
-	UpdateApprove  = "approve"
-	UpdateReject   = "reject"
 )
-
-// SearchAttrCampaign (Keyword) names the campaign on the campaign itself and
-// on every task run it starts.
-const SearchAttrCampaign = "RalphCampaign"
 
 // Campaign input field names: the only keys a caller may send.
 const (
@@ -137,10 +131,10 @@ type CampaignStatus struct {
 	// Outcome is the result status once finished; StopRequested says a stop
 	// is draining the running loops; Verifies lists every verify of the
 	// merge queue (a bisection's halves included), newest last, bounded.
-	Outcome       string        `json:"outcome"`
-	StopRequested bool          `json:"stopRequested"`
-	Verifies      []MergeVerify `json:"verifies"`
-	Budget        BudgetStatus  `json:"budget"`
+	Outcome       string                 `json:"outcome"`
+	StopRequested bool                   `json:"stopRequested"`
+	Verifies      []MergeVerify          `json:"verifies"`
+	Budget        workflows.BudgetStatus `json:"budget"`
 }
 
 // MergeVerify is one verify of the merge queue: the tasks of the stack it
@@ -169,24 +163,16 @@ type CampaignResult struct {
 	Usage             usage.Usage  `json:"usage"`
 }
 
-// TaskStart is what a Campaign passes to a task's Ralph run beside its
-// input: the campaign it belongs to and, on a later go, the report the
-// campaign wrote naming what failed. Only a parent workflow may pass it.
-type TaskStart struct {
-	Campaign       string         `json:"campaign"`
-	PreviousReport *report.Report `json:"previousReport,omitempty"`
-}
-
 // CampaignContinuation carries a campaign across continue-as-new.
 type CampaignContinuation struct {
-	Limits   activities.Limits `json:"limits"`
-	Settings campaignSettings  `json:"settings"`
-	Tasks    []taskState       `json:"tasks"`
-	Queue    []string          `json:"queue"`
-	Head     string            `json:"head"`
-	Usage    usage.Usage       `json:"usage"`
-	Budget   RunBudget         `json:"budget"`
-	Paused   bool              `json:"paused"`
-	Stopping bool              `json:"stopping"`
-	Verifies []MergeVerify     `json:"verifies"`
+	Limits   activities.Limits   `json:"limits"`
+	Settings campaignSettings    `json:"settings"`
+	Tasks    []taskState         `json:"tasks"`
+	Queue    []string            `json:"queue"`
+	Head     string              `json:"head"`
+	Usage    usage.Usage         `json:"usage"`
+	Budget   workflows.RunBudget `json:"budget"`
+	Paused   bool                `json:"paused"`
+	Stopping bool                `json:"stopping"`
+	Verifies []MergeVerify       `json:"verifies"`
 }

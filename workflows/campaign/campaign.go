@@ -1,4 +1,4 @@
-package workflows
+package campaign
 
 import (
 	"encoding/json"
@@ -14,11 +14,8 @@ import (
 	"github.com/ralph-temporal/ralph/internal/runes"
 	"github.com/ralph-temporal/ralph/report"
 	"github.com/ralph-temporal/ralph/usage"
+	"github.com/ralph-temporal/ralph/workflows"
 )
-
-// SignalStop asks a task's loop to stop as the stop update does (a
-// campaign cannot send updates to its children).
-const SignalStop = "stop"
 
 // maxVerifiesShown bounds the merge queue's verify records in status.
 const maxVerifiesShown = 100
@@ -56,7 +53,7 @@ type campaign struct {
 	queue    []string // task ids in the order their loops completed
 	head     string
 	usage    usage.Usage
-	budget   RunBudget
+	budget   workflows.RunBudget
 	paused   bool
 	stopping bool
 	finished string // the result status once finished
@@ -76,7 +73,7 @@ type decision struct {
 
 func (c *campaign) begin(ctx workflow.Context, input json.RawMessage) error {
 	lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
-		StartToCloseTimeout: resolveLimitsTimeout,
+		StartToCloseTimeout: workflows.ResolveLimitsTimeout,
 		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 3},
 	})
 	if err := workflow.ExecuteLocalActivity(lctx, activities.ResolveLimitsName).Get(ctx, &c.limits); err != nil {
@@ -87,10 +84,10 @@ func (c *campaign) begin(ctx workflow.Context, input json.RawMessage) error {
 	}
 	s, err := parseCampaignInput(input, c.limits, workflow.GetInfo(ctx).WorkflowExecution.ID)
 	if err != nil {
-		return temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeInvalidInput, nil)
+		return temporal.NewNonRetryableApplicationError(err.Error(), workflows.ErrTypeInvalidInput, nil)
 	}
 	c.settings = s.settings
-	c.budget = newRunBudget(s.maxTokens, s.maxMinutes, workflow.Now(ctx))
+	c.budget = workflows.NewRunBudget(s.maxTokens, s.maxMinutes, workflow.Now(ctx))
 	c.add(s.tasks)
 	return nil
 }
@@ -210,7 +207,7 @@ func (c *campaign) blockOrphans() {
 
 func (c *campaign) checkBudget(ctx workflow.Context) {
 	if c.limitHit == "" {
-		c.limitHit = c.budget.exhausted(c.usage, workflow.Now(ctx))
+		c.limitHit = c.budget.Exhausted(c.usage, workflow.Now(ctx))
 	}
 }
 
@@ -267,7 +264,7 @@ func (c *campaign) gitOptions(ctx workflow.Context, summary string) workflow.Con
 	})
 }
 
-func (c *campaign) runGo(ctx workflow.Context, t *taskState, back *report.Report) (*Result, error) {
+func (c *campaign) runGo(ctx workflow.Context, t *taskState, back *report.Report) (*workflows.Result, error) {
 	var prep activities.PrepareTaskOutput
 	if err := workflow.ExecuteActivity(c.gitOptions(ctx, "prepare "+t.Task.ID), activities.PrepareTaskName,
 		activities.PrepareTaskInput{Line: c.line(), Task: c.taskRef(t)}).Get(ctx, &prep); err != nil {
@@ -285,11 +282,11 @@ func (c *campaign) runGo(ctx workflow.Context, t *taskState, back *report.Report
 		StaticSummary:       "campaign " + c.settings.ID + ": task " + t.Task.ID,
 	}
 	if c.limits.SearchAttributes {
-		opts.TypedSearchAttributes = temporal.NewSearchAttributes(temporal.NewSearchAttributeKeyKeyword(SearchAttrCampaign).ValueSet(c.settings.ID))
+		opts.TypedSearchAttributes = temporal.NewSearchAttributes(temporal.NewSearchAttributeKeyKeyword(workflows.SearchAttrCampaign).ValueSet(c.settings.ID))
 	}
-	var res Result
-	err := workflow.ExecuteChildWorkflow(workflow.WithChildOptions(ctx, opts), WorkflowName, c.childInput(ctx, t),
-		nil, &TaskStart{Campaign: c.settings.ID, PreviousReport: back}).Get(ctx, &res)
+	var res workflows.Result
+	err := workflow.ExecuteChildWorkflow(workflow.WithChildOptions(ctx, opts), workflows.WorkflowName, c.childInput(ctx, t),
+		nil, &workflows.TaskStart{Campaign: c.settings.ID, PreviousReport: back}).Get(ctx, &res)
 	if err != nil {
 		return nil, err
 	}
@@ -311,7 +308,7 @@ func (c *campaign) childInput(ctx workflow.Context, t *taskState) json.RawMessag
 	if t.Task.MaxRounds != nil {
 		in[fieldMaxRounds] = *t.Task.MaxRounds
 	}
-	if left := c.budget.tokensLeft(c.usage); left > 0 {
+	if left := c.budget.TokensLeft(c.usage); left > 0 {
 		in[fieldMaxTokens] = left
 	}
 	if !c.budget.Deadline.IsZero() {
@@ -322,7 +319,7 @@ func (c *campaign) childInput(ctx workflow.Context, t *taskState) json.RawMessag
 }
 
 // goEnded records what a task's loop came to.
-func (c *campaign) goEnded(ctx workflow.Context, t *taskState, res *Result, err error) {
+func (c *campaign) goEnded(ctx workflow.Context, t *taskState, res *workflows.Result, err error) {
 	if err != nil {
 		spent := failedUsage(err)
 		t.Usage, c.usage = t.Usage.Add(spent), c.usage.Add(spent)
@@ -568,7 +565,7 @@ func (c *campaign) finish(ctx workflow.Context) *CampaignResult {
 func (c *campaign) cancelled(ctx workflow.Context) error {
 	dctx, _ := workflow.NewDisconnectedContext(ctx)
 	_ = workflow.Await(dctx, func() bool { return c.running == 0 })
-	c.finished = OutcomeCancelled
+	c.finished = workflows.OutcomeCancelled
 	c.upsert(dctx)
 	return temporal.NewCanceledError()
 }
@@ -585,11 +582,11 @@ func (c *campaign) continueAsNew(ctx workflow.Context) error {
 func (c *campaign) phase() string {
 	switch {
 	case c.finished != "":
-		return PhaseFinished
+		return workflows.PhaseFinished
 	case c.paused:
-		return PhasePaused
+		return workflows.PhasePaused
 	}
-	return PhaseRunning
+	return workflows.PhaseRunning
 }
 
 // upsert publishes the campaign's phase and id as search attributes.
@@ -599,16 +596,16 @@ func (c *campaign) upsert(ctx workflow.Context) {
 	}
 	phase := c.phase()
 	for _, t := range c.tasks {
-		if t.Phase == TaskAwaitingApproval && phase == PhaseRunning {
+		if t.Phase == TaskAwaitingApproval && phase == workflows.PhaseRunning {
 			phase = TaskAwaitingApproval
 		}
 	}
 	updates := []temporal.SearchAttributeUpdate{
-		temporal.NewSearchAttributeKeyKeyword(SearchAttrCampaign).ValueSet(c.settings.ID),
-		temporal.NewSearchAttributeKeyKeyword(SearchAttrPhase).ValueSet(phase),
+		temporal.NewSearchAttributeKeyKeyword(workflows.SearchAttrCampaign).ValueSet(c.settings.ID),
+		temporal.NewSearchAttributeKeyKeyword(workflows.SearchAttrPhase).ValueSet(phase),
 	}
 	if c.finished != "" {
-		updates = append(updates, temporal.NewSearchAttributeKeyKeyword(SearchAttrOutcome).ValueSet(c.finished))
+		updates = append(updates, temporal.NewSearchAttributeKeyKeyword(workflows.SearchAttrOutcome).ValueSet(c.finished))
 	}
 	if err := workflow.UpsertTypedSearchAttributes(ctx, updates...); err != nil {
 		workflow.GetLogger(ctx).Warn("Upserting the campaign's search attributes failed", "error", err)
@@ -617,7 +614,7 @@ func (c *campaign) upsert(ctx workflow.Context) {
 
 func (c *campaign) snapshot() CampaignStatus {
 	s := CampaignStatus{Phase: c.phase(), Tasks: []TaskStatus{}, IntegrationBranch: c.settings.Branch, Head: c.head,
-		Usage: c.usage, Outcome: c.finished, StopRequested: c.stopping, Verifies: c.verifies, Budget: c.budget.status(0)}
+		Usage: c.usage, Outcome: c.finished, StopRequested: c.stopping, Verifies: c.verifies, Budget: c.budget.Status()}
 	if s.Verifies == nil {
 		s.Verifies = []MergeVerify{}
 	}

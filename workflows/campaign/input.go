@@ -1,4 +1,4 @@
-package workflows
+package campaign
 
 import (
 	"bytes"
@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/ralph-temporal/ralph/activities"
+	"github.com/ralph-temporal/ralph/workflows"
 )
 
 // taskIDPattern is a task id: a path segment and a ref component as is.
@@ -45,7 +46,7 @@ func parseCampaignInput(raw []byte, limits activities.Limits, id string) (campai
 	if limits.Git == "" {
 		return campaignStart{}, inputErr("RALPH_GIT", "a campaign needs git checkpoints: set RALPH_GIT=remote (any number of workers) or local (one worker, or workers sharing the workspace root) on the worker")
 	}
-	if err := activities.CheckWorkspace(activities.TaskWorkspace(id, "x")); err != nil || strings.Contains(id, "/") || id != DefaultWorkspace(id) {
+	if err := activities.CheckWorkspace(activities.TaskWorkspace(id, "x")); err != nil || strings.Contains(id, "/") || id != workflows.DefaultWorkspace(id) {
 		return campaignStart{}, inputErr("workflow id", "%q must be one path segment of letters, digits, '.', '_' and '-' (it names the campaign's branches and workspaces)", id)
 	}
 	fields, err := objectFields(raw, campaignKeys(), `{"tasks": [{"id": "...", "objective": "..."}]}`)
@@ -157,7 +158,7 @@ func parseTasks(raw json.RawMessage, limits activities.Limits, existing []Task, 
 func parseTask(field string, raw json.RawMessage, limits activities.Limits) (Task, error) {
 	fields, err := objectFields(raw, taskKeys(), `{"id": "...", "objective": "..."}`)
 	if err != nil {
-		if ie, ok := err.(*InputError); ok {
+		if ie, ok := err.(*workflows.InputError); ok {
 			ie.Field = field + "." + ie.Field
 		}
 		return Task{}, err
@@ -196,8 +197,8 @@ func parseTask(field string, raw json.RawMessage, limits activities.Limits) (Tas
 }
 
 func prefixed(field string, err error) error {
-	if ie, ok := err.(*InputError); ok {
-		return &InputError{Field: field + "." + ie.Field, Problem: ie.Problem}
+	if ie, ok := err.(*workflows.InputError); ok {
+		return &workflows.InputError{Field: field + "." + ie.Field, Problem: ie.Problem}
 	}
 	return err
 }

@@ -1,4 +1,4 @@
-package workflows
+package campaign
 
 import (
 	"encoding/json"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/ralph-temporal/ralph/activities"
 	"github.com/ralph-temporal/ralph/report"
+	"github.com/ralph-temporal/ralph/workflows"
 )
 
 func TestCampaignGuideReachesTheRunningLoops(t *testing.T) {
@@ -23,12 +24,12 @@ func TestCampaignGuideReachesTheRunningLoops(t *testing.T) {
 	var mu sync.Mutex
 	got := map[string][]string{}
 	// Each loop takes the guide signals of its first ten minutes, then completes.
-	env.RegisterWorkflowWithOptions(func(ctx workflow.Context, _ json.RawMessage, _ *Continuation, _ *TaskStart) (*Result, error) {
+	env.RegisterWorkflowWithOptions(func(ctx workflow.Context, _ json.RawMessage, _ *workflows.Continuation, _ *workflows.TaskStart) (*workflows.Result, error) {
 		id := workflow.GetInfo(ctx).WorkflowExecution.ID
-		ch := workflow.GetSignalChannel(ctx, SignalGuide)
+		ch := workflow.GetSignalChannel(ctx, workflows.SignalGuide)
 		deadline := workflow.Now(ctx).Add(10 * time.Minute)
 		for {
-			var req GuideRequest
+			var req workflows.GuideRequest
 			if ok, _ := ch.ReceiveWithTimeout(ctx, deadline.Sub(workflow.Now(ctx)), &req); !ok {
 				break
 			}
@@ -38,13 +39,13 @@ func TestCampaignGuideReachesTheRunningLoops(t *testing.T) {
 		}
 		rep := completeReport(1)
 		task := strings.TrimPrefix(id, "camp/")
-		return &Result{Status: report.OutcomeComplete, RoundsStarted: 1, Report: &rep,
+		return &workflows.Result{Status: report.OutcomeComplete, RoundsStarted: 1, Report: &rep,
 			Checkpoint: &activities.Checkpoint{Commit: fmt.Sprintf("%s@1", task)}}, nil
-	}, workflow.RegisterOptions{Name: WorkflowName})
-	one := sendUpdate(env, time.Minute, UpdateGuide, CampaignGuideRequest{Task: "a", Text: "only a"})
-	all := sendUpdate(env, 2*time.Minute, UpdateGuide, CampaignGuideRequest{Text: " everyone "})
-	unknown := sendUpdate(env, 3*time.Minute, UpdateGuide, CampaignGuideRequest{Task: "zz", Text: "x"})
-	empty := sendUpdate(env, 4*time.Minute, UpdateGuide, CampaignGuideRequest{Text: ""})
+	}, workflow.RegisterOptions{Name: workflows.WorkflowName})
+	one := sendUpdate(env, time.Minute, workflows.UpdateGuide, CampaignGuideRequest{Task: "a", Text: "only a"})
+	all := sendUpdate(env, 2*time.Minute, workflows.UpdateGuide, CampaignGuideRequest{Text: " everyone "})
+	unknown := sendUpdate(env, 3*time.Minute, workflows.UpdateGuide, CampaignGuideRequest{Task: "zz", Text: "x"})
+	empty := sendUpdate(env, 4*time.Minute, workflows.UpdateGuide, CampaignGuideRequest{Text: ""})
 	in := `{"tasks":[{"id":"a","objective":"a"},{"id":"b","objective":"b"}],"verifyCommand":"check","maxParallel":2}`
 	env.ExecuteWorkflow(CampaignWorkflowName, json.RawMessage(in), (*CampaignContinuation)(nil))
 	if err := env.GetWorkflowError(); err != nil {

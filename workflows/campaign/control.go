@@ -1,4 +1,4 @@
-package workflows
+package campaign
 
 import (
 	"encoding/json"
@@ -8,6 +8,8 @@ import (
 	"unicode/utf8"
 
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/ralph-temporal/ralph/workflows"
 )
 
 // CampaignAck is a campaign update's answer: what it changed, never the
@@ -21,18 +23,18 @@ type CampaignAck struct {
 // register installs the campaign's status query and updates; each
 // validator refuses, naming why, an update that does not apply.
 func (c *campaign) register(ctx workflow.Context) error {
-	if err := workflow.SetQueryHandler(ctx, StatusQueryName, func() (CampaignStatus, error) {
+	if err := workflow.SetQueryHandler(ctx, workflows.StatusQueryName, func() (CampaignStatus, error) {
 		return c.snapshot(), nil
 	}); err != nil {
-		return fmt.Errorf("register the %s query: %w", StatusQueryName, err)
+		return fmt.Errorf("register the %s query: %w", workflows.StatusQueryName, err)
 	}
 	return setUpdates(ctx, []update{
-		{UpdatePause, c.onPause, c.validatePause},
-		{UpdateResume, c.onResume, c.validateResume},
-		{UpdateStop, c.onStop, c.validateStop},
+		{workflows.UpdatePause, c.onPause, c.validatePause},
+		{workflows.UpdateResume, c.onResume, c.validateResume},
+		{workflows.UpdateStop, c.onStop, c.validateStop},
 		{UpdateAddTasks, c.onAddTasks, c.validateAddTasks},
-		{UpdateApprove, c.onApprove, c.validateApprove},
-		{UpdateReject, c.onReject, c.validateReject},
+		{workflows.UpdateApprove, c.onApprove, c.validateApprove},
+		{workflows.UpdateReject, c.onReject, c.validateReject},
 	})
 }
 
@@ -82,26 +84,26 @@ func (c *campaign) onResume(ctx workflow.Context) (CampaignAck, error) {
 	return c.ack(), nil
 }
 
-func (c *campaign) validateStop(req StopRequest) error {
+func (c *campaign) validateStop(req workflows.StopRequest) error {
 	if err := c.open(); err != nil {
 		return err
 	}
 	if c.stopping {
 		return errors.New("a stop is already pending: the running loops are stopping and queued merges still land")
 	}
-	if n := utf8.RuneCountInString(req.Reason); n > MaxStopReasonChars {
-		return fmt.Errorf("reason is %d characters, over the limit of %d", n, MaxStopReasonChars)
+	if n := utf8.RuneCountInString(req.Reason); n > workflows.MaxStopReasonChars {
+		return fmt.Errorf("reason is %d characters, over the limit of %d", n, workflows.MaxStopReasonChars)
 	}
 	return nil
 }
 
 // onStop starts no new task or go and asks every running loop to stop as
 // the stop update would (its round finishes); queued merges still land.
-func (c *campaign) onStop(ctx workflow.Context, req StopRequest) (CampaignAck, error) {
+func (c *campaign) onStop(ctx workflow.Context, req workflows.StopRequest) (CampaignAck, error) {
 	c.stopping, c.dirty = true, true
 	for _, t := range c.tasks {
 		if t.Phase == TaskRunning && t.WorkflowID != "" {
-			workflow.SignalExternalWorkflow(ctx, t.WorkflowID, "", SignalStop, StopRequest{Reason: strings.TrimSpace(req.Reason)})
+			workflow.SignalExternalWorkflow(ctx, t.WorkflowID, "", workflows.SignalStop, workflows.StopRequest{Reason: strings.TrimSpace(req.Reason)})
 		}
 	}
 	return c.ack(), nil
@@ -175,8 +177,8 @@ func (c *campaign) validateReject(req RejectRequest) error {
 	switch n := utf8.RuneCountInString(strings.TrimSpace(req.Reason)); {
 	case n == 0:
 		return errors.New("reason is required: it goes back to the task's loop as what failed")
-	case n > MaxStopReasonChars:
-		return fmt.Errorf("reason is %d characters, over the limit of %d", n, MaxStopReasonChars)
+	case n > workflows.MaxStopReasonChars:
+		return fmt.Errorf("reason is %d characters, over the limit of %d", n, workflows.MaxStopReasonChars)
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package workflows
+package campaign
 
 import (
 	"github.com/ralph-temporal/ralph/report"
