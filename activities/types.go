@@ -139,7 +139,7 @@ func DefaultLimits() Limits {
 		MaxDeferrals:            50,
 		MaxPauseHours:           168,
 		MaxCampaignParallel:     8,
-		MaxCampaignTasks:        500,
+		MaxCampaignTasks:        5000,
 		Candidates:              1,
 		MaxCandidates:           4,
 	}

@@ -242,6 +242,8 @@ func TestLoadWorkerErrors(t *testing.T) {
 		{"approve", nil, MapEnv{"RALPH_APPROVE": "rounds:0"}, []string{"RALPH_APPROVE", `"rounds:0"`, "none, complete or rounds:N"}},
 		{"candidates over ceiling", nil, MapEnv{"RALPH_GIT": "local", "RALPH_CANDIDATES": "5"}, []string{"RALPH_CANDIDATES=5", "RALPH_MAX_CANDIDATES=4"}},
 		{"candidates ceiling", nil, MapEnv{"RALPH_MAX_CANDIDATES": "17"}, []string{"RALPH_MAX_CANDIDATES=17 is over 16"}},
+		{"campaign parallel ceiling", nil, MapEnv{"RALPH_MAX_CAMPAIGN_PARALLEL": "1001"}, []string{"RALPH_MAX_CAMPAIGN_PARALLEL=1001 is over 1000", "2,000"}},
+		{"campaign tasks ceiling", nil, MapEnv{"RALPH_MAX_CAMPAIGN_TASKS": "5001"}, []string{"RALPH_MAX_CAMPAIGN_TASKS=5001 is over 5000", "1 MiB"}},
 		{"candidates without git", nil, MapEnv{"RALPH_CANDIDATES": "2"}, []string{"RALPH_CANDIDATES=2", "RALPH_GIT=local or remote"}},
 		{"candidate agent", nil, MapEnv{"RALPH_CANDIDATE_AGENTS": "builtin,aider"}, []string{"RALPH_CANDIDATE_AGENTS", `"aider" is not a provider`}},
 		{"candidate score", nil, MapEnv{"RALPH_CANDIDATE_SCORE": "tests"}, []string{"RALPH_CANDIDATE_SCORE", "none or verify"}},

@@ -100,7 +100,7 @@ func TestTaskFileErrors(t *testing.T) {
 		{"unknown campaign field", "t.yaml", "tasks:\n  - {id: a, objective: x}\nparallel: 3\n", true,
 			`t.yaml:3: unknown campaign field "parallel" (want tasks, base,`},
 		{"unknown task field", "t.yaml", "- id: a\n  objective: x\n  after: [b]\n", true,
-			`t.yaml:3: unknown field of task 1 "after" (want id, objective, dependsOn, verifyCommand, maxRounds)`},
+			`t.yaml:3: unknown field of task 1 "after" (want id, objective, dependsOn, verifyCommand, maxRounds, protectedPaths)`},
 		{"task not an object", "t.yaml", "- a\n", true, "t.yaml:1: task 1 must be an object with id and objective"},
 		{"string field a number", "t.yaml", "- id: 7\n  objective: x\n", true, `t.yaml:1: "id" must be a string`},
 		{"count a string", "t.yaml", "maxParallel: three\ntasks:\n  - {id: a, objective: x}\n", true, `t.yaml:1: "maxParallel" must be a positive whole number, got "three"`},

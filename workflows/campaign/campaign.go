@@ -3,6 +3,7 @@ package campaign
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -17,8 +18,9 @@ import (
 	"github.com/ralph-temporal/ralph/workflows"
 )
 
-// maxVerifiesShown bounds the merge queue's verify records in status.
-const maxVerifiesShown = 100
+// maxVerifiesKept bounds the merge queue's verify records: counts, and the
+// last ones in full.
+const maxVerifiesKept = 20
 
 // Campaign is the workflow registered under CampaignWorkflowName: an entity
 // that owns a task list and its merge queue. Each task's loop is an ordinary
@@ -58,6 +60,10 @@ type campaign struct {
 	stopping bool
 	finished string // the result status once finished
 	verifies []MergeVerify
+	// verifyCount and verifyFailed count every verify of the queue.
+	verifyCount, verifyFailed int
+	// sources are the tasks files tasks were read from (taskState.Source).
+	sources []activities.TasksSource
 	// running counts the task loops (and their preparation) in flight;
 	// dirty wakes the main loop; decisions are approve/reject answers.
 	running   int
@@ -88,7 +94,15 @@ func (c *campaign) begin(ctx workflow.Context, input json.RawMessage) error {
 	}
 	c.settings = s.settings
 	c.budget = workflows.NewRunBudget(s.maxTokens, s.maxMinutes, workflow.Now(ctx))
-	c.add(s.tasks)
+	if c.settings.TasksFile == "" {
+		c.add(s.tasks, 0)
+		return nil
+	}
+	tasks, source, err := c.readTasks(ctx, c.settings.TasksFile, fieldTasksFile)
+	if err != nil {
+		return err
+	}
+	c.add(tasks, source)
 	return nil
 }
 
@@ -100,17 +114,20 @@ func (c *campaign) resume(ctx workflow.Context, k *CampaignContinuation) error {
 	}
 	c.limits, c.settings, c.queue, c.head = k.Limits, k.Settings, k.Queue, k.Head
 	c.usage, c.budget, c.paused, c.stopping, c.verifies = k.Usage, k.Budget, k.Paused, k.Stopping, k.Verifies
+	c.verifyCount, c.verifyFailed, c.sources = k.VerifyCount, k.VerifyFailed, k.Sources
 	for i := range k.Tasks {
-		t := k.Tasks[i]
-		c.tasks = append(c.tasks, &t)
-		c.byID[t.Task.ID] = &t
+		t := &k.Tasks[i]
+		t.WorkflowID = workflowID(c.settings.ID, t)
+		c.tasks = append(c.tasks, t)
+		c.byID[t.Task.ID] = t
 	}
 	return nil
 }
 
-func (c *campaign) add(tasks []Task) {
+// add appends tasks, read from the tasks file numbered source (0: inline).
+func (c *campaign) add(tasks []Task, source int) {
 	for _, t := range tasks {
-		s := &taskState{Task: t, Phase: TaskWaiting}
+		s := &taskState{Task: t, Source: source, Phase: TaskWaiting}
 		c.tasks = append(c.tasks, s)
 		c.byID[t.ID] = s
 	}
@@ -228,14 +245,13 @@ func (c *campaign) startReady(ctx workflow.Context) {
 // startGo prepares the task's branch and runs its next loop as a child, in a
 // coroutine of its own; the result comes back through the task's state.
 func (c *campaign) startGo(ctx workflow.Context, t *taskState) {
+	var back *report.Report
+	if t.Phase == TaskReturned {
+		back = c.backReport(t, t.LastFailure)
+	}
 	t.Go++
 	t.Phase, t.Round = TaskRunning, 0
-	t.WorkflowID = c.settings.ID + "/" + t.Task.ID
-	if t.Go > 1 {
-		t.WorkflowID = fmt.Sprintf("%s/%d", t.WorkflowID, t.Go)
-	}
-	back := t.Back
-	t.Back = nil
+	t.WorkflowID = workflowID(c.settings.ID, t)
 	c.running++
 	workflow.Go(ctx, func(ctx workflow.Context) {
 		defer func() { c.running--; c.dirty = true }()
@@ -266,9 +282,16 @@ func (c *campaign) gitOptions(ctx workflow.Context, summary string) workflow.Con
 
 func (c *campaign) runGo(ctx workflow.Context, t *taskState, back *report.Report) (*workflows.Result, error) {
 	var prep activities.PrepareTaskOutput
-	if err := workflow.ExecuteActivity(c.gitOptions(ctx, "prepare "+t.Task.ID), activities.PrepareTaskName,
-		activities.PrepareTaskInput{Line: c.line(), Task: c.taskRef(t)}).Get(ctx, &prep); err != nil {
+	in := activities.PrepareTaskInput{Line: c.line(), Task: c.taskRef(t)}
+	if t.Source > 0 {
+		in.From = &c.sources[t.Source-1]
+	}
+	if err := workflow.ExecuteActivity(c.gitOptions(ctx, "prepare "+t.Task.ID), activities.PrepareTaskName, in).Get(ctx, &prep); err != nil {
 		return nil, err
+	}
+	objective := t.Task.Objective
+	if prep.Task != nil {
+		objective = prep.Task.Objective
 	}
 	c.head = prep.IntegrationHead
 	if len(prep.Conflicts) > 0 && back != nil {
@@ -285,7 +308,7 @@ func (c *campaign) runGo(ctx workflow.Context, t *taskState, back *report.Report
 		opts.TypedSearchAttributes = temporal.NewSearchAttributes(temporal.NewSearchAttributeKeyKeyword(workflows.SearchAttrCampaign).ValueSet(c.settings.ID))
 	}
 	var res workflows.Result
-	err := workflow.ExecuteChildWorkflow(workflow.WithChildOptions(ctx, opts), workflows.WorkflowName, c.childInput(ctx, t),
+	err := workflow.ExecuteChildWorkflow(workflow.WithChildOptions(ctx, opts), workflows.WorkflowName, c.childInput(ctx, t, objective),
 		nil, &workflows.TaskStart{Campaign: c.settings.ID, PreviousReport: back}).Get(ctx, &res)
 	if err != nil {
 		return nil, err
@@ -294,11 +317,12 @@ func (c *campaign) runGo(ctx workflow.Context, t *taskState, back *report.Report
 }
 
 // childInput is the task loop's input, as a caller would send it: the
-// task's objective on its workspace, its verify command, and what is left
-// of the campaign's budget as its ceiling.
-func (c *campaign) childInput(ctx workflow.Context, t *taskState) json.RawMessage {
+// task's objective (read when the go starts) on its workspace, its verify
+// command and protected paths, and what is left of the campaign's budget
+// as its ceiling.
+func (c *campaign) childInput(ctx workflow.Context, t *taskState, objective string) json.RawMessage {
 	in := map[string]any{
-		fieldObjective:     t.Task.Objective,
+		fieldObjective:     objective,
 		fieldWorkspace:     activities.TaskWorkspace(c.settings.ID, t.Task.ID),
 		fieldVerifyCommand: c.settings.VerifyCommand,
 	}
@@ -307,6 +331,9 @@ func (c *campaign) childInput(ctx workflow.Context, t *taskState) json.RawMessag
 	}
 	if t.Task.MaxRounds != nil {
 		in[fieldMaxRounds] = *t.Task.MaxRounds
+	}
+	if protected := c.protected(t); len(protected) > 0 {
+		in[fieldProtected] = protected
 	}
 	if left := c.budget.TokensLeft(c.usage); left > 0 {
 		in[fieldMaxTokens] = left
@@ -384,6 +411,7 @@ func (c *campaign) land(ctx workflow.Context, batch []*taskState) error {
 	for i, t := range batch {
 		in.Tasks = append(in.Tasks, c.taskRef(t))
 		ids[i] = t.Task.ID
+		in.ProtectedPaths = appendNew(in.ProtectedPaths, c.protected(t)...)
 	}
 	if in.Hold {
 		in.HoldRef = c.holdRef(batch[0])
@@ -400,10 +428,7 @@ func (c *campaign) land(ctx workflow.Context, batch []*taskState) error {
 	}
 	c.head = out.Head
 	if out.Verification != nil {
-		c.verifies = append(c.verifies, MergeVerify{Tasks: ids, Commit: out.Tip, ExitCode: out.Verification.ExitCode, Passed: out.Verification.Passed()})
-		if len(c.verifies) > maxVerifiesShown {
-			c.verifies = c.verifies[len(c.verifies)-maxVerifiesShown:]
-		}
+		c.recordVerify(MergeVerify{Tasks: ids, Commit: out.Tip, ExitCode: out.Verification.ExitCode, Passed: out.Verification.Passed()})
 	}
 	switch out.Outcome {
 	case activities.MergeLanded:
@@ -472,7 +497,7 @@ func (c *campaign) awaitApproval(ctx workflow.Context, t *taskState, out activit
 	}
 	t.Phase = TaskMerging
 	in := activities.MergeTaskInput{Line: c.line(), Tasks: []activities.CampaignTask{c.taskRef(t)},
-		VerifyCommand: c.settings.VerifyCommand, HoldRef: c.holdRef(t), Land: t.Held, LandOn: t.HeldOn}
+		VerifyCommand: c.settings.VerifyCommand, HoldRef: c.holdRef(t), Land: t.Held, LandOn: t.HeldOn, ProtectedPaths: c.protected(t)}
 	var landed activities.MergeTaskOutput
 	if err := workflow.ExecuteActivity(c.gitOptions(ctx, "land "+t.Task.ID), activities.MergeTaskName, in).Get(ctx, &landed); err != nil {
 		if ctx.Err() != nil {
@@ -500,7 +525,6 @@ func (c *campaign) sendBack(ctx workflow.Context, t *taskState, failure string) 
 		return
 	}
 	t.Phase = TaskReturned
-	t.Back = c.backReport(t, failure)
 	c.notifyTask(ctx, EventReturned, t)
 }
 
@@ -572,10 +596,12 @@ func (c *campaign) cancelled(ctx workflow.Context) error {
 
 func (c *campaign) continueAsNew(ctx workflow.Context) error {
 	k := &CampaignContinuation{Limits: c.limits, Settings: c.settings, Queue: c.queue, Head: c.head, Usage: c.usage,
-		Budget: c.budget, Paused: c.paused, Stopping: c.stopping, Verifies: c.verifies}
+		Budget: c.budget, Paused: c.paused, Stopping: c.stopping, Verifies: c.verifies,
+		VerifyCount: c.verifyCount, VerifyFailed: c.verifyFailed, Sources: c.sources}
 	for _, t := range c.tasks {
 		k.Tasks = append(k.Tasks, *t)
 	}
+	fit(k)
 	return workflow.NewContinueAsNewError(ctx, CampaignWorkflowName, nil, k)
 }
 
@@ -612,24 +638,30 @@ func (c *campaign) upsert(ctx workflow.Context) {
 	}
 }
 
-func (c *campaign) snapshot() CampaignStatus {
-	s := CampaignStatus{Phase: c.phase(), Tasks: []TaskStatus{}, IntegrationBranch: c.settings.Branch, Head: c.head,
-		Usage: c.usage, Outcome: c.finished, StopRequested: c.stopping, Verifies: c.verifies, Budget: c.budget.Status()}
-	if s.Verifies == nil {
-		s.Verifies = []MergeVerify{}
-	}
-	for _, t := range c.tasks {
-		if t.Phase == TaskMerged {
-			s.Merged++
+// protected are the paths task t's loop and merge protect: the campaign's,
+// then the task's own.
+func (c *campaign) protected(t *taskState) []string {
+	return appendNew(append([]string(nil), c.settings.ProtectedPaths...), t.Task.ProtectedPaths...)
+}
+
+// appendNew appends the items list does not hold yet.
+func appendNew(list []string, items ...string) []string {
+	for _, it := range items {
+		if !slices.Contains(list, it) {
+			list = append(list, it)
 		}
-		deps := t.Task.DependsOn
-		if deps == nil {
-			deps = []string{}
-		}
-		s.Tasks = append(s.Tasks, TaskStatus{ID: t.Task.ID, Phase: t.Phase, Go: t.Go, Round: t.Round, WorkflowID: t.WorkflowID,
-			Branch: "ralph/" + activities.TaskWorkspace(c.settings.ID, t.Task.ID), MergeCommit: t.MergeCommit,
-			MergeAttempts: t.MergeAttempts, LastFailure: t.LastFailure, Usage: t.Usage, DependsOn: deps,
-			Objective: runes.Prefix(t.Task.Objective, 200), DiffStat: t.DiffStat})
 	}
-	return s
+	return list
+}
+
+// recordVerify counts a verify of the queue and keeps the last ones.
+func (c *campaign) recordVerify(v MergeVerify) {
+	c.verifyCount++
+	if !v.Passed {
+		c.verifyFailed++
+	}
+	c.verifies = append(c.verifies, v)
+	if len(c.verifies) > maxVerifiesKept {
+		c.verifies = slices.Clone(c.verifies[len(c.verifies)-maxVerifiesKept:])
+	}
 }

@@ -223,23 +223,21 @@ func TestCampaignApprovalHoldsAMergeUntilApproved(t *testing.T) {
 	}
 }
 
+// campaignTask is one task as the task query answers it.
 func campaignTask(t *testing.T, env *testsuite.TestWorkflowEnvironment, id string) TaskStatus {
 	t.Helper()
-	v, err := env.QueryWorkflow(workflows.StatusQueryName)
+	v, err := env.QueryWorkflow(QueryTask, TaskQuery{ID: id})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var st CampaignStatus
-	if err := v.Get(&st); err != nil {
+	var d TaskDetail
+	if err := v.Get(&d); err != nil {
 		t.Fatal(err)
 	}
-	for _, ts := range st.Tasks {
-		if ts.ID == id {
-			return ts
-		}
+	if len(d.Goes) != d.Go {
+		t.Fatalf("task %s: %d goes listed at go %d", id, len(d.Goes), d.Go)
 	}
-	t.Fatalf("no task %s in %+v", id, st)
-	return TaskStatus{}
+	return d.TaskStatus
 }
 
 func noopUpdate() *testsuite.TestUpdateCallback {

@@ -28,6 +28,12 @@ func (c *campaign) register(ctx workflow.Context) error {
 	}); err != nil {
 		return fmt.Errorf("register the %s query: %w", workflows.StatusQueryName, err)
 	}
+	if err := workflow.SetQueryHandler(ctx, QueryTasks, c.page); err != nil {
+		return fmt.Errorf("register the %s query: %w", QueryTasks, err)
+	}
+	if err := workflow.SetQueryHandler(ctx, QueryTask, c.detail); err != nil {
+		return fmt.Errorf("register the %s query: %w", QueryTask, err)
+	}
 	return setUpdates(ctx, []update{
 		{workflows.UpdatePause, c.onPause, c.validatePause},
 		{workflows.UpdateResume, c.onResume, c.validateResume},
@@ -116,31 +122,48 @@ func (c *campaign) validateAddTasks(req json.RawMessage) error {
 	if c.stopping {
 		return errors.New("the campaign is stopping: start a new campaign for more tasks")
 	}
-	_, err := c.parseAdded(req)
+	_, _, err := c.parseAdded(req)
 	return err
 }
 
-// parseAdded reads an add-tasks argument ({"tasks": [Task]}, an
-// AddTasksRequest) as strictly as the campaign's input: unknown keys, here
-// or in a task, are refused by name.
-func (c *campaign) parseAdded(req json.RawMessage) ([]Task, error) {
-	fields, err := objectFields(req, []string{fieldTasks}, `{"tasks": [{"id": "...", "objective": "..."}]}`)
+// parseAdded reads an add-tasks argument ({"tasks": [Task]} or
+// {"tasksFile": path}, an AddTasksRequest) as strictly as the campaign's
+// input: unknown keys, here or in a task, are refused by name. It returns
+// the inline tasks, or the tasks file to read.
+func (c *campaign) parseAdded(req json.RawMessage) ([]Task, string, error) {
+	fields, err := objectFields(req, []string{fieldTasks, fieldTasksFile}, `{"tasks": [{"id": "...", "objective": "..."}]} or {"tasksFile": "path"}`)
 	if err != nil {
-		return nil, err
+		return nil, "", err
+	}
+	file, err := parseTasksFile(fields[fieldTasks], fields[fieldTasksFile])
+	if err != nil || file != "" {
+		return nil, file, err
 	}
 	existing := make([]Task, len(c.tasks))
 	for i, t := range c.tasks {
 		existing[i] = t.Task
 	}
-	return parseTasks(fields[fieldTasks], c.limits, existing, c.limits.MaxCampaignTasks)
+	tasks, err := parseInlineTasks(fields[fieldTasks], c.limits, existing)
+	if err != nil {
+		return nil, "", err
+	}
+	return tasks, "", checkCarried(c.tasks, tasks, fieldTasks)
 }
 
-func (c *campaign) onAddTasks(_ workflow.Context, req json.RawMessage) (CampaignAck, error) {
-	tasks, err := c.parseAdded(req)
+// onAddTasks adds the tasks; a tasksFile is read at the integration head
+// (the update fails, naming why, when it is no valid task list).
+func (c *campaign) onAddTasks(ctx workflow.Context, req json.RawMessage) (CampaignAck, error) {
+	tasks, file, err := c.parseAdded(req)
 	if err != nil {
 		return CampaignAck{}, err
 	}
-	c.add(tasks)
+	source := 0
+	if file != "" {
+		if tasks, source, err = c.readTasks(ctx, file, fieldTasksFile); err != nil {
+			return CampaignAck{}, err
+		}
+	}
+	c.add(tasks, source)
 	return c.ack(), nil
 }
 

@@ -24,12 +24,12 @@ const (
 )
 
 func campaignKeys() []string {
-	return []string{fieldTasks, fieldBase, fieldBranch, fieldMaxParallel, fieldVerifyCommand, fieldMaxMergeAttempts,
-		fieldMergeBatch, fieldApprove, fieldMaxTokens, fieldMaxMinutes}
+	return []string{fieldTasks, fieldTasksFile, fieldBase, fieldBranch, fieldMaxParallel, fieldVerifyCommand, fieldMaxMergeAttempts,
+		fieldMergeBatch, fieldApprove, fieldMaxTokens, fieldMaxMinutes, fieldProtected}
 }
 
 func taskKeys() []string {
-	return []string{fieldID, fieldObjective, fieldDependsOn, fieldVerifyCommand, fieldMaxRounds}
+	return []string{fieldID, fieldObjective, fieldDependsOn, fieldVerifyCommand, fieldMaxRounds, fieldProtected}
 }
 
 // campaignStart is a validated campaign input.
@@ -54,10 +54,15 @@ func parseCampaignInput(raw []byte, limits activities.Limits, id string) (campai
 		return campaignStart{}, err
 	}
 	var s campaignStart
-	if s.tasks, err = parseTasks(fields[fieldTasks], limits, nil, limits.MaxCampaignTasks); err != nil {
+	st := &s.settings
+	if st.TasksFile, err = parseTasksFile(fields[fieldTasks], fields[fieldTasksFile]); err != nil {
 		return campaignStart{}, err
 	}
-	st := &s.settings
+	if st.TasksFile == "" {
+		if s.tasks, err = parseInlineTasks(fields[fieldTasks], limits, nil); err != nil {
+			return campaignStart{}, err
+		}
+	}
 	st.ID = id
 	if st.Base, err = parseBranch(fieldBase, fields[fieldBase], ""); err != nil {
 		return campaignStart{}, err
@@ -88,6 +93,12 @@ func parseCampaignInput(raw []byte, limits activities.Limits, id string) (campai
 		return campaignStart{}, err
 	}
 	if s.maxMinutes, err = parseBudget(fieldMaxMinutes, fields[fieldMaxMinutes], limits.MaxRunMinutes, "RALPH_MAX_RUN_MINUTES"); err != nil {
+		return campaignStart{}, err
+	}
+	if st.ProtectedPaths, err = parseProtected(fields[fieldProtected]); err != nil {
+		return campaignStart{}, err
+	}
+	if err := checkCarried(nil, s.tasks, fieldTasks); err != nil {
 		return campaignStart{}, err
 	}
 	return s, nil
@@ -192,6 +203,9 @@ func parseTask(field string, raw json.RawMessage, limits activities.Limits) (Tas
 			return Task{}, prefixed(field, err)
 		}
 		t.MaxRounds = &n
+	}
+	if t.ProtectedPaths, err = parseProtected(fields[fieldProtected]); err != nil {
+		return Task{}, prefixed(field, err)
 	}
 	return t, nil
 }
