@@ -81,6 +81,12 @@ func (a *Activities) ReadTasks(ctx context.Context, in ReadTasksInput) (ReadTask
 	if err != nil {
 		return ReadTasksOutput{}, err
 	}
+	return TasksOutput(f, src)
+}
+
+// TasksOutput is ReadTasks' answer for a read file: its tasks without their
+// objectives, refused when even that is over MaxReadTasksPayload.
+func TasksOutput(f tasklist.File, src TasksSource) (ReadTasksOutput, error) {
 	out := ReadTasksOutput{Source: src, Tasks: make([]tasklist.Task, 0, len(f.Tasks)), FieldsSet: !f.Fields.Empty()}
 	for _, t := range f.Tasks {
 		out.ObjectiveChars = append(out.ObjectiveChars, utf8.RuneCountInString(t.Objective))
@@ -90,7 +96,7 @@ func (a *Activities) ReadTasks(ctx context.Context, in ReadTasksInput) (ReadTask
 	if raw, _ := json.Marshal(out); len(raw) > MaxReadTasksPayload {
 		return ReadTasksOutput{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf(
 			"%s: its tasks without their objectives are %d bytes of JSON, over the limit of %d (1 MiB): shorten verify commands, dependencies or ids",
-			in.Path, len(raw), MaxReadTasksPayload), ErrTypeTasksFile, nil)
+			src.Path, len(raw), MaxReadTasksPayload), ErrTypeTasksFile, nil)
 	}
 	return out, nil
 }

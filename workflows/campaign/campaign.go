@@ -577,9 +577,25 @@ func (c *campaign) finish(ctx workflow.Context) *CampaignResult {
 	c.finished = status
 	c.upsert(ctx)
 	c.notifyEnd(ctx, status)
+	return c.result(status)
+}
+
+// result is the campaign's result: every task's phase, merge commit and
+// failure, the failures cut (first to last, to cutFailureChars, then away)
+// while it is over maxPayloadBytes (measured).
+func (c *campaign) result(status string) *CampaignResult {
 	res := &CampaignResult{Status: status, Tasks: []TaskResult{}, IntegrationBranch: c.settings.Branch, Head: c.head, Usage: c.usage}
 	for _, t := range c.tasks {
 		res.Tasks = append(res.Tasks, TaskResult{ID: t.Task.ID, Phase: t.Phase, MergeCommit: t.MergeCommit, LastFailure: t.LastFailure})
+	}
+	size := encodedSize(res)
+	for _, keep := range []int{cutFailureChars, 0} {
+		for i := 0; i < len(res.Tasks) && size > maxPayloadBytes; i++ {
+			r := &res.Tasks[i]
+			before := encodedSize(r)
+			r.LastFailure = runes.Prefix(r.LastFailure, keep)
+			size -= before - encodedSize(r)
+		}
 	}
 	return res
 }
@@ -595,6 +611,11 @@ func (c *campaign) cancelled(ctx workflow.Context) error {
 }
 
 func (c *campaign) continueAsNew(ctx workflow.Context) error {
+	return workflow.NewContinueAsNewError(ctx, CampaignWorkflowName, nil, c.continuation())
+}
+
+// continuation is what continue-as-new carries, within maxPayloadBytes.
+func (c *campaign) continuation() *CampaignContinuation {
 	k := &CampaignContinuation{Limits: c.limits, Settings: c.settings, Queue: c.queue, Head: c.head, Usage: c.usage,
 		Budget: c.budget, Paused: c.paused, Stopping: c.stopping, Verifies: c.verifies,
 		VerifyCount: c.verifyCount, VerifyFailed: c.verifyFailed, Sources: c.sources}
@@ -602,7 +623,7 @@ func (c *campaign) continueAsNew(ctx workflow.Context) error {
 		k.Tasks = append(k.Tasks, *t)
 	}
 	fit(k)
-	return workflow.NewContinueAsNewError(ctx, CampaignWorkflowName, nil, k)
+	return k
 }
 
 func (c *campaign) phase() string {

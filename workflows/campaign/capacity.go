@@ -140,18 +140,21 @@ func (c *campaign) checkFileTasks(out activities.ReadTasksOutput) ([]Task, error
 	return tasks, nil
 }
 
-// fit cuts finished tasks' failures, oldest first, until the continuation
-// is within maxPayloadBytes (measured): their loops and notifications named
-// the failures in full; a returned task keeps its own for its next go.
+// fit cuts finished tasks' failures, oldest first, first to
+// cutFailureChars and then away, until the continuation is within
+// maxPayloadBytes (measured): their loops and notifications named the
+// failures in full; a returned task keeps its own for its next go.
 func fit(k *CampaignContinuation) {
 	size := encodedSize(k)
-	for i := 0; i < len(k.Tasks) && size > maxPayloadBytes; i++ {
-		t := &k.Tasks[i]
-		switch t.Phase {
-		case TaskBlocked, TaskFailed, TaskCancelled, TaskMerged:
-			before := encodedSize(t)
-			t.LastFailure = runes.Prefix(t.LastFailure, cutFailureChars)
-			size -= before - encodedSize(t)
+	for _, keep := range []int{cutFailureChars, 0} {
+		for i := 0; i < len(k.Tasks) && size > maxPayloadBytes; i++ {
+			t := &k.Tasks[i]
+			switch t.Phase {
+			case TaskBlocked, TaskFailed, TaskCancelled, TaskMerged:
+				before := encodedSize(t)
+				t.LastFailure = runes.Prefix(t.LastFailure, keep)
+				size -= before - encodedSize(t)
+			}
 		}
 	}
 }
