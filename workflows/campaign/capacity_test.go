@@ -323,3 +323,39 @@ func TestInlineTasksOver1MiBAreRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestProtectedPathsReachTheLoopAndTheMerge: the campaign's protected paths
+// and a task's own reach that task's loop input and its MergeTask input.
+func TestProtectedPathsReachTheLoopAndTheMerge(t *testing.T) {
+	env := newCampaignEnv(campaignLimits())
+	var mu sync.Mutex
+	loops := map[string][]any{}
+	var merged [][]string
+	env.RegisterActivityWithOptions(func(_ context.Context, in activities.MergeTaskInput) (activities.MergeTaskOutput, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		merged = append(merged, in.ProtectedPaths)
+		return activities.MergeTaskOutput{Outcome: activities.MergeLanded, Head: "h2",
+			Merged: []activities.MergedTask{{ID: in.Tasks[0].ID, Commit: "m-" + in.Tasks[0].ID}}}, nil
+	}, activity.RegisterOptions{Name: activities.MergeTaskName})
+	env.RegisterWorkflowWithOptions(func(ctx workflow.Context, input json.RawMessage, _ *workflows.Continuation, _ *workflows.TaskStart) (*workflows.Result, error) {
+		var in map[string]any
+		_ = json.Unmarshal(input, &in)
+		mu.Lock()
+		loops[workflow.GetInfo(ctx).WorkflowExecution.ID], _ = in[fieldProtected].([]any)
+		mu.Unlock()
+		return &workflows.Result{Status: report.OutcomeComplete, RoundsStarted: 1, Checkpoint: &activities.Checkpoint{Commit: "c"}}, nil
+	}, workflow.RegisterOptions{Name: workflows.WorkflowName})
+	in := `{"tasks":[{"id":"a","objective":"a","protectedPaths":["db/migrations/**"]},{"id":"b","objective":"b","dependsOn":["a"]}],
+		"verifyCommand":"check","protectedPaths":[".github/**"]}`
+	env.ExecuteWorkflow(CampaignWorkflowName, json.RawMessage(in), (*CampaignContinuation)(nil))
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(loops["camp/a"]) != "[.github/** db/migrations/**]" || fmt.Sprint(loops["camp/b"]) != "[.github/**]" {
+		t.Fatalf("loops got %v", loops)
+	}
+	if fmt.Sprint(merged) != "[[.github/** db/migrations/**] [.github/**]]" {
+		t.Fatalf("merges got %v", merged)
+	}
+}
