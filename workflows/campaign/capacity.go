@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/ralph-temporal/ralph/activities"
 	"github.com/ralph-temporal/ralph/internal/runes"
+	"github.com/ralph-temporal/ralph/workflows"
 )
 
 // A campaign's capacity (docs/campaigns.md, "Capacity"): nothing it makes —
@@ -61,14 +63,25 @@ func parseInlineTasks(raw json.RawMessage, limits activities.Limits, existing []
 
 // skeletonBytes is the most task t can carry besides its failure: its
 // definition with the longest phase, a commit id, large counters and its
-// place in the merge queue.
+// place in the merge queue. The part every task shares is measured once;
+// a task adds its id (twice: its state and the queue) and its definition.
 func skeletonBytes(t Task) int {
-	s := taskState{Task: t, Phase: TaskAwaitingApproval, Go: 99, Round: 999, MergeAttempts: 99, Source: 99,
-		Commit: strings.Repeat("0", 40)}
+	n := skeletonBase + 2*len(t.ID)
+	if t.Objective != "" || t.DependsOn != nil || t.VerifyCommand != "" || t.MaxRounds != nil || t.ProtectedPaths != nil {
+		raw, _ := json.Marshal(t) // a task always encodes
+		n += len(raw)
+	}
+	return n
+}
+
+// skeletonBase is what a task of an empty id and no definition carries at
+// most, measured.
+var skeletonBase = func() int {
+	s := taskState{Phase: TaskAwaitingApproval, Go: 99, Round: 999, MergeAttempts: 99, Source: 99, Commit: strings.Repeat("0", 40)}
 	s.Usage.ModelCalls, s.Usage.ToolCalls, s.Usage.PromptTokens, s.Usage.CompletionTokens = 999999999, 999999999, 999999999, 999999999
 	raw, _ := json.Marshal(s) // a task's state always encodes
-	return len(raw) + len(t.ID) + 4
-}
+	return len(raw) + len(`"",`)
+}()
 
 // checkCarried refuses tasks whose worst-case carried state, with the
 // tasks the campaign holds, would cross maxSkeletonBytes.
@@ -114,30 +127,55 @@ func (c *campaign) readTasks(ctx workflow.Context, path, field string) ([]Task, 
 	return tasks, len(c.sources), nil
 }
 
-// checkFileTasks validates a tasks file's tasks by the inline rules (with a
-// stand-in objective), then their objectives' lengths.
+// checkFileTasks validates a tasks file's tasks by the inline rules
+// (internal/tasklist checked ids, objectives and the file's own
+// duplicates): against the campaign's tasks, dependencies, the ceiling,
+// objective lengths and each task's fields. Direct, not through JSON: 5,000
+// tasks are checked within one workflow task.
 func (c *campaign) checkFileTasks(out activities.ReadTasksOutput) ([]Task, error) {
-	stand := make([]Task, len(out.Tasks))
+	if n := len(c.tasks) + len(out.Tasks); c.limits.MaxCampaignTasks > 0 && n > c.limits.MaxCampaignTasks {
+		return nil, inputErr(fieldTasks, "would make %d tasks, more than %d (RALPH_MAX_CAMPAIGN_TASKS)", n, c.limits.MaxCampaignTasks)
+	}
+	all := make([]Task, 0, len(c.tasks)+len(out.Tasks))
+	known := make(map[string]bool, cap(all))
+	for _, t := range c.tasks {
+		all, known[t.Task.ID] = append(all, t.Task), true
+	}
 	for i, t := range out.Tasks {
-		t.Objective = "x"
-		stand[i] = t
-	}
-	raw, _ := json.Marshal(stand) // tasks always encode
-	existing := make([]Task, len(c.tasks))
-	for i, t := range c.tasks {
-		existing[i] = t.Task
-	}
-	tasks, err := parseTasks(raw, c.limits, existing, c.limits.MaxCampaignTasks)
-	if err != nil {
-		return nil, err
-	}
-	for i := range tasks {
-		if n := out.ObjectiveChars[i]; n > c.limits.MaxObjectiveChars {
-			return nil, inputErr(fmt.Sprintf("%s[%d] (%s).objective", fieldTasks, i, tasks[i].ID), "is %d characters, over the limit of %d", n, c.limits.MaxObjectiveChars)
+		field := fmt.Sprintf("%s[%d] (%s)", fieldTasks, i, t.ID)
+		if !taskIDPattern.MatchString(t.ID) || known[t.ID] {
+			return nil, inputErr(field+".id", "%q is not a free task id of the campaign", t.ID)
 		}
-		tasks[i].Objective = ""
+		known[t.ID] = true
+		if n := out.ObjectiveChars[i]; n > c.limits.MaxObjectiveChars {
+			return nil, inputErr(field+".objective", "is %d characters, over the limit of %d", n, c.limits.MaxObjectiveChars)
+		}
+		if n := utf8.RuneCountInString(t.VerifyCommand); n > workflows.MaxVerifyCommandChars {
+			return nil, inputErr(field+".verifyCommand", "is %d characters, over the limit of %d", n, workflows.MaxVerifyCommandChars)
+		}
+		if t.MaxRounds != nil && *t.MaxRounds > c.limits.MaxRounds {
+			return nil, inputErr(field+".maxRounds", "is %d, over the deployment's ceiling of %d", *t.MaxRounds, c.limits.MaxRounds)
+		}
+		if t.ProtectedPaths != nil {
+			raw, _ := json.Marshal(t.ProtectedPaths) // strings always encode
+			if _, err := parseProtected(raw); err != nil {
+				return nil, prefixed(field, err)
+			}
+		}
+		t.Objective = ""
+		all = append(all, t)
 	}
-	return tasks, nil
+	for i, t := range out.Tasks {
+		for _, d := range t.DependsOn {
+			if !known[d] {
+				return nil, inputErr(fmt.Sprintf("%s[%d] (%s).dependsOn", fieldTasks, i, t.ID), "names %q, which is no task of the campaign", d)
+			}
+		}
+	}
+	if cycle := findCycle(all); cycle != nil {
+		return nil, inputErr(fieldDependsOn, "has a cycle: %s", strings.Join(cycle, " -> "))
+	}
+	return all[len(c.tasks):], nil
 }
 
 // fit cuts finished tasks' failures, oldest first, first to
