@@ -207,6 +207,13 @@ func isTerminal(w io.Writer) bool {
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }
 
+// maxTasksShown: a campaign of at most this many tasks shows one line per
+// task; a larger one shows the status summary's listed tasks and counts.
+const maxTasksShown = 200
+
+// queryCampaign is the status summary, every task listed (the tasks query,
+// paged) when the campaign is small enough to show one line per task. An
+// earlier worker's status lists every task already.
 func (s *session) queryCampaign(ctx context.Context, id string) (campaign.CampaignStatus, error) {
 	qctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
@@ -215,7 +222,26 @@ func (s *session) queryCampaign(ctx context.Context, id string) (campaign.Campai
 	if err == nil {
 		err = v.Get(&st)
 	}
-	return st, err
+	if err != nil || st.Total <= len(st.Tasks) || st.Total > maxTasksShown {
+		return st, err
+	}
+	var all []campaign.TaskStatus
+	for after := ""; ; {
+		var page campaign.TasksPage
+		v, err := s.c.QueryWorkflow(qctx, id, "", campaign.QueryTasks, campaign.TasksRequest{After: after})
+		if err == nil {
+			err = v.Get(&page)
+		}
+		if err != nil {
+			return st, nil // the summary's list stands
+		}
+		all = append(all, page.Tasks...)
+		if after = page.Next; after == "" {
+			break
+		}
+	}
+	st.Tasks, st.Unlisted = all, 0
+	return st, nil
 }
 
 // printCampaignResult prints the result (text or JSON) and exits by its status.
@@ -352,7 +378,11 @@ func (p *campaignPrinter) update(st campaign.CampaignStatus) {
 
 // campaignLines is a status as a header line and one line per task.
 func campaignLines(st campaign.CampaignStatus) []string {
-	head := fmt.Sprintf("campaign %s: %d of %d merged into %s at %s", st.Phase, st.Merged, len(st.Tasks), st.IntegrationBranch, short(st.Head))
+	total := max(st.Total, len(st.Tasks))
+	head := fmt.Sprintf("campaign %s: %d of %d merged into %s at %s", st.Phase, st.Merged, total, st.IntegrationBranch, short(st.Head))
+	if rest := total - len(st.Tasks); rest > 0 {
+		head += fmt.Sprintf(" (%d tasks not shown: starter campaign-status --json, or the tasks query)", rest)
+	}
 	if st.StopRequested {
 		head += " (stop requested)"
 	}

@@ -246,7 +246,23 @@ func campaignStatus(t *testing.T, e *env, id string) campaign.CampaignStatus {
 	if err := v.Get(&st); err != nil {
 		t.Fatal(err)
 	}
-	return st
+	// The summary lists active and failing tasks; the tasks query pages
+	// them all.
+	st.Tasks = nil
+	for after := ""; ; {
+		v, err := e.client.QueryWorkflow(context.Background(), id, "", campaign.QueryTasks, campaign.TasksRequest{After: after})
+		if err != nil {
+			t.Fatalf("query %s tasks: %v", id, err)
+		}
+		var page campaign.TasksPage
+		if err := v.Get(&page); err != nil {
+			t.Fatal(err)
+		}
+		st.Tasks = append(st.Tasks, page.Tasks...)
+		if after = page.Next; after == "" {
+			return st
+		}
+	}
 }
 
 // roundCommits lists the checkpoint of every round of every go of a task.
