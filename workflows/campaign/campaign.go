@@ -2,6 +2,7 @@ package campaign
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -252,6 +253,7 @@ func (c *campaign) startGo(ctx workflow.Context, t *taskState) {
 	t.Go++
 	t.Phase, t.Round = TaskRunning, 0
 	t.WorkflowID = workflowID(c.settings.ID, t)
+	t.preparing = true
 	c.running++
 	workflow.Go(ctx, func(ctx workflow.Context) {
 		defer func() { c.running--; c.dirty = true }()
@@ -293,7 +295,13 @@ func (c *campaign) runGo(ctx workflow.Context, t *taskState, back *report.Report
 	if prep.Task != nil {
 		objective = prep.Task.Objective
 	}
-	c.head = prep.IntegrationHead
+	if c.head == "" {
+		c.head = prep.IntegrationHead // what the campaign starts from, not a move
+	}
+	if c.stopping {
+		t.preparing = false
+		return nil, errStoppedBeforeStart
+	}
 	if len(prep.Conflicts) > 0 && back != nil {
 		back.NextSteps = append([]string{"Resolve the conflict markers committed in " + strings.Join(prep.Conflicts, ", ") +
 			" keeping both this task's intent and what the integration branch holds."}, back.NextSteps...)
@@ -308,12 +316,34 @@ func (c *campaign) runGo(ctx workflow.Context, t *taskState, back *report.Report
 		opts.TypedSearchAttributes = temporal.NewSearchAttributes(temporal.NewSearchAttributeKeyKeyword(workflows.SearchAttrCampaign).ValueSet(c.settings.ID))
 	}
 	var res workflows.Result
-	err := workflow.ExecuteChildWorkflow(workflow.WithChildOptions(ctx, opts), workflows.WorkflowName, c.childInput(ctx, t, objective),
-		nil, &workflows.TaskStart{Campaign: c.settings.ID, PreviousReport: back}).Get(ctx, &res)
-	if err != nil {
+	child := workflow.ExecuteChildWorkflow(workflow.WithChildOptions(ctx, opts), workflows.WorkflowName, c.childInput(ctx, t, objective),
+		nil, &workflows.TaskStart{Campaign: c.settings.ID, PreviousReport: back})
+	if child.GetChildWorkflowExecution().Get(ctx, nil) == nil {
+		c.deliverKept(ctx, t, child)
+	}
+	t.preparing = false
+	if err := child.Get(ctx, &res); err != nil {
 		return nil, err
 	}
 	return &res, nil
+}
+
+// errStoppedBeforeStart: a stop arrived while the task's go was prepared,
+// so its loop never started.
+var errStoppedBeforeStart = errors.New("stopped before its loop started")
+
+// deliverKept sends the started loop what operators sent while it was
+// prepared (its workflow did not exist yet): guidance, then a stop.
+func (c *campaign) deliverKept(ctx workflow.Context, t *taskState, child workflow.ChildWorkflowFuture) {
+	t.preparing = false
+	for _, text := range t.keptGuidance {
+		child.SignalChildWorkflow(ctx, workflows.SignalGuide, workflows.GuideRequest{Text: text})
+	}
+	t.keptGuidance = nil
+	if t.keptStop != nil {
+		child.SignalChildWorkflow(ctx, workflows.SignalStop, *t.keptStop)
+		t.keptStop = nil
+	}
 }
 
 // childInput is the task loop's input, as a caller would send it: the
@@ -347,6 +377,10 @@ func (c *campaign) childInput(ctx workflow.Context, t *taskState, objective stri
 
 // goEnded records what a task's loop came to.
 func (c *campaign) goEnded(ctx workflow.Context, t *taskState, res *workflows.Result, err error) {
+	if errors.Is(err, errStoppedBeforeStart) {
+		t.Phase, t.LastFailure = TaskCancelled, "the campaign was stopped before the task's loop started"
+		return
+	}
 	if err != nil {
 		spent := failedUsage(err)
 		t.Usage, c.usage = t.Usage.Add(spent), c.usage.Add(spent)
@@ -426,7 +460,9 @@ func (c *campaign) land(ctx workflow.Context, batch []*taskState) error {
 		}
 		return nil
 	}
-	c.head = out.Head
+	if out.Outcome == activities.MergeLanded {
+		c.head = out.Head // the head moves only on a landed merge
+	}
 	if out.Verification != nil {
 		c.recordVerify(MergeVerify{Tasks: ids, Commit: out.Tip, ExitCode: out.Verification.ExitCode, Passed: out.Verification.Passed()})
 	}
@@ -506,10 +542,10 @@ func (c *campaign) awaitApproval(ctx workflow.Context, t *taskState, out activit
 		t.Phase, t.LastFailure = TaskFailed, "landing the approved merge failed: "+runes.Prefix(err.Error(), 2000)
 		return nil
 	}
-	c.head = landed.Head
 	if landed.Outcome == activities.MergeMoved {
 		return c.land(ctx, []*taskState{t})
 	}
+	c.head = landed.Head
 	c.merged(ctx, []*taskState{t}, landed)
 	return nil
 }

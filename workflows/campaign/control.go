@@ -107,9 +107,14 @@ func (c *campaign) validateStop(req workflows.StopRequest) error {
 // the stop update would (its round finishes); queued merges still land.
 func (c *campaign) onStop(ctx workflow.Context, req workflows.StopRequest) (CampaignAck, error) {
 	c.stopping, c.dirty = true, true
+	stop := workflows.StopRequest{Reason: strings.TrimSpace(req.Reason)}
 	for _, t := range c.tasks {
-		if t.Phase == TaskRunning && t.WorkflowID != "" {
-			workflow.SignalExternalWorkflow(ctx, t.WorkflowID, "", workflows.SignalStop, workflows.StopRequest{Reason: strings.TrimSpace(req.Reason)})
+		switch {
+		case t.Phase != TaskRunning || t.WorkflowID == "":
+		case t.preparing:
+			t.keptStop = &stop // delivered, or the start prevented, once prepared
+		default:
+			workflow.SignalExternalWorkflow(ctx, t.WorkflowID, "", workflows.SignalStop, stop)
 		}
 	}
 	return c.ack(), nil

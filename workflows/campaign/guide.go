@@ -52,8 +52,13 @@ func (c *campaign) validateGuide(req CampaignGuideRequest) error {
 }
 
 func (c *campaign) onGuide(ctx workflow.Context, req CampaignGuideRequest) (CampaignAck, error) {
+	text := strings.TrimSpace(req.Text)
 	for _, t := range c.guided(req.Task) {
-		workflow.SignalExternalWorkflow(ctx, t.WorkflowID, "", workflows.SignalGuide, workflows.GuideRequest{Text: strings.TrimSpace(req.Text)})
+		if t.preparing {
+			t.keptGuidance = append(t.keptGuidance, text) // rides to the loop once it starts
+			continue
+		}
+		workflow.SignalExternalWorkflow(ctx, t.WorkflowID, "", workflows.SignalGuide, workflows.GuideRequest{Text: text})
 	}
 	return c.ack(), nil
 }

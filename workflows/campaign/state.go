@@ -8,6 +8,7 @@ import (
 	"github.com/ralph-temporal/ralph/activities"
 	"github.com/ralph-temporal/ralph/report"
 	"github.com/ralph-temporal/ralph/usage"
+	"github.com/ralph-temporal/ralph/workflows"
 )
 
 // campaignSettings is a campaign's validated input with every default
@@ -52,6 +53,12 @@ type taskState struct {
 	// integration head it was merged onto.
 	Held   string
 	HeldOn string
+	// preparing: the go's branch is prepared and its loop not started yet;
+	// a stop or guidance sent meanwhile is kept here and delivered when the
+	// loop starts (never carried: a continue-as-new waits for running goes).
+	preparing    bool
+	keptGuidance []string
+	keptStop     *workflows.StopRequest
 }
 
 // carriedTask is a task's state as continue-as-new carries it: a JSON array
