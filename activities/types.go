@@ -91,6 +91,11 @@ type Limits struct {
 	// target version at a round boundary, a pause or a wait; false in
 	// histories from before it and for auto-upgrade runs.
 	UpgradeOnTargetChange bool `json:"upgradeOnTargetChange,omitempty"`
+	// CampaignShares: a campaign hands each loop a share of its remaining
+	// token budget (remaining divided by the loops that will run at once),
+	// never the whole; set by every worker since, recorded with the limits
+	// so a campaign started before it keeps handing out the whole.
+	CampaignShares bool `json:"campaignShares,omitempty"`
 	// Git is the worker's RALPH_GIT when checkpoints are on ("" when off):
 	// a campaign needs local or remote.
 	Git string `json:"git,omitempty"`

@@ -253,7 +253,10 @@ func (c *campaign) startGo(ctx workflow.Context, t *taskState) {
 	t.Go++
 	t.Phase, t.Round = TaskRunning, 0
 	t.WorkflowID = workflowID(c.settings.ID, t)
-	t.preparing = true
+	t.preparing, t.share = true, 0
+	if left := c.budget.TokensLeft(c.usage); left > 0 && c.limits.CampaignShares {
+		t.share = c.share(left) // reserved now, with the loops starting beside it
+	}
 	c.running++
 	workflow.Go(ctx, func(ctx workflow.Context) {
 		defer func() { c.running--; c.dirty = true }()
@@ -302,6 +305,10 @@ func (c *campaign) runGo(ctx workflow.Context, t *taskState, back *report.Report
 		t.preparing = false
 		return nil, errStoppedBeforeStart
 	}
+	if c.limits.CampaignShares && c.budget.Exhausted(c.usage, workflow.Now(ctx)) != "" {
+		t.preparing = false
+		return nil, errBudgetBeforeStart
+	}
 	if len(prep.Conflicts) > 0 && back != nil {
 		back.NextSteps = append([]string{"Resolve the conflict markers committed in " + strings.Join(prep.Conflicts, ", ") +
 			" keeping both this task's intent and what the integration branch holds."}, back.NextSteps...)
@@ -331,6 +338,10 @@ func (c *campaign) runGo(ctx workflow.Context, t *taskState, back *report.Report
 // errStoppedBeforeStart: a stop arrived while the task's go was prepared,
 // so its loop never started.
 var errStoppedBeforeStart = errors.New("stopped before its loop started")
+
+// errBudgetBeforeStart: the budget was spent while the task's go was
+// prepared, so its loop never started.
+var errBudgetBeforeStart = errors.New("the budget was spent before its loop started")
 
 // deliverKept sends the started loop what operators sent while it was
 // prepared (its workflow did not exist yet): guidance, then a stop.
@@ -365,7 +376,9 @@ func (c *campaign) childInput(ctx workflow.Context, t *taskState, objective stri
 	if protected := c.protected(t); len(protected) > 0 {
 		in[fieldProtected] = protected
 	}
-	if left := c.budget.TokensLeft(c.usage); left > 0 {
+	if t.share > 0 {
+		in[fieldMaxTokens] = t.share
+	} else if left := c.budget.TokensLeft(c.usage); left > 0 {
 		in[fieldMaxTokens] = left
 	}
 	if !c.budget.Deadline.IsZero() {
@@ -377,8 +390,12 @@ func (c *campaign) childInput(ctx workflow.Context, t *taskState, objective stri
 
 // goEnded records what a task's loop came to.
 func (c *campaign) goEnded(ctx workflow.Context, t *taskState, res *workflows.Result, err error) {
-	if errors.Is(err, errStoppedBeforeStart) {
+	switch {
+	case errors.Is(err, errStoppedBeforeStart):
 		t.Phase, t.LastFailure = TaskCancelled, "the campaign was stopped before the task's loop started"
+		return
+	case errors.Is(err, errBudgetBeforeStart):
+		t.Phase, t.LastFailure = TaskCancelled, "the campaign's budget was spent before the task's loop started"
 		return
 	}
 	if err != nil {
@@ -721,4 +738,22 @@ func (c *campaign) recordVerify(v MergeVerify) {
 	if len(c.verifies) > maxVerifiesKept {
 		c.verifies = slices.Clone(c.verifies[len(c.verifies)-maxVerifiesKept:])
 	}
+}
+
+// share is a loop's part of the tokens left: divided by the loops that will
+// run at once (maxParallel, or fewer when fewer tasks remain), so loops
+// started together cannot spend more than the whole (CampaignShares; a
+// campaign begun before it hands each loop the whole when it starts).
+func (c *campaign) share(left int) int {
+	if !c.limits.CampaignShares {
+		return left
+	}
+	remaining := 0
+	for _, t := range c.tasks {
+		switch t.Phase {
+		case TaskWaiting, TaskReturned, TaskRunning:
+			remaining++
+		}
+	}
+	return max(left/max(min(c.settings.MaxParallel, remaining), 1), 1)
 }

@@ -369,3 +369,71 @@ func TestProtectedPathsReachTheLoopAndTheMerge(t *testing.T) {
 		t.Fatalf("merges got %v", merged)
 	}
 }
+
+// TestBudgetIsSharedAcrossLoops: with maxTokens 1000 and 4 loops at once,
+// each loop gets 250, never the whole; loops that spend their shares spend
+// the budget, and the campaign ends budget-limited without starting more.
+// A campaign begun before shares (the limits record it) hands out the
+// whole, as it did.
+func TestBudgetIsSharedAcrossLoops(t *testing.T) {
+	for _, shares := range []bool{true, false} {
+		t.Run(fmt.Sprint("shares=", shares), func(t *testing.T) {
+			f := &fakeLine{reports: map[string]*report.Report{}}
+			limits := campaignLimits()
+			limits.CampaignShares = shares
+			env := newCampaignEnv(limits)
+			env.RegisterActivityWithOptions(f.merge, activity.RegisterOptions{Name: activities.MergeTaskName})
+			var mu sync.Mutex
+			given := map[string]float64{}
+			env.RegisterWorkflowWithOptions(func(ctx workflow.Context, input json.RawMessage, _ *workflows.Continuation, _ *workflows.TaskStart) (*workflows.Result, error) {
+				var in map[string]any
+				_ = json.Unmarshal(input, &in)
+				id := workflow.GetInfo(ctx).WorkflowExecution.ID
+				tokens, _ := in[fieldMaxTokens].(float64)
+				mu.Lock()
+				given[id] = tokens
+				mu.Unlock()
+				if err := workflow.Sleep(ctx, time.Minute); err != nil {
+					return nil, err
+				}
+				// Each loop spends what it was given (at most 250).
+				return &workflows.Result{Status: report.OutcomeComplete, RoundsStarted: 1, Usage: usage.Usage{PromptTokens: min(int(tokens), 250)},
+					Checkpoint: &activities.Checkpoint{Commit: strings.TrimPrefix(id, "camp/") + "@1"}}, nil
+			}, workflow.RegisterOptions{Name: workflows.WorkflowName})
+			var tasks []string
+			for i := range 8 {
+				tasks = append(tasks, fmt.Sprintf(`{"id":"t%d","objective":"o"}`, i))
+			}
+			in := `{"tasks":[` + strings.Join(tasks, ",") + `],"verifyCommand":"check","maxParallel":4,"maxTokens":1000}`
+			env.ExecuteWorkflow(CampaignWorkflowName, json.RawMessage(in), (*CampaignContinuation)(nil))
+			if err := env.GetWorkflowError(); err != nil {
+				t.Fatal(err)
+			}
+			var res CampaignResult
+			if err := env.GetWorkflowResult(&res); err != nil {
+				t.Fatal(err)
+			}
+			want := 250.0
+			if !shares {
+				want = 1000
+			}
+			for _, id := range []string{"camp/t0", "camp/t1", "camp/t2", "camp/t3"} {
+				if given[id] != want {
+					t.Errorf("%s was given %v tokens, want %v (all: %v)", id, given[id], want, given)
+				}
+			}
+			t.Logf("given %v; %s with %d tokens spent", given, res.Status, res.Usage.PromptTokens)
+			// A loop started later gets a share of what is left then.
+			if shares {
+				for id, n := range given {
+					if n > 250 || n < 1 {
+						t.Errorf("%s was given %v tokens", id, n)
+					}
+				}
+				if len(given) == 8 || res.Status != CampaignBudgetLimited || res.Usage.PromptTokens > 1000+3*250 {
+					t.Fatalf("given %v; result %s with %d tokens spent", given, res.Status, res.Usage.PromptTokens)
+				}
+			}
+		})
+	}
+}

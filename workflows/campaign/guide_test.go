@@ -76,9 +76,9 @@ func TestStopAndGuideDuringPreparationAreKept(t *testing.T) {
 	env.RegisterActivityWithOptions(f.merge, activity.RegisterOptions{Name: activities.MergeTaskName})
 	// a's branch takes 10 s to prepare, b's 40 s.
 	env.OnActivity(activities.PrepareTaskName, mock.Anything, mock.MatchedBy(func(in activities.PrepareTaskInput) bool { return in.Task.ID == "a" })).
-		After(10 * time.Second).Return(activities.PrepareTaskOutput{IntegrationHead: "h", TaskHead: "h"}, nil)
+		After(10*time.Second).Return(activities.PrepareTaskOutput{IntegrationHead: "h", TaskHead: "h"}, nil)
 	env.OnActivity(activities.PrepareTaskName, mock.Anything, mock.MatchedBy(func(in activities.PrepareTaskInput) bool { return in.Task.ID == "b" })).
-		After(40 * time.Second).Return(activities.PrepareTaskOutput{IntegrationHead: "h", TaskHead: "h"}, nil)
+		After(40*time.Second).Return(activities.PrepareTaskOutput{IntegrationHead: "h", TaskHead: "h"}, nil)
 	var mu sync.Mutex
 	var got []string
 	started := map[string]bool{}

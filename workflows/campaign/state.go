@@ -59,6 +59,8 @@ type taskState struct {
 	preparing    bool
 	keptGuidance []string
 	keptStop     *workflows.StopRequest
+	// share is the tokens reserved for the go when it started (0: none).
+	share int
 }
 
 // carriedTask is a task's state as continue-as-new carries it: a JSON array
