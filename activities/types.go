@@ -96,6 +96,10 @@ type Limits struct {
 	// never the whole; set by every worker since, recorded with the limits
 	// so a campaign started before it keeps handing out the whole.
 	CampaignShares bool `json:"campaignShares,omitempty"`
+	// CampaignEvidence: a returned task's report names the failure in one
+	// sentence and carries the verify's exit code and output tail (or the
+	// conflicting paths) in its evidence; recorded like CampaignShares.
+	CampaignEvidence bool `json:"campaignEvidence,omitempty"`
 	// Git is the worker's RALPH_GIT when checkpoints are on ("" when off):
 	// a campaign needs local or remote.
 	Git string `json:"git,omitempty"`

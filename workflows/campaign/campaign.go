@@ -250,6 +250,7 @@ func (c *campaign) startGo(ctx workflow.Context, t *taskState) {
 	if t.Phase == TaskReturned {
 		back = c.backReport(t, t.LastFailure)
 	}
+	t.Evidence = nil // the back report lives only until the go it starts
 	t.Go++
 	t.Phase, t.Round = TaskRunning, 0
 	t.WorkflowID = workflowID(c.settings.ID, t)
@@ -493,6 +494,7 @@ func (c *campaign) land(ctx workflow.Context, batch []*taskState) error {
 		for _, t := range batch {
 			if t.Task.ID == out.ConflictTask {
 				c.sendBack(ctx, t, "merging into "+c.settings.Branch+" conflicts in "+strings.Join(out.ConflictPaths, ", "))
+				c.keepEvidence(t, conflictEvidence(out.ConflictPaths))
 			} else {
 				rest = append(rest, t)
 			}
@@ -503,6 +505,13 @@ func (c *campaign) land(ctx workflow.Context, batch []*taskState) error {
 	case activities.MergeRed:
 		if len(batch) == 1 {
 			v := out.Verification
+			if c.limits.CampaignEvidence {
+				// One sentence naming the command (shortened), the exit code
+				// and the output's tail in the evidence (keepEvidence).
+				c.sendBack(ctx, batch[0], fmt.Sprintf("The verify command `%s` exited %d on the merged tree.", shortCommand(v.Command), v.ExitCode))
+				c.keepEvidence(batch[0], verifyEvidence(v))
+				return nil
+			}
 			c.sendBack(ctx, batch[0], fmt.Sprintf("the verify command `%s` exited %d on the merged tree; its output ends:\n%s",
 				v.Command, v.ExitCode, runes.Suffix(v.Output, 1500)))
 			return nil
@@ -585,6 +594,11 @@ func (c *campaign) sendBack(ctx workflow.Context, t *taskState, failure string) 
 // starts from, validated like any report (cut until it fits).
 func (c *campaign) backReport(t *taskState, failure string) *report.Report {
 	limit := c.limits.MaxHandoffChars
+	if c.limits.CampaignEvidence && t.Evidence != nil {
+		if r := c.evidenceReport(t, failure); r != nil {
+			return r
+		}
+	}
 	for keep := 1500; keep > 0; keep /= 2 {
 		r := report.Report{
 			Status: report.StatusContinue,

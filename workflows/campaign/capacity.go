@@ -179,9 +179,10 @@ func (c *campaign) checkFileTasks(out activities.ReadTasksOutput) ([]Task, error
 }
 
 // fit cuts finished tasks' failures, oldest first, first to
-// cutFailureChars and then away, until the continuation is within
-// maxPayloadBytes (measured): their loops and notifications named the
-// failures in full; a returned task keeps its own for its next go.
+// cutFailureChars and then away, then returned tasks' output tails to
+// minTailChars, until the continuation is within maxPayloadBytes
+// (measured): finished tasks' loops and notifications named the failures
+// in full; a returned task keeps its failure for its next go.
 func fit(k *CampaignContinuation) {
 	size := encodedSize(k)
 	for _, keep := range []int{cutFailureChars, 0} {
@@ -191,6 +192,17 @@ func fit(k *CampaignContinuation) {
 			case TaskBlocked, TaskFailed, TaskCancelled, TaskMerged:
 				before := encodedSize(t)
 				t.LastFailure = runes.Prefix(t.LastFailure, keep)
+				size -= before - encodedSize(t)
+			}
+		}
+	}
+	// Then returned tasks' output tails, to the least their next go is shown.
+	for i := 0; i < len(k.Tasks) && size > maxPayloadBytes; i++ {
+		t := &k.Tasks[i]
+		for j, e := range t.Evidence {
+			if rest, ok := strings.CutPrefix(e, "output tail:\n"); ok {
+				before := encodedSize(t)
+				t.Evidence[j] = "output tail:\n" + strings.TrimSpace(runes.Suffix(rest, minTailChars))
 				size -= before - encodedSize(t)
 			}
 		}

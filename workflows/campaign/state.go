@@ -53,6 +53,10 @@ type taskState struct {
 	// integration head it was merged onto.
 	Held   string
 	HeldOn string
+	// Evidence is what a returned task's next go is shown besides its
+	// failure (the verify's exit code and output tail, or the conflicting
+	// paths); carried only until that go starts.
+	Evidence []string
 	// preparing: the go's branch is prepared and its loop not started yet;
 	// a stop or guidance sent meanwhile is kept here and delivered when the
 	// loop starts (never carried: a continue-as-new waits for running goes).
@@ -72,9 +76,9 @@ type carriedTask struct {
 	Commit, MergeCommit, Failure string
 	Usage                        [4]int
 	Source                       int
-
-	Def                    *Task
-	DiffStat, Held, HeldOn string
+	Def                          *Task
+	DiffStat, Held, HeldOn       string
+	Evidence                     []string
 }
 
 func (t taskState) MarshalJSON() ([]byte, error) {
@@ -88,7 +92,7 @@ func (t taskState) MarshalJSON() ([]byte, error) {
 		def = &d
 	}
 	return json.Marshal([]any{t.Task.ID, t.Phase, t.Go, t.Round, t.MergeAttempts, commit, t.MergeCommit, t.LastFailure,
-		[4]int{u.ModelCalls, u.ToolCalls, u.PromptTokens, u.CompletionTokens}, t.Source, def, t.DiffStat, t.Held, t.HeldOn})
+		[4]int{u.ModelCalls, u.ToolCalls, u.PromptTokens, u.CompletionTokens}, t.Source, def, t.DiffStat, t.Held, t.HeldOn, t.Evidence})
 }
 
 // legacyTaskState is the object form an earlier build carried.
@@ -120,10 +124,13 @@ func (t *taskState) UnmarshalJSON(data []byte) error {
 	}
 	var c carriedTask
 	fields := []any{&c.ID, &c.Phase, &c.Go, &c.Round, &c.MergeAttempts, &c.Commit, &c.MergeCommit, &c.Failure,
-		&c.Usage, &c.Source, &c.Def, &c.DiffStat, &c.Held, &c.HeldOn}
+		&c.Usage, &c.Source, &c.Def, &c.DiffStat, &c.Held, &c.HeldOn, &c.Evidence}
 	var raw []json.RawMessage
 	if err := json.Unmarshal(data, &raw); err != nil {
 		return err
+	}
+	if len(raw) == len(fields)-1 {
+		raw = append(raw, json.RawMessage("null")) // before evidence was carried
 	}
 	if len(raw) != len(fields) {
 		return fmt.Errorf("a carried task has %d fields, want %d", len(raw), len(fields))
@@ -136,7 +143,7 @@ func (t *taskState) UnmarshalJSON(data []byte) error {
 	*t = taskState{Source: c.Source, Phase: c.Phase, Go: c.Go, Round: c.Round,
 		Commit: c.Commit, MergeCommit: c.MergeCommit, MergeAttempts: c.MergeAttempts, LastFailure: c.Failure,
 		Usage:    usage.Usage{ModelCalls: c.Usage[0], ToolCalls: c.Usage[1], PromptTokens: c.Usage[2], CompletionTokens: c.Usage[3]},
-		DiffStat: c.DiffStat, Held: c.Held, HeldOn: c.HeldOn}
+		DiffStat: c.DiffStat, Held: c.Held, HeldOn: c.HeldOn, Evidence: c.Evidence}
 	if c.Def != nil {
 		t.Task = *c.Def
 	}
