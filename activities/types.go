@@ -107,6 +107,10 @@ type Limits struct {
 	// campaign's maxParallel and of its task list.
 	MaxCampaignParallel int `json:"maxCampaignParallel,omitempty"`
 	MaxCampaignTasks    int `json:"maxCampaignTasks,omitempty"`
+	// MergeRetryMinutes is how long a campaign's merge step retries a git
+	// failure that is not the task's before the queue pauses; 0 (histories
+	// from before it) retries without end.
+	MergeRetryMinutes int `json:"mergeRetryMinutes,omitempty"`
 	// Approve is the approval mode of runs whose input does not say
 	// (RALPH_APPROVE: none, complete, rounds:N); "" is none.
 	Approve string `json:"approve,omitempty"`
@@ -149,6 +153,7 @@ func DefaultLimits() Limits {
 		MaxPauseHours:           168,
 		MaxCampaignParallel:     8,
 		MaxCampaignTasks:        5000,
+		MergeRetryMinutes:       30,
 		Candidates:              1,
 		MaxCandidates:           4,
 	}

@@ -281,7 +281,7 @@ func workerSettings() []setting {
 				w.Activities.NotifyURL = value
 				return nil
 			}},
-		{flag: "notify-events", env: "RALPH_NOTIFY_EVENTS", usage: "comma-separated events sent to RALPH_NOTIFY_URL (campaigns add merged, returned)",
+		{flag: "notify-events", env: "RALPH_NOTIFY_EVENTS", usage: "comma-separated events sent to RALPH_NOTIFY_URL (campaigns add merged, returned, paused)",
 			custom: func(w *Worker, source, value string) error {
 				events := splitList(value, ",")
 				for _, e := range events {
@@ -348,6 +348,8 @@ func workerSettings() []setting {
 			intp: func(w *Worker) *int { return &lim(w).MaxCampaignParallel }},
 		{flag: "max-campaign-tasks", env: "RALPH_MAX_CAMPAIGN_TASKS", usage: "most tasks one campaign may hold (at most 5000)",
 			intp: func(w *Worker) *int { return &lim(w).MaxCampaignTasks }},
+		{flag: "merge-retry-minutes", env: "RALPH_MERGE_RETRY_MINUTES", usage: "how long a campaign's merge retries a git failure that is not the task's (credentials, disk, network) before its queue pauses",
+			intp: func(w *Worker) *int { return &lim(w).MergeRetryMinutes }},
 		{flag: "candidates", env: "RALPH_CANDIDATES", usage: "fresh agents each round runs at once on clones of the workspace, the verified one chosen (a run's candidates input overrides; more than 1 needs RALPH_GIT local or remote)",
 			intp: func(w *Worker) *int { return &lim(w).Candidates }},
 		{flag: "max-candidates", env: "RALPH_MAX_CANDIDATES", usage: "ceiling of a run's candidates (at most 16)",
@@ -902,7 +904,7 @@ func extraBodyText(body map[string]any) string {
 
 // notifyEvents are the events RALPH_NOTIFY_EVENTS may name.
 var notifyEvents = []string{"complete", "blocked", "failed", "budget-limited", "stopped", "cancelled",
-	workflows.EventWaiting, workflows.EventAwaitingApproval, campaign.TaskMerged, campaign.TaskReturned}
+	workflows.EventWaiting, workflows.EventAwaitingApproval, campaign.TaskMerged, campaign.TaskReturned, campaign.EventPaused}
 
 func orNone(s string) string {
 	if s == "" {

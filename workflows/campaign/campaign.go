@@ -71,6 +71,10 @@ type campaign struct {
 	dirty     bool
 	decisions map[string]*decision
 	limitHit  string
+	// pauseReason holds the merge queue (a git step's failure that is not a
+	// task's) until resume; pauses counts them for their notifications.
+	pauseReason string
+	pauses      int
 }
 
 type decision struct {
@@ -116,6 +120,7 @@ func (c *campaign) resume(ctx workflow.Context, k *CampaignContinuation) error {
 	c.limits, c.settings, c.queue, c.head = k.Limits, k.Settings, k.Queue, k.Head
 	c.usage, c.budget, c.paused, c.stopping, c.verifies = k.Usage, k.Budget, k.Paused, k.Stopping, k.Verifies
 	c.verifyCount, c.verifyFailed, c.sources = k.VerifyCount, k.VerifyFailed, k.Sources
+	c.pauseReason, c.pauses = k.PauseReason, k.Pauses
 	for i := range k.Tasks {
 		t := &k.Tasks[i]
 		t.WorkflowID = workflowID(c.settings.ID, t)
@@ -441,6 +446,9 @@ func reportBlocker(r *report.Report) string {
 // nextBatch takes up to mergeBatch queued tasks off the queue (one with
 // approvals, whose wait is per task).
 func (c *campaign) nextBatch() []*taskState {
+	if c.pauseReason != "" {
+		return nil // the queue waits for resume
+	}
 	n := c.settings.MergeBatch
 	if c.settings.Approve == ApproveMerge {
 		n = 1
@@ -469,9 +477,13 @@ func (c *campaign) land(ctx workflow.Context, batch []*taskState) error {
 		in.HoldRef = c.holdRef(batch[0])
 	}
 	var out activities.MergeTaskOutput
-	if err := workflow.ExecuteActivity(c.gitOptions(ctx, "merge "+strings.Join(ids, ", ")), activities.MergeTaskName, in).Get(ctx, &out); err != nil {
+	if err := workflow.ExecuteActivity(c.mergeOptions(ctx, "merge "+strings.Join(ids, ", ")), activities.MergeTaskName, in).Get(ctx, &out); err != nil {
 		if ctx.Err() != nil {
 			return c.cancelled(ctx)
+		}
+		if c.limits.MergeRetryMinutes > 0 && !tasksFault(err) {
+			c.holdQueue(ctx, batch, err)
+			return nil
 		}
 		for _, t := range batch {
 			t.Phase, t.LastFailure = TaskFailed, "merge step failed: "+runes.Prefix(err.Error(), 2000)
@@ -561,7 +573,7 @@ func (c *campaign) awaitApproval(ctx workflow.Context, t *taskState, out activit
 	in := activities.MergeTaskInput{Line: c.line(), Tasks: []activities.CampaignTask{c.taskRef(t)},
 		VerifyCommand: c.settings.VerifyCommand, HoldRef: c.holdRef(t), Land: t.Held, LandOn: t.HeldOn, ProtectedPaths: c.protected(t)}
 	var landed activities.MergeTaskOutput
-	if err := workflow.ExecuteActivity(c.gitOptions(ctx, "land "+t.Task.ID), activities.MergeTaskName, in).Get(ctx, &landed); err != nil {
+	if err := workflow.ExecuteActivity(c.mergeOptions(ctx, "land "+t.Task.ID), activities.MergeTaskName, in).Get(ctx, &landed); err != nil {
 		if ctx.Err() != nil {
 			return c.cancelled(ctx)
 		}
@@ -685,7 +697,7 @@ func (c *campaign) continueAsNew(ctx workflow.Context) error {
 func (c *campaign) continuation() *CampaignContinuation {
 	k := &CampaignContinuation{Limits: c.limits, Settings: c.settings, Queue: c.queue, Head: c.head, Usage: c.usage,
 		Budget: c.budget, Paused: c.paused, Stopping: c.stopping, Verifies: c.verifies,
-		VerifyCount: c.verifyCount, VerifyFailed: c.verifyFailed, Sources: c.sources}
+		VerifyCount: c.verifyCount, VerifyFailed: c.verifyFailed, Sources: c.sources, PauseReason: c.pauseReason, Pauses: c.pauses}
 	for _, t := range c.tasks {
 		k.Tasks = append(k.Tasks, *t)
 	}
@@ -770,4 +782,38 @@ func (c *campaign) share(left int) int {
 		}
 	}
 	return max(left/max(min(c.settings.MaxParallel, remaining), 1), 1)
+}
+
+// mergeOptions are a merge step's: the git step's, retried for at most
+// RALPH_MERGE_RETRY_MINUTES when the limits record it (else without end).
+func (c *campaign) mergeOptions(ctx workflow.Context, summary string) workflow.Context {
+	ctx = c.gitOptions(ctx, summary)
+	if c.limits.MergeRetryMinutes > 0 {
+		opts := workflow.GetActivityOptions(ctx)
+		opts.ScheduleToCloseTimeout = time.Duration(c.limits.MergeRetryMinutes) * time.Minute
+		ctx = workflow.WithActivityOptions(ctx, opts)
+	}
+	return ctx
+}
+
+// tasksFault: the merge step failed on what the tasks gave it (a missing
+// branch, a bad workspace), not on the worker's git, disk or network.
+func tasksFault(err error) bool {
+	var app *temporal.ApplicationError
+	return errors.As(err, &app) && (app.Type() == activities.ErrTypeCampaignGit || app.Type() == activities.ErrTypeBadRoundInput)
+}
+
+// holdQueue pauses the merge queue after a git step kept failing for a
+// reason that is not the tasks': the stack goes back to the queue's front
+// (nothing is marked failed), the campaign's phase is paused with the
+// reason, and resume retries it.
+func (c *campaign) holdQueue(ctx workflow.Context, batch []*taskState, err error) {
+	ids := make([]string, len(batch))
+	for i, t := range batch {
+		t.Phase, ids[i] = TaskQueued, t.Task.ID
+	}
+	c.queue = append(ids, c.queue...)
+	c.paused, c.pauseReason = true, "git: the merge step kept failing for "+fmt.Sprint(c.limits.MergeRetryMinutes)+" minutes: "+runes.Prefix(activityProblem(err), 1000)
+	c.upsert(ctx)
+	c.notifyPaused(ctx)
 }

@@ -85,7 +85,7 @@ func (c *campaign) validateResume() error {
 }
 
 func (c *campaign) onResume(ctx workflow.Context) (CampaignAck, error) {
-	c.paused, c.dirty = false, true
+	c.paused, c.pauseReason, c.dirty = false, "", true
 	c.upsert(ctx)
 	return c.ack(), nil
 }

@@ -3,10 +3,13 @@ package campaign
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/stretchr/testify/mock"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/workflow"
 
@@ -67,4 +70,71 @@ func TestReturnedTaskSeesTheVerifyOutputOfALongCommand(t *testing.T) {
 		t.Fatalf("evidence = %q", back.Evidence)
 	}
 	t.Logf("summary %d characters, evidence tail %d characters", len(back.Summary), len([]rune(back.Evidence[1])))
+}
+
+// TestGitFailureRetriesThenPausesTheQueue: a merge step that keeps failing
+// for a reason that is not the task's (here: the remote unreachable) is
+// retried for RALPH_MERGE_RETRY_MINUTES, then the queue pauses (phase
+// paused, pauseReason, a paused notification) without failing the task;
+// resume retries the merge, which lands.
+func TestGitFailureRetriesThenPausesTheQueue(t *testing.T) {
+	limits := campaignLimits()
+	limits.MergeRetryMinutes = 30
+	limits.NotifyEvents = []string{EventPaused}
+	env := newCampaignEnv(limits)
+	var mu sync.Mutex
+	attempts, remoteBack := 0, false
+	env.RegisterActivityWithOptions(func(_ context.Context, in activities.MergeTaskInput) (activities.MergeTaskOutput, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		attempts++
+		if !remoteBack {
+			return activities.MergeTaskOutput{}, errors.New("fetch from origin: could not resolve host")
+		}
+		return activities.MergeTaskOutput{Outcome: activities.MergeLanded, Head: "h2", Merged: []activities.MergedTask{{ID: "a", Commit: "m"}}}, nil
+	}, activity.RegisterOptions{Name: activities.MergeTaskName})
+	var events []string
+	env.RegisterWorkflowWithOptions(workflows.RalphNotify, workflow.RegisterOptions{Name: workflows.NotifyWorkflowName})
+	env.RegisterWorkflowWithOptions(func(ctx workflow.Context, _ json.RawMessage, _ *workflows.Continuation, _ *workflows.TaskStart) (*workflows.Result, error) {
+		return &workflows.Result{Status: report.OutcomeComplete, RoundsStarted: 1, Checkpoint: &activities.Checkpoint{Commit: "c"}}, nil
+	}, workflow.RegisterOptions{Name: workflows.WorkflowName})
+	env.OnWorkflow(workflows.NotifyWorkflowName, mock.Anything, mock.Anything).Return(func(_ workflow.Context, in activities.NotifyInput) error {
+		mu.Lock()
+		defer mu.Unlock()
+		events = append(events, in.Event+": "+in.Text)
+		return nil
+	})
+	var paused CampaignStatus
+	env.RegisterDelayedCallback(func() {
+		v, err := env.QueryWorkflow(workflows.StatusQueryName)
+		if err == nil {
+			err = v.Get(&paused)
+		}
+		if err != nil {
+			t.Error(err)
+		}
+		mu.Lock()
+		remoteBack = true
+		mu.Unlock()
+	}, 2*time.Hour)
+	resume := sendUpdate(env, 2*time.Hour+time.Minute, workflows.UpdateResume)
+	env.ExecuteWorkflow(CampaignWorkflowName, json.RawMessage(`{"tasks":[{"id":"a","objective":"a"}],"verifyCommand":"check"}`), (*CampaignContinuation)(nil))
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	var res CampaignResult
+	if err := env.GetWorkflowResult(&res); err != nil {
+		t.Fatal(err)
+	}
+	if paused.Phase != workflows.PhasePaused || !strings.Contains(paused.PauseReason, "could not resolve host") ||
+		paused.Counts[TaskQueued] != 1 || paused.Counts[TaskFailed] != 0 {
+		t.Fatalf("status while paused: %+v", paused)
+	}
+	if resume.rejected != nil || res.Status != CampaignComplete || res.Tasks[0].Phase != TaskMerged {
+		t.Fatalf("resume %+v; result %+v", resume, res)
+	}
+	if len(events) != 1 || !strings.HasPrefix(events[0], "paused: ") || attempts < 10 {
+		t.Fatalf("events %v after %d attempts", events, attempts)
+	}
+	t.Logf("%d attempts in the retry window; %s", attempts, events[0])
 }

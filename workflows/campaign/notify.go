@@ -8,12 +8,14 @@ import (
 
 	"github.com/ralph-temporal/ralph/activities"
 	"github.com/ralph-temporal/ralph/internal/runes"
+	"github.com/ralph-temporal/ralph/workflows"
 )
 
 // Campaign notification events besides a run's (docs/operators.md).
 const (
 	EventMerged   = "merged"
 	EventReturned = "returned"
+	EventPaused   = "paused"
 )
 
 // notifyTask tells the deployment's receiver that a task merged or went
@@ -46,4 +48,16 @@ func (c *campaign) notifyEnd(ctx workflow.Context, status string) {
 	run := workflow.GetInfo(ctx).WorkflowExecution
 	notifyDetached(ctx, activities.NotifyInput{Event: status, WorkflowID: run.ID, RunID: run.RunID, Status: status,
 		Text: fmt.Sprintf("Campaign %s ended %s: %d of %d tasks merged into %s", run.ID, status, c.snapshot().Merged, len(c.tasks), c.settings.Branch)})
+}
+
+// notifyPaused tells the receiver the merge queue paused and why, from a
+// detached child (Seq counts the pauses, so each has its own key).
+func (c *campaign) notifyPaused(ctx workflow.Context) {
+	if !slices.Contains(c.limits.NotifyEvents, EventPaused) {
+		return
+	}
+	run := workflow.GetInfo(ctx).WorkflowExecution
+	c.pauses++
+	notifyDetached(ctx, activities.NotifyInput{Event: EventPaused, WorkflowID: run.ID, RunID: run.RunID, Seq: c.pauses, Status: workflows.PhasePaused,
+		Text: fmt.Sprintf("Campaign %s paused its merge queue: %s (resume it when fixed)", run.ID, runes.Prefix(c.pauseReason, 300))})
 }

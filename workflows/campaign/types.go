@@ -127,7 +127,10 @@ type TaskStatus struct {
 // most 100, those first in the task list), Unlisted counts the rest of
 // them. The tasks query pages the whole list, the task query answers one.
 type CampaignStatus struct {
-	Phase             string         `json:"phase"` // running, paused, finished
+	Phase string `json:"phase"` // running, paused, finished
+	// PauseReason says why the merge queue paused itself ("" for an
+	// operator's pause): a git step's failure that is not a task's.
+	PauseReason       string         `json:"pauseReason,omitempty"`
 	Counts            map[string]int `json:"counts"`
 	Total             int            `json:"total"`
 	Tasks             []TaskStatus   `json:"tasks"`
@@ -233,4 +236,6 @@ type CampaignContinuation struct {
 	VerifyCount  int                      `json:"verifyCount,omitempty"`
 	VerifyFailed int                      `json:"verifyFailed,omitempty"`
 	Sources      []activities.TasksSource `json:"sources,omitempty"`
+	PauseReason  string                   `json:"pauseReason,omitempty"`
+	Pauses       int                      `json:"pauses,omitempty"`
 }
