@@ -100,6 +100,10 @@ type Limits struct {
 	// sentence and carries the verify's exit code and output tail (or the
 	// conflicting paths) in its evidence; recorded like CampaignShares.
 	CampaignEvidence bool `json:"campaignEvidence,omitempty"`
+	// CampaignHeldApart: a campaign's merge awaiting approval waits beside
+	// the queue (other tasks start, run and merge), notifies, ends on the
+	// approval timeout or a stop; recorded like CampaignShares.
+	CampaignHeldApart bool `json:"campaignHeldApart,omitempty"`
 	// Git is the worker's RALPH_GIT when checkpoints are on ("" when off):
 	// a campaign needs local or remote.
 	Git string `json:"git,omitempty"`

@@ -75,6 +75,8 @@ type campaign struct {
 	// task's) until resume; pauses counts them for their notifications.
 	pauseReason string
 	pauses      int
+	// holding counts the approval waits running beside the queue.
+	holding int
 }
 
 type decision struct {
@@ -126,6 +128,14 @@ func (c *campaign) resume(ctx workflow.Context, k *CampaignContinuation) error {
 		t.WorkflowID = workflowID(c.settings.ID, t)
 		c.tasks = append(c.tasks, t)
 		c.byID[t.Task.ID] = t
+		if c.limits.CampaignHeldApart {
+			switch {
+			case t.Phase == TaskAwaitingApproval:
+				c.startHolding(ctx, t) // its wait goes on in this run
+			case t.Phase == TaskQueued && t.Held != "":
+				t.approved = true
+			}
+		}
 	}
 	return nil
 }
@@ -176,7 +186,7 @@ func (c *campaign) run(ctx workflow.Context) (*CampaignResult, error) {
 // allDone: nothing runs, nothing is queued, and nothing more will start
 // (a pending task waits out a pause; a stop or a spent budget ends it).
 func (c *campaign) allDone() bool {
-	if len(c.queue) > 0 {
+	if len(c.queue) > 0 || c.holding > 0 {
 		return false
 	}
 	for _, t := range c.tasks {
@@ -454,7 +464,13 @@ func (c *campaign) nextBatch() []*taskState {
 		n = 1
 	}
 	var batch []*taskState
-	for len(c.queue) > 0 && len(batch) < n {
+	if len(c.queue) > 0 && c.byID[c.queue[0]].approved {
+		t := c.byID[c.queue[0]] // an approved held merge lands alone
+		c.queue = c.queue[1:]
+		t.Phase = TaskMerging
+		return []*taskState{t}
+	}
+	for len(c.queue) > 0 && len(batch) < n && !c.byID[c.queue[0]].approved {
 		t := c.byID[c.queue[0]]
 		c.queue = c.queue[1:]
 		t.Phase = TaskMerging
@@ -466,6 +482,10 @@ func (c *campaign) nextBatch() []*taskState {
 // land runs the merge queue's step for a stack: landed, sent back, or
 // bisected when the stack's tip fails the verify command.
 func (c *campaign) land(ctx workflow.Context, batch []*taskState) error {
+	if len(batch) == 1 && batch[0].approved {
+		batch[0].approved = false
+		return c.landHeld(ctx, batch[0])
+	}
 	in := activities.MergeTaskInput{Line: c.line(), VerifyCommand: c.settings.VerifyCommand, Hold: c.settings.Approve == ApproveMerge}
 	ids := make([]string, len(batch))
 	for i, t := range batch {
@@ -534,6 +554,10 @@ func (c *campaign) land(ctx workflow.Context, batch []*taskState) error {
 		}
 		return c.land(ctx, batch[half:])
 	case activities.MergeHeld:
+		if c.limits.CampaignHeldApart {
+			c.holdApart(ctx, batch[0], out)
+			return nil
+		}
 		return c.awaitApproval(ctx, batch[0], out)
 	}
 	return nil
@@ -570,6 +594,12 @@ func (c *campaign) awaitApproval(ctx workflow.Context, t *taskState, out activit
 		return nil
 	}
 	t.Phase = TaskMerging
+	return c.landHeld(ctx, t)
+}
+
+// landHeld lands an approved held merge: its kept tip onto the head it was
+// merged on, or merged again when the head moved meanwhile.
+func (c *campaign) landHeld(ctx workflow.Context, t *taskState) error {
 	in := activities.MergeTaskInput{Line: c.line(), Tasks: []activities.CampaignTask{c.taskRef(t)},
 		VerifyCommand: c.settings.VerifyCommand, HoldRef: c.holdRef(t), Land: t.Held, LandOn: t.HeldOn, ProtectedPaths: c.protected(t)}
 	var landed activities.MergeTaskOutput
@@ -816,4 +846,52 @@ func (c *campaign) holdQueue(ctx workflow.Context, batch []*taskState, err error
 	c.paused, c.pauseReason = true, "git: the merge step kept failing for "+fmt.Sprint(c.limits.MergeRetryMinutes)+" minutes: "+runes.Prefix(activityProblem(err), 1000)
 	c.upsert(ctx)
 	c.notifyPaused(ctx)
+}
+
+// holdApart keeps a verified merge for approval beside the queue: the task
+// waits in awaiting-approval (the held tree on its ref, a notification)
+// while other tasks start, run and merge; an approval sends it back to the
+// queue's front to land, a rejection back to a loop; the approval timeout
+// or a stop ends the wait, the held merge left on its ref.
+func (c *campaign) holdApart(ctx workflow.Context, t *taskState, out activities.MergeTaskOutput) {
+	t.Phase, t.Held, t.HeldOn, t.DiffStat = TaskAwaitingApproval, out.Tip, out.Head, out.DiffStat
+	c.upsert(ctx)
+	c.notifyTask(ctx, workflows.EventAwaitingApproval, t)
+	c.startHolding(ctx, t)
+}
+
+// startHolding runs the wait for t's decision in a coroutine of its own (a
+// continued campaign starts one for each task it carried waiting).
+func (c *campaign) startHolding(ctx workflow.Context, t *taskState) {
+	c.holding++
+	workflow.Go(ctx, func(ctx workflow.Context) {
+		defer func() { c.holding--; c.dirty = true }()
+		decided := func() bool { return c.decisions[t.Task.ID] != nil || c.stopping }
+		ok := true
+		var err error
+		if hours := c.limits.ApprovalTimeoutHours; hours > 0 {
+			ok, err = workflow.AwaitWithTimeout(ctx, time.Duration(hours)*time.Hour, decided)
+		} else {
+			err = workflow.Await(ctx, decided)
+		}
+		switch d := c.decisions[t.Task.ID]; {
+		case err != nil:
+			return // cancelled: the campaign's cancel ends it
+		case d != nil:
+			delete(c.decisions, t.Task.ID)
+			if !d.approved {
+				t.Held, t.HeldOn, t.DiffStat = "", "", ""
+				c.sendBack(ctx, t, "the merge was rejected: "+d.reason)
+				return
+			}
+			t.Phase, t.approved = TaskQueued, true
+			c.queue = append([]string{t.Task.ID}, c.queue...)
+		case !ok:
+			t.Phase = TaskCancelled
+			t.LastFailure = fmt.Sprintf("the approval wait ended after %d hours (RALPH_APPROVAL_TIMEOUT_HOURS); the verified merge is kept on %s", c.limits.ApprovalTimeoutHours, c.holdRef(t))
+		default:
+			t.Phase = TaskCancelled
+			t.LastFailure = "the campaign was stopped while the merge awaited approval; the verified merge is kept on " + c.holdRef(t)
+		}
+	})
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -137,4 +138,95 @@ func TestGitFailureRetriesThenPausesTheQueue(t *testing.T) {
 		t.Fatalf("events %v after %d attempts", events, attempts)
 	}
 	t.Logf("%d attempts in the retry window; %s", attempts, events[0])
+}
+
+// TestApprovalWaitHoldsOnlyItsTask: with approve merge, a held merge waits
+// beside the queue (notified once): the other tasks start, run and merge
+// meanwhile; then approve lands it, the timeout ends the wait, or a stop
+// does, the held merge left on its ref.
+func TestApprovalWaitHoldsOnlyItsTask(t *testing.T) {
+	for _, end := range []string{"approve", "timeout", "stop"} {
+		t.Run(end, func(t *testing.T) {
+			limits := campaignLimits()
+			limits.CampaignHeldApart = true
+			limits.NotifyEvents = []string{workflows.EventAwaitingApproval}
+			if end == "timeout" {
+				limits.ApprovalTimeoutHours = 1
+			}
+			env := newCampaignEnv(limits)
+			var mu sync.Mutex
+			var landed, events []string
+			env.RegisterActivityWithOptions(func(_ context.Context, in activities.MergeTaskInput) (activities.MergeTaskOutput, error) {
+				mu.Lock()
+				defer mu.Unlock()
+				id := in.Tasks[0].ID
+				if id == "a" && in.Land == "" {
+					return activities.MergeTaskOutput{Outcome: activities.MergeHeld, Head: "h", Tip: "tip-a", DiffStat: "a.txt | 1 +"}, nil
+				}
+				landed = append(landed, id)
+				return activities.MergeTaskOutput{Outcome: activities.MergeLanded, Head: "head-" + id, Merged: []activities.MergedTask{{ID: id, Commit: "m-" + id}}}, nil
+			}, activity.RegisterOptions{Name: activities.MergeTaskName})
+			env.RegisterWorkflowWithOptions(func(ctx workflow.Context, _ json.RawMessage, _ *workflows.Continuation, _ *workflows.TaskStart) (*workflows.Result, error) {
+				if err := workflow.Sleep(ctx, time.Minute); err != nil {
+					return nil, err
+				}
+				return &workflows.Result{Status: report.OutcomeComplete, RoundsStarted: 1, Checkpoint: &activities.Checkpoint{Commit: "c"}}, nil
+			}, workflow.RegisterOptions{Name: workflows.WorkflowName})
+			env.RegisterWorkflowWithOptions(workflows.RalphNotify, workflow.RegisterOptions{Name: workflows.NotifyWorkflowName})
+			env.OnWorkflow(workflows.NotifyWorkflowName, mock.Anything, mock.Anything).Return(func(_ workflow.Context, in activities.NotifyInput) error {
+				mu.Lock()
+				defer mu.Unlock()
+				events = append(events, in.Event)
+				return nil
+			})
+			var during CampaignStatus
+			env.RegisterDelayedCallback(func() {
+				v, err := env.QueryWorkflow(workflows.StatusQueryName)
+				if err == nil {
+					err = v.Get(&during)
+				}
+				if err != nil {
+					t.Error(err)
+				}
+			}, 30*time.Minute)
+			var answer *updateResult
+			switch end {
+			case "approve":
+				answer = sendUpdate(env, 2*time.Hour, workflows.UpdateApprove, TaskRequest{Task: "a"})
+			case "stop":
+				answer = sendUpdate(env, 2*time.Hour, workflows.UpdateStop, workflows.StopRequest{Reason: "later"})
+			}
+			in := `{"tasks":[{"id":"a","objective":"a"},{"id":"b","objective":"b"},{"id":"c","objective":"c"}],"verifyCommand":"check","maxParallel":1,"approve":"merge"}`
+			env.ExecuteWorkflow(CampaignWorkflowName, json.RawMessage(in), (*CampaignContinuation)(nil))
+			if err := env.GetWorkflowError(); err != nil {
+				t.Fatal(err)
+			}
+			var res CampaignResult
+			if err := env.GetWorkflowResult(&res); err != nil {
+				t.Fatal(err)
+			}
+			// While a waited, b and c ran and merged.
+			if during.Counts[TaskAwaitingApproval] != 1 || during.Counts[TaskMerged] != 2 || fmt.Sprint(events) != "[awaiting-approval]" {
+				t.Fatalf("at 30 minutes: %v; events %v", during.Counts, events)
+			}
+			if answer != nil && answer.rejected != nil {
+				t.Fatal(answer.rejected)
+			}
+			a := res.Tasks[0]
+			switch end {
+			case "approve":
+				if fmt.Sprint(landed) != "[b c a]" || res.Status != CampaignComplete || a.Phase != TaskMerged {
+					t.Fatalf("landed %v; result %+v", landed, res)
+				}
+			case "timeout":
+				if a.Phase != TaskCancelled || !strings.Contains(a.LastFailure, "after 1 hours") || !strings.Contains(a.LastFailure, "refs/ralph/campaigns/camp/held/a/1-1") {
+					t.Fatalf("result %+v", res)
+				}
+			case "stop":
+				if a.Phase != TaskCancelled || res.Status != CampaignStopped || !strings.Contains(a.LastFailure, "stopped while the merge awaited approval") {
+					t.Fatalf("result %+v", res)
+				}
+			}
+		})
+	}
 }

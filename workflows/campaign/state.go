@@ -65,6 +65,8 @@ type taskState struct {
 	keptStop     *workflows.StopRequest
 	// share is the tokens reserved for the go when it started (0: none).
 	share int
+	// approved: a held merge was approved and waits in the queue to land.
+	approved bool
 }
 
 // carriedTask is a task's state as continue-as-new carries it: a JSON array
