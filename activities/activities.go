@@ -71,6 +71,8 @@ func New(cfg Config) (*Activities, error) {
 	if cfg.Git.Enabled() {
 		cfg.Limits.Git = cfg.Git.Mode
 	}
+	// A tree the worker's git writes out is held to a workspace's bounds.
+	cfg.Git.MaxTreeBytes, cfg.Git.MaxTreeFiles = sb.WorkspaceBounds()
 	a := &Activities{cfg: cfg}
 	if cfg.Git.Enabled() {
 		if a.git, err = gitws.New(cfg.Git, filepath.Join(cfg.SessionDir, gitHooksDirName)); err != nil {
@@ -79,6 +81,9 @@ func New(cfg Config) (*Activities, error) {
 	}
 	return a, nil
 }
+
+// Git is the worker's own git (nil when RALPH_GIT=off).
+func (a *Activities) Git() *gitws.Git { return a.git }
 
 // Sandbox is how this worker runs commands (Mode, and Fallback when auto
 // mode found no working bubblewrap).
@@ -167,6 +172,9 @@ func (a *Activities) ResolveLimits(context.Context) (Limits, error) {
 	// Only a worker with a receiver makes runs notify: the events, never the URL.
 	if a.cfg.NotifyURL != "" {
 		l.NotifyEvents = a.cfg.NotifyEvents
+	}
+	if a.git != nil && l.MaxCandidates > 1 { // only a worker that can run candidates
+		l.CandidateDefaultAgent, l.CandidateDefaultModels = a.candidateDefaults()
 	}
 	return l, nil
 }

@@ -38,6 +38,8 @@ type attempt struct {
 	closeTranscript func()
 	logger          log.Logger
 	apiKey          string
+	// candidate is what a candidate attempt's failures carry.
+	candidate *CandidateFailure
 }
 
 // opening says which attempt to open: its span, round and workspace, and
@@ -126,7 +128,7 @@ func (a *Activities) relock(ctx context.Context, at *attempt, name string) error
 // before is what a failure before the session carries: the earlier
 // attempts' usage, so a last attempt failing there does not drop it.
 func (at *attempt) before() FailureDetails {
-	return FailureDetails{SessionID: at.sessionID, Usage: at.spentBefore}
+	return FailureDetails{SessionID: at.sessionID, Usage: at.spentBefore, Candidate: at.candidate}
 }
 
 // setupFailed maps a failure after the opening but before the session.
@@ -149,7 +151,7 @@ func (a *Activities) sessionOutcome(ctx context.Context, at *attempt, what strin
 		return spent, &Deferred{Reason: d.Reason, RetryAfterSeconds: d.RetryAfterSeconds()}, nil
 	}
 	if err != nil {
-		return spent, nil, a.roundError(ctx, err, round, FailureDetails{SessionID: at.sessionID, Usage: spent})
+		return spent, nil, a.roundError(ctx, err, round, FailureDetails{SessionID: at.sessionID, Usage: spent, Candidate: at.candidate})
 	}
 	return spent, nil, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -27,6 +28,11 @@ const (
 // given (no git mode, a missing base branch, a task branch without its
 // loop's commit); retrying cannot help.
 const ErrTypeCampaignGit = "CampaignGit"
+
+// ErrTypeTaskTree: the task's own tree failed its preparation (too big to
+// check out, git killed or failing on it); the task is at fault, and
+// retrying cannot help.
+const ErrTypeTaskTree = "TaskTree"
 
 // CampaignLine names a campaign's integration branch.
 type CampaignLine struct {
@@ -88,6 +94,10 @@ const (
 	MergeConflict = "conflict" // Conflict names the task and paths
 	MergeRed      = "red"      // the verify command failed on the tip
 	MergeMoved    = "moved"    // the integration head moved: merge again
+	// MergeRefused: the task ConflictTask did not merge though nothing
+	// conflicted (Refused says why: its tree passed a bound, or git was
+	// killed or failed on it); it goes back like a conflict.
+	MergeRefused = "refused"
 )
 
 // MergedTask is one task of a landed or held stack.
@@ -106,6 +116,8 @@ type MergeTaskOutput struct {
 	// ConflictTask and ConflictPaths name the task that did not merge.
 	ConflictTask  string   `json:"conflictTask,omitempty"`
 	ConflictPaths []string `json:"conflictPaths,omitempty"`
+	// Refused is why ConflictTask was refused (MergeRefused).
+	Refused string `json:"refused,omitempty"`
 	// Verification is the verify command's run on the tip.
 	Verification *report.Verification `json:"verification,omitempty"`
 	DiffStat     string               `json:"diffStat,omitempty"`
@@ -152,9 +164,19 @@ func (a *Activities) campaignGit(ctx context.Context, in CampaignLine, scratchNa
 		}
 	}
 	if err := a.git.Scratch(ctx, dir); err != nil {
+		c.remove(ctx)
 		return nil, err
 	}
 	return c, nil
+}
+
+// remove deletes the step's scratch clone, on every way out of the step
+// (a deferred call runs on an error, a cancel and a panic too): a merged
+// tree never outlives the activity that wrote it.
+func (c *campaignGit) remove(ctx context.Context) {
+	if err := os.RemoveAll(c.scratch); err != nil {
+		activity.GetLogger(ctx).Warn("Could not remove a campaign step's scratch clone", "dir", c.scratch, "error", err)
+	}
 }
 
 func (c *campaignGit) task(t CampaignTask) gitws.TaskBranch {
@@ -206,6 +228,7 @@ func (a *Activities) PrepareTask(ctx context.Context, in PrepareTaskInput) (Prep
 	if err != nil {
 		return PrepareTaskOutput{}, err
 	}
+	defer c.remove(ctx)
 	head, err := a.git.Integration(ctx, c.scratch, c.line)
 	if err != nil {
 		return PrepareTaskOutput{}, campaignStepError(err)
@@ -229,13 +252,16 @@ func (a *Activities) PrepareTask(ctx context.Context, in PrepareTaskInput) (Prep
 	default:
 		t.Commit = current
 		if out.TaskHead, out.Conflicts, err = a.git.BringUp(ctx, c.scratch, in.Line.Campaign, in.Line.Branch, head, t); err != nil {
-			return PrepareTaskOutput{}, err
+			return PrepareTaskOutput{}, taskTreeStepError(err)
 		}
 		if out.TaskHead == current {
 			return out, nil
 		}
 	}
 	if err := a.git.Publish(ctx, c.scratch, t, out.TaskHead, current); err != nil {
+		if gitws.TreeFault(err) {
+			return PrepareTaskOutput{}, taskTreeStepError(&gitws.TaskTreeError{Task: t.ID, Err: err})
+		}
 		return PrepareTaskOutput{}, err
 	}
 	return out, nil
@@ -261,6 +287,7 @@ func (a *Activities) MergeTask(ctx context.Context, in MergeTaskInput) (MergeTas
 	if err != nil {
 		return MergeTaskOutput{}, err
 	}
+	defer c.remove(ctx)
 	head, err := a.git.Integration(ctx, c.scratch, c.line)
 	if err != nil {
 		return MergeTaskOutput{}, campaignStepError(err)
@@ -280,6 +307,13 @@ func (a *Activities) MergeTask(ctx context.Context, in MergeTaskInput) (MergeTas
 		return MergeTaskOutput{}, err
 	}
 	out := MergeTaskOutput{Head: head, Tip: tip, Merged: mergedTasks(merges)}
+	if conflict != nil && conflict.Refused != nil {
+		activity.GetLogger(ctx).Warn("A task's tree did not merge: the task goes back", "task", in.Tasks[conflict.Index].ID,
+			"reason", conflict.Refused.Reason(), "error", conflict.Refused.Err)
+		out.Outcome, out.ConflictTask, out.Refused = MergeRefused, in.Tasks[conflict.Index].ID,
+			conflict.Refused.Reason()+": "+conflict.Refused.Err.Error()
+		return out, nil
+	}
 	if conflict != nil {
 		out.Outcome, out.ConflictTask, out.ConflictPaths = MergeConflict, in.Tasks[conflict.Index].ID, conflict.Paths
 		return out, nil
@@ -298,7 +332,7 @@ func (a *Activities) verifyMerge(ctx context.Context, c *campaignGit, in MergeTa
 	if out.DiffStat, err = a.git.DiffStat(ctx, c.scratch, out.Head, out.Tip); err != nil {
 		return MergeTaskOutput{}, err
 	}
-	if out.Verification, err = a.verifyTree(ctx, c.scratch, in.VerifyCommand); err != nil {
+	if out.Verification, err = a.verifyTree(ctx, c.scratch, in.VerifyCommand, a.protectedSets(in.ProtectedPaths)); err != nil {
 		return MergeTaskOutput{}, err
 	}
 	if !out.Verification.Passed() {
@@ -358,16 +392,26 @@ func mergedTasks(merges []gitws.Merge) []MergedTask {
 
 // verifyTree runs a verify command on a tree the worker made (a campaign's
 // merged tree, a round candidate's) in the sandbox, with every protection a
-// round's verify has.
-func (a *Activities) verifyTree(ctx context.Context, dir, command string) (*report.Verification, error) {
+// round's verify has: the paths the pattern sets protected match are
+// read-only to it and checked again after it; a run that changed one fails
+// (ProtectedChanged) and the paths are restored.
+func (a *Activities) verifyTree(ctx context.Context, dir, command string, protected [][]string) (*report.Verification, error) {
 	if strings.TrimSpace(command) == "" {
 		return nil, temporal.NewNonRetryableApplicationError("there is no verify command", ErrTypeCampaignGit, nil)
 	}
-	ws, err := tools.OpenWorkspace(dir, a.cfg.Agent.ToolLimits, tools.WithSandbox(a.cfg.Agent.Sandbox))
+	prot, err := tools.ParseProtected(protected...)
+	if err != nil {
+		return nil, temporal.NewNonRetryableApplicationError("protectedPaths: "+err.Error(), ErrTypeBadRoundInput, nil)
+	}
+	ws, err := tools.OpenWorkspace(dir, a.cfg.Agent.ToolLimits, tools.WithSandbox(a.cfg.Agent.Sandbox), tools.WithProtected(prot))
 	if err != nil {
 		return nil, fmt.Errorf("open the tree to verify: %w", err)
 	}
 	defer ws.Close()
+	snap, err := ws.SnapshotProtected() // also makes the protected files the command's read-only mounts
+	if err != nil {
+		return nil, fmt.Errorf("verify %s: %w", filepath.Base(dir), err)
+	}
 	timeout := a.cfg.Agent.VerifyTimeout
 	if timeout <= 0 {
 		timeout = 10 * time.Minute
@@ -380,12 +424,30 @@ func (a *Activities) verifyTree(ctx context.Context, dir, command string) (*repo
 	if res.TimedOut {
 		v.ExitCode = -1
 	}
+	changed, err := ws.RestoreProtected(snap)
+	if err != nil {
+		return nil, fmt.Errorf("check the protected paths after the verify command: %w", err)
+	}
+	if len(changed) > 0 {
+		activity.GetLogger(ctx).Warn("The verify command changed protected paths: it fails", "tree", filepath.Base(dir), "paths", changed)
+		failProtected(v, changed)
+	}
 	return v, nil
+}
+
+// taskTreeStepError makes a task's tree at fault a non-retryable
+// ErrTypeTaskTree: the same tree fails the same way every time.
+func taskTreeStepError(err error) error {
+	var tt *gitws.TaskTreeError
+	if errors.As(err, &tt) {
+		return temporal.NewNonRetryableApplicationError(tt.Reason()+": "+tt.Error(), ErrTypeTaskTree, nil)
+	}
+	return err
 }
 
 // campaignStepError makes what no retry can change non-retryable.
 func campaignStepError(err error) error {
-	if errors.Is(err, gitws.ErrBaseMissing) || strings.Contains(err.Error(), "does not hold the loop's last checkpoint") {
+	if errors.Is(err, gitws.ErrBaseMissing) || gitws.TreeFault(err) || strings.Contains(err.Error(), "does not hold the loop's last checkpoint") {
 		return temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeCampaignGit, nil)
 	}
 	return err

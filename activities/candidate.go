@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/ralph-temporal/ralph/agent"
 	"github.com/ralph-temporal/ralph/internal/gitws"
 	"github.com/ralph-temporal/ralph/internal/names"
 	"github.com/ralph-temporal/ralph/report"
@@ -45,8 +47,10 @@ type CandidateSpec struct {
 
 // CandidateWork is what a candidate attempt adds to its round output.
 type CandidateWork struct {
-	// Agent is the provider that ran it.
+	// Agent is the provider that ran it and Model the model it was
+	// configured with, both resolved (also when the worker's defaults).
 	Agent string `json:"agent"`
+	Model string `json:"model,omitempty"`
 	// Ref keeps its commit until it is adopted.
 	Ref string `json:"ref"`
 	// DiffStat is git's --stat summary of its change from the round's base.
@@ -54,6 +58,19 @@ type CandidateWork struct {
 	// Verification is the verify command's run on its tree
 	// (RALPH_CANDIDATE_SCORE=verify, a candidate that did not complete).
 	Verification *report.Verification `json:"verification,omitempty"`
+	// Unchanged: its tree equals the round's base (it ranks after every
+	// candidate with its outcome that changed something). Absent in
+	// histories from before, whose choice ranked it by its diff alone.
+	Unchanged bool `json:"unchanged,omitempty"`
+}
+
+// CandidateFailure is what a failed or cancelled candidate attempt's
+// FailureDetails say: who ran it (resolved, as in CandidateWork) and the ref
+// that keeps what its tree held ("" when that could not be kept).
+type CandidateFailure struct {
+	Provider string `json:"provider"`
+	Model    string `json:"model"`
+	Ref      string `json:"ref,omitempty"`
 }
 
 // AdoptInput names the chosen candidate's commit, a child of Base kept on Ref.
@@ -96,6 +113,7 @@ func (a *Activities) beginCandidate(ctx context.Context, w *workspaceRound, spec
 	c := &candidateTree{spec: spec, workspace: w, name: name, dir: filepath.Join(a.cfg.WorkspaceRoot, name), base: base,
 		ref: gitws.CandidateRef(w.round.WorkflowID, w.round.Round, spec.Number)}
 	if err := w.git.StartCandidate(ctx, w.dir, c.dir, base); err != nil {
+		c.remove(ctx) // a half-made clone (a refused base included) goes too
 		return nil, w.stepError(ctx, err, details)
 	}
 	return c, nil
@@ -110,7 +128,7 @@ func (c *candidateTree) finish(ctx context.Context, rep report.Report, details F
 	if err != nil {
 		return nil, false, nil, w.stepError(ctx, fmt.Errorf("keep candidate %d's work: %w", c.spec.Number, err), details)
 	}
-	work := &CandidateWork{Agent: c.spec.Agent, Ref: c.ref}
+	work := &CandidateWork{Agent: c.spec.Agent, Ref: c.ref, Unchanged: cp.Commit == c.base}
 	if cp.Commit != c.base {
 		if work.DiffStat, err = w.git.DiffStat(ctx, c.dir, c.base, cp.Commit); err != nil {
 			return nil, false, nil, w.stepError(ctx, err, details)
@@ -119,6 +137,32 @@ func (c *candidateTree) finish(ctx context.Context, rep report.Report, details F
 	w.logger.Info("Candidate kept", "round", w.round.Round, "candidate", c.spec.Number, "commit", cp.Commit, "ref", c.ref)
 	return &Checkpoint{Commit: cp.Commit, Parent: cp.Parent, FilesChanged: cp.FilesChanged,
 		Insertions: cp.Insertions, Deletions: cp.Deletions}, tree != w.before, work, nil
+}
+
+// keepTimeout bounds keeping a failed candidate's tree: it runs after a
+// cancel too, so it cannot use the attempt's context.
+const keepTimeout = 2 * time.Minute
+
+// keep commits what a candidate whose session ended with err holds onto the
+// round's base and keeps it on the candidate's ref, as finish does for one
+// that handed off; it returns the ref, or "" (logged) when that failed.
+func (c *candidateTree) keep(ctx context.Context, err error) string {
+	w := c.workspace
+	why := "failed"
+	if ctx.Err() != nil {
+		why = "cancelled"
+	} else if _, ok := agent.AsDeferred(err); ok {
+		why = "deferred"
+	}
+	kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), keepTimeout)
+	defer cancel()
+	commit, kerr := w.git.KeepCandidate(kctx, w.dir, c.dir, c.base, c.ref, w.round, c.spec.Number, why)
+	if kerr != nil {
+		w.logger.Warn("Could not keep a candidate's work", "round", w.round.Round, "candidate", c.spec.Number, "error", kerr)
+		return ""
+	}
+	w.logger.Info("Candidate kept", "round", w.round.Round, "candidate", c.spec.Number, "outcome", why, "commit", commit, "ref", c.ref)
+	return c.ref
 }
 
 // remove deletes the candidate's tree: its work is on its ref by now, or
@@ -130,12 +174,14 @@ func (c *candidateTree) remove(ctx context.Context) {
 }
 
 // scoreCandidate runs the verify command on a candidate's tree when the
-// round ranks candidates by it; a run that cannot start ranks it unverified.
+// round ranks candidates by it, protecting the run's and the worker's paths
+// as the round's own verify does (a score that changed one fails); a run
+// that cannot start ranks it unverified.
 func (a *Activities) scoreCandidate(ctx context.Context, c *candidateTree, in RoundInput, rep report.Report, work *CandidateWork) {
 	if !c.spec.ScoreVerify || in.VerifyCommand == "" || rep.Status == report.StatusComplete {
 		return
 	}
-	v, err := a.verifyTree(ctx, c.dir, in.VerifyCommand)
+	v, err := a.verifyTree(ctx, c.dir, in.VerifyCommand, a.protectedSets(in.ProtectedPaths...))
 	if err != nil {
 		activity.GetLogger(ctx).Warn("Could not score a candidate with the verify command", "candidate", c.spec.Number, "error", err)
 		return
@@ -164,7 +210,7 @@ func (a *Activities) AdoptCandidate(ctx context.Context, in AdoptInput) error {
 	defer lock.release()
 	r := gitws.Round{WorkflowID: activity.GetInfo(ctx).WorkflowExecution.ID, Workspace: in.Workspace, Round: in.Round, MaxRounds: in.MaxRounds}
 	err = a.git.Adopt(ctx, dir, r, in.Base, in.Commit, in.Ref)
-	if errors.Is(err, gitws.ErrWorkspaceMoved) || errors.Is(err, gitws.ErrPushRejected) {
+	if errors.Is(err, gitws.ErrWorkspaceMoved) || errors.Is(err, gitws.ErrPushRejected) || gitws.TreeFault(err) {
 		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("round %d: adopt the chosen candidate: %v", in.Round, err), ErrTypeChildFailed, nil)
 	}
 	return err

@@ -94,7 +94,9 @@ func (w *workspaceRound) finish(ctx context.Context, rep report.Report, details 
 // stepError maps a failed workspace step: a cancel stays a cancel; a push
 // the remote rejected, a repository set up to run programs and a walk that
 // met a directory it cannot read are ordinary child failures (a retry
-// cannot help); a workspace that cannot name a branch is bad input;
+// cannot help), and so is a tree past RALPH_WORKSPACE_MAX_MB or
+// RALPH_WORKSPACE_MAX_FILES or one git was killed on for passing
+// RALPH_GIT_MEMORY_MB (section 38: the attempt ends as at the disk bound); a workspace that cannot name a branch is bad input;
 // anything else (disk, network) is retryable.
 func (w *workspaceRound) stepError(ctx context.Context, err error, details FailureDetails) error {
 	if ctx.Err() != nil {
@@ -102,7 +104,8 @@ func (w *workspaceRound) stepError(ctx context.Context, err error, details Failu
 	}
 	msg := fmt.Sprintf("round %d: %v", w.round.Round, err)
 	switch {
-	case errors.Is(err, gitws.ErrPushRejected), errors.Is(err, gitws.ErrUnsafeRepo), isUnreadable(err):
+	case errors.Is(err, gitws.ErrPushRejected), errors.Is(err, gitws.ErrUnsafeRepo), isUnreadable(err),
+		gitws.TreeFault(err): // a tree past the workspace bounds, or git killed on it: the attempt ends
 		return temporal.NewNonRetryableApplicationError(msg, ErrTypeChildFailed, nil, details)
 	case errors.Is(err, gitws.ErrBadWorkspaceName):
 		return temporal.NewNonRetryableApplicationError("bad round input: "+msg, ErrTypeBadRoundInput, nil)

@@ -195,7 +195,7 @@ func (h *heartbeat) Observe(e agent.Event) {
 		}
 		call := usage.Usage{ModelCalls: 1}
 		if e.Usage != nil {
-			call.PromptTokens, call.CompletionTokens = e.Usage.PromptTokens, e.Usage.CompletionTokens
+			call.PromptTokens, call.CompletionTokens, call.Estimated = e.Usage.PromptTokens, e.Usage.CompletionTokens, e.Usage.Estimated
 		}
 		h.details.Usage = h.details.Usage.Add(call)
 		h.answers++

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/activity"
+
+	"github.com/ralph-temporal/ralph/internal/runes"
 )
 
 // NotifyName is the activity that tells people about a run's event (docs/operators.md).
@@ -54,7 +56,7 @@ func (a *Activities) Notify(ctx context.Context, in NotifyInput) error {
 	if a.cfg.NotifyURL == "" {
 		return nil
 	}
-	body := notifyBody{Text: in.Text, Event: in.Event, WorkflowID: in.WorkflowID, RunID: in.RunID,
+	body := notifyBody{Text: webhookText(in.Text), Event: in.Event, WorkflowID: in.WorkflowID, RunID: in.RunID,
 		Round: in.Round, Status: in.Status, URL: runURL(a.cfg.UIURL, activity.GetInfo(ctx).Namespace, in.WorkflowID, in.RunID)}
 	raw, err := json.Marshal(body)
 	if err != nil {
@@ -77,6 +79,24 @@ func (a *Activities) Notify(ctx context.Context, in NotifyInput) error {
 		return fmt.Errorf("post the %s notification: the receiver answered %s", in.Event, resp.Status)
 	}
 	return nil
+}
+
+// webhookText is text as Slack and Mattermost show it and never parse:
+// '&', '<' and '>' escaped (their markup of mentions and links, <!channel>
+// and <https://…|Approve>), and no control character.
+func webhookText(s string) string {
+	return htmlish.Replace(runes.Printable(s))
+}
+
+var htmlish = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
+
+// QuoteModelText is model or workspace text (a verify output, a summary)
+// inside a notification's text: one line in a code span, so it reads as a
+// quote, and neither Slack nor Mattermost makes a mention (@channel) or a
+// link ([Approve](https://…)) of it; a backtick in it becomes ' so the
+// quote cannot be closed early. The activity escapes '&', '<' and '>'.
+func QuoteModelText(s string) string {
+	return "`" + strings.ReplaceAll(strings.Join(strings.Fields(s), " "), "`", "'") + "`"
 }
 
 // NotifyKey is one event's Idempotency-Key: a retried POST repeats it.

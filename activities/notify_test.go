@@ -83,3 +83,23 @@ func TestNotifyWithoutAURLReturnsAtOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Whatever text the workflow hands over, the receiver reads it escaped for
+// Slack's and Mattermost's markup and without control characters: a
+// workflow id or a task's text never becomes a mention, a link or a
+// terminal command in a client that prints the body.
+func TestNotifyEscapesTheText(t *testing.T) {
+	rcv := &receiver{}
+	srv := httptest.NewServer(rcv)
+	defer srv.Close()
+	f := newFixture(t, fakeopenai.Script{}, context.Background(), func(c *activities.Config) { c.NotifyURL = srv.URL })
+	in := activities.NotifyInput{Event: "blocked", WorkflowID: "w", RunID: "r",
+		Text: "Ralph run w: " + activities.QuoteModelText("<!channel> <https://evil.example|Approve> & `x`\n\x1b]52;c;eA==\x07\u009b2J")}
+	if _, err := f.env.ExecuteActivity(activities.NotifyName, in); err != nil {
+		t.Fatal(err)
+	}
+	want := "Ralph run w: `&lt;!channel&gt; &lt;https://evil.example|Approve&gt; &amp; 'x' ]52;c;eA==2J`"
+	if len(rcv.bodies) != 1 || rcv.bodies[0]["text"] != want {
+		t.Fatalf("receiver read %v, want text %q", rcv.bodies, want)
+	}
+}

@@ -35,6 +35,9 @@ const transcriptFilePerm = 0o600
 type FailureDetails struct {
 	SessionID string      `json:"sessionId"`
 	Usage     usage.Usage `json:"usage"`
+	// Candidate says, for a candidate attempt, who ran it and where what
+	// it wrote is kept.
+	Candidate *CandidateFailure `json:"candidate,omitempty"`
 }
 
 // RunRound runs one round as one fresh agent session on <WorkspaceRoot>/<in.Workspace>.
@@ -83,7 +86,14 @@ func (a *Activities) RunRound(ctx context.Context, in RoundInput) (out RoundOutp
 		}
 		dir = cand.dir
 	}
-	kind, res, err := a.runRoundSession(ctx, at, in, dir)
+	who, res, err := a.runRoundSession(ctx, at, in, dir)
+	if cand != nil {
+		at.candidate = &CandidateFailure{Provider: who.provider, Model: who.model}
+		if err != nil {
+			// A failed, cancelled or deferred candidate keeps what it wrote.
+			at.candidate.Ref = cand.keep(ctx, err)
+		}
+	}
 	spent, deferred, err := a.sessionOutcome(ctx, at, "Round", in.Round, res, err)
 	if deferred != nil {
 		// What the session wrote stays in the workspace (no checkpoint:
@@ -100,7 +110,7 @@ func (a *Activities) RunRound(ctx context.Context, in RoundInput) (out RoundOutp
 		if out.Checkpoint, out.WorkspaceChanged, out.Candidate, err = cand.finish(ctx, res.Report, details); err != nil {
 			return RoundOutput{}, err
 		}
-		out.Candidate.Agent = kind
+		out.Candidate.Agent, out.Candidate.Model = who.provider, who.model
 		a.scoreCandidate(ctx, cand, in, res.Report, out.Candidate)
 	} else if out.Checkpoint, out.WorkspaceChanged, err = ws.finish(ctx, res.Report, details); err != nil {
 		return RoundOutput{}, err
@@ -112,13 +122,12 @@ func (a *Activities) RunRound(ctx context.Context, in RoundInput) (out RoundOutp
 }
 
 // runRoundSession runs the round's session on dir (the workspace, or a
-// candidate's tree) and records its metrics; it returns the kind of agent
-// that ran it.
-func (a *Activities) runRoundSession(ctx context.Context, at *attempt, in RoundInput, dir string) (string, agent.Result, error) {
+// candidate's tree) and records its metrics; it returns who ran it.
+func (a *Activities) runRoundSession(ctx context.Context, at *attempt, in RoundInput, dir string) (sessionAgent, agent.Result, error) {
 	info := activity.GetInfo(ctx)
 	at.logger.Info("Round started", "round", in.Round, "maxRounds", in.MaxRounds, "attempt", info.Attempt,
 		"sessionId", at.sessionID, "workspace", in.Workspace, "transcript", at.transcriptPath)
-	kind, provider := a.roundProvider(in)
+	who, provider := a.roundProvider(in)
 	var spec CandidateSpec // zero for a plain round
 	if in.Candidate != nil {
 		spec = *in.Candidate
@@ -136,7 +145,7 @@ func (a *Activities) runRoundSession(ctx context.Context, at *attempt, in RoundI
 	tally.record(activity.GetMetricsHandler(ctx), roundOutcome(res, err), res.Usage, time.Since(started))
 	at.logger.Info("Round ended", "round", in.Round, "sessionId", at.sessionID, "outcome", agent.Outcome(err),
 		"modelCalls", res.Usage.ModelCalls, "toolCalls", res.Usage.ToolCalls)
-	return kind, res, err
+	return who, res, err
 }
 
 // provider is the agent of kind that runs a session with cfg: the builtin
@@ -150,10 +159,17 @@ func (a *Activities) provider(kind string, cfg agent.Config, settings cli.Settin
 	return p
 }
 
-// roundProvider is the provider of a round's session and its kind: the
-// worker's RALPH_AGENT and RALPH_MODEL unless the round is a candidate
-// that names its own.
-func (a *Activities) roundProvider(in RoundInput) (string, agent.Provider) {
+// sessionAgent is who runs a session: the provider (a RALPH_AGENT value)
+// and the model it is configured with, both resolved (the worker's
+// defaults filled in).
+type sessionAgent struct {
+	provider, model string
+}
+
+// roundProvider is the provider of a round's session and who it is: the
+// worker's RALPH_AGENT and RALPH_MODEL (RALPH_AGENT_MODEL for a CLI) unless
+// the round is a candidate that names its own.
+func (a *Activities) roundProvider(in RoundInput) (sessionAgent, agent.Provider) {
 	kind, cfg, settings := a.cfg.Agents.Agent, a.cfg.Agent, a.cfg.Agents
 	if c := in.Candidate; c != nil {
 		if c.Agent != "" {
@@ -163,7 +179,34 @@ func (a *Activities) roundProvider(in RoundInput) (string, agent.Provider) {
 			cfg.Model, settings.Model = c.Model, c.Model
 		}
 	}
-	return kind, a.provider(kind, cfg, settings)
+	return resolveAgent(kind, cfg.Model, settings.Model), a.provider(kind, cfg, settings)
+}
+
+// resolveAgent is who a session of kind runs as, given the builtin's model
+// and the CLIs' (cliModel, "" for RALPH_MODEL): as cli.Settings.Provider
+// picks the model.
+func resolveAgent(kind, model, cliModel string) sessionAgent {
+	who := sessionAgent{provider: kind, model: model}
+	if kind == "" {
+		who.provider = cli.Builtin
+	}
+	if _, isCLI := cli.Lookup(kind); isCLI && cliModel != "" {
+		who.model = cliModel
+	}
+	return who
+}
+
+// candidateDefaults are the provider a candidate runs when
+// RALPH_CANDIDATE_AGENTS names none (RALPH_AGENT) and the model each
+// provider a candidate may run uses when RALPH_CANDIDATE_MODELS names none:
+// what the workflow shows for a candidate that is still running.
+func (a *Activities) candidateDefaults() (string, map[string]string) {
+	agentKind := resolveAgent(a.cfg.Agents.Agent, "", "").provider
+	models := map[string]string{}
+	for _, kind := range append([]string{agentKind}, a.cfg.Limits.CandidateAgents...) {
+		models[kind] = resolveAgent(kind, a.cfg.Agent.Model, a.cfg.Agents.Model).model
+	}
+	return agentKind, models
 }
 
 // transcriptPrefix begins a round attempt's transcript file:

@@ -135,6 +135,13 @@ type Limits struct {
 	CandidateAgents []string `json:"candidateAgents,omitempty"`
 	CandidateModels []string `json:"candidateModels,omitempty"`
 	CandidateScore  string   `json:"candidateScore,omitempty"`
+	// CandidateDefaultAgent (RALPH_AGENT) and CandidateDefaultModels (the
+	// model of each provider a candidate may run, when
+	// RALPH_CANDIDATE_MODELS names none) are what a running candidate of
+	// the worker's defaults shows in status; set by ResolveLimits on a
+	// worker that can run candidates, absent in histories from before them.
+	CandidateDefaultAgent  string            `json:"candidateDefaultAgent,omitempty"`
+	CandidateDefaultModels map[string]string `json:"candidateDefaultModels,omitempty"`
 }
 
 // Deferrals reports whether rounds may end as deferred under these limits.

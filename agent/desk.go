@@ -120,7 +120,7 @@ func (d *Desk) ModelCall(u usage.Usage, model string, ev Event) {
 	u.ModelCalls = 1
 	r.usage = r.usage.Add(u)
 	if r.calls == 1 {
-		r.firstPrompt = u.PromptTokens
+		r.firstPrompt = u.PromptTokens + u.Estimated.PromptTokens
 	}
 	ev.Kind, ev.Step, ev.Usage, ev.Model = EventModelResponse, r.calls, &u, model
 	r.emit(ev)
@@ -162,7 +162,7 @@ func (d *Desk) Forward(nextTokens int) (Forwarding, error) {
 	defer d.mu.Unlock()
 	r := d.r
 	step := d.forwarded + 1
-	spent := r.usage.PromptTokens + r.usage.CompletionTokens + d.reserved
+	spent := r.usage.Tokens() + d.reserved
 	if r.bounds.forced == "" {
 		bound := r.bounds.handoffDue(step, time.Now(), spent, func() int { return nextTokens })
 		if bound != "" && bound != BoundContext { // the agent manages its own context

@@ -61,5 +61,5 @@ func (s *session) finishingRequestTokens() int {
 
 // budgetLeft is what this round may still spend of the run's token budget.
 func (r *round) budgetLeft() int {
-	return r.bounds.budgetLeft(r.usage.PromptTokens + r.usage.CompletionTokens)
+	return r.bounds.budgetLeft(r.usage.Tokens())
 }

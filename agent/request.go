@@ -97,7 +97,8 @@ type Result struct {
 	// failure: the model in use when the session ended).
 	Model string
 	// FirstPromptTokens is what the provider counted for the session's first
-	// request (0: not reported): the fixed cost of starting a round.
+	// request, or the estimate booked for it when the provider gave no
+	// usage (0: no call completed): the fixed cost of starting a round.
 	FirstPromptTokens int
 	// ForcedBound names the bound that forced the session's hand-off (""
 	// when none did): the workflow ends the run after a round a budget forced.

@@ -33,7 +33,7 @@ type round struct {
 	started time.Time
 
 	usage       usage.Usage
-	firstPrompt int    // prompt tokens the provider reported for the first call
+	firstPrompt int    // prompt tokens of the first call (reported, else estimated)
 	answeredBy  string // the model of the last completed call
 	calls       int    // completed model calls
 

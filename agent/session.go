@@ -122,7 +122,7 @@ func (s *session) run(ctx context.Context) (report.Report, error) {
 // No request above the context window is ever sent: when the compacted
 // request does not fit either, the round ends as a child failure.
 func (s *session) prepare(step int) ([]openai.Tool, int, error) {
-	spent := s.usage.PromptTokens + s.usage.CompletionTokens
+	spent := s.usage.Tokens()
 	full := func() int { return s.nextRequestTokens(s.tools.all) }
 	if bound := s.bounds.handoffDue(step, time.Now(), spent, full); bound != "" {
 		if err := s.forceHandoff(step, bound); err != nil {
@@ -189,12 +189,16 @@ func (s *session) callModel(ctx context.Context, step int, offered []openai.Tool
 	traceResponse(span, resp)
 	s.calls++
 	s.answeredBy = s.model.model()
+	choice := resp.Choices[0]
 	call := usage.Usage{ModelCalls: 1, PromptTokens: resp.Usage.PromptTokens, CompletionTokens: resp.Usage.CompletionTokens}
+	if call.PromptTokens == 0 && call.CompletionTokens == 0 {
+		// No provider figure: booked apart, as the estimate (usage.estimated).
+		call.Estimated = usage.Counts{ModelCalls: 1, PromptTokens: size, CompletionTokens: messageTokens(choice.Message)}
+	}
 	s.usage = s.usage.Add(call)
 	if s.calls == 1 {
-		s.firstPrompt = resp.Usage.PromptTokens
+		s.firstPrompt = call.PromptTokens + call.Estimated.PromptTokens
 	}
-	choice := resp.Choices[0]
 	msg := assistantTurn(choice.Message, step)
 	echoed := msg
 	if !s.cfg.EchoReasoning {

@@ -11,7 +11,15 @@ type Verification struct {
 	ExitCode   int    `json:"exitCode"`
 	DurationMs int64  `json:"durationMs"`
 	Output     string `json:"output"`
+	// ProtectedChanged names the protected paths the command itself changed
+	// (found after it, and restored; comma-separated, bounded): such a run
+	// fails whatever it exited, so no verify passes by rewriting the tests
+	// it runs. Set only by the worker's verify of a tree (a campaign's
+	// merge, a candidate's score). A string keeps the record comparable.
+	ProtectedChanged string `json:"protectedChanged,omitempty"`
 }
 
 // Passed reports whether the verification accepts a completion.
-func (v *Verification) Passed() bool { return v != nil && v.ExitCode == 0 }
+func (v *Verification) Passed() bool {
+	return v != nil && v.ExitCode == 0 && v.ProtectedChanged == ""
+}

@@ -104,7 +104,8 @@ func (b RunBudget) tokensLeft(spent usage.Usage) int {
 	return max(b.MaxTokens-tokens(spent), 1)
 }
 
-func tokens(u usage.Usage) int { return u.PromptTokens + u.CompletionTokens }
+// tokens is what the budget charges: reported and estimated (usage.Tokens).
+func tokens(u usage.Usage) int { return u.Tokens() }
 
 func (b RunBudget) status(maxIdleRounds int) BudgetStatus {
 	var s BudgetStatus

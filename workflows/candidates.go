@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -37,6 +38,12 @@ type candidate struct {
 	problem  string
 	spent    usage.Usage
 	finished int // the order it finished in, from 1
+	// provider and model are who runs it as far as the workflow knows
+	// (resolvedSpec) until its output or failure says.
+	provider, model string
+	// failure is what a failed or cancelled attempt's details said: who
+	// ran it and the ref keeping its work (nil when they said nothing).
+	failure *activities.CandidateFailure
 }
 
 // valid reports whether the candidate handed off a report the workflow
@@ -64,6 +71,7 @@ func (l *loop) runCandidates(ctx workflow.Context, round int, label string, in a
 	var last *candidate // the one the selector just delivered
 	for i := range cands {
 		c := &candidate{spec: l.candidateSpec(i+1, len(cands)), outcome: CandidateRunning}
+		c.provider, c.model = l.resolvedSpec(c.spec)
 		cands[i] = c
 		cin := in
 		cin.Candidate = &c.spec
@@ -107,9 +115,9 @@ func (l *loop) runCandidates(ctx workflow.Context, round int, label string, in a
 func (l *loop) judge(c *candidate) {
 	switch {
 	case c.err != nil && temporal.IsCanceledError(c.err):
-		c.outcome, c.spent = CandidateCancelled, cancelledUsage(c.err)
+		c.outcome, c.spent, c.failure = CandidateCancelled, cancelledUsage(c.err), candidateFailure(c.err)
 	case c.err != nil:
-		c.outcome, c.spent, c.problem = CandidateFailed, failedUsage(c.err), c.err.Error()
+		c.outcome, c.spent, c.problem, c.failure = CandidateFailed, failedUsage(c.err), c.err.Error(), candidateFailure(c.err)
 	case c.out.Deferred != nil:
 		c.outcome, c.spent, c.problem = CandidateDeferred, c.out.Usage, c.out.Deferred.Reason
 	default:
@@ -147,7 +155,7 @@ func (l *loop) settleCandidates(ctx workflow.Context, round int, cands []*candid
 		l.stop(ctx, OutcomeFailed, round)
 		return activities.RoundOutput{}, temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("round %d failed: %v", round, err), ErrTypeRoundFailed, err,
-			RoundFailedDetails{FailedRound: round, LastHandoff: l.last, Usage: spent})
+			RoundFailedDetails{FailedRound: round, LastHandoff: l.last, Usage: spent, RunUsage: l.usage})
 	}
 	out := chosen.out
 	out.Usage = spent
@@ -172,7 +180,7 @@ func (l *loop) noCandidate(ctx workflow.Context, round int, cands []*candidate, 
 	l.stop(ctx, OutcomeFailed, round)
 	return activities.RoundOutput{}, temporal.NewNonRetryableApplicationError(
 		fmt.Sprintf("round %d failed: every candidate failed (%s)", round, strings.Join(problems, "; ")), ErrTypeRoundFailed, nil,
-		RoundFailedDetails{FailedRound: round, LastHandoff: l.last, Usage: spent})
+		RoundFailedDetails{FailedRound: round, LastHandoff: l.last, Usage: spent, RunUsage: l.usage})
 }
 
 // chooseCandidate picks among valid candidates none of which completed:
@@ -206,12 +214,27 @@ func diffSize(c *candidate) int {
 	return c.out.Checkpoint.Insertions + c.out.Checkpoint.Deletions
 }
 
+// unchanged: the candidate's tree equals the round's base. Its activity
+// says so (CandidateWork.Unchanged), so a history recorded before this
+// rule, whose outputs lack it, replays the choice it made.
+func unchanged(c *candidate) bool {
+	return c.out.Candidate != nil && c.out.Candidate.Unchanged
+}
+
 // candidateOrder compares two candidates by the ranking's criteria in
-// turn: outcome, a passing verify (scoreVerify), the smaller diff, the
-// first finished. It returns the comparison and the criterion that decided.
+// turn: outcome, a change at all (a tree equal to the base ranks after
+// every one with the same outcome that changed something), a passing
+// verify (scoreVerify), the smaller diff, the first finished. It returns the
+// comparison and the criterion that decided.
 func candidateOrder(a, b *candidate, scoreVerify bool) (int, string) {
 	if c := cmp.Compare(outcomeRank(a.outcome), outcomeRank(b.outcome)); c != 0 {
 		return c, "the best report status"
+	}
+	if unchanged(a) != unchanged(b) {
+		if unchanged(b) {
+			return -1, "it changed something (another left the tree as the base)"
+		}
+		return 1, "it changed something (another left the tree as the base)"
 	}
 	if scoreVerify && scorePassed(a) != scorePassed(b) {
 		if scorePassed(a) {
@@ -258,6 +281,14 @@ func (l *loop) candidateSpec(k, of int) activities.CandidateSpec {
 	return s
 }
 
+// resolvedSpec is who runs a candidate of spec as status shows it before it
+// says itself: the spec's provider and model, the worker's defaults filled
+// in where the recorded limits carry them.
+func (l *loop) resolvedSpec(spec activities.CandidateSpec) (provider, model string) {
+	provider = orElse(spec.Agent, l.limits.CandidateDefaultAgent)
+	return provider, orElse(spec.Model, l.limits.CandidateDefaultModels[provider])
+}
+
 // adopt makes the chosen candidate's commit the workspace's checkpoint.
 func (l *loop) adopt(ctx workflow.Context, round int, c *candidate) error {
 	if c.out.Checkpoint == nil || c.out.Candidate == nil {
@@ -278,21 +309,28 @@ func (l *loop) adopt(ctx workflow.Context, round int, c *candidate) error {
 }
 
 // summarize lists the candidates for the status and the round's summary;
-// chosen (nil while the round runs) is marked with why.
+// chosen (nil while the round runs) is marked with why. Every finished
+// candidate names the provider and model that ran it as the worker resolved
+// them (its output, or its failure's details); a running one, its spec's
+// with the worker's recorded defaults filled in.
 func summarize(cands []*candidate, chosen *candidate, reason string) []CandidateSummary {
 	out := make([]CandidateSummary, 0, len(cands))
 	for _, c := range cands {
-		s := CandidateSummary{Number: c.spec.Number, Agent: c.spec.Agent, Model: c.spec.Model, Outcome: c.outcome,
+		s := CandidateSummary{Number: c.spec.Number, Provider: c.provider, Model: c.model, Outcome: c.outcome,
 			Problem: cutText(c.problem, MaxStatusSummaryChars), Usage: c.spent, Chosen: c == chosen}
-		if c.valid() {
-			s.Summary, s.Model = cutText(c.out.Report.Summary, MaxStatusSummaryChars), c.out.Model
-			s.Verified = c.out.Verification.Passed() || scorePassed(c)
+		if f := c.failure; f != nil {
+			s.Provider, s.Model, s.Ref = orElse(f.Provider, s.Provider), orElse(f.Model, s.Model), f.Ref
 		}
 		if w := c.out.Candidate; w != nil {
-			s.Agent, s.DiffStat = w.Agent, cutText(w.DiffStat, MaxStatusSummaryChars)
+			s.Provider, s.Model = orElse(w.Agent, s.Provider), orElse(w.Model, s.Model)
+			s.DiffStat = cutText(w.DiffStat, MaxStatusSummaryChars)
 			if c != chosen {
 				s.Ref = w.Ref
 			}
+		}
+		if c.valid() {
+			s.Summary, s.Model = cutText(c.out.Report.Summary, MaxStatusSummaryChars), orElse(c.out.Model, s.Model)
+			s.Verified = c.out.Verification.Passed() || scorePassed(c)
 		}
 		if c.out.Checkpoint != nil {
 			s.Commit = c.out.Checkpoint.Commit
@@ -303,6 +341,32 @@ func summarize(cands []*candidate, chosen *candidate, reason string) []Candidate
 		out = append(out, s)
 	}
 	return out
+}
+
+func orElse(v, fallback string) string {
+	if v != "" {
+		return v
+	}
+	return fallback
+}
+
+// candidateFailure is what a failed or cancelled candidate attempt's
+// details say of it (nil from workers that predate it, or a timeout).
+func candidateFailure(err error) *activities.CandidateFailure {
+	var appErr *temporal.ApplicationError
+	var ce *temporal.CanceledError
+	var d activities.FailureDetails
+	switch {
+	case errors.As(err, &appErr) && appErr.HasDetails():
+		if appErr.Details(&d) != nil {
+			return nil
+		}
+	case errors.As(err, &ce) && ce.HasDetails():
+		if ce.Details(&d) != nil {
+			return nil
+		}
+	}
+	return d.Candidate
 }
 
 // reviewerChoice asks the independent reviewer to choose between valid

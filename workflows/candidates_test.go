@@ -27,6 +27,8 @@ type play struct {
 	delay  time.Duration
 	diff   int // lines changed
 	scored bool
+	// nothing: the candidate left its tree as the base.
+	nothing bool
 }
 
 // candidates plays RunRound per candidate (plays[round][number]) and
@@ -55,9 +57,14 @@ func (c *candidates) runRound(_ context.Context, in activities.RoundInput) (acti
 		return activities.RoundOutput{}, temporal.NewNonRetryableApplicationError("verify failed every time", activities.ErrTypeChildFailed, nil,
 			activities.FailureDetails{Usage: spentBy(k)})
 	}
+	if p.status == "fail-kept" { // as RunRound fails a candidate of the worker's defaults
+		return activities.RoundOutput{}, temporal.NewNonRetryableApplicationError("model said 401", activities.ErrTypeChildFailed, nil,
+			activities.FailureDetails{Usage: spentBy(k), Candidate: &activities.CandidateFailure{Provider: "builtin", Model: "worker-model",
+				Ref: fmt.Sprintf("refs/ralph/candidates/w/round-%d/%d", in.Round, k)}})
+	}
 	out := activities.RoundOutput{Usage: spentBy(k), SessionID: fmt.Sprintf("s%d", k), Model: "m" + in.Candidate.Model,
 		Checkpoint:       &activities.Checkpoint{Commit: fmt.Sprintf("r%dk%d", in.Round, k), Parent: "base", Insertions: p.diff},
-		Candidate:        &activities.CandidateWork{Agent: "builtin", Ref: fmt.Sprintf("refs/ralph/candidates/w/round-%d/%d", in.Round, k), DiffStat: fmt.Sprintf("%d lines", p.diff)},
+		Candidate:        &activities.CandidateWork{Agent: "builtin", Model: orElse(in.Candidate.Model, "worker-model"), Ref: fmt.Sprintf("refs/ralph/candidates/w/round-%d/%d", in.Round, k), DiffStat: fmt.Sprintf("%d lines", p.diff)},
 		WorkspaceChanged: true}
 	switch p.status {
 	case report.StatusComplete:
@@ -67,6 +74,9 @@ func (c *candidates) runRound(_ context.Context, in activities.RoundInput) (acti
 		out.Report = blockedReport()
 	default:
 		out.Report = continueReport(in.Round)
+	}
+	if p.nothing {
+		out.Checkpoint.Commit, out.Candidate.Unchanged, out.Candidate.DiffStat = "base", true, ""
 	}
 	if p.scored {
 		out.Candidate.Verification = &report.Verification{Command: "make test", ExitCode: 0}
@@ -184,7 +194,7 @@ func TestCandidatesVerifiedCompleteWins(t *testing.T) {
 			t.Errorf("candidate %d: %+v, want outcome %s chosen %v", i+1, g, w.outcome, w.chosen)
 		}
 	}
-	if got[0].Agent != "builtin" || got[0].Model != "a" {
+	if got[0].Provider != "builtin" || got[0].Model != "a" {
 		t.Errorf("cancelled candidate %+v, want its spec's agent and model", got[0])
 	}
 	if !strings.Contains(got[2].Reason, "verified complete") || !got[2].Verified || !strings.Contains(got[1].Problem, "verify failed") {
@@ -229,6 +239,34 @@ func TestCandidatesRanking(t *testing.T) {
 			got := queryStatus(t, env).Rounds[0].Candidates[tt.chosen-1]
 			if !got.Chosen || !strings.Contains(got.Reason, tt.reason) {
 				t.Fatalf("chosen %+v, want the reason %q", got, tt.reason)
+			}
+		})
+	}
+}
+
+// A candidate that changed nothing (a zero-line diff, finished first) ranks
+// after one with the same outcome that did the work, even when the ranking
+// weighs a passing verify command; a worse outcome still ranks after it.
+func TestCandidatesDoNothingRanksLast(t *testing.T) {
+	for _, score := range []string{"", activities.CandidateScoreVerify} {
+		t.Run("score="+score, func(t *testing.T) {
+			c := &candidates{plays: map[int]map[int]play{
+				1: {1: {status: report.StatusContinue, nothing: true, scored: true}, 2: {status: report.StatusContinue, diff: 40, delay: time.Second},
+					3: {status: report.StatusBlocked, diff: 1}},
+				2: {1: {status: report.StatusBlocked}, 2: {status: report.StatusBlocked}, 3: {status: report.StatusBlocked}},
+			}}
+			limits := candidateLimits()
+			limits.CandidateScore = score
+			env := newCandidatesEnv(t, limits, c)
+			if _, err := execute(t, env, `{"objective":"fix it","verifyCommand":"make test","maxRounds":2}`); err != nil {
+				t.Fatal(err)
+			}
+			if c.adopted[0].Commit != "r1k2" {
+				t.Fatalf("adopted %+v, want candidate 2, which changed something", c.adopted)
+			}
+			got := queryStatus(t, env).Rounds[0].Candidates[1]
+			if !got.Chosen || !strings.Contains(got.Reason, "changed something") {
+				t.Fatalf("chosen %+v, want the reason naming the change", got)
 			}
 		})
 	}
@@ -314,5 +352,44 @@ func TestCandidatesInput(t *testing.T) {
 	_, err := execute(t, env, `{"objective":"x","candidates":2}`)
 	if err == nil || !strings.Contains(err.Error(), "2 candidates need git checkpoints (RALPH_GIT=local or remote)") {
 		t.Errorf("error %v", err)
+	}
+}
+
+// Candidates of the worker's default provider and model: every finished one
+// names both, as the worker resolved them, and a failed one names the ref
+// that keeps what it wrote.
+func TestCandidatesNameTheDefaultProviderAndModel(t *testing.T) {
+	limits := candidateLimits()
+	limits.Candidates, limits.CandidateAgents, limits.CandidateModels = 2, nil, nil
+	limits.CandidateDefaultAgent, limits.CandidateDefaultModels = "builtin", map[string]string{"builtin": "worker-model", "codex": "cli-model"}
+	c := &candidates{plays: map[int]map[int]play{1: {1: {status: "fail-kept", delay: time.Second}, 2: {status: report.StatusComplete, delay: 2 * time.Second}}}}
+	env := newCandidatesEnv(t, limits, c)
+	var running []CandidateSummary
+	env.RegisterDelayedCallback(func() { running = queryStatus(t, env).Candidates }, 500*time.Millisecond)
+	res, err := execute(t, env, `{"objective":"fix it"}`)
+	if err != nil || res.Status != report.OutcomeComplete {
+		t.Fatalf("result %+v, %v", res, err)
+	}
+	// While they run, the worker's recorded defaults name them.
+	if len(running) != 2 {
+		t.Fatalf("running candidates %+v", running)
+	}
+	for _, r := range running {
+		if r.Outcome != CandidateRunning || r.Provider != "builtin" || r.Model != "worker-model" {
+			t.Errorf("running candidate %+v, want builtin and worker-model", r)
+		}
+	}
+	got := queryStatus(t, env).Rounds[0].Candidates
+	if len(got) != 2 {
+		t.Fatalf("round candidates %+v", got)
+	}
+	failed, chosen := got[0], got[1]
+	if failed.Outcome != CandidateFailed || failed.Provider != "builtin" || failed.Model != "worker-model" ||
+		failed.Ref != "refs/ralph/candidates/w/round-1/1" {
+		t.Errorf("failed candidate %+v, want builtin, worker-model and its ref", failed)
+	}
+	// The chosen one's model is the one that produced its report.
+	if !chosen.Chosen || chosen.Provider != "builtin" || chosen.Model != "m" || chosen.Ref != "" {
+		t.Errorf("chosen candidate %+v, want builtin and its output's model", chosen)
 	}
 }

@@ -59,6 +59,14 @@ const (
 	// versionHeldContinues: a paused run, or a round waiting out a
 	// provider limit, continues as new when the server suggests it.
 	versionHeldContinues = "held-run-continues-as-new"
+	// versionDrainSignals: a run lets its signal receivers take what
+	// arrived before it continues as new, and carries a pending stop
+	// (drainSignals).
+	versionDrainSignals = "drain-signals-before-continue-as-new"
+	// versionNotifyNotCancelled: the detached RalphNotify child is never
+	// cancelled by its parent (notifyDetached), so an end event keeps its
+	// hour of retries after the run closed or was cancelled.
+	versionNotifyNotCancelled = "notify-child-not-cancelled"
 )
 
 // Deferral waits: the provider's delay when it gave one, else
@@ -124,7 +132,7 @@ func (l *loop) playRound(ctx workflow.Context, round int) (activities.RoundOutpu
 			l.stop(ctx, OutcomeFailed, round)
 			return out, nil, temporal.NewNonRetryableApplicationError(
 				fmt.Sprintf("round %d failed: deferred %d times in a row (last: %s), the limit of RALPH_MAX_DEFERRALS", round, deferrals, d.Reason),
-				ErrTypeRoundFailed, nil, RoundFailedDetails{FailedRound: round, LastHandoff: l.last, Usage: l.deferredSpent})
+				ErrTypeRoundFailed, nil, RoundFailedDetails{FailedRound: round, LastHandoff: l.last, Usage: l.deferredSpent, RunUsage: l.usage})
 		}
 		w := deferredWork{round: round, done: round - 1, what: fmt.Sprintf("round %d of %d", round, l.maxRounds)}
 		if res, err := l.waitDeferred(ctx, w, d, deferralWait(d, deferrals, l.limits.MaxWaitMinutes)); res != nil || err != nil {

@@ -79,8 +79,15 @@ func (l *loop) notify(ctx workflow.Context, event string, round, seq int, final 
 // caller waits for (a server round trip, never the receiver), so the event
 // outlives a run that closes right after it.
 func notifyDetached(ctx workflow.Context, in activities.NotifyInput) {
+	// Disconnected and never cancelled: the SDK asks the server to cancel a
+	// started child whose context is cancelled, which cut an event sent
+	// while the parent goes on (a campaign's merged) to its first attempt;
+	// an operator's cancel of the run must not reach it either. Histories
+	// recorded before the change cancelled it on return, and replay so.
 	dctx, cancel := workflow.NewDisconnectedContext(ctx)
-	defer cancel()
+	if workflow.GetVersion(dctx, versionNotifyNotCancelled, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		defer cancel()
+	}
 	// Recorded, so a replay under another workflow id issues the same command.
 	var childID string
 	if err := workflow.SideEffect(dctx, func(workflow.Context) any {

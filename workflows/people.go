@@ -131,6 +131,18 @@ func (p *people) take(round int) string {
 	return p.delivering
 }
 
+// carried is the guidance a continue-as-new hands on: what a deferred
+// round's input carried (it runs again in the next run) before what waits.
+func (p *people) carried() string {
+	switch {
+	case p.delivering == "":
+		return p.pending
+	case p.pending == "":
+		return p.delivering
+	}
+	return p.delivering + "\n\n" + p.pending
+}
+
 func (l *loop) validateGuide(req GuideRequest) error {
 	if l.status.Phase == PhaseFinished {
 		return errors.New("the run has already finished")

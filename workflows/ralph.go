@@ -186,6 +186,7 @@ func (l *loop) resume(ctx workflow.Context, c *Continuation) error {
 	l.last = c.LastReport
 	l.checkpoint = c.Checkpoint
 	l.control.paused = c.Paused
+	l.control.stopRequested, l.control.stopReason = c.StopRequested, c.StopReason
 	l.protected, l.review, l.baseCommit = c.ProtectedPaths, c.Review, c.BaseCommit
 	l.firstRequestTokens = c.FirstRequestTokens
 	l.deferrals, l.deferredSpent = c.Deferrals, c.DeferredUsage
@@ -460,7 +461,7 @@ func (l *loop) runRound(ctx workflow.Context, round int) (activities.RoundOutput
 		l.stop(ctx, OutcomeFailed, round)
 		return out, temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("round %d failed: %v", round, err), ErrTypeRoundFailed, err,
-			RoundFailedDetails{FailedRound: round, LastHandoff: l.last, Usage: spent})
+			RoundFailedDetails{FailedRound: round, LastHandoff: l.last, Usage: spent, RunUsage: l.usage})
 	}
 	if out.Deferred != nil && l.limits.Deferrals() {
 		return out, nil
@@ -507,7 +508,7 @@ func (l *loop) refuseOutput(ctx workflow.Context, round int, out activities.Roun
 	l.stop(ctx, OutcomeFailed, round)
 	return temporal.NewNonRetryableApplicationError(
 		fmt.Sprintf("round %d returned an invalid report: %v", round, problem), ErrTypeInvalidReport, nil,
-		InvalidReportDetails{Round: round, Problem: problem.Error(), LastHandoff: l.last})
+		InvalidReportDetails{Round: round, Problem: problem.Error(), LastHandoff: l.last, RunUsage: l.usage})
 }
 
 // checkOutput validates a round's report again across the seam, and that a
@@ -564,13 +565,12 @@ func cancelledUsage(err error) usage.Usage {
 	return d.Usage
 }
 
-// cancelled closes the run as cancelled, whatever the stopping round reported.
-func (l *loop) cancelled(ctx workflow.Context, round int, err error) error {
+// cancelled closes the run as cancelled, whatever the stopping round
+// reported; the cancel carries the run's whole usage (CancelledDetails), so
+// a parent campaign charges what a cancelled loop spent.
+func (l *loop) cancelled(ctx workflow.Context, round int, _ error) error {
 	l.stop(ctx, OutcomeCancelled, round)
-	if temporal.IsCanceledError(err) {
-		return err
-	}
-	return workflow.ErrCanceled
+	return temporal.NewCanceledError(CancelledDetails{Round: round, RunUsage: l.usage})
 }
 
 // roundOptions: WaitForCancellation so a cancel closes the run only after the
@@ -638,6 +638,10 @@ func (l *loop) continueAsNew(ctx workflow.Context, nextRound int) error {
 	// is where a run upgrades. Servers that predate upgrade-on-continue-as-new
 	// ignore the option and keep the run pinned to its build.
 	opts := workflow.ContinueAsNewErrorOptions{InitialVersioningBehavior: workflow.ContinueAsNewVersioningBehaviorAutoUpgrade}
+	drained := workflow.GetVersion(ctx, versionDrainSignals, workflow.DefaultVersion, 1) >= 1
+	if drained {
+		drainSignals(ctx)
+	}
 	cont := &Continuation{
 		Objective: l.objective, Workspace: l.workspace, MaxRounds: l.maxRounds, NextRound: nextRound,
 		Limits: l.limits, Usage: l.usage, LastReport: l.last, VerifyCommand: l.verifyCommand,
@@ -649,6 +653,10 @@ func (l *loop) continueAsNew(ctx workflow.Context, nextRound int) error {
 	if l.candidates > 1 { // one agent a round is what runs before candidates carried
 		cont.Candidates = l.candidates
 	}
+	if drained {
+		cont.StopRequested, cont.StopReason = l.control.stopRequested, l.control.stopReason
+		cont.Guidance = l.people.carried()
+	}
 	// What only a pause or a wait leaves pending: a rewound signal (the
 	// next run would never see it) and a deferred round's counters.
 	pending := workflow.GetSignalChannel(ctx, SignalRewound).Len() > 0 || l.deferrals > 0
@@ -658,4 +666,17 @@ func (l *loop) continueAsNew(ctx workflow.Context, nextRound int) error {
 		cont.Deferrals, cont.DeferredUsage = l.deferrals, l.deferredSpent
 	}
 	return workflow.NewContinueAsNewErrorWithOptions(ctx, opts, WorkflowName, nil, cont)
+}
+
+// drainSignals lets the signal receivers (stop, guide) take what arrived in
+// this workflow task before the run continues as new. A signal is handed to
+// its receiver's coroutine, which runs after this one: without the yield, a
+// signal delivered with the event that ended a round was taken after the
+// continuation was built, and lost. The coroutine started here runs after
+// every receiver, so the wait ends once they all ran. No command.
+func drainSignals(ctx workflow.Context) {
+	dctx, _ := workflow.NewDisconnectedContext(ctx)
+	ran := false
+	workflow.Go(dctx, func(workflow.Context) { ran = true })
+	_ = workflow.Await(dctx, func() bool { return ran })
 }

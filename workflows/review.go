@@ -52,7 +52,7 @@ func (l *loop) runReview(ctx workflow.Context, round int, out activities.RoundOu
 			l.stop(ctx, OutcomeFailed, round)
 			return report.Review{}, nil, temporal.NewNonRetryableApplicationError(
 				fmt.Sprintf("round %d: the independent review of its completion was deferred %d times in a row (last: %s), the limit of RALPH_MAX_DEFERRALS", round, deferrals, d.Reason),
-				ErrTypeRoundFailed, nil, RoundFailedDetails{FailedRound: round, LastHandoff: l.last, Usage: rv.Usage})
+				ErrTypeRoundFailed, nil, RoundFailedDetails{FailedRound: round, LastHandoff: l.last, Usage: rv.Usage, RunUsage: l.usage})
 		}
 		w := deferredWork{round: round, done: round, what: fmt.Sprintf("the review of round %d of %d", round, l.maxRounds)}
 		if res, err := l.waitDeferred(ctx, w, d, deferralWait(d, deferrals, l.limits.MaxWaitMinutes)); res != nil || err != nil {
@@ -91,7 +91,7 @@ func (l *loop) reviewOnce(ctx workflow.Context, round int, out activities.RoundO
 		l.stop(ctx, OutcomeFailed, round)
 		return rv, temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("round %d: the independent review of its completion failed: %v", round, err), ErrTypeRoundFailed, err,
-			RoundFailedDetails{FailedRound: round, LastHandoff: l.last, Usage: spent})
+			RoundFailedDetails{FailedRound: round, LastHandoff: l.last, Usage: spent, RunUsage: l.usage})
 	}
 	return rv, nil
 }
@@ -106,7 +106,7 @@ func (l *loop) acceptReview(ctx workflow.Context, round int, out activities.Roun
 		l.stop(ctx, OutcomeFailed, round)
 		return report.Review{}, temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("round %d: the reviewer returned an invalid review: %v", round, err), ErrTypeInvalidReport, nil,
-			InvalidReportDetails{Round: round, Problem: err.Error(), LastHandoff: l.last})
+			InvalidReportDetails{Round: round, Problem: err.Error(), LastHandoff: l.last, RunUsage: l.usage})
 	}
 	l.status.Rounds[len(l.status.Rounds)-1].Review = rv.Review.Verdict
 	if handoff != nil {

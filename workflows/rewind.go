@@ -44,6 +44,9 @@ func (l *loop) takeRewind(ctx workflow.Context) {
 		u.ToolCalls = max(u.ToolCalls, r.Usage.ToolCalls)
 		u.PromptTokens = max(u.PromptTokens, r.Usage.PromptTokens)
 		u.CompletionTokens = max(u.CompletionTokens, r.Usage.CompletionTokens)
+		e, re := &u.Estimated, r.Usage.Estimated
+		e.ModelCalls, e.PromptTokens = max(e.ModelCalls, re.ModelCalls), max(e.PromptTokens, re.PromptTokens)
+		e.CompletionTokens = max(e.CompletionTokens, re.CompletionTokens)
 	}
 }
 
@@ -55,6 +58,11 @@ func abandoned(spent, base usage.Usage) usage.Usage {
 		ToolCalls:        max(spent.ToolCalls-base.ToolCalls, 0),
 		PromptTokens:     max(spent.PromptTokens-base.PromptTokens, 0),
 		CompletionTokens: max(spent.CompletionTokens-base.CompletionTokens, 0),
+		Estimated: usage.Counts{
+			ModelCalls:       max(spent.Estimated.ModelCalls-base.Estimated.ModelCalls, 0),
+			PromptTokens:     max(spent.Estimated.PromptTokens-base.Estimated.PromptTokens, 0),
+			CompletionTokens: max(spent.Estimated.CompletionTokens-base.Estimated.CompletionTokens, 0),
+		},
 	}
 }
 

@@ -142,6 +142,9 @@ type RoundFailedDetails struct {
 	LastHandoff *report.Report `json:"lastHandoff"`
 	// Usage is what the failed round's attempts spent (also counted in the run's usage).
 	Usage usage.Usage `json:"usage"`
+	// RunUsage is the whole run's usage, the failed round's included:
+	// what a parent campaign charges (RunUsageOf).
+	RunUsage usage.Usage `json:"runUsage"`
 }
 
 // InvalidReportDetails are the details of an InvalidReport error: the round
@@ -150,6 +153,8 @@ type InvalidReportDetails struct {
 	Round       int            `json:"round"`
 	Problem     string         `json:"problem"`
 	LastHandoff *report.Report `json:"lastHandoff"`
+	// RunUsage is the whole run's usage, the refused round's included.
+	RunUsage usage.Usage `json:"runUsage"`
 }
 
 // RoundSummary is one finished round as the status query lists it.
@@ -179,10 +184,11 @@ type RoundSummary struct {
 // CandidateSummary is one of a round's candidates.
 type CandidateSummary struct {
 	Number int `json:"number"`
-	// Agent and Model ran it ("" where the worker's defaults did and the
-	// candidate failed before saying).
-	Agent string `json:"agent,omitempty"`
-	Model string `json:"model,omitempty"`
+	// Provider and Model ran it, as the worker resolved them (its
+	// defaults included; "" only in runs whose recorded limits predate
+	// the defaults, until the candidate says).
+	Provider string `json:"provider,omitempty"`
+	Model    string `json:"model,omitempty"`
 	// Outcome is its report's status, or running, failed, invalid,
 	// cancelled or deferred; Problem says what went wrong.
 	Outcome string      `json:"outcome"`
@@ -290,4 +296,8 @@ type Continuation struct {
 	Guidance string `json:"guidance,omitempty"`
 	// Candidates is how many agents each round runs (0 or 1: one).
 	Candidates int `json:"candidates,omitempty"`
+	// StopRequested and StopReason are a stop accepted before the run
+	// continued as new: the next run ends before its first round.
+	StopRequested bool   `json:"stopRequested,omitempty"`
+	StopReason    string `json:"stopReason,omitempty"`
 }

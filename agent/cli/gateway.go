@@ -18,6 +18,7 @@ import (
 
 	"github.com/ralph-temporal/ralph/agent"
 	"github.com/ralph-temporal/ralph/internal/tracing"
+	"github.com/ralph-temporal/ralph/usage"
 )
 
 // Defaults of RALPH_AGENT_MAX_INFLIGHT and RALPH_AGENT_MAX_REQUEST_MB.
@@ -355,8 +356,8 @@ func (g *gateway) answer(w http.ResponseWriter, resp *http.Response, model strin
 // calls of the finishing tool are recorded (and so heartbeated) before its
 // last event reaches the CLI, so the CLI's next request and its report
 // always come after them. An answer the CLI left is still read to its end;
-// one cut before its usage is charged the request's estimate and the
-// tokens relayed.
+// one cut before its usage (or one without any) is booked under
+// usage.estimated: the request's estimate and the tokens relayed.
 func (g *gateway) relay(w http.ResponseWriter, resp *http.Response, model string, estimate int) {
 	started := time.Now()
 	_, span := g.cfg.Tracing.StartChat(g.ctx, model)
@@ -381,9 +382,10 @@ func (g *gateway) relay(w http.ResponseWriter, resp *http.Response, model string
 			a.model = model
 		}
 		if a.usage.PromptTokens == 0 && a.usage.CompletionTokens == 0 {
-			a.usage.PromptTokens, a.usage.CompletionTokens = estimate, max(relayed/charsPerToken, 1)
+			// No provider figure: booked apart, as the estimate (usage.estimated).
+			a.usage.Estimated = usage.Counts{ModelCalls: 1, PromptTokens: estimate, CompletionTokens: max(relayed/charsPerToken, 1)}
 		}
-		g.desk.ModelCall(a.usage, a.model, agent.Event{FinishReason: a.finish, ContextTokens: a.usage.PromptTokens,
+		g.desk.ModelCall(a.usage, a.model, agent.Event{FinishReason: a.finish, ContextTokens: a.usage.PromptTokens + a.usage.Estimated.PromptTokens,
 			DurationMs: time.Since(started).Milliseconds()})
 		traceAnswer(span, a)
 	}

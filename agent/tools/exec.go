@@ -2,6 +2,7 @@ package tools
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"github.com/ralph-temporal/ralph/internal/netproxy"
@@ -45,6 +46,15 @@ func (w *Workspace) ExecFreshHome(ctx context.Context, command string, timeout t
 
 func (w *Workspace) exec(ctx context.Context, command string, timeout time.Duration, outputCap int, freshHome bool) (ExecResult, error) {
 	started := time.Now()
+	if freshHome {
+		// A verify command never starts on a workspace already past a disk
+		// bound (section 38): it would be killed at the first check anyway,
+		// after writing more.
+		if why := w.sb.DiskOver(w.dir, ""); why != "" {
+			why = "not started: " + strings.TrimPrefix(why, "killed: ")
+			return ExecResult{Output: "[" + why + "]\n", ExitCode: -1, DiskKill: why}, nil
+		}
+	}
 	o, err := w.execute(ctx, command, timeout, outputCap, freshHome)
 	if err != nil {
 		return ExecResult{}, err

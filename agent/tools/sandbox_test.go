@@ -157,6 +157,26 @@ func TestSandboxCommandEnvNamesAndNetwork(t *testing.T) {
 	}
 }
 
+// A jailed command gets the worker's package registries, so a team's
+// GOPROXY is what go uses inside; one holding a password stays outside.
+func TestSandboxCommandSeesPackageRegistries(t *testing.T) {
+	t.Setenv("GOPROXY", "https://goproxy.corp.internal,direct")
+	t.Setenv("GONOSUMDB", "*.corp.internal")
+	t.Setenv("npm_config_registry", "https://npm.corp.internal/")
+	t.Setenv("PIP_INDEX_URL", "https://ci:hunter2@pypi.corp.internal/simple")
+	f := newSandboxFixture(t, sandbox.ModeBwrap, sandbox.Config{Network: sandbox.NetOff})
+	out := mustOK(t, call(t, f.w, "run_command", map[string]any{"command": "env; go env GOPROXY GONOSUMDB"}))
+	for _, want := range []string{"GOPROXY=https://goproxy.corp.internal,direct\n", "GONOSUMDB=*.corp.internal\n",
+		"npm_config_registry=https://npm.corp.internal/\n", "\nhttps://goproxy.corp.internal,direct\n*.corp.internal\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("%q missing from the jailed command's output:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "hunter2") || strings.Contains(out, "PIP_INDEX_URL") {
+		t.Errorf("a registry URL with a password reached the command:\n%s", out)
+	}
+}
+
 // detachedSpawns start processes that leave the command in the ways a
 // command can, each recording the pid the command sees; then the command
 // waits for the test to have found them. setsid leaves the process group,

@@ -56,3 +56,51 @@ func TestSandboxNetworkSetting(t *testing.T) {
 		}
 	}
 }
+
+// The package registries the environment names reach the sandbox's
+// configuration; a value that names none is a start-up warning that names
+// the variable and never the value.
+func TestPackageMirrorsFromEnvironment(t *testing.T) {
+	w, err := LoadWorker(nil, MapEnv{"GOPROXY": "https://athens.corp:3000|direct", "GOSUMDB": "off", "NPM_CONFIG_REGISTRY": "https://user:s3cret@",
+		"PIP_INDEX_URL": "/srv/simple", "UV_INDEX_URL": "https://uv.corp"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, m := range w.Activities.Sandbox.Mirrors {
+		got = append(got, m.String()+" "+m.From)
+	}
+	if !slices.Equal(got, []string{"athens.corp:3000 GOPROXY", "uv.corp:443 UV_INDEX_URL"}) {
+		t.Errorf("mirrors = %q", got)
+	}
+	if len(w.Warnings) != 2 || !strings.HasPrefix(w.Warnings[0], "NPM_CONFIG_REGISTRY: not an http(s) URL") ||
+		!strings.HasPrefix(w.Warnings[1], "NPM_CONFIG_REGISTRY holds a credential") || strings.Contains(strings.Join(w.Warnings, "\n"), "s3cret") {
+		t.Errorf("warnings = %q", w.Warnings)
+	}
+}
+
+// Commands get the registry variables of the worker's environment; one whose
+// value holds a password is withheld and named, never shown, in a warning,
+// unless RALPH_COMMAND_ENV lists it.
+func TestRegistryVariablesReachCommands(t *testing.T) {
+	env := MapEnv{"GOPROXY": "https://goproxy.corp.internal", "GONOSUMDB": "*.corp.internal",
+		"PIP_INDEX_URL": "https://ci:s3cret@pypi.corp.internal/simple"}
+	w, err := LoadWorker(nil, env, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := sandbox.CommandEnv(env.Environ(), w.Activities.Sandbox.CommandEnv, "", "")
+	if !slices.Equal(got, []string{"GONOSUMDB=*.corp.internal", "GOPROXY=https://goproxy.corp.internal"}) {
+		t.Errorf("command environment = %q", got)
+	}
+	if len(w.Warnings) != 1 || !strings.HasPrefix(w.Warnings[0], "PIP_INDEX_URL holds a credential") || strings.Contains(w.Warnings[0], "s3cret") {
+		t.Errorf("warnings = %q", w.Warnings)
+	}
+	env["RALPH_COMMAND_ENV"] = "PIP_INDEX_URL"
+	if w, err = LoadWorker(nil, env, io.Discard); err != nil || len(w.Warnings) != 0 {
+		t.Fatalf("with RALPH_COMMAND_ENV=PIP_INDEX_URL: %v, warnings %q", err, w.Warnings)
+	}
+	if got := sandbox.CommandEnv(env.Environ(), w.Activities.Sandbox.CommandEnv, "", ""); !slices.Contains(got, "PIP_INDEX_URL="+env["PIP_INDEX_URL"]) {
+		t.Errorf("with RALPH_COMMAND_ENV=PIP_INDEX_URL: %q", got)
+	}
+}

@@ -304,7 +304,7 @@ func workerSettings() []setting {
 			def:    func(w *Worker) string { return w.Activities.Sandbox.Mode }},
 		{flag: "sandbox-network", env: "RALPH_SANDBOX_NETWORK", usage: "proxy, off or host: commands reach the network only through the worker's filtering proxy, not at all, or as the host does",
 			custom: sandboxNetwork, def: func(w *Worker) string { return w.Activities.Sandbox.Network }},
-		{flag: "sandbox-allow-hosts", env: "RALPH_SANDBOX_ALLOW_HOSTS", usage: "comma-separated host, *.domain, host:port, ip or ip:port: the only destinations the proxy allows (private ones included)",
+		{flag: "sandbox-allow-hosts", env: "RALPH_SANDBOX_ALLOW_HOSTS", usage: "comma-separated host, *.domain, host:port, ip or ip:port: the only destinations the proxy allows (private ones included); unset: public addresses, and the package registries the worker's GOPROXY, npm_config_registry, PIP_INDEX_URL and the like name also at private and special-purpose ones",
 			custom: func(w *Worker, source, value string) error {
 				items := splitList(value, ",") // host:port holds ':'
 				if _, err := netproxy.ParseAllowList(items); err != nil {
@@ -423,6 +423,8 @@ func workerSettings() []setting {
 			strp: func(w *Worker) *string { return &w.Activities.Git.Remote }},
 		{flag: "git-author", env: "RALPH_GIT_AUTHOR", usage: "author and committer of checkpoint commits",
 			strp: func(w *Worker) *string { return &w.Activities.Git.Author }},
+		{flag: "git-memory-mb", env: gitws.SettingMemory, usage: "memory limit in MB of each of the worker's own git commands (its own cgroup, with a limit of 512 processes and threads)",
+			intp: func(w *Worker) *int { return &w.Activities.Git.MemoryMB }},
 		{flag: "encryption-key-file", env: EnvEncryptionKeyFile, usage: "file of '<key id> <base64 32 bytes>' lines: encrypt payloads (first key), decrypt (all)",
 			strp: func(w *Worker) *string { return &w.Connection.EncryptionKeyFile }},
 		{flag: "versioning", env: "RALPH_VERSIONING", usage: "on: Worker Deployment Versioning (how runs move between builds: RALPH_VERSIONING_BEHAVIOR); off: unversioned workers (servers without it)",
@@ -664,10 +666,32 @@ func LoadWorker(args []string, env Env, usage io.Writer) (Worker, error) {
 		return Worker{}, err
 	}
 	w.Tracing = tr
+	w.readMirrors(env)
 	if err := w.finish(); err != nil {
 		return Worker{}, err
 	}
 	return w, nil
+}
+
+// readMirrors takes the package registries the worker's environment names
+// (GOPROXY, npm_config_registry, PIP_INDEX_URL and the like): the sandbox's
+// proxy lets commands reach them at private and special-purpose addresses
+// too, and commands get the variables. A value that names no usable
+// registry, or holds a credential and so is not passed, is a warning
+// naming the variable, not an error: these variables configure
+// toolchains, not the worker.
+func (w *Worker) readMirrors(env Env) {
+	if env == nil {
+		env = OSEnv
+	}
+	mirrors, problems := netproxy.Mirrors(env.Environ())
+	w.Activities.Sandbox.Mirrors = mirrors
+	w.Warnings = append(w.Warnings, problems...)
+	for _, name := range sandbox.WithheldRegistryEnv(env.Environ(), w.Activities.Sandbox.CommandEnv) {
+		w.Warnings = append(w.Warnings, name+" holds a credential (a user or password in a URL, or a token in its query): "+
+			"not passed to commands, whose model could read it; they use their toolchain's default registry "+
+			"(list "+name+" in RALPH_COMMAND_ENV to pass it anyway)")
+	}
 }
 
 // finish validates cross-setting rules and resolves derived values.

@@ -164,7 +164,7 @@ func (s *session) followCampaign(ctx context.Context, id string) int {
 	done := make(chan error, 1)
 	var res campaign.CampaignResult
 	go func() { done <- s.awaitInto(ctx, id, &res) }()
-	p := &campaignPrinter{out: s.Stderr, live: isTerminal(s.Stderr), last: map[string]string{}}
+	p := &campaignPrinter{out: s.Stderr, term: s.term, live: isTerminal(s.term), last: map[string]string{}}
 	t := time.NewTicker(s.PollInterval)
 	defer t.Stop()
 	cancelled := false
@@ -263,9 +263,7 @@ func (s *session) printCampaignResult(res campaign.CampaignResult) int {
 		for _, t := range res.Tasks {
 			fmt.Fprintln(s.Stdout, "  "+taskLine(campaign.TaskStatus{ID: t.ID, Phase: t.Phase, MergeCommit: t.MergeCommit, LastFailure: t.LastFailure}, false))
 		}
-		u := res.Usage
-		s.infof("usage: %d model calls, %d tool calls, %d prompt tokens, %d completion tokens",
-			u.ModelCalls, u.ToolCalls, u.PromptTokens, u.CompletionTokens)
+		s.infof("%s", usageLine(res.Usage))
 	}
 	code, ok := ExitCode(res.Status)
 	if !ok {
@@ -344,9 +342,11 @@ func (s *session) send(ctx context.Context, name string, arg any) int {
 }
 
 // campaignPrinter shows one line per task: on a terminal the block is
-// redrawn in place; otherwise a line is printed when it changes.
+// redrawn in place; otherwise a line is printed when it changes. The lines
+// go to out (printable); the cursor moves go to term (out when nil).
 type campaignPrinter struct {
 	out   io.Writer
+	term  io.Writer
 	live  bool
 	drawn int               // lines of the block last drawn (live)
 	last  map[string]string // line last printed per key (not live)
@@ -355,11 +355,16 @@ type campaignPrinter struct {
 func (p *campaignPrinter) update(st campaign.CampaignStatus) {
 	lines := campaignLines(st)
 	if p.live {
+		term := p.term
+		if term == nil {
+			term = p.out
+		}
 		if p.drawn > 0 {
-			fmt.Fprintf(p.out, "\x1b[%dA", p.drawn)
+			fmt.Fprintf(term, "\x1b[%dA", p.drawn)
 		}
 		for _, l := range lines {
-			fmt.Fprintf(p.out, "\x1b[2K%s\n", l)
+			fmt.Fprint(term, "\x1b[2K")
+			fmt.Fprintln(p.out, l)
 		}
 		p.drawn = len(lines)
 		return

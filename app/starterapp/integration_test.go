@@ -73,6 +73,13 @@ func (s *scriptedRounds) RunRound(ctx context.Context, in activities.RoundInput)
 			return next(report.StatusContinue, "first round fine")
 		}
 		return activities.RoundOutput{}, temporal.NewNonRetryableApplicationError("model answered 401", activities.ErrTypeChildFailed, nil)
+	case "escape complete": // model text that is a terminal command (printable_test.go)
+		return next(report.StatusComplete, hostile)
+	case "escape fail":
+		if in.Round < 2 {
+			return next(report.StatusContinue, hostile)
+		}
+		return activities.RoundOutput{}, temporal.NewNonRetryableApplicationError("verify said "+hostile, activities.ErrTypeChildFailed, nil)
 	case "hang":
 		select {
 		case s.started <- in.Round:

@@ -139,7 +139,7 @@ func oneLine(s string) string {
 // candidateLine is one candidate of a finished round: who ran it, how it
 // ended, what it spent, and for the chosen one why.
 func candidateLine(c workflows.CandidateSummary) string {
-	who := strings.Trim(c.Agent+" "+c.Model, " ")
+	who := strings.Trim(c.Provider+" "+c.Model, " ")
 	if who == "" {
 		who = "the worker's agent"
 	}

@@ -119,7 +119,7 @@ func (s *session) rewind(ctx context.Context) int {
 	// reset run waits for it before its first round, and what the rewound
 	// rounds spent would otherwise be lost.
 	if err := s.c.SignalWorkflow(rctx, id, resp.GetRunId(), workflows.SignalRewound, workflows.RewoundSignal{Round: k, Usage: spent}); err != nil {
-		s.errorf("workflow %s was rewound, but what it spent after round %d (%d tokens) could not be handed to it: %v", id, k, spent.PromptTokens+spent.CompletionTokens, err)
+		s.errorf("workflow %s was rewound, but what it spent after round %d (%d tokens) could not be handed to it: %v", id, k, spent.Tokens(), err)
 		return ExitFailed
 	}
 	if gone != nil {

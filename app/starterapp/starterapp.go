@@ -32,6 +32,7 @@ import (
 	"github.com/ralph-temporal/ralph/app/traces"
 	"github.com/ralph-temporal/ralph/internal/codec"
 	"github.com/ralph-temporal/ralph/report"
+	"github.com/ralph-temporal/ralph/usage"
 	"github.com/ralph-temporal/ralph/workflows"
 )
 
@@ -48,10 +49,22 @@ type App struct {
 	PollInterval time.Duration
 	// DialTimeout bounds connecting to the server.
 	DialTimeout time.Duration
+
+	// term is Stderr as given, for the campaign's live block to move the
+	// cursor on; Main routes Stdout and Stderr through printableWriter.
+	term io.Writer
 }
 
-// Main runs one command line and returns the exit code.
+// Main runs one command line and returns the exit code. What it prints
+// holds no control character but newline and tab (printableWriter).
 func (a *App) Main(args []string) int {
+	p := *a
+	p.term = a.Stderr
+	p.Stdout, p.Stderr = &printableWriter{w: a.Stdout}, &printableWriter{w: a.Stderr}
+	return p.main(args)
+}
+
+func (a *App) main(args []string) int {
 	if a.PollInterval <= 0 {
 		a.PollInterval = 500 * time.Millisecond
 	}
@@ -431,15 +444,24 @@ func (s *session) printResult(res workflows.Result) int {
 			return ExitFailed
 		}
 		fmt.Fprintln(s.Stdout, text)
-		u := res.Usage
-		s.infof("usage: %d model calls, %d tool calls, %d prompt tokens, %d completion tokens",
-			u.ModelCalls, u.ToolCalls, u.PromptTokens, u.CompletionTokens)
+		s.infof("%s", usageLine(res.Usage))
 	}
 	if !ok {
 		s.errorf("unknown outcome %q", res.Status)
 		return ExitFailed
 	}
 	return code
+}
+
+// usageLine is what a run spent, its estimate apart (usage.estimated).
+func usageLine(u usage.Usage) string {
+	line := fmt.Sprintf("usage: %d model calls, %d tool calls, %d prompt tokens, %d completion tokens",
+		u.ModelCalls, u.ToolCalls, u.PromptTokens, u.CompletionTokens)
+	if e := u.Estimated; e != (usage.Counts{}) {
+		line += fmt.Sprintf(" as reported; estimated without a provider's figure: %d model calls, %d prompt tokens, %d completion tokens",
+			e.ModelCalls, e.PromptTokens, e.CompletionTokens)
+	}
+	return line
 }
 
 // writeJSON prints v as indented JSON without HTML escaping.

@@ -371,9 +371,9 @@ func TestProgressListsCandidates(t *testing.T) {
 	p := &progressPrinter{out: &out, started: now, taskQueue: "ralph", now: func() time.Time { return now }}
 	p.update(workflows.Status{Round: 1, MaxRounds: 3, Phase: "running", Rounds: []workflows.RoundSummary{{Round: 1, Status: "complete", Summary: "done",
 		Candidates: []workflows.CandidateSummary{
-			{Number: 1, Agent: "builtin", Model: "gpt-x", Outcome: "complete", Usage: usage.Usage{ModelCalls: 4}, Chosen: true,
+			{Number: 1, Provider: "builtin", Model: "gpt-x", Outcome: "complete", Usage: usage.Usage{ModelCalls: 4}, Chosen: true,
 				Reason: "a verified complete, the first candidate to finish one"},
-			{Number: 2, Agent: "codex", Outcome: "continue", Usage: usage.Usage{ModelCalls: 2}, Ref: "refs/ralph/candidates/w/round-1/2"},
+			{Number: 2, Provider: "codex", Outcome: "continue", Usage: usage.Usage{ModelCalls: 2}, Ref: "refs/ralph/candidates/w/round-1/2"},
 			{Number: 3, Outcome: "failed", Problem: "round 1: no report\nafter 3 tries"},
 		}}}}, nil)
 	want := `[00:00] round 1/3 complete: done

@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"strings"
 
+	"github.com/ralph-temporal/ralph/internal/netproxy"
 	"github.com/ralph-temporal/ralph/internal/sandbox"
 )
 
@@ -31,8 +32,8 @@ func logSandbox(logger *slog.Logger, cfg sandbox.Config, sb *sandbox.Sandbox) {
 		uid, gid := sb.UID()
 		logger.Info("command sandbox: bubblewrap", "sandbox", sb.Mode(), "configured", cfg.Mode,
 			"uid", uid, "gid", gid, "jail", "no capability, no user namespace, seccomp filter, /proc/sys read-only",
-			"network", networkText(sb), "limits", limits, "submissionFreeze", sb.SubmissionFreeze(),
-			"hidden", sb.Hidden(), "shared", cfg.Share, "commandEnv", cfg.CommandEnv)
+			"network", networkText(sb.Network(), sb.AllowHosts(), sb.Mirrors()), "limits", limits, "submissionFreeze", sb.SubmissionFreeze(),
+			"hidden", sb.Hidden(), "shared", cfg.Share, "commandEnv", cfg.CommandEnv, "registryEnv", sb.RegistryEnv())
 		if sb.Network() == sandbox.NetHost {
 			logger.Warn("command sandbox: RALPH_SANDBOX_NETWORK=host: commands reach every service this host reaches, the Temporal frontend, metrics and cloud metadata included")
 		}
@@ -43,13 +44,23 @@ func logSandbox(logger *slog.Logger, cfg sandbox.Config, sb *sandbox.Sandbox) {
 	}
 }
 
-func networkText(sb *sandbox.Sandbox) string {
-	switch sb.Network() {
+// networkText is the start line's network: the mode, and in proxy mode
+// what commands may reach (RALPH_SANDBOX_ALLOW_HOSTS alone when set, else
+// public addresses and the package registries the environment names).
+func networkText(network, allowHosts string, mirrors []netproxy.Mirror) string {
+	switch network {
 	case sandbox.NetProxy:
-		if a := sb.AllowHosts(); a != "" {
-			return "proxy (only " + a + ")"
+		if allowHosts != "" {
+			return "proxy (only " + allowHosts + ")"
 		}
-		return "proxy (public addresses only)"
+		if len(mirrors) == 0 {
+			return "proxy (public addresses only)"
+		}
+		named := make([]string, len(mirrors))
+		for i, m := range mirrors {
+			named[i] = m.String() + " from " + m.From
+		}
+		return "proxy (public addresses; package registries also at private and special-purpose addresses: " + strings.Join(named, ", ") + ")"
 	case sandbox.NetOff:
 		return "off (no network)"
 	}

@@ -197,6 +197,7 @@ func Start(ctx context.Context, cfg config.Worker, env config.Env, logger *slog.
 		return nil, &UsageError{Err: fmt.Errorf("activities configuration: %w", err)}
 	}
 	logSandbox(logger, cfg.Activities.Sandbox, acts.Sandbox())
+	logGitBound(logger, acts.Git())
 	agentAttrs, err := checkAgents(ctx, cfg.Activities.Agents)
 	if err != nil {
 		return nil, &UsageError{Err: err}

@@ -278,6 +278,8 @@ func recordConfig(tmp, modelURL, hookURL string) activities.Config {
 	cfg.Limits.MaxObjectiveChars = 262144 // the ceiling: objective-too-large meets the byte bound first
 	cfg.Limits.RoundsPerRun = 3           // the continue-as-new scenario crosses a run boundary
 	cfg.NotifyURL = hookURL
+	// cancelled too: an operator-cancelled run's end event is recorded.
+	cfg.NotifyEvents = append(slices.Clone(cfg.NotifyEvents), workflows.OutcomeCancelled)
 	return cfg
 }
 

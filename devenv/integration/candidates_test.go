@@ -177,12 +177,21 @@ func TestRealStackCandidatesVerifiedCompleteWins(t *testing.T) {
 	if data, _ := os.ReadFile(filepath.Join(ws, "answer.txt")); string(data) != "right\n" || exists(ws, "notes.txt") {
 		t.Fatalf("workspace answer.txt %q (notes.txt present: %v)", data, exists(ws, "notes.txt"))
 	}
-	kept := gitws.CandidateRef(id, 1, 3)
-	if refs := candidateRefs(t, ws); !slices.Equal(refs, []string{kept}) || cands[2].Ref != kept {
-		t.Fatalf("candidate refs %v (status: %q), want only candidate 3's %s", refs, cands[2].Ref, kept)
+	// Every candidate not chosen is kept, the cancelled one too (SPEC 39).
+	cancelledRef, kept := gitws.CandidateRef(id, 1, 2), gitws.CandidateRef(id, 1, 3)
+	if refs := candidateRefs(t, ws); !slices.Equal(refs, []string{cancelledRef, kept}) || cands[1].Ref != cancelledRef || cands[2].Ref != kept {
+		t.Fatalf("candidate refs %v (status: %q, %q), want candidates 2's and 3's", refs, cands[1].Ref, cands[2].Ref)
 	}
 	if got := testkit.Git(t, ws, "show", kept+":notes.txt"); got != "half way" {
 		t.Fatalf("candidate 3's ref holds notes.txt %q", got)
+	}
+	if got := testkit.Git(t, ws, "show", cancelledRef+":answer.txt"); got != "wrong" {
+		t.Fatalf("the cancelled candidate's ref holds answer.txt %q", got)
+	}
+	for _, cs := range cands {
+		if cs.Provider != "builtin" || cs.Model == "" {
+			t.Fatalf("candidate %d names provider %q and model %q, want the worker's defaults", cs.Number, cs.Provider, cs.Model)
+		}
 	}
 	e.noCandidateTrees(id)
 	scheduled, cancelled := candidateEvents(t, e, id)
@@ -318,7 +327,7 @@ func TestRealStackCandidatesBuiltinAndCLI(t *testing.T) {
 		t.Fatal(err)
 	}
 	cands := e.status(id).Rounds[0].Candidates
-	if res.Status != report.OutcomeComplete || len(cands) != 2 || cands[0].Agent != "builtin" || cands[1].Agent != "codex" || !cands[1].Chosen {
+	if res.Status != report.OutcomeComplete || len(cands) != 2 || cands[0].Provider != "builtin" || cands[1].Provider != "codex" || !cands[1].Chosen {
 		t.Fatalf("result %+v, candidates %+v", res, cands)
 	}
 	mixed := ws.Load().(string)
@@ -366,10 +375,72 @@ func TestRealStackCandidatesCancel(t *testing.T) {
 		t.Fatalf("status %+v (served %d)", st, c.total())
 	}
 	e.noCandidateTrees(id)
-	if refs := candidateRefs(t, filepath.Join(e.root, "cancelled")); len(refs) != 0 {
-		t.Fatalf("cancelled candidates left refs %v", refs)
+	// What the cancelled candidates' trees held is kept on their refs
+	// (their commands wrote pids.txt), on the round's base.
+	ws := filepath.Join(e.root, "cancelled")
+	want := []string{gitws.CandidateRef(id, 1, 1), gitws.CandidateRef(id, 1, 2)}
+	if refs := candidateRefs(t, ws); !slices.Equal(refs, want) {
+		t.Fatalf("cancelled candidates' refs %v, want %v", refs, want)
+	}
+	for i, ref := range want {
+		if cs := st.Candidates[i]; cs.Ref != ref || cs.Provider != "builtin" || cs.Model == "" {
+			t.Errorf("status of candidate %d: %+v, want its ref %s and the worker's provider and model", i+1, cs, ref)
+		}
+		if parent := testkit.Git(t, ws, "rev-parse", ref+"^"); parent != testkit.Git(t, ws, "rev-parse", "HEAD") {
+			t.Errorf("%s's parent %s is not the round's base", ref, parent)
+		}
+		if files := testkit.Git(t, ws, "ls-tree", "--name-only", ref); !strings.Contains(files, "pids.txt") {
+			t.Errorf("%s holds %q, want the candidate's pids.txt", ref, files)
+		}
 	}
 	recordHistories(t, e, id)
+}
+
+// A candidate whose session fails after writing keeps what it wrote on its
+// ref (SPEC 39), names the worker's provider and model, and the round goes
+// on with the other candidate.
+func TestRealStackCandidateFailedKeepsItsRef(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, agentScript(func(tn turn) fakeopenai.Response {
+		k := tn.Candidate()
+		switch {
+		case tn.Step() == 0:
+			return tool("write_file", map[string]string{"path": fmt.Sprintf("c%d.txt", k), "content": fmt.Sprintf("candidate %d was here\n", k)})
+		case k == 1:
+			return fakeopenai.Status(401, "Incorrect API key provided")
+		}
+		return submit(continueArgs("candidate 2 wrote c2.txt", "keep going"))
+	}), "RALPH_GIT=local", "RALPH_CANDIDATES=2")
+	e.startWorker()
+	id := "cand-failed"
+	res, err := e.result(e.start(id, `{"objective":"write files","workspace":"failed","maxRounds":1}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != report.OutcomeBudgetLimited || res.Report.Summary != "candidate 2 wrote c2.txt" {
+		t.Fatalf("result %+v, want candidate 2's handoff", res)
+	}
+	ws := filepath.Join(e.root, "failed")
+	cands := e.status(id).Rounds[0].Candidates
+	failedRef := gitws.CandidateRef(id, 1, 1)
+	if got := outcomes(cands); !slices.Equal(got, []string{workflows.CandidateFailed, report.StatusContinue}) || cands[0].Ref != failedRef || !cands[1].Chosen {
+		t.Fatalf("candidates %+v", cands)
+	}
+	for _, cs := range cands {
+		if cs.Provider != "builtin" || cs.Model == "" {
+			t.Fatalf("candidate %d names provider %q and model %q, want the worker's defaults", cs.Number, cs.Provider, cs.Model)
+		}
+	}
+	if refs := candidateRefs(t, ws); !slices.Equal(refs, []string{failedRef}) {
+		t.Fatalf("candidate refs %v, want the failed candidate's %s", refs, failedRef)
+	}
+	if got := testkit.Git(t, ws, "show", failedRef+":c1.txt"); got != "candidate 1 was here" {
+		t.Fatalf("the failed candidate's ref holds c1.txt %q", got)
+	}
+	if !exists(ws, "c2.txt") || exists(ws, "c1.txt") {
+		t.Fatal("the workspace is not candidate 2's tree")
+	}
+	e.noCandidateTrees(id)
 }
 
 // kill -9 of the worker running the round: candidate 1 had handed off, so

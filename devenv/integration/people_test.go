@@ -21,32 +21,43 @@ import (
 )
 
 // hookReceiver is a webhook receiver that answers 500 for its first
-// seconds (counted from the first POST) and keeps what it accepted.
+// seconds (counted from the first POST) and to the first refuse[event]
+// POSTs of each event of that name (one Idempotency-Key), and keeps what
+// it accepted, and when.
 type hookReceiver struct {
-	mu       sync.Mutex
-	failFor  time.Duration
-	first    time.Time
-	refused  int
-	accepted []map[string]any
-	keys     []string
+	mu         sync.Mutex
+	failFor    time.Duration
+	refuse     map[string]int
+	first      time.Time
+	refused    int
+	refusedOf  map[string]int // by event name
+	refusedKey map[string]int // by Idempotency-Key
+	accepted   []map[string]any
+	acceptedAt []time.Time
+	keys       []string
 }
 
 func (h *hookReceiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	raw, _ := io.ReadAll(r.Body)
+	var body map[string]any
+	_ = json.Unmarshal(raw, &body)
+	event, key := fmt.Sprint(body["event"]), r.Header.Get("Idempotency-Key")
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.first.IsZero() {
 		h.first = time.Now()
+		h.refusedOf, h.refusedKey = map[string]int{}, map[string]int{}
 	}
-	if time.Since(h.first) < h.failFor {
+	if time.Since(h.first) < h.failFor || h.refusedKey[key] < h.refuse[event] {
 		h.refused++
+		h.refusedOf[event]++
+		h.refusedKey[key]++
 		w.WriteHeader(http.StatusInternalServerError)
 		return
 	}
-	var body map[string]any
-	_ = json.Unmarshal(raw, &body)
 	h.accepted = append(h.accepted, body)
-	h.keys = append(h.keys, r.Header.Get("Idempotency-Key"))
+	h.acceptedAt = append(h.acceptedAt, time.Now())
+	h.keys = append(h.keys, key)
 }
 
 // events are the accepted events as "event@round", in arrival order.
@@ -63,12 +74,14 @@ func (h *hookReceiver) events() []string {
 // People in the loop (docs/operators.md) on the real stack: a run with approve=complete
 // holds its first complete; an operator's guidance and a rejection reach
 // exactly the next round's prompt at the model; the second complete is
-// approved. A real HTTP receiver that answers 500 for its first seconds
-// gets each event once and in order, and the webhook URL is nowhere in the
-// worker's log or the run's history.
+// approved. A real HTTP receiver that answers 500 for its first seconds,
+// and to the end event's first two POSTs, gets each event once and in
+// order (the end event through its RalphNotify child's retries, after the
+// run closed), and the webhook URL is nowhere in the worker's log or the
+// run's history.
 func TestRealStackApprovalGuidanceAndNotifications(t *testing.T) {
 	t.Parallel()
-	hook := &hookReceiver{failFor: 3 * time.Second}
+	hook := &hookReceiver{failFor: 3 * time.Second, refuse: map[string]int{report.OutcomeComplete: 2}}
 	srv := httptest.NewServer(hook)
 	defer srv.Close()
 	const token = "SECRET-HOOK-TOKEN-41c9"
@@ -111,10 +124,22 @@ func TestRealStackApprovalGuidanceAndNotifications(t *testing.T) {
 
 	hook.mu.Lock()
 	keys, refused, last := hook.keys, hook.refused, hook.accepted[len(hook.accepted)-1]
+	refusedEnd, deliveredAt := hook.refusedOf[report.OutcomeComplete], hook.acceptedAt[len(hook.acceptedAt)-1]
 	hook.mu.Unlock()
 	if refused == 0 || len(keys) != 3 || keys[0] == keys[1] || keys[1] == keys[2] {
 		t.Fatalf("receiver refused %d POSTs and accepted keys %q", refused, keys)
 	}
+	// The end event's third POST, after 1 s and 2 s of backoff, came after
+	// the run had closed: its RalphNotify child was not cancelled with it.
+	desc, err := e.client.DescribeWorkflowExecution(context.Background(), id, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := desc.GetWorkflowExecutionInfo().GetCloseTime().AsTime()
+	if refusedEnd != 2 || !deliveredAt.After(closed.Add(2*time.Second)) {
+		t.Fatalf("end event refused %d times, delivered at %v; the run closed at %v", refusedEnd, deliveredAt, closed)
+	}
+	notifyChildrenNotCancelled(t, e, id, 1)
 	if last["workflowId"] != id || last["status"] != "complete" || !strings.HasPrefix(fmt.Sprint(last["url"]), "http://ui.example:8233/namespaces/") ||
 		!strings.Contains(fmt.Sprint(last["text"]), id) {
 		t.Fatalf("complete event body = %v", last)
@@ -178,5 +203,29 @@ func noSecretInHistory(t *testing.T, e *env, id, secret string) {
 		if strings.Contains(ev.String(), secret) {
 			t.Fatalf("history event %d holds the webhook URL", ev.EventId)
 		}
+	}
+}
+
+// notifyChildrenNotCancelled: run id's history starts want RalphNotify
+// children and holds no request to cancel one.
+func notifyChildrenNotCancelled(t *testing.T, e *env, id string, want int) {
+	t.Helper()
+	children := 0
+	it := e.client.GetWorkflowHistory(context.Background(), id, "", false, 0)
+	for it.HasNext() {
+		ev, err := it.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.GetStartChildWorkflowExecutionInitiatedEventAttributes().GetWorkflowType().GetName() == workflows.NotifyWorkflowName {
+			children++
+		}
+		if ev.GetRequestCancelExternalWorkflowExecutionInitiatedEventAttributes() != nil {
+			t.Fatalf("history event %d asks to cancel %s", ev.EventId,
+				ev.GetRequestCancelExternalWorkflowExecutionInitiatedEventAttributes().GetWorkflowExecution().GetWorkflowId())
+		}
+	}
+	if children != want {
+		t.Fatalf("history starts %d notify children, want %d", children, want)
 	}
 }

@@ -48,6 +48,17 @@ func (m *Manager) RunAs(uid, gid int) {
 	}
 }
 
+// WithoutFreezer is m creating no freezer group (cgroup v1): for commands
+// the worker never freezes, one directory less to make and remove.
+func (m *Manager) WithoutFreezer() *Manager {
+	if m == nil {
+		return nil
+	}
+	c := *m
+	c.frzDir = ""
+	return &c
+}
+
 // Enforced names the limits that hold ("memory", "pids").
 func (m *Manager) Enforced() []string {
 	if m == nil {

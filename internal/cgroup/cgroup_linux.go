@@ -462,3 +462,21 @@ func setAndWait(file, value, watch, want string) error {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// PeakBytes is the highest memory use the group's processes reached (0
+// when the kernel does not say: v2 before Linux 5.19, or no memory group).
+func (g *Group) PeakBytes() int64 {
+	if g == nil || g.memDir == "" {
+		return 0
+	}
+	file := "memory.max_usage_in_bytes"
+	if g.v2 {
+		file = "memory.peak"
+	}
+	data, err := os.ReadFile(filepath.Join(g.memDir, file))
+	if err != nil {
+		return 0
+	}
+	n, _ := strconv.ParseInt(strings.TrimSpace(string(data)), 10, 64)
+	return n
+}

@@ -15,6 +15,7 @@ type Group struct {
 
 func (m *Manager) New() (*Group, error) { return nil, nil }
 func (g *Group) OOMKilled() bool        { return false }
+func (g *Group) PeakBytes() int64       { return 0 }
 func (g *Group) Close()                 {}
 func (g *Group) FD() (int, bool)        { return -1, false }
 

@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -201,3 +203,67 @@ func benchDir(b *testing.B) string {
 	}
 	return dir
 }
+
+// BenchmarkStartCandidates: a three-candidate round's clones (StartCandidate
+// three times) of a source-sized workspace (demoFiles text files of 4 KB,
+// 1.2 MB, five checkpoints of history) whose repository also holds two
+// earlier rounds' other candidates, which a clone must not carry.
+func BenchmarkStartCandidates(b *testing.B) {
+	ctx := context.Background()
+	g := benchGit(b, ModeLocal, "")
+	dir := benchDir(b)
+	var base string
+	for n := 1; n <= 5; n++ {
+		r := Round{WorkflowID: "bench", Workspace: "ws", Round: n, MaxRounds: 1 << 20, Attempt: 1}
+		p, err := g.Prepare(ctx, dir, r)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for i := range demoFiles {
+			if i%n == 0 {
+				line := fmt.Sprintf("round %d file %d: some source text\n", n, i)
+				path := filepath.Join(dir, fmt.Sprintf("pkg%02d", i/20), fmt.Sprintf("f%03d.go", i))
+				if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+					b.Fatal(err)
+				}
+				if err := os.WriteFile(path, []byte(strings.Repeat(line, 4096/len(line))), 0o644); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		cp, _, err := g.Checkpoint(ctx, dir, p, r, Handoff{"s", "continue", "round"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		base = cp.Commit
+	}
+	cands := filepath.Join(b.TempDir(), "candidates")
+	var cpu time.Duration // git's CPU time: wall clock on a busy machine is mostly waiting
+	benchRounds(b, func(n int) time.Duration {
+		start, before := time.Now(), childCPU(b)
+		for k := range 3 {
+			if err := g.StartCandidate(ctx, dir, filepath.Join(cands, fmt.Sprintf("%d-%d", n, k)), base); err != nil {
+				b.Fatal(err)
+			}
+		}
+		took := time.Since(start)
+		cpu += childCPU(b) - before
+		if err := os.RemoveAll(cands); err != nil {
+			b.Fatal(err)
+		}
+		return took
+	})
+	b.ReportMetric(float64(cpu.Microseconds())/1000/float64(b.N), "git-cpu-ms/round")
+}
+
+// childCPU is the user and system time of the finished child processes.
+func childCPU(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// demoFiles is the source-sized workspace's file count.
+const demoFiles = 300

@@ -62,10 +62,12 @@ type Merge struct {
 	Already bool
 }
 
-// Conflict is a task that did not merge: the paths git left conflicting.
+// Conflict is a task that did not merge: the paths git left conflicting,
+// or (Refused) why its tree was refused or failed to merge without any.
 type Conflict struct {
-	Index int
-	Paths []string
+	Index   int
+	Paths   []string
+	Refused *TaskTreeError
 }
 
 // Scratch makes dir an empty repository of the worker's (a fresh one each
@@ -85,10 +87,10 @@ func (g *Git) Scratch(ctx context.Context, dir string) error {
 }
 
 // InitBare creates the bare repository of a local-mode campaign at dir
-// unless it exists.
+// unless it exists, reading the worker's attributes (NeutralAttributes).
 func (g *Git) InitBare(ctx context.Context, dir string) error {
 	if _, err := os.Stat(dir); err == nil {
-		return nil
+		return neutralizeAttributes(dir)
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("create the campaign repository %s: %w", dir, err)
@@ -96,7 +98,9 @@ func (g *Git) InitBare(ctx context.Context, dir string) error {
 	if _, err := g.run(ctx, dir, cmdOpts{}, "init", "-q", "--bare", "--template=", "."); err != nil {
 		return fmt.Errorf("initialise the campaign repository: %w", err)
 	}
-	return nil
+	// Pushes and fetches run no command in it; its own attributes are
+	// the worker's all the same.
+	return neutralizeAttributes(dir)
 }
 
 // fetch copies ref of repo into the scratch ref into and returns its commit;
@@ -245,8 +249,13 @@ func MergeMessage(campaign string, t TaskBranch) string {
 // were) and returns the stack's tip and each merge. A task whose commit head
 // already holds is done and not merged again. On the first task that
 // conflicts it stops and returns that conflict (the tip is the merges
-// before it).
+// before it); likewise on a task whose merge is refused or fails without
+// conflicting paths (Conflict.Refused: its tree passed a workspace bound,
+// or git was killed or failed on it), which is the task's fault.
 func (g *Git) MergeStack(ctx context.Context, dir, campaign, head string, tasks []TaskBranch) (string, []Merge, *Conflict, error) {
+	if err := g.checkTree(ctx, dir, head, "the integration head "+shortID(head)); err != nil {
+		return "", nil, nil, err
+	}
 	if _, err := g.run(ctx, dir, cmdOpts{}, "checkout", "-q", "--detach", "--force", head); err != nil {
 		return "", nil, nil, fmt.Errorf("check out the integration head %s: %w", shortID(head), err)
 	}
@@ -268,13 +277,26 @@ func (g *Git) MergeStack(ctx context.Context, dir, campaign, head string, tasks 
 			merges = append(merges, Merge{Task: t.ID, Commit: commit, Already: true})
 			continue
 		}
-		_, err = g.run(ctx, dir, cmdOpts{env: g.identity()}, "merge", "-q", "--no-ff", "--no-edit", "-m", MergeMessage(campaign, t), t.Commit)
+		err = g.checkMerge(ctx, dir, tip, t.Commit, fmt.Sprintf("the merge of task %s's commit %s onto %s", t.ID, shortID(t.Commit), shortID(tip)))
+		if err == nil {
+			_, err = g.run(ctx, dir, cmdOpts{env: g.identity()}, "merge", "-q", "--no-ff", "--no-edit", "-m", MergeMessage(campaign, t), t.Commit)
+		}
 		if err != nil {
-			paths, perr := g.conflicted(ctx, dir)
-			if perr != nil {
-				return "", nil, nil, perr
+			var paths []string
+			if !TreeFault(err) {
+				var perr error
+				if paths, perr = g.conflicted(ctx, dir); perr != nil {
+					return "", nil, nil, perr
+				}
 			}
 			if len(paths) == 0 {
+				// Nothing conflicts: the task's tree is refused, or git
+				// failed on it. That is the task's, sent back like a
+				// conflict; the worker's own failures stay errors.
+				var tt *TaskTreeError
+				if errors.As(taskTreeError(ctx, t.ID, err), &tt) {
+					return tip, merges, &Conflict{Index: i, Refused: tt}, nil
+				}
 				return "", nil, nil, fmt.Errorf("merge task %s: %w", t.ID, err)
 			}
 			if _, err := g.run(ctx, dir, cmdOpts{}, "merge", "--abort"); err != nil {
@@ -331,11 +353,17 @@ func (g *Git) BringUp(ctx context.Context, dir, campaign, integration, head stri
 	if _, err := g.TaskHead(ctx, dir, t); err != nil {
 		return "", nil, err
 	}
+	if err := g.checkTree(ctx, dir, t.Commit, fmt.Sprintf("task %s's commit %s", t.ID, shortID(t.Commit))); err != nil {
+		return "", nil, taskTreeError(ctx, t.ID, err)
+	}
 	if _, err := g.run(ctx, dir, cmdOpts{}, "checkout", "-q", "--detach", "--force", t.Commit); err != nil {
-		return "", nil, fmt.Errorf("check out task %s at %s: %w", t.ID, shortID(t.Commit), err)
+		return "", nil, taskTreeError(ctx, t.ID, fmt.Errorf("check out task %s at %s: %w", t.ID, shortID(t.Commit), err))
 	}
 	if g.isAncestor(ctx, dir, head, t.Commit) {
 		return t.Commit, nil, nil
+	}
+	if err := g.checkMerge(ctx, dir, t.Commit, head, fmt.Sprintf("task %s brought onto %s", t.ID, shortID(head))); err != nil {
+		return "", nil, taskTreeError(ctx, t.ID, err)
 	}
 	msg := fmt.Sprintf("ralph: bring task %s onto %s\n\nRalph-Campaign: %s\nRalph-Task: %s\n", t.ID, integration, campaign, t.ID)
 	_, err := g.run(ctx, dir, cmdOpts{env: g.identity()}, "merge", "-q", "--no-ff", "--no-edit", "-m", msg, head)
@@ -343,9 +371,15 @@ func (g *Git) BringUp(ctx context.Context, dir, campaign, integration, head stri
 		commit, err := g.head(ctx, dir)
 		return commit, nil, err
 	}
+	if TreeFault(err) {
+		return "", nil, taskTreeError(ctx, t.ID, err)
+	}
 	paths, perr := g.conflicted(ctx, dir)
-	if perr != nil || len(paths) == 0 {
+	if perr != nil {
 		return "", nil, errors.Join(fmt.Errorf("merge %s into task %s: %w", integration, t.ID, err), perr)
+	}
+	if len(paths) == 0 {
+		return "", nil, taskTreeError(ctx, t.ID, fmt.Errorf("merge %s into task %s: %w", integration, t.ID, err))
 	}
 	if _, err := g.run(ctx, dir, cmdOpts{}, "add", "-A", "--", "."); err != nil {
 		return "", nil, fmt.Errorf("stage the conflict markers: %w", err)

@@ -1,9 +1,13 @@
 package gitws
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -104,4 +108,160 @@ func TestCandidatesRemote(t *testing.T) {
 	if out := testkit.Git(t, bare, "for-each-ref", CandidateRefPrefix); out != "" {
 		t.Fatalf("the adopted candidate's ref is still on the remote: %s", out)
 	}
+}
+
+// A candidate that marks its change "-diff" (and sets core.bigFileThreshold
+// so low every file would be binary) still counts its 2,000 lines, and the
+// reviewer's change holds them; a file made binary with a NUL byte counts
+// its bytes, never fewer than its lines.
+func TestCandidateHidesNoLines(t *testing.T) {
+	ctx := context.Background()
+	g := newGit(t, ModeLocal, "")
+	dir := workspace(t, "ws")
+	_, r2 := roundOne(t, g, dir)
+	p := prepare(t, g, dir, r2)
+	cdir := filepath.Join(t.TempDir(), "cand")
+	if err := g.StartCandidate(ctx, dir, cdir, p.Base); err != nil {
+		t.Fatal(err)
+	}
+	var lines strings.Builder
+	for i := range 2000 {
+		fmt.Fprintf(&lines, "added line %d\n", i)
+	}
+	write(t, cdir, ".gitattributes", "* -diff\n")
+	write(t, cdir, "big.txt", lines.String())
+	testkit.Git(t, cdir, "config", "core.bigFileThreshold", "1")
+	cp, _, err := g.FinishCandidate(ctx, dir, cdir, p.Base, CandidateRef("wf-1", 2, 1), r2, handoff("continue", "hidden"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cp.Insertions != 2001 || cp.FilesChanged != 2 {
+		t.Errorf("the candidate counts %d inserted lines in %d files, want 2,001 in 2", cp.Insertions, cp.FilesChanged)
+	}
+	change, err := g.Change(ctx, dir, p.Base, cp.Commit, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(change, "+added line 0\n") || !strings.Contains(change, "+added line 1999\n") || strings.Contains(change, "Binary files") {
+		t.Errorf("the reviewer's change does not show the patch:\n%s", CutChange(change, 600))
+	}
+	if stat, err := g.DiffStat(ctx, cdir, p.Base, cp.Commit); err != nil || !strings.Contains(stat, "big.txt        | 2000 +") {
+		t.Errorf("the candidate's diff stat (%v):\n%s", err, stat)
+	}
+
+	// The same lines behind a NUL byte: binary to git, counted by size.
+	cdir2 := filepath.Join(t.TempDir(), "cand2")
+	if err := g.StartCandidate(ctx, dir, cdir2, p.Base); err != nil {
+		t.Fatal(err)
+	}
+	write(t, cdir2, "big.dat", "\x00"+lines.String())
+	cp2, _, err := g.FinishCandidate(ctx, dir, cdir2, p.Base, CandidateRef("wf-1", 2, 2), r2, handoff("continue", "binary"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cp2.Insertions != 1+len(lines.String()) {
+		t.Errorf("the NUL-prefixed file counts %d, want its %d bytes", cp2.Insertions, 1+len(lines.String()))
+	}
+	change, err = g.Change(ctx, dir, p.Base, cp2.Commit, 1<<20)
+	if err != nil || !strings.Contains(change, "+added line 1999\n") {
+		t.Errorf("the reviewer's change of a NUL-prefixed file (%v):\n%s", err, CutChange(change, 600))
+	}
+	// Deleting it counts its bytes as deleted; a new binary file its own.
+	cdir3 := filepath.Join(t.TempDir(), "cand3")
+	if err := g.StartCandidate(ctx, dir, cdir3, cp2.Commit); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(cdir3, "big.dat")); err != nil {
+		t.Fatal(err)
+	}
+	write(t, cdir3, "small.dat", "\x00abc")
+	cp3, _, err := g.FinishCandidate(ctx, dir, cdir3, cp2.Commit, CandidateRef("wf-1", 2, 3), r2, handoff("continue", "deleted"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cp3.Deletions != 1+len(lines.String()) || cp3.Insertions != 4 || cp3.FilesChanged != 2 {
+		t.Errorf("deleting the binary file counts %+v, want %d bytes deleted and 4 inserted in 2 files", cp3, 1+len(lines.String()))
+	}
+}
+
+// A candidate's clone holds the round's base and nothing else: no object
+// of a sibling candidate or of an abandoned attempt, no host path of the
+// workspace anywhere in its .git.
+func TestCandidateHoldsOnlyItsOwn(t *testing.T) {
+	ctx := context.Background()
+	g := newGit(t, ModeLocal, "")
+	dir := workspace(t, "ws")
+	_, r2 := roundOne(t, g, dir)
+	p := prepare(t, g, dir, r2)
+	// A lost attempt left work behind, saved on an abandoned ref.
+	write(t, dir, "lost.txt", "the lost attempt's secret\n")
+	r2b := r2
+	r2b.Attempt = 2
+	pb := prepare(t, g, dir, r2b)
+	if pb.AbandonedCommit == "" {
+		t.Fatal("the lost attempt's leftovers were not saved")
+	}
+	cands := filepath.Join(t.TempDir(), "candidates")
+	sibling := filepath.Join(cands, "1")
+	if err := g.StartCandidate(ctx, dir, sibling, p.Base); err != nil {
+		t.Fatal(err)
+	}
+	write(t, sibling, "mine.txt", "sibling's work\n")
+	cp1, _, err := g.FinishCandidate(ctx, dir, sibling, p.Base, CandidateRef("wf-1", 2, 1), r2b, handoff("continue", "one"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	siblingBlob := testkit.Git(t, dir, "rev-parse", cp1.Commit+":mine.txt")
+
+	cdir := filepath.Join(cands, "2")
+	if err := g.StartCandidate(ctx, dir, cdir, p.Base); err != nil {
+		t.Fatal(err)
+	}
+	if testkit.Git(t, cdir, "rev-parse", "HEAD") != p.Base || !exists(cdir, "one.txt") {
+		t.Fatal("the candidate does not start at the base")
+	}
+	for what, id := range map[string]string{"the sibling's commit": cp1.Commit, "the sibling's blob": siblingBlob,
+		"the abandoned attempt's commit": pb.AbandonedCommit} {
+		cmd := exec.Command("git", "cat-file", "-e", id)
+		cmd.Dir = cdir
+		if err := cmd.Run(); err == nil {
+			t.Errorf("the candidate's repository holds %s %s", what, id)
+		}
+	}
+	if n := testkit.Git(t, cdir, "rev-list", "--all", "--count"); n != "2" {
+		t.Errorf("the candidate's repository holds %s commits, want the base's 2", n)
+	}
+	// Its .git names the workspace's path nowhere (no reflog, origin,
+	// FETCH_HEAD or alternates).
+	err = filepath.WalkDir(filepath.Join(cdir, ".git"), func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		if bytes.Contains(data, []byte(dir)) || bytes.Contains(data, []byte(filepath.Base(cands))) {
+			t.Errorf("%s names a host path:\n%s", path, data)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rel := range []string{"objects/info/alternates", "logs", "FETCH_HEAD"} {
+		if exists(cdir, filepath.Join(".git", rel)) {
+			t.Errorf("the candidate's .git holds %s", rel)
+		}
+	}
+	// Its work still comes back to the workspace and can be adopted.
+	write(t, cdir, "two.txt", "candidate two\n")
+	cp2, _, err := g.FinishCandidate(ctx, dir, cdir, p.Base, CandidateRef("wf-1", 2, 2), r2b, handoff("continue", "two"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Adopt(ctx, dir, r2b, p.Base, cp2.Commit, CandidateRef("wf-1", 2, 2)); err != nil {
+		t.Fatal(err)
+	}
+	assertBytes(t, "the workspace after adopting", filepath.Join(dir, "two.txt"), "candidate two\n")
 }

@@ -27,7 +27,8 @@ func (g *Git) PrepareReview(ctx context.Context, dir string, r Round) error {
 // Change is the diff stat and patch from base to commit, at most maxChars
 // code points: a longer change is cut with a marker that says how much was
 // left out. External diff drivers and text conversion never run (the
-// workspace's .gitattributes could name programs).
+// workspace's .gitattributes could name programs), and the tree's attributes
+// count for nothing (NeutralAttributes): a "-diff" hides no patch.
 func (g *Git) Change(ctx context.Context, dir, base, commit string, maxChars int) (string, error) {
 	if base == "" || commit == "" {
 		return "", fmt.Errorf("the change needs a base and a commit (got %q..%q)", base, commit)
@@ -36,15 +37,31 @@ func (g *Git) Change(ctx context.Context, dir, base, commit string, maxChars int
 	if err != nil {
 		return "", fmt.Errorf("diff stat %s..%s: %w", base, commit, err)
 	}
-	patch, err := g.run(ctx, dir, cmdOpts{}, "diff", "--no-ext-diff", "--no-textconv", "--no-color", base, commit, "--")
+	patch, err := g.patch(ctx, dir, base, commit)
 	if err != nil {
-		return "", fmt.Errorf("diff %s..%s: %w", base, commit, err)
+		return "", err
 	}
 	text := strings.TrimRight(stat, "\n") + "\n\n" + patch
 	if strings.TrimSpace(stat) == "" {
 		text = "(no change between the two commits)\n"
 	}
 	return CutChange(text, maxChars), nil
+}
+
+// patch is the patch from base to commit, every file as text (--text: a file
+// made binary by a NUL byte shows its lines too). A patch git cannot make as
+// text (a file over its 1 GiB diff limit, or a diff over the git bound's
+// memory) is made again with binary files shown as binary.
+func (g *Git) patch(ctx context.Context, dir, base, commit string) (string, error) {
+	args := []string{"diff", "--no-ext-diff", "--no-textconv", "--no-color", base, commit, "--"}
+	patch, err := g.run(ctx, dir, cmdOpts{}, append([]string{args[0], "--text"}, args[1:]...)...)
+	if err != nil && ctx.Err() == nil {
+		patch, err = g.run(ctx, dir, cmdOpts{}, args...)
+	}
+	if err != nil {
+		return "", fmt.Errorf("diff %s..%s: %w", base, commit, err)
+	}
+	return patch, nil
 }
 
 // CutChange keeps the first maxChars code points of text, the marker

@@ -32,6 +32,11 @@ func (g *Git) Checkpoint(ctx context.Context, dir string, p Prepared, r Round, h
 		return Checkpoint{}, "", fmt.Errorf("write the work tree: %w", err)
 	}
 	tree = strings.TrimSpace(out)
+	// A tree past the workspace bounds would be refused by every later
+	// checkout of it: it is never committed.
+	if err := g.checkTree(ctx, dir, tree, "the round's work tree"); err != nil {
+		return Checkpoint{}, "", err
+	}
 	head, err := g.head(ctx, dir)
 	if err != nil {
 		return Checkpoint{}, "", err

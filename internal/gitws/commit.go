@@ -124,23 +124,87 @@ func (g *Git) setRef(ctx context.Context, dir, ref, commit, old string) error {
 	return nil
 }
 
-var shortstat = regexp.MustCompile(`(\d+) (files? changed|insertions?\(\+\)|deletions?\(-\))`)
-
-// stats counts the files, inserted and deleted lines between two commits.
+// stats counts the files, inserted and deleted lines between two commits,
+// under the worker's neutral attributes (a tree's "-diff" or "binary" hides
+// no line). A file git still finds binary by its bytes (a NUL in its first
+// 8,000 bytes, or over core.bigFileThreshold) has no lines git counts: its
+// size in bytes counts instead, never fewer than its lines, so a change made
+// to look binary never looks smaller (the candidates' "smaller diff").
 func (g *Git) stats(ctx context.Context, dir, from, to string, cp *Checkpoint) error {
-	out, err := g.run(ctx, dir, cmdOpts{}, "diff-tree", "-r", "--no-renames", "--shortstat", from, to)
+	out, err := g.run(ctx, dir, cmdOpts{}, "diff-tree", "-r", "--no-renames", "--no-ext-diff", "--no-textconv", "--numstat", "-z", from, to)
 	if err != nil {
 		return fmt.Errorf("count the changes of %s: %w", to, err)
 	}
-	for _, m := range shortstat.FindAllStringSubmatch(out, -1) {
-		n, _ := strconv.Atoi(m[1])
-		switch {
-		case strings.HasPrefix(m[2], "file"):
-			cp.FilesChanged = n
-		case strings.HasPrefix(m[2], "insertion"):
-			cp.Insertions = n
-		default:
-			cp.Deletions = n
+	binary := map[string]bool{}
+	*cp = Checkpoint{Commit: cp.Commit, Parent: cp.Parent}
+	for _, rec := range strings.Split(out, "\x00") {
+		added, rest, ok1 := strings.Cut(rec, "\t")
+		deleted, path, ok2 := strings.Cut(rest, "\t")
+		if !ok1 || !ok2 {
+			continue
+		}
+		cp.FilesChanged++
+		if added == "-" && deleted == "-" {
+			binary[path] = true
+			continue
+		}
+		a, aerr := strconv.Atoi(added)
+		d, derr := strconv.Atoi(deleted)
+		if aerr != nil || derr != nil {
+			return fmt.Errorf("count the changes of %s: unexpected numstat record %q", to, rec)
+		}
+		cp.Insertions += a
+		cp.Deletions += d
+	}
+	if len(binary) == 0 {
+		return nil
+	}
+	return g.binaryStats(ctx, dir, from, to, binary, cp)
+}
+
+// binaryStats adds the sizes of the binary files' old and new blobs to the
+// deletions and insertions.
+func (g *Git) binaryStats(ctx context.Context, dir, from, to string, binary map[string]bool, cp *Checkpoint) error {
+	out, err := g.run(ctx, dir, cmdOpts{}, "diff-tree", "-r", "--no-renames", "--raw", "--no-abbrev", "-z", from, to)
+	if err != nil {
+		return fmt.Errorf("list the binary changes of %s: %w", to, err)
+	}
+	// Records: ":<mode> <mode> <old> <new> <status>" NUL <path> NUL.
+	var ids []string
+	var added []bool
+	fields := strings.Split(out, "\x00")
+	for i := 0; i+1 < len(fields); i += 2 {
+		meta := strings.Fields(fields[i])
+		if len(meta) != 5 || !binary[fields[i+1]] {
+			continue
+		}
+		for j, id := range meta[2:4] {
+			// A blob only: a gitlink names another repository's commit.
+			if mode := strings.TrimPrefix(meta[j], ":"); strings.HasPrefix(mode, "10") && strings.Trim(id, "0") != "" {
+				ids, added = append(ids, id), append(added, j == 1)
+			}
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	sizes, err := g.run(ctx, dir, cmdOpts{stdin: strings.Join(ids, "\n") + "\n"}, "cat-file", "--batch-check=%(objectsize)")
+	if err != nil {
+		return fmt.Errorf("size the binary changes of %s: %w", to, err)
+	}
+	lines := strings.Fields(sizes)
+	if len(lines) != len(ids) {
+		return fmt.Errorf("size the binary changes of %s: %d sizes for %d blobs", to, len(lines), len(ids))
+	}
+	for i, l := range lines {
+		n, err := strconv.Atoi(l)
+		if err != nil {
+			return fmt.Errorf("size the binary changes of %s: %q", to, l)
+		}
+		if added[i] {
+			cp.Insertions += n
+		} else {
+			cp.Deletions += n
 		}
 	}
 	return nil

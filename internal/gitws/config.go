@@ -56,10 +56,27 @@ type Config struct {
 	Mode   string // ModeOff, ModeLocal or ModeRemote
 	Remote string // RALPH_GIT_REMOTE (remote mode)
 	Author string // RALPH_GIT_AUTHOR, "Name <email>"
+	// MemoryMB bounds the memory of each git command (RALPH_GIT_MEMORY_MB;
+	// 0: DefaultMemoryMB).
+	MemoryMB int
+	// MaxTreeBytes and MaxTreeFiles bound a tree the worker materialises
+	// (the workspace's RALPH_WORKSPACE_MAX_MB and RALPH_WORKSPACE_MAX_FILES;
+	// 0: unbounded). The worker sets them from its sandbox's bounds.
+	MaxTreeBytes int64
+	MaxTreeFiles int64
 }
 
 // DefaultConfig is git off.
-func DefaultConfig() Config { return Config{Mode: ModeOff, Author: DefaultAuthor} }
+func DefaultConfig() Config {
+	return Config{Mode: ModeOff, Author: DefaultAuthor, MemoryMB: DefaultMemoryMB}
+}
+
+func (c Config) memoryMB() int {
+	if c.MemoryMB <= 0 {
+		return DefaultMemoryMB
+	}
+	return c.MemoryMB
+}
 
 // Enabled reports whether checkpoints are on.
 func (c Config) Enabled() bool { return c.Mode == ModeLocal || c.Mode == ModeRemote }
@@ -69,6 +86,11 @@ func (c Config) Validate() error {
 	switch c.Mode {
 	case ModeOff:
 		return nil
+	}
+	if c.MemoryMB < 0 {
+		return fmt.Errorf("%s must be a positive integer, got %d", SettingMemory, c.MemoryMB)
+	}
+	switch c.Mode {
 	case ModeLocal:
 		if c.Remote != "" {
 			return fmt.Errorf("%s is set but %s=%s: a remote is used only with %s=%s", SettingRemote, SettingMode, c.Mode, SettingMode, ModeRemote)

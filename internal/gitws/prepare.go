@@ -155,6 +155,9 @@ func (g *Git) saveLeftovers(ctx context.Context, dir, head, ref, workflowID stri
 // there) and removes untracked files; ignored files (caches, build output)
 // stay, as they were never part of a checkpoint.
 func (g *Git) resetTo(ctx context.Context, dir, commit string) error {
+	if err := g.checkTree(ctx, dir, commit, "commit "+shortID(commit)); err != nil {
+		return err
+	}
 	if _, err := g.run(ctx, dir, cmdOpts{}, "reset", "-q", "--hard", commit); err != nil {
 		return fmt.Errorf("reset the work tree to %s: %w", commit, err)
 	}

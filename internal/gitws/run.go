@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -24,6 +25,8 @@ type Git struct {
 	authorEmail string
 	// dirs spares the safety walks the directories they read unchanged before.
 	dirs *dirCache
+	// bound holds every git command to RALPH_GIT_MEMORY_MB and Pids.
+	bound *bound
 }
 
 // New returns a Git for cfg (already validated). hooksDir is created empty:
@@ -37,6 +40,9 @@ func New(cfg Config, hooksDir string) (*Git, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", SettingAuthor, err)
 	}
+	if err := checkGitVersion(); err != nil {
+		return nil, fmt.Errorf("%s: %w", SettingMode, err)
+	}
 	if err := os.MkdirAll(hooksDir, 0o700); err != nil {
 		return nil, fmt.Errorf("create the empty git hooks directory: %w", err)
 	}
@@ -47,7 +53,8 @@ func New(cfg Config, hooksDir string) (*Git, error) {
 	if len(entries) != 0 {
 		return nil, fmt.Errorf("the git hooks directory %s must be empty", hooksDir)
 	}
-	return &Git{cfg: cfg, hooksDir: hooksDir, authorName: name, authorEmail: email, dirs: newDirCache(defaultDirCacheBytes)}, nil
+	return &Git{cfg: cfg, hooksDir: hooksDir, authorName: name, authorEmail: email, dirs: newDirCache(defaultDirCacheBytes),
+		bound: newBound(cfg.memoryMB())}, nil
 }
 
 // Config is the policy this Git runs.
@@ -70,6 +77,14 @@ func (g *Git) overrides() []string {
 		"-c", "core.quotePath=false",
 		"-c", "gc.auto=0",
 		"-c", "maintenance.auto=false",
+		// No conversion from configuration either (the attributes that
+		// could ask for one are neutralized: see NeutralAttributes), and
+		// the default size above which a file is binary to diff: the
+		// workspace's config could lower it to hide every line changed.
+		"-c", "core.autocrlf=false",
+		"-c", "core.eol=lf",
+		"-c", "core.safecrlf=false",
+		"-c", "core.bigFileThreshold=512m",
 	}
 }
 
@@ -77,6 +92,9 @@ func (g *Git) overrides() []string {
 type cmdOpts struct {
 	stdin string
 	env   []string
+	// stdout, when set, takes the output as it comes (run then returns
+	// none): a reader that stops early stops git.
+	stdout io.Writer
 }
 
 // gitError is a failed git command; its text never holds credentials.
@@ -97,14 +115,23 @@ func (e *gitError) Error() string {
 // run runs git in dir and returns its stdout. Discovery stops at dir (a
 // workspace root inside some other repository never reaches that one), the
 // whole process group is killed on timeout or cancel, and nothing prompts.
+// The repository reads the worker's attributes, never the tree's
+// (neutralizeAttributes), before git starts.
 func (g *Git) run(parent context.Context, dir string, opts cmdOpts, args ...string) (string, error) {
+	if err := neutralizeAttributes(dir); err != nil {
+		return "", err
+	}
 	ctx, cancel := context.WithTimeout(parent, CommandTimeout)
 	defer cancel()
 	// The work tree may belong to the sandbox's uid (commands run as it;
 	// see internal/sandbox), which git would call dubious ownership. Only
 	// this repository is trusted, and discovery stops at dir.
 	full := append(append(g.overrides(), "-c", "safe.directory="+dir), args...)
-	cmd := exec.CommandContext(ctx, "git", full...)
+	shown := redactText(strings.Join(args, " "), g.cfg.Remote)
+	cmd, grp, err := g.bound.command(ctx, full)
+	if err != nil {
+		return "", fmt.Errorf("git %s: %w", shown, err)
+	}
 	cmd.Dir = dir
 	cmd.Env = append(stepEnv(os.Environ(), g.cfg.Mode == ModeRemote),
 		"GIT_TERMINAL_PROMPT=0",
@@ -120,21 +147,26 @@ func (g *Git) run(parent context.Context, dir string, opts cmdOpts, args ...stri
 	var stdout bytes.Buffer
 	var stderr tailBuffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if opts.stdout != nil {
+		cmd.Stdout = opts.stdout
+	}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 5 * time.Second
-	err := deathsig.Run(cmd.Run)
+	err = deathsig.Run(cmd.Run)
 	if cmd.Process != nil {
 		// Helpers (ssh, credential helpers) git left behind go with it.
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 	}
-	shown := redactText(strings.Join(args, " "), g.cfg.Remote)
+	oom := g.bound.end(grp)
 	if err != nil {
 		if parent.Err() != nil {
 			return "", fmt.Errorf("git %s: %w", shown, parent.Err())
 		}
 		if ctx.Err() != nil {
 			return "", fmt.Errorf("git %s: killed after %s: %w", shown, CommandTimeout, ctx.Err())
+		}
+		if oom {
+			return "", &MemoryBoundError{Args: shown, LimitMB: g.bound.mem >> 20}
 		}
 		code := -1
 		var exitErr *exec.ExitError

@@ -61,6 +61,9 @@ type Proxy struct {
 	allow    *AllowList
 	resolver Resolver
 	dialer   net.Dialer
+	// dialTCP connects to a checked address: dialer.DialContext, or in
+	// tests a route to a server standing in for a remote address.
+	dialTCP func(ctx context.Context, network, address string) (net.Conn, error)
 
 	mu      sync.Mutex
 	records []Record
@@ -77,6 +80,7 @@ func New(allow *AllowList, resolver Resolver) *Proxy {
 	}
 	p := &Proxy{allow: allow, resolver: resolver, conns: make(map[net.Conn]struct{})}
 	p.dialer.Timeout = DialTimeout
+	p.dialTCP = p.dialer.DialContext
 	rp := &httputil.ReverseProxy{
 		Rewrite: func(r *httputil.ProxyRequest) {
 			r.Out.URL = r.In.URL
@@ -183,6 +187,41 @@ func (r *refusal) Error() string {
 	return fmt.Sprintf("ralph sandbox proxy: %s refused: %s", net.JoinHostPort(r.host, strconv.Itoa(r.port)), r.rule)
 }
 
+// reason is the status line's reason phrase after "403 ": clients that
+// print only the status line (the go command's module fetch, a CONNECT
+// error in Go, pip's tunnel error) still show the rule and where it is
+// set. It names what the client asked for, never the address a name
+// resolved to.
+func (r *refusal) reason() string {
+	hp := printable(net.JoinHostPort(r.host, strconv.Itoa(r.port)))
+	switch r.rule {
+	case RuleNotAllowed:
+		return "Forbidden by ralph sandbox: " + hp + " is not in RALPH_SANDBOX_ALLOW_HOSTS"
+	case RuleThisHost:
+		return "Forbidden by ralph sandbox: " + hp + " is at an address of the worker's own host; only RALPH_SANDBOX_ALLOW_HOSTS can allow it"
+	}
+	article := "a "
+	if strings.ContainsRune("aeiou", rune(r.rule[0])) {
+		article = "an "
+	}
+	return "Forbidden by ralph sandbox: " + hp + " is at " + article + r.rule + " address; only RALPH_SANDBOX_ALLOW_HOSTS can allow it"
+}
+
+// printable keeps a status line one line of printable ASCII, and short.
+func printable(s string) string {
+	const max = 120
+	b := []byte(s)
+	for i, c := range b {
+		if c < 0x21 || c > 0x7e {
+			b[i] = '?'
+		}
+	}
+	if len(b) > max {
+		return string(b[:max]) + "..."
+	}
+	return string(b)
+}
+
 type recordKey struct{}
 
 // dial resolves host itself, checks every address and dials the first
@@ -234,7 +273,7 @@ func (p *Proxy) dialChecked(ctx context.Context, host string, port int, rec *Rec
 			continue
 		}
 		rec.Address = a.String()
-		c, err := p.dialer.DialContext(ctx, "tcp", netip.AddrPortFrom(a, uint16(port)).String())
+		c, err := p.dialTCP(ctx, "tcp", netip.AddrPortFrom(a, uint16(port)).String())
 		if err == nil {
 			return c, nil
 		}
@@ -293,17 +332,42 @@ func (p *Proxy) dialHTTP(ctx context.Context, _, addr string) (net.Conn, error) 
 func (p *Proxy) httpError(w http.ResponseWriter, r *http.Request, err error) {
 	var ref *refusal
 	if errors.As(err, &ref) {
-		refuse(w, ref)
+		p.refuse(w, ref)
 		return
 	}
 	http.Error(w, "ralph sandbox proxy: "+err.Error(), http.StatusBadGateway)
 }
 
-func refuse(w http.ResponseWriter, ref *refusal) {
+// refuse answers 403 with the rule in the reason phrase, the
+// X-Ralph-Proxy-Rule header and the body. net/http writes only the
+// standard reason phrase, so the answer is written on the hijacked
+// connection, which is then closed.
+func (p *Proxy) refuse(w http.ResponseWriter, ref *refusal) {
+	body := ref.Error() + "\n"
+	if hj, ok := w.(http.Hijacker); ok {
+		if conn, buf, err := hj.Hijack(); err == nil {
+			defer p.release(conn)
+			fmt.Fprintf(buf, "HTTP/1.1 403 %s\r\nContent-Type: text/plain; charset=utf-8\r\nX-Ralph-Proxy-Rule: %s\r\n"+
+				"Content-Length: %d\r\nConnection: close\r\n\r\n%s", ref.reason(), ref.rule, len(body), body)
+			if buf.Flush() == nil {
+				lingerRead(conn)
+			}
+			return
+		}
+	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Header().Set("X-Ralph-Proxy-Rule", ref.rule)
 	w.WriteHeader(http.StatusForbidden)
-	fmt.Fprintf(w, "%s\n", ref.Error())
+	io.WriteString(w, body)
+}
+
+// lingerRead half-closes c and reads what the client still sends (a
+// request body), briefly and boundedly: closing with unread bytes would
+// reset the connection, and the client could lose the answer.
+func lingerRead(c net.Conn) {
+	closeWrite(c)
+	_ = c.SetReadDeadline(time.Now().Add(500 * time.Millisecond))
+	_, _ = io.Copy(io.Discard, io.LimitReader(c, 1<<20))
 }
 
 // connect opens a tunnel: the destination is decided and dialed before the

@@ -80,9 +80,14 @@ type entry struct {
 }
 
 // AllowList is a parsed RALPH_SANDBOX_ALLOW_HOSTS. A nil or empty list
-// allows every public destination; a non-empty one allows only the listed
-// destinations, and a listed one is allowed even when private or loopback.
-type AllowList struct{ entries []entry }
+// allows every public destination, and its mirrors (WithMirrors) also at a
+// private or special-purpose address; a non-empty one allows only the
+// listed destinations, and a listed one is allowed even when private or
+// loopback.
+type AllowList struct {
+	entries []entry
+	mirrors []Mirror
+}
 
 // ParseAllowList parses entries of the forms host, *.domain, host:port, ip,
 // ip:port ([v6]:port for IPv6 with a port).
@@ -160,7 +165,8 @@ func validHostName(h string) bool {
 	return true
 }
 
-// Empty reports whether the list allows every public destination.
+// Empty reports whether the list has no entries: it allows every public
+// destination (and its mirrors).
 func (l *AllowList) Empty() bool { return l == nil || len(l.entries) == 0 }
 
 // String renders the list as it was configured (normalised).
@@ -224,7 +230,8 @@ func (l *AllowList) addrAllowed(addr netip.Addr, port int) bool {
 // asked for as host:port. It returns "" when the address may be dialed, else
 // the rule that refuses it. With a list, only listed destinations pass
 // (named or by address), private ones included; without one, only public
-// unicast addresses.
+// unicast addresses, and a mirror's exact host and port also at a private
+// or special-purpose one (never at loopback, link-local or this host's).
 func (l *AllowList) Check(host string, port int, addr netip.Addr) string {
 	if !l.Empty() {
 		if l.nameAllowed(host, port) || l.addrAllowed(addr, port) {
@@ -232,11 +239,15 @@ func (l *AllowList) Check(host string, port int, addr netip.Addr) string {
 		}
 		return RuleNotAllowed
 	}
-	if rule := Classify(addr); rule != "" {
-		return rule
-	}
-	if thisHost(addr) {
+	rule := Classify(addr)
+	switch {
+	case rule == "" && thisHost(addr):
 		return RuleThisHost
+	case (rule == RulePrivate || rule == RuleSpecial) && l.mirrored(host, port):
+		if thisHost(addr) {
+			return RuleThisHost
+		}
+		return ""
 	}
-	return ""
+	return rule
 }

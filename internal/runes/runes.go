@@ -1,5 +1,6 @@
 // Package runes cuts text by code points, the unit every limit of the
-// project counts in (reports, results, outputs, messages).
+// project counts in (reports, results, outputs, messages), and keeps
+// model text from acting on an operator's terminal (Printable).
 package runes
 
 import "unicode/utf8"

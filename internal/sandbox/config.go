@@ -2,6 +2,8 @@
 // they cannot reach what the worker holds.
 package sandbox
 
+import "github.com/ralph-temporal/ralph/internal/netproxy"
+
 // Modes of RALPH_SANDBOX.
 const (
 	ModeAuto  = "auto"
@@ -44,6 +46,10 @@ type Config struct {
 	// AllowHosts, when set, are the only destinations the proxy allows
 	// (RALPH_SANDBOX_ALLOW_HOSTS).
 	AllowHosts []string
+	// Mirrors are the package registries the worker's environment names
+	// (netproxy.Mirrors): reachable at private and special-purpose
+	// addresses too while AllowHosts is empty.
+	Mirrors []netproxy.Mirror
 	// TmpMB sizes the private /tmp and /dev/shm (RALPH_SANDBOX_TMP_MB).
 	TmpMB int
 	// MemoryMB and Pids limit each command's cgroup

@@ -81,3 +81,13 @@ func measure(dir string, maxBytes, maxFiles int64) usage {
 	})
 	return u
 }
+
+// WorkspaceBounds are RALPH_WORKSPACE_MAX_MB (in bytes) and
+// RALPH_WORKSPACE_MAX_FILES as resolved: the worker's git holds a tree it
+// materialises to them too (0, 0 for a nil Sandbox: unbounded).
+func (s *Sandbox) WorkspaceBounds() (maxBytes, maxFiles int64) {
+	if s == nil {
+		return 0, 0
+	}
+	return s.disk.maxBytes, s.disk.maxFiles
+}

@@ -57,6 +57,7 @@ type Sandbox struct {
 	hidden     []string // existing absolute paths
 	share      []string
 	envNames   []string
+	registry   []string // registry variables commands get by default (RegistryEnv)
 	protectGit bool
 	disk       diskBounds
 	id         identity // who commands run as
@@ -95,6 +96,7 @@ func New(ctx context.Context, cfg Config, p Paths) (*Sandbox, error) {
 	if s.allow, err = netproxy.ParseAllowList(cfg.AllowHosts); err != nil {
 		return nil, fmt.Errorf("sandbox: %w", err)
 	}
+	s.allow = s.allow.WithMirrors(cfg.Mirrors)
 	s.cg, s.cgWhy = cgroup.Detect(s.limits)
 	if s.id.drop {
 		s.cg.RunAs(s.id.uid, s.id.gid)
@@ -121,6 +123,7 @@ func New(ctx context.Context, cfg Config, p Paths) (*Sandbox, error) {
 		}
 	}
 	s.envNames = append([]string(nil), cfg.CommandEnv...)
+	s.registry = registryNames(p.Environ, s.envNames)
 	if s.hidden, s.share, err = resolveMounts(cfg, p, s.root); err != nil {
 		return nil, err
 	}
@@ -276,6 +279,25 @@ func (s *Sandbox) AllowHosts() string {
 		return ""
 	}
 	return s.allow.String()
+}
+
+// RegistryEnv names the package-registry variables of the worker's
+// environment that commands get without RALPH_COMMAND_ENV: the start
+// line's registryEnv, names only, as everywhere these variables are shown.
+func (s *Sandbox) RegistryEnv() []string {
+	if s == nil {
+		return nil
+	}
+	return append([]string(nil), s.registry...)
+}
+
+// Mirrors are the package registries commands reach beyond public
+// addresses; none while RALPH_SANDBOX_ALLOW_HOSTS decides alone.
+func (s *Sandbox) Mirrors() []netproxy.Mirror {
+	if s == nil {
+		return nil
+	}
+	return s.allow.Mirrors()
 }
 
 // Limits says which resource limits hold, for the start line; notLimited

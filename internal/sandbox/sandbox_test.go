@@ -31,6 +31,88 @@ func TestCommandEnvIsAnAllowlist(t *testing.T) {
 	}
 }
 
+// The package-registry variables reach commands unless their value holds a
+// credential; RALPH_COMMAND_ENV (extra) still passes one it names.
+func TestCommandEnvPassesPackageRegistries(t *testing.T) {
+	environ := []string{
+		"PATH=/usr/bin", "GOPROXY=https://goproxy.corp.internal,direct", "GOSUMDB=sum.corp.internal+key https://sum.corp.internal",
+		"GOPRIVATE=*.corp.internal", "GONOPROXY=git.corp.internal", "GONOSUMDB=*.corp.internal", "GOFLAGS=-mod=mod",
+		"npm_config_registry=https://npm.corp.internal/", "PIP_INDEX_URL=https://ci:s3cret@pypi.corp.internal/simple",
+		"PIP_EXTRA_INDEX_URL=https://pypi.org/simple https://pypi2.corp.internal/simple?token=tk-canary",
+		"UV_INDEX=corp=https://uv.corp.internal/simple", "CARGO_REGISTRIES_CORP_INDEX=sparse+https://cargo.corp.internal/index/",
+		"CARGO_REGISTRIES_GIT_INDEX=ssh://git@git.corp.internal/index", "NPM_CONFIG_USERCONFIG=/etc/npmrc",
+	}
+	got := CommandEnv(environ, nil, "", "")
+	want := []string{"PATH=/usr/bin", "GOPROXY=https://goproxy.corp.internal,direct", "GOSUMDB=sum.corp.internal+key https://sum.corp.internal",
+		"GOPRIVATE=*.corp.internal", "GONOPROXY=git.corp.internal", "GONOSUMDB=*.corp.internal",
+		"npm_config_registry=https://npm.corp.internal/", "UV_INDEX=corp=https://uv.corp.internal/simple",
+		"CARGO_REGISTRIES_CORP_INDEX=sparse+https://cargo.corp.internal/index/", "CARGO_REGISTRIES_GIT_INDEX=ssh://git@git.corp.internal/index"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("CommandEnv =\n%q\nwant\n%q", got, want)
+	}
+	if w := WithheldRegistryEnv(environ, nil); !slices.Equal(w, []string{"PIP_EXTRA_INDEX_URL", "PIP_INDEX_URL"}) {
+		t.Errorf("withheld = %q", w)
+	}
+	// Named in RALPH_COMMAND_ENV, a value with a credential is passed and no longer reported.
+	got = CommandEnv(environ, []string{"PIP_INDEX_URL"}, "", "")
+	if !slices.Contains(got, "PIP_INDEX_URL=https://ci:s3cret@pypi.corp.internal/simple") || slices.ContainsFunc(got, func(kv string) bool { return strings.Contains(kv, "tk-canary") }) {
+		t.Errorf("with RALPH_COMMAND_ENV=PIP_INDEX_URL: %q", got)
+	}
+	if w := WithheldRegistryEnv(environ, []string{"PIP_INDEX_URL"}); !slices.Equal(w, []string{"PIP_EXTRA_INDEX_URL"}) {
+		t.Errorf("withheld with RALPH_COMMAND_ENV = %q", w)
+	}
+}
+
+// The start line names the registry variables commands get by default:
+// not one withheld, nor one RALPH_COMMAND_ENV already names.
+func TestRegistryEnvNamesWhatCommandsGet(t *testing.T) {
+	f := newFixture(t)
+	f.paths.Environ = append(f.paths.Environ, "GOPROXY=https://goproxy.corp.internal", "GONOSUMDB=*.corp.internal",
+		"npm_config_registry=https://npm.corp.internal/", "PIP_INDEX_URL=https://ci:s3cret@pypi.corp.internal/simple")
+	sb, err := New(context.Background(), Config{Mode: ModeOff, CommandEnv: []string{"npm_config_registry"}}, f.paths)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := sb.RegistryEnv(); !slices.Equal(got, []string{"GONOSUMDB", "GOPROXY"}) {
+		t.Errorf("RegistryEnv = %q", got)
+	}
+	env := sb.Env(f.paths.Environ, "")
+	for _, want := range []string{"GOPROXY=https://goproxy.corp.internal", "GONOSUMDB=*.corp.internal", "npm_config_registry=https://npm.corp.internal/"} {
+		if !slices.Contains(env, want) {
+			t.Errorf("%s missing from %q", want, env)
+		}
+	}
+	if slices.ContainsFunc(env, func(kv string) bool { return strings.Contains(kv, "s3cret") }) {
+		t.Errorf("a password reached the command environment: %q", env)
+	}
+}
+
+func TestHoldsCredential(t *testing.T) {
+	for v, want := range map[string]bool{
+		"https://goproxy.corp.internal":                        false,
+		"https://proxy.golang.org,direct":                      false,
+		"goproxy.corp.internal:8443/mod|off":                   false,
+		"sum.golang.org+033de0ae+Ac4zctda0e5eza+HJyk9SxEdh+s3": false,
+		"https://pypi.corp/simple?format=json":                 false,
+		"ssh://git@git.corp/index":                             false,
+		"*.corp.internal,git.corp.internal/x":                  false,
+		"https://user:pass@goproxy.corp":                       true,
+		"https://proxy.golang.org,https://ci:pw@athens.corp":   true,
+		"ci:pw@athens.corp|direct":                             true,
+		"https://ghp_abcdef@goproxy.corp/":                     true,
+		"ssh://git:pw@git.corp/index":                          true,
+		"corp=https://u:p@uv.corp/simple":                      true,
+		"https://pypi.corp/simple?token=abc":                   true,
+		"https://npm.corp/?_authToken=abc#x":                   true,
+		"https://a.corp https://b.corp/s?X-Amz-Signature=1":    true,
+		"https://u:p@[fd00::1]:8443/":                          true,
+	} {
+		if got := HoldsCredential(v); got != want {
+			t.Errorf("HoldsCredential(%q) = %v, want %v", v, got, want)
+		}
+	}
+}
+
 func TestCheckEnvName(t *testing.T) {
 	for _, ok := range []string{"GOFLAGS", "_X", "a1"} {
 		if err := checkEnvName(ok); err != nil {

@@ -521,12 +521,19 @@ func (c *campaign) land(ctx workflow.Context, batch []*taskState) error {
 		c.merged(ctx, batch, out)
 	case activities.MergeMoved:
 		return c.land(ctx, batch)
-	case activities.MergeConflict:
+	case activities.MergeConflict, activities.MergeRefused:
+		failure := "merging into " + c.settings.Branch + " conflicts in " + strings.Join(out.ConflictPaths, ", ")
+		if out.Outcome == activities.MergeRefused {
+			// The task's own tree (section 38): sent back like a conflict.
+			failure = "merging into " + c.settings.Branch + " was refused: " + out.Refused
+		}
 		rest := make([]*taskState, 0, len(batch))
 		for _, t := range batch {
 			if t.Task.ID == out.ConflictTask {
-				c.sendBack(ctx, t, "merging into "+c.settings.Branch+" conflicts in "+strings.Join(out.ConflictPaths, ", "))
-				c.keepEvidence(t, conflictEvidence(out.ConflictPaths))
+				c.sendBack(ctx, t, failure)
+				if out.Outcome == activities.MergeConflict {
+					c.keepEvidence(t, conflictEvidence(out.ConflictPaths))
+				}
 			} else {
 				rest = append(rest, t)
 			}

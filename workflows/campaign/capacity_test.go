@@ -198,7 +198,7 @@ func TestCampaignOf5000TasksStaysUnder1MiB(t *testing.T) {
 	bounds := map[string]int{
 		"input": 1 << 10, "ReadTasks output": 300 << 10, "PrepareTask output": 8 << 10,
 		"child input": 8 << 10, "MergeTask input": 4 << 10, "MergeTask output": 16 << 10,
-		workflows.StatusQueryName + " query answer": maxStatusBytes, QueryTasks + " query answer": 160 << 10,
+		workflows.StatusQueryName + " query answer": maxStatusBytes, QueryTasks + " query answer": 256 << 10,
 		QueryTask + " query answer": 2 << 10, "continue-as-new input": 700 << 10,
 	}
 	for kind, bound := range bounds {

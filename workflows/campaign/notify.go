@@ -33,9 +33,11 @@ func (c *campaign) notifyTask(ctx workflow.Context, event string, t *taskState) 
 	round, text := t.Go, fmt.Sprintf("Campaign %s: task %s merged into %s (%s)", run.ID, t.Task.ID, c.settings.Branch, shortCommit(t.MergeCommit))
 	switch event {
 	case EventReturned:
-		round, text = t.MergeAttempts, fmt.Sprintf("Campaign %s: task %s did not merge and goes back to a new loop: %s", run.ID, t.Task.ID, runes.Prefix(t.LastFailure, 300))
+		round, text = t.MergeAttempts, fmt.Sprintf("Campaign %s: task %s did not merge and goes back to a new loop: %s", run.ID, t.Task.ID,
+			activities.QuoteModelText(runes.Prefix(t.LastFailure, 300)))
 	case workflows.EventAwaitingApproval:
-		text = fmt.Sprintf("Campaign %s: task %s's merge passed the verify command and awaits approval (%s)", run.ID, t.Task.ID, runes.Prefix(t.DiffStat, 200))
+		text = fmt.Sprintf("Campaign %s: task %s's merge passed the verify command and awaits approval (%s)", run.ID, t.Task.ID,
+			activities.QuoteModelText(runes.Prefix(t.DiffStat, 200)))
 	}
 	in := activities.NotifyInput{Event: event, WorkflowID: run.ID, RunID: run.RunID, Round: round,
 		Seq: slices.Index(c.tasks, t) + 1, Status: t.Phase, Text: text}
