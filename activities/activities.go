@@ -158,6 +158,7 @@ func (a *Activities) Register(r worker.ActivityRegistry) {
 	r.RegisterActivityWithOptions(a.ReviewCompletion, activity.RegisterOptions{Name: ReviewCompletionName})
 	r.RegisterActivityWithOptions(a.PrepareTask, activity.RegisterOptions{Name: PrepareTaskName})
 	r.RegisterActivityWithOptions(a.MergeTask, activity.RegisterOptions{Name: MergeTaskName})
+	r.RegisterActivityWithOptions(a.ReadTasks, activity.RegisterOptions{Name: ReadTasksName})
 	r.RegisterActivityWithOptions(a.Notify, activity.RegisterOptions{Name: NotifyName})
 	r.RegisterActivityWithOptions(a.AdoptCandidate, activity.RegisterOptions{Name: AdoptCandidateName})
 }
@@ -167,6 +168,7 @@ func (a *Activities) Register(r worker.ActivityRegistry) {
 // replay never depends on the current worker's configuration.
 func (a *Activities) ResolveLimits(context.Context) (Limits, error) {
 	l := a.cfg.Limits
+	l.CampaignShares, l.CampaignEvidence, l.CampaignHeldApart = true, true, true
 	// Only a worker with a receiver makes runs notify: the events, never the URL.
 	if a.cfg.NotifyURL != "" {
 		l.NotifyEvents = a.cfg.NotifyEvents

@@ -14,6 +14,7 @@ import (
 
 	"github.com/ralph-temporal/ralph/agent/tools"
 	"github.com/ralph-temporal/ralph/internal/gitws"
+	"github.com/ralph-temporal/ralph/internal/tasklist"
 	"github.com/ralph-temporal/ralph/report"
 )
 
@@ -54,6 +55,9 @@ type CampaignTask struct {
 type PrepareTaskInput struct {
 	Line CampaignLine `json:"line"`
 	Task CampaignTask `json:"task"`
+	// From, for a task of a tasksFile, is where its objective is read: the
+	// campaign carries no objective (docs/campaigns.md, "Capacity").
+	From *TasksSource `json:"from,omitempty"`
 }
 
 // PrepareTaskOutput is where the task's loop starts.
@@ -62,6 +66,8 @@ type PrepareTaskOutput struct {
 	TaskHead        string `json:"taskHead"`
 	// Conflicts are the paths committed with conflict markers.
 	Conflicts []string `json:"conflicts,omitempty"`
+	// Task is the task as its tasksFile states it (with From only).
+	Task *tasklist.Task `json:"task,omitempty"`
 }
 
 // MergeTaskInput merges a stack of completed tasks onto the integration
@@ -233,6 +239,11 @@ func (a *Activities) PrepareTask(ctx context.Context, in PrepareTaskInput) (Prep
 		return PrepareTaskOutput{}, err
 	}
 	out := PrepareTaskOutput{IntegrationHead: head, TaskHead: current}
+	if in.From != nil {
+		if out.Task, err = a.taskFromFile(ctx, c, *in.From, in.Task.ID); err != nil {
+			return PrepareTaskOutput{}, err
+		}
+	}
 	switch {
 	case current == "":
 		out.TaskHead = head

@@ -296,8 +296,11 @@ func TestResolveLimits(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got activities.Limits
-	if err := val.Get(&got); err != nil || !reflect.DeepEqual(got, f.cfg.Limits) || got.MaxRounds != 7 {
-		t.Errorf("limits = %+v, %v; want %+v", got, err, f.cfg.Limits)
+	// Every worker since SPEC 39 records that its campaigns share budgets.
+	want := f.cfg.Limits
+	want.CampaignShares, want.CampaignEvidence, want.CampaignHeldApart = true, true, true
+	if err := val.Get(&got); err != nil || !reflect.DeepEqual(got, want) || got.MaxRounds != 7 {
+		t.Errorf("limits = %+v, %v; want %+v", got, err, want)
 	}
 }
 

@@ -91,6 +91,19 @@ type Limits struct {
 	// target version at a round boundary, a pause or a wait; false in
 	// histories from before it and for auto-upgrade runs.
 	UpgradeOnTargetChange bool `json:"upgradeOnTargetChange,omitempty"`
+	// CampaignShares: a campaign hands each loop a share of its remaining
+	// token budget (remaining divided by the loops that will run at once),
+	// never the whole; set by every worker since, recorded with the limits
+	// so a campaign started before it keeps handing out the whole.
+	CampaignShares bool `json:"campaignShares,omitempty"`
+	// CampaignEvidence: a returned task's report names the failure in one
+	// sentence and carries the verify's exit code and output tail (or the
+	// conflicting paths) in its evidence; recorded like CampaignShares.
+	CampaignEvidence bool `json:"campaignEvidence,omitempty"`
+	// CampaignHeldApart: a campaign's merge awaiting approval waits beside
+	// the queue (other tasks start, run and merge), notifies, ends on the
+	// approval timeout or a stop; recorded like CampaignShares.
+	CampaignHeldApart bool `json:"campaignHeldApart,omitempty"`
 	// Git is the worker's RALPH_GIT when checkpoints are on ("" when off):
 	// a campaign needs local or remote.
 	Git string `json:"git,omitempty"`
@@ -98,6 +111,10 @@ type Limits struct {
 	// campaign's maxParallel and of its task list.
 	MaxCampaignParallel int `json:"maxCampaignParallel,omitempty"`
 	MaxCampaignTasks    int `json:"maxCampaignTasks,omitempty"`
+	// MergeRetryMinutes is how long a campaign's merge step retries a git
+	// failure that is not the task's before the queue pauses; 0 (histories
+	// from before it) retries without end.
+	MergeRetryMinutes int `json:"mergeRetryMinutes,omitempty"`
 	// Approve is the approval mode of runs whose input does not say
 	// (RALPH_APPROVE: none, complete, rounds:N); "" is none.
 	Approve string `json:"approve,omitempty"`
@@ -146,7 +163,8 @@ func DefaultLimits() Limits {
 		MaxDeferrals:            50,
 		MaxPauseHours:           168,
 		MaxCampaignParallel:     8,
-		MaxCampaignTasks:        500,
+		MaxCampaignTasks:        5000,
+		MergeRetryMinutes:       30,
 		Candidates:              1,
 		MaxCandidates:           4,
 	}

@@ -1,4 +1,4 @@
-package workflows
+package workflows_test
 
 import (
 	"bufio"
@@ -25,6 +25,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/ralph-temporal/ralph/internal/historyfile"
+	"github.com/ralph-temporal/ralph/workflows"
 )
 
 // historiesDir holds histories recorded from real dev-server runs, one
@@ -69,7 +70,7 @@ var acceptedDifferences = map[string][]acceptedDifference{
 	"2026-12-01-review/review-approve.json": {{"activity", "deferrable"}},
 	"2026-12-01-review/review-revise.json":  {{"activity", "deferrable"}},
 	// A continued run says running, not starting, from its first upsert.
-	"2026-12-01-search-attributes-on/continue-as-new-run2.json": {{"upsert", SearchAttrPhase}},
+	"2026-12-01-search-attributes-on/continue-as-new-run2.json": {{"upsert", workflows.SearchAttrPhase}},
 }
 
 // TestReplayRecordedHistories replays every history of every release
@@ -82,7 +83,7 @@ func TestReplayRecordedHistories(t *testing.T) {
 			for _, file := range files {
 				t.Run(strings.TrimSuffix(historyfile.Name(file), ".json"), func(t *testing.T) {
 					accepted := acceptedDifferences[filepath.Join(filepath.Base(dir), historyfile.Name(file))]
-					if err := replayChecked(readHistory(t, file), Ralph, accepted...); err != nil {
+					if err := replayChecked(readHistory(t, file), workflows.Ralph, accepted...); err != nil {
 						t.Fatalf("replay %s: %v", file, err)
 					}
 				})
@@ -180,12 +181,12 @@ func histories(t *testing.T, dir string) []string {
 // that schedules a different activity than the recorded one must not replay.
 func TestReplayDetectsNonDeterminism(t *testing.T) {
 	file := histories(t, releases(t)[0])[0]
-	changed := func(ctx workflow.Context, _ []byte, _ *Continuation) (*Result, error) {
-		ctx = workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{StartToCloseTimeout: resolveLimitsTimeout})
+	changed := func(ctx workflow.Context, _ []byte, _ *workflows.Continuation) (*workflows.Result, error) {
+		ctx = workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{StartToCloseTimeout: workflows.ResolveLimitsTimeout})
 		return nil, workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: 1}), "SomethingElse").Get(ctx, nil)
 	}
 	replayer := worker.NewWorkflowReplayer()
-	replayer.RegisterWorkflowWithOptions(changed, workflow.RegisterOptions{Name: WorkflowName})
+	replayer.RegisterWorkflowWithOptions(changed, workflow.RegisterOptions{Name: workflows.WorkflowName})
 	if err := replayer.ReplayWorkflowHistory(nil, readHistory(t, file)); err == nil {
 		t.Fatalf("a changed workflow replayed %s without a non-determinism error", file)
 	}
@@ -234,21 +235,21 @@ func TestCorpusHoldsEveryVersionMarker(t *testing.T) {
 // without a workspace; a time floor of 30 s instead of 10 s ends a run
 // before a round it started.
 func TestReplayDetectsChangedCommands(t *testing.T) {
-	underscored := func(ctx workflow.Context, input json.RawMessage, cont *Continuation) (*Result, error) {
+	underscored := func(ctx workflow.Context, input json.RawMessage, cont *workflows.Continuation) (*workflows.Result, error) {
 		var fields map[string]any
-		if cont == nil && json.Unmarshal(input, &fields) == nil && fields[fieldWorkspace] == nil {
-			fields[fieldWorkspace] = strings.ReplaceAll(DefaultWorkspace(workflow.GetInfo(ctx).WorkflowExecution.ID), "-", "_")
+		if cont == nil && json.Unmarshal(input, &fields) == nil && fields[workflows.FieldWorkspace] == nil {
+			fields[workflows.FieldWorkspace] = strings.ReplaceAll(workflows.DefaultWorkspace(workflow.GetInfo(ctx).WorkflowExecution.ID), "-", "_")
 			input, _ = json.Marshal(fields)
 		}
-		return Ralph(ctx, input, cont, nil)
+		return workflows.Ralph(ctx, input, cont, nil)
 	}
 	// budget-time-floor (2026-12-05) starts its round 2 with about 24 s of
 	// its one-minute budget left.
-	floor30 := func(ctx workflow.Context, input json.RawMessage, cont *Continuation) (*Result, error) {
-		minRoundTime = 30 * time.Second
-		return Ralph(ctx, input, cont, nil)
+	floor30 := func(ctx workflow.Context, input json.RawMessage, cont *workflows.Continuation) (*workflows.Result, error) {
+		*workflows.MinRoundTime = 30 * time.Second
+		return workflows.Ralph(ctx, input, cont, nil)
 	}
-	t.Cleanup(func() { minRoundTime = 10 * time.Second })
+	t.Cleanup(func() { *workflows.MinRoundTime = workflows.MinRoundTimeDefault })
 	for _, tc := range []struct {
 		name string
 		wf   any
@@ -263,7 +264,7 @@ func TestReplayDetectsChangedCommands(t *testing.T) {
 					}
 				}
 			}
-			minRoundTime = 10 * time.Second
+			*workflows.MinRoundTime = workflows.MinRoundTimeDefault
 			if caught == 0 {
 				t.Fatalf("the %s changed and every recorded history still replayed", tc.name)
 			}
@@ -272,16 +273,21 @@ func TestReplayDetectsChangedCommands(t *testing.T) {
 	}
 }
 
-// versionIDsInSource are the change ids of the package's workflow.GetVersion
+// versionIDsInSource are the change ids of the packages' workflow.GetVersion
 // calls, read from its source: a constant id, or for an id built by a
 // function of the package (rewoundWaitChange) the constants that function
 // uses, the family its ids are named after.
 func versionIDsInSource(t *testing.T) []string {
 	t.Helper()
 	fset := token.NewFileSet()
-	files, err := filepath.Glob("*.go")
-	if err != nil {
-		t.Fatal(err)
+	// The campaign's workflow (its own package) replays from the same corpus.
+	var files []string
+	for _, pattern := range []string{"*.go", "campaign/*.go"} {
+		matched, err := filepath.Glob(pattern)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, matched...)
 	}
 	consts := map[string]string{}
 	funcs := map[string]*ast.FuncDecl{}

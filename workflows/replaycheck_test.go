@@ -1,4 +1,4 @@
-package workflows
+package workflows_test
 
 import (
 	"bytes"
@@ -15,6 +15,9 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/ralph-temporal/ralph/workflows"
+	"github.com/ralph-temporal/ralph/workflows/campaign"
 )
 
 // The SDK's replayer compares only the types of the commands a replay
@@ -128,7 +131,7 @@ func renderAttrs(attrs map[string]any) string {
 func typedValues(updates []temporal.SearchAttributeUpdate) map[string]any {
 	sa := temporal.NewSearchAttributes(updates...)
 	values := map[string]any{}
-	for _, a := range SearchAttributes() {
+	for _, a := range workflows.SearchAttributes() {
 		switch a.Type {
 		case "Int":
 			if v, ok := sa.GetInt64(temporal.NewSearchAttributeKeyInt64(a.Name)); ok {
@@ -366,8 +369,8 @@ func replayChecked(hist *historypb.History, wf any, accepted ...acceptedDifferen
 	if err != nil {
 		return err
 	}
-	replayer.RegisterWorkflowWithOptions(wf, workflow.RegisterOptions{Name: WorkflowName})
-	replayer.RegisterWorkflowWithOptions(Campaign, workflow.RegisterOptions{Name: CampaignWorkflowName})
+	replayer.RegisterWorkflowWithOptions(wf, workflow.RegisterOptions{Name: workflows.WorkflowName})
+	replayer.RegisterWorkflowWithOptions(campaign.Campaign, workflow.RegisterOptions{Name: campaign.CampaignWorkflowName})
 	started := hist.GetEvents()[0].GetWorkflowExecutionStartedEventAttributes()
 	if err := replayer.ReplayWorkflowHistoryWithOptions(nil, hist, worker.ReplayWorkflowHistoryOptions{
 		OriginalExecution: workflow.Execution{ID: started.GetWorkflowId(), RunID: runIDOf(hist)}}); err != nil {

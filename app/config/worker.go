@@ -25,6 +25,7 @@ import (
 	"github.com/ralph-temporal/ralph/internal/netproxy"
 	"github.com/ralph-temporal/ralph/internal/sandbox"
 	"github.com/ralph-temporal/ralph/workflows"
+	"github.com/ralph-temporal/ralph/workflows/campaign"
 )
 
 // Worker is everything the worker binary needs: the activities'
@@ -280,7 +281,7 @@ func workerSettings() []setting {
 				w.Activities.NotifyURL = value
 				return nil
 			}},
-		{flag: "notify-events", env: "RALPH_NOTIFY_EVENTS", usage: "comma-separated events sent to RALPH_NOTIFY_URL (campaigns add merged, returned)",
+		{flag: "notify-events", env: "RALPH_NOTIFY_EVENTS", usage: "comma-separated events sent to RALPH_NOTIFY_URL (campaigns add merged, returned, paused)",
 			custom: func(w *Worker, source, value string) error {
 				events := splitList(value, ",")
 				for _, e := range events {
@@ -343,10 +344,12 @@ func workerSettings() []setting {
 			intp: func(w *Worker) *int { return &lim(w).MaxRunTokens }},
 		{flag: "max-run-minutes", env: "RALPH_MAX_RUN_MINUTES", usage: "ceiling and default of a run's wall-clock budget", optional: true,
 			intp: func(w *Worker) *int { return &lim(w).MaxRunMinutes }},
-		{flag: "max-campaign-parallel", env: "RALPH_MAX_CAMPAIGN_PARALLEL", usage: "ceiling of a campaign's maxParallel (task loops running at once)",
+		{flag: "max-campaign-parallel", env: "RALPH_MAX_CAMPAIGN_PARALLEL", usage: "ceiling of a campaign's maxParallel (task loops running at once; at most 1000)",
 			intp: func(w *Worker) *int { return &lim(w).MaxCampaignParallel }},
-		{flag: "max-campaign-tasks", env: "RALPH_MAX_CAMPAIGN_TASKS", usage: "most tasks one campaign may hold",
+		{flag: "max-campaign-tasks", env: "RALPH_MAX_CAMPAIGN_TASKS", usage: "most tasks one campaign may hold (at most 5000)",
 			intp: func(w *Worker) *int { return &lim(w).MaxCampaignTasks }},
+		{flag: "merge-retry-minutes", env: "RALPH_MERGE_RETRY_MINUTES", usage: "how long a campaign's merge retries a git failure that is not the task's (credentials, disk, network) before its queue pauses",
+			intp: func(w *Worker) *int { return &lim(w).MergeRetryMinutes }},
 		{flag: "candidates", env: "RALPH_CANDIDATES", usage: "fresh agents each round runs at once on clones of the workspace, the verified one chosen (a run's candidates input overrides; more than 1 needs RALPH_GIT local or remote)",
 			intp: func(w *Worker) *int { return &lim(w).Candidates }},
 		{flag: "max-candidates", env: "RALPH_MAX_CANDIDATES", usage: "ceiling of a run's candidates (at most 16)",
@@ -746,6 +749,12 @@ func (w *Worker) finish() error {
 	if lim.Candidates > lim.MaxCandidates {
 		return fmt.Errorf("RALPH_CANDIDATES=%d is over RALPH_MAX_CANDIDATES=%d", lim.Candidates, lim.MaxCandidates)
 	}
+	if lim.MaxCampaignParallel > MaxCampaignParallelCeiling {
+		return fmt.Errorf("RALPH_MAX_CAMPAIGN_PARALLEL=%d is over %d: a campaign keeps every running loop as a pending child, and Temporal allows 2,000", lim.MaxCampaignParallel, MaxCampaignParallelCeiling)
+	}
+	if lim.MaxCampaignTasks > MaxCampaignTasksCeiling {
+		return fmt.Errorf("RALPH_MAX_CAMPAIGN_TASKS=%d is over %d: a campaign carries every task's state across continue-as-new within 1 MiB", lim.MaxCampaignTasks, MaxCampaignTasksCeiling)
+	}
 	if lim.Candidates > 1 && !w.Activities.Git.Enabled() {
 		return fmt.Errorf("RALPH_CANDIDATES=%d needs RALPH_GIT=local or remote: each candidate works a clone of the workspace", lim.Candidates)
 	}
@@ -754,6 +763,14 @@ func (w *Worker) finish() error {
 	w.Activities.Limits.UpgradeOnTargetChange = w.Versioning.Mode == VersioningOn && w.Versioning.Behavior == BehaviorPinned
 	return w.Versioning.check()
 }
+
+// Ceilings of the campaign settings (docs/campaigns.md, "Capacity"): a
+// campaign's loops are pending children (Temporal allows 2,000), and the
+// per-task state it carries is measured under 1 MiB at 5,000 tasks.
+const (
+	MaxCampaignParallelCeiling = 1000
+	MaxCampaignTasksCeiling    = 5000
+)
 
 // MaxCandidatesCeiling bounds RALPH_MAX_CANDIDATES, and so the status
 // query's answer (each of its rounds lists its candidates).
@@ -911,7 +928,7 @@ func extraBodyText(body map[string]any) string {
 
 // notifyEvents are the events RALPH_NOTIFY_EVENTS may name.
 var notifyEvents = []string{"complete", "blocked", "failed", "budget-limited", "stopped", "cancelled",
-	workflows.EventWaiting, workflows.EventAwaitingApproval, workflows.TaskMerged, workflows.TaskReturned}
+	workflows.EventWaiting, workflows.EventAwaitingApproval, campaign.TaskMerged, campaign.TaskReturned, campaign.EventPaused}
 
 func orNone(s string) string {
 	if s == "" {

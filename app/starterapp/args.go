@@ -10,6 +10,7 @@ import (
 
 	"github.com/ralph-temporal/ralph/app/config"
 	"github.com/ralph-temporal/ralph/workflows"
+	"github.com/ralph-temporal/ralph/workflows/campaign"
 )
 
 // command is one parsed invocation.
@@ -46,7 +47,7 @@ type command struct {
 	ifRunning string
 	// campaign is what a campaign command sends: the campaign input read
 	// from --tasks and the flags (a pointer keeps command comparable).
-	campaign *workflows.CampaignInput
+	campaign *campaign.CampaignInput
 	// id is --id, another spelling of --workflow-id.
 	id string
 	// tasksFile is --tasks; task is --task of approve and reject.

@@ -20,6 +20,7 @@ import (
 
 	"github.com/ralph-temporal/ralph/internal/names"
 	"github.com/ralph-temporal/ralph/workflows"
+	"github.com/ralph-temporal/ralph/workflows/campaign"
 )
 
 // campaignIDPattern: a campaign id is one path segment (its tasks'
@@ -63,9 +64,9 @@ func checkCampaign(cmd *command, fs *flag.FlagSet, _ io.Reader) error {
 		return usagef("--verify must not be blank (leave it out to use the task file's or the worker's)")
 	}
 	switch cmd.approveMode {
-	case "", workflows.ApproveNone, workflows.ApproveMerge:
+	case "", workflows.ApproveNone, campaign.ApproveMerge:
 	default:
-		return usagef("--approve must be %s or %s, got %q", workflows.ApproveMerge, workflows.ApproveNone, cmd.approveMode)
+		return usagef("--approve must be %s or %s, got %q", campaign.ApproveMerge, workflows.ApproveNone, cmd.approveMode)
 	}
 	switch cmd.ifRunning {
 	case "", ifRunningFail, ifRunningAttach:
@@ -100,24 +101,24 @@ func checkAddTasks(cmd *command, _ *flag.FlagSet, _ io.Reader) error {
 	if err != nil {
 		return err
 	}
-	if !reflect.DeepEqual(in, workflows.CampaignInput{Tasks: in.Tasks}) {
+	if !reflect.DeepEqual(in, campaign.CampaignInput{Tasks: in.Tasks}) {
 		return usagef("--tasks %s: add-tasks takes tasks only; the campaign's fields (base, branch, maxParallel, …) are set when it starts", cmd.tasksFile)
 	}
 	cmd.campaign = &in
 	return nil
 }
 
-func readTasksFlag(cmd *command, withinFile bool) (workflows.CampaignInput, error) {
+func readTasksFlag(cmd *command, withinFile bool) (campaign.CampaignInput, error) {
 	if cmd.tasksFile == "" {
-		return workflows.CampaignInput{}, usagef("--tasks is required: the task file (JSON, YAML or a Markdown checklist)")
+		return campaign.CampaignInput{}, usagef("--tasks is required: the task file (JSON, YAML or a Markdown checklist)")
 	}
 	data, err := os.ReadFile(cmd.tasksFile)
 	if err != nil {
-		return workflows.CampaignInput{}, usagef("--tasks: %v", err)
+		return campaign.CampaignInput{}, usagef("--tasks: %v", err)
 	}
 	in, err := readTaskFile(cmd.tasksFile, data, withinFile)
 	if err != nil {
-		return workflows.CampaignInput{}, &usageError{msg: err.Error()}
+		return campaign.CampaignInput{}, &usageError{msg: err.Error()}
 	}
 	return in, nil
 }
@@ -142,7 +143,7 @@ func (s *session) startCampaign(ctx context.Context) int {
 		opts.WorkflowIDConflictPolicy = enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING
 		opts.WorkflowExecutionErrorWhenAlreadyStarted = false
 	}
-	run, err := s.c.ExecuteWorkflow(ctx, opts, workflows.CampaignWorkflowName, *cmd.campaign)
+	run, err := s.c.ExecuteWorkflow(ctx, opts, campaign.CampaignWorkflowName, *cmd.campaign)
 	if err != nil {
 		var started *serviceerror.WorkflowExecutionAlreadyStarted
 		if errors.As(err, &started) {
@@ -161,7 +162,7 @@ func (s *session) startCampaign(ctx context.Context) int {
 // closes; the first signal cancels it, a second one stops waiting.
 func (s *session) followCampaign(ctx context.Context, id string) int {
 	done := make(chan error, 1)
-	var res workflows.CampaignResult
+	var res campaign.CampaignResult
 	go func() { done <- s.awaitInto(ctx, id, &res) }()
 	p := &campaignPrinter{out: s.Stderr, term: s.term, live: isTerminal(s.term), last: map[string]string{}}
 	t := time.NewTicker(s.PollInterval)
@@ -206,19 +207,45 @@ func isTerminal(w io.Writer) bool {
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }
 
-func (s *session) queryCampaign(ctx context.Context, id string) (workflows.CampaignStatus, error) {
+// maxTasksShown: a campaign of at most this many tasks shows one line per
+// task; a larger one shows the status summary's listed tasks and counts.
+const maxTasksShown = 200
+
+// queryCampaign is the status summary, every task listed (the tasks query,
+// paged) when the campaign is small enough to show one line per task. An
+// earlier worker's status lists every task already.
+func (s *session) queryCampaign(ctx context.Context, id string) (campaign.CampaignStatus, error) {
 	qctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	var st workflows.CampaignStatus
+	var st campaign.CampaignStatus
 	v, err := s.c.QueryWorkflow(qctx, id, "", workflows.StatusQueryName)
 	if err == nil {
 		err = v.Get(&st)
 	}
-	return st, err
+	if err != nil || st.Total <= len(st.Tasks) || st.Total > maxTasksShown {
+		return st, err
+	}
+	var all []campaign.TaskStatus
+	for after := ""; ; {
+		var page campaign.TasksPage
+		v, err := s.c.QueryWorkflow(qctx, id, "", campaign.QueryTasks, campaign.TasksRequest{After: after})
+		if err == nil {
+			err = v.Get(&page)
+		}
+		if err != nil {
+			return st, nil // the summary's list stands
+		}
+		all = append(all, page.Tasks...)
+		if after = page.Next; after == "" {
+			break
+		}
+	}
+	st.Tasks, st.Unlisted = all, 0
+	return st, nil
 }
 
 // printCampaignResult prints the result (text or JSON) and exits by its status.
-func (s *session) printCampaignResult(res workflows.CampaignResult) int {
+func (s *session) printCampaignResult(res campaign.CampaignResult) int {
 	if s.cmd.jsonOut {
 		if err := writeJSON(s.Stdout, res); err != nil {
 			s.errorf("encode the result: %v", err)
@@ -227,14 +254,14 @@ func (s *session) printCampaignResult(res workflows.CampaignResult) int {
 	} else {
 		merged := 0
 		for _, t := range res.Tasks {
-			if t.Phase == workflows.TaskMerged {
+			if t.Phase == campaign.TaskMerged {
 				merged++
 			}
 		}
 		fmt.Fprintf(s.Stdout, "Campaign %s: %s, %d of %d tasks merged into %s at %s\n",
 			s.cmd.workflowID, res.Status, merged, len(res.Tasks), res.IntegrationBranch, short(res.Head))
 		for _, t := range res.Tasks {
-			fmt.Fprintln(s.Stdout, "  "+taskLine(workflows.TaskStatus{ID: t.ID, Phase: t.Phase, MergeCommit: t.MergeCommit, LastFailure: t.LastFailure}, false))
+			fmt.Fprintln(s.Stdout, "  "+taskLine(campaign.TaskStatus{ID: t.ID, Phase: t.Phase, MergeCommit: t.MergeCommit, LastFailure: t.LastFailure}, false))
 		}
 		s.infof("%s", usageLine(res.Usage))
 	}
@@ -280,18 +307,18 @@ func (s *session) approve(ctx context.Context) int {
 	if s.cmd.task == "" {
 		return s.send(ctx, workflows.UpdateApprove, struct{}{})
 	}
-	return s.send(ctx, workflows.UpdateApprove, workflows.TaskRequest{Task: s.cmd.task})
+	return s.send(ctx, workflows.UpdateApprove, campaign.TaskRequest{Task: s.cmd.task})
 }
 
 func (s *session) reject(ctx context.Context) int {
 	if s.cmd.task == "" {
 		return s.send(ctx, workflows.UpdateReject, ralphReject{Reason: s.cmd.reason})
 	}
-	return s.send(ctx, workflows.UpdateReject, workflows.RejectRequest{Task: s.cmd.task, Reason: s.cmd.reason})
+	return s.send(ctx, workflows.UpdateReject, campaign.RejectRequest{Task: s.cmd.task, Reason: s.cmd.reason})
 }
 
 func (s *session) addTasks(ctx context.Context) int {
-	return s.send(ctx, workflows.UpdateAddTasks, workflows.AddTasksRequest{Tasks: s.cmd.campaign.Tasks})
+	return s.send(ctx, campaign.UpdateAddTasks, campaign.AddTasksRequest{Tasks: s.cmd.campaign.Tasks})
 }
 
 // send sends an update whose answer the starter prints as it comes.
@@ -325,7 +352,7 @@ type campaignPrinter struct {
 	last  map[string]string // line last printed per key (not live)
 }
 
-func (p *campaignPrinter) update(st workflows.CampaignStatus) {
+func (p *campaignPrinter) update(st campaign.CampaignStatus) {
 	lines := campaignLines(st)
 	if p.live {
 		term := p.term
@@ -355,8 +382,12 @@ func (p *campaignPrinter) update(st workflows.CampaignStatus) {
 }
 
 // campaignLines is a status as a header line and one line per task.
-func campaignLines(st workflows.CampaignStatus) []string {
-	head := fmt.Sprintf("campaign %s: %d of %d merged into %s at %s", st.Phase, st.Merged, len(st.Tasks), st.IntegrationBranch, short(st.Head))
+func campaignLines(st campaign.CampaignStatus) []string {
+	total := max(st.Total, len(st.Tasks))
+	head := fmt.Sprintf("campaign %s: %d of %d merged into %s at %s", st.Phase, st.Merged, total, st.IntegrationBranch, short(st.Head))
+	if rest := total - len(st.Tasks); rest > 0 {
+		head += fmt.Sprintf(" (%d tasks not shown: starter campaign-status --json, or the tasks query)", rest)
+	}
 	if st.StopRequested {
 		head += " (stop requested)"
 	}
@@ -372,7 +403,7 @@ func campaignLines(st workflows.CampaignStatus) []string {
 
 // taskLine is one task: id, phase, go, round, merge attempts, then the
 // merge commit or the last failure.
-func taskLine(t workflows.TaskStatus, counters bool) string {
+func taskLine(t campaign.TaskStatus, counters bool) string {
 	line := fmt.Sprintf("%-20s %-17s", t.ID, t.Phase)
 	if counters {
 		line += fmt.Sprintf(" go %d round %d merges %d", t.Go, t.Round, t.MergeAttempts)

@@ -16,6 +16,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/ralph-temporal/ralph/workflows"
+	"github.com/ralph-temporal/ralph/workflows/campaign"
 )
 
 // standInCampaign answers the starter's campaign verbs under the Campaign
@@ -23,12 +24,12 @@ import (
 // task merges at once, the others await approval; approve lands one, the
 // campaign ends partial once no task awaits (a rejected one is blocked).
 // add-tasks refuses a task named "refuse-me" as a validator does.
-func standInCampaign(ctx workflow.Context, in workflows.CampaignInput) (workflows.CampaignResult, error) {
-	st := workflows.CampaignStatus{Phase: "running", IntegrationBranch: "ralph/campaigns/x/integration", Head: "1111111111111111"}
+func standInCampaign(ctx workflow.Context, in campaign.CampaignInput) (campaign.CampaignResult, error) {
+	st := campaign.CampaignStatus{Phase: "running", IntegrationBranch: "ralph/campaigns/x/integration", Head: "1111111111111111"}
 	for i, t := range in.Tasks {
-		ts := workflows.TaskStatus{ID: t.ID, Phase: workflows.TaskAwaitingApproval, Go: 1, Round: 2}
+		ts := campaign.TaskStatus{ID: t.ID, Phase: campaign.TaskAwaitingApproval, Go: 1, Round: 2}
 		if i == 0 {
-			ts.Phase, ts.MergeCommit = workflows.TaskMerged, "abcdef0123456789"
+			ts.Phase, ts.MergeCommit = campaign.TaskMerged, "abcdef0123456789"
 			st.Merged++
 		}
 		st.Tasks = append(st.Tasks, ts)
@@ -42,15 +43,15 @@ func standInCampaign(ctx workflow.Context, in workflows.CampaignInput) (workflow
 		}
 		return errors.New("no task " + task)
 	}
-	if err := workflow.SetQueryHandler(ctx, workflows.StatusQueryName, func() (workflows.CampaignStatus, error) { return st, nil }); err != nil {
-		return workflows.CampaignResult{}, err
+	if err := workflow.SetQueryHandler(ctx, workflows.StatusQueryName, func() (campaign.CampaignStatus, error) { return st, nil }); err != nil {
+		return campaign.CampaignResult{}, err
 	}
-	err := workflow.SetUpdateHandlerWithOptions(ctx, workflows.UpdateAddTasks, func(_ workflow.Context, r workflows.AddTasksRequest) error {
+	err := workflow.SetUpdateHandlerWithOptions(ctx, campaign.UpdateAddTasks, func(_ workflow.Context, r campaign.AddTasksRequest) error {
 		for _, t := range r.Tasks {
-			st.Tasks = append(st.Tasks, workflows.TaskStatus{ID: t.ID, Phase: workflows.TaskWaiting})
+			st.Tasks = append(st.Tasks, campaign.TaskStatus{ID: t.ID, Phase: campaign.TaskWaiting})
 		}
 		return nil
-	}, workflow.UpdateHandlerOptions{Validator: func(r workflows.AddTasksRequest) error {
+	}, workflow.UpdateHandlerOptions{Validator: func(r campaign.AddTasksRequest) error {
 		for _, t := range r.Tasks {
 			if t.ID == "refuse-me" {
 				return errors.New(`InvalidInput: tasks[0].id: "refuse-me" is refused`)
@@ -59,8 +60,8 @@ func standInCampaign(ctx workflow.Context, in workflows.CampaignInput) (workflow
 		return nil
 	}})
 	if err == nil {
-		err = workflow.SetUpdateHandler(ctx, workflows.UpdateApprove, func(_ workflow.Context, r workflows.TaskRequest) (workflows.CampaignStatus, error) {
-			if err := setPhase(r.Task, workflows.TaskMerged, ""); err != nil {
+		err = workflow.SetUpdateHandler(ctx, workflows.UpdateApprove, func(_ workflow.Context, r campaign.TaskRequest) (campaign.CampaignStatus, error) {
+			if err := setPhase(r.Task, campaign.TaskMerged, ""); err != nil {
 				return st, err
 			}
 			st.Merged++
@@ -68,32 +69,32 @@ func standInCampaign(ctx workflow.Context, in workflows.CampaignInput) (workflow
 		})
 	}
 	if err == nil {
-		err = workflow.SetUpdateHandler(ctx, workflows.UpdateReject, func(_ workflow.Context, r workflows.RejectRequest) error {
+		err = workflow.SetUpdateHandler(ctx, workflows.UpdateReject, func(_ workflow.Context, r campaign.RejectRequest) error {
 			if r.Task == "" {
 				return nil // a Ralph run's reject: nothing to do here
 			}
-			return setPhase(r.Task, workflows.TaskBlocked, r.Reason)
+			return setPhase(r.Task, campaign.TaskBlocked, r.Reason)
 		})
 	}
 	if err != nil {
-		return workflows.CampaignResult{}, err
+		return campaign.CampaignResult{}, err
 	}
 	if err := workflow.Await(ctx, func() bool {
 		for _, t := range st.Tasks {
-			if t.Phase == workflows.TaskAwaitingApproval {
+			if t.Phase == campaign.TaskAwaitingApproval {
 				return false
 			}
 		}
 		return true
 	}); err != nil {
-		return workflows.CampaignResult{}, err
+		return campaign.CampaignResult{}, err
 	}
-	res := workflows.CampaignResult{Status: workflows.CampaignComplete, IntegrationBranch: st.IntegrationBranch, Head: st.Head}
+	res := campaign.CampaignResult{Status: campaign.CampaignComplete, IntegrationBranch: st.IntegrationBranch, Head: st.Head}
 	for _, t := range st.Tasks {
-		if t.Phase != workflows.TaskMerged {
-			res.Status = workflows.CampaignPartial
+		if t.Phase != campaign.TaskMerged {
+			res.Status = campaign.CampaignPartial
 		}
-		res.Tasks = append(res.Tasks, workflows.TaskResult{ID: t.ID, Phase: t.Phase, MergeCommit: t.MergeCommit, LastFailure: t.LastFailure})
+		res.Tasks = append(res.Tasks, campaign.TaskResult{ID: t.ID, Phase: t.Phase, MergeCommit: t.MergeCommit, LastFailure: t.LastFailure})
 	}
 	return res, nil
 }
@@ -127,7 +128,7 @@ func TestStarterCampaignVerbs(t *testing.T) {
 	s.starter(t, nil, "campaign-status", "--id", id).expect(t, ExitComplete,
 		[]string{"campaign running: 1 of 3 merged into ralph/campaigns/x/integration at 1111111", "  api", "merged", "abcdef0", "docs", "awaiting-approval"}, nil)
 	inv := s.starter(t, nil, "campaign-status", id, "--json")
-	var st workflows.CampaignStatus
+	var st campaign.CampaignStatus
 	if err := json.Unmarshal([]byte(inv.stdout), &st); err != nil || len(st.Tasks) != 3 {
 		t.Errorf("campaign-status --json: %v\n%s", err, inv.stdout)
 	}

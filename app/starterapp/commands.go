@@ -10,6 +10,7 @@ import (
 	"github.com/ralph-temporal/ralph/app/config"
 	"github.com/ralph-temporal/ralph/report"
 	"github.com/ralph-temporal/ralph/workflows"
+	"github.com/ralph-temporal/ralph/workflows/campaign"
 )
 
 // This file declares the starter's commands once: their names, flags, usage
@@ -49,7 +50,7 @@ var exitCodes = []exitDecl{
 	{ExitBlocked, "blocked", report.OutcomeBlocked, "the run is blocked; the result names the blocker"},
 	{ExitBudgetLimited, "budget-limited", report.OutcomeBudgetLimited, "the run hit a budget; the result names which one"},
 	{ExitStopped, "stopped", report.OutcomeStopped, "an operator stopped the run"},
-	{ExitPartial, "partial", workflows.CampaignPartial, "the campaign ended with some tasks merged and others blocked or failed (campaign only)"},
+	{ExitPartial, "partial", campaign.CampaignPartial, "the campaign ended with some tasks merged and others blocked or failed (campaign only)"},
 	{ExitFailed, "failed", "", "the run failed, or the starter could not do what it was asked (the error says why)"},
 	{ExitCancelled, "cancelled", "", "the run was cancelled"},
 	{ExitUsage, "bad usage", "", "an unknown command or flag, or a missing or invalid value"},
@@ -317,7 +318,7 @@ var commands = []commandDecl{
 		},
 		exits: updateExits,
 		exec: func(s *session, ctx context.Context) int {
-			return s.control(ctx, workflows.UpdateGuide, workflows.CampaignGuideRequest{Task: s.cmd.task, Text: s.cmd.text})
+			return s.control(ctx, workflows.UpdateGuide, campaign.CampaignGuideRequest{Task: s.cmd.task, Text: s.cmd.text})
 		},
 		check: checkGuide,
 	},

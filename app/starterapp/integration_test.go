@@ -26,6 +26,7 @@ import (
 	"github.com/ralph-temporal/ralph/report"
 	"github.com/ralph-temporal/ralph/usage"
 	"github.com/ralph-temporal/ralph/workflows"
+	"github.com/ralph-temporal/ralph/workflows/campaign"
 )
 
 // scriptedRounds stands in for the real activities: the objective names the
@@ -121,7 +122,7 @@ func startStack(t *testing.T) *stack {
 	rounds := &scriptedRounds{started: make(chan int, 1)}
 	w := worker.New(c, "ralph", worker.Options{MaxHeartbeatThrottleInterval: time.Second, DefaultHeartbeatThrottleInterval: time.Second})
 	w.RegisterWorkflowWithOptions(workflows.Ralph, workflow.RegisterOptions{Name: workflows.WorkflowName})
-	w.RegisterWorkflowWithOptions(standInCampaign, workflow.RegisterOptions{Name: workflows.CampaignWorkflowName})
+	w.RegisterWorkflowWithOptions(standInCampaign, workflow.RegisterOptions{Name: campaign.CampaignWorkflowName})
 	w.RegisterActivityWithOptions(rounds.ResolveLimits, activity.RegisterOptions{Name: activities.ResolveLimitsName})
 	w.RegisterActivityWithOptions(rounds.RunRound, activity.RegisterOptions{Name: activities.RunRoundName})
 	if err := w.Start(); err != nil {

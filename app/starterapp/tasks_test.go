@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/ralph-temporal/ralph/app/config"
-	"github.com/ralph-temporal/ralph/workflows"
+	"github.com/ralph-temporal/ralph/workflows/campaign"
 )
 
 // wantTasks is the list every format below describes.
@@ -100,7 +100,7 @@ func TestTaskFileErrors(t *testing.T) {
 		{"unknown campaign field", "t.yaml", "tasks:\n  - {id: a, objective: x}\nparallel: 3\n", true,
 			`t.yaml:3: unknown campaign field "parallel" (want tasks, base,`},
 		{"unknown task field", "t.yaml", "- id: a\n  objective: x\n  after: [b]\n", true,
-			`t.yaml:3: unknown field of task 1 "after" (want id, objective, dependsOn, verifyCommand, maxRounds)`},
+			`t.yaml:3: unknown field of task 1 "after" (want id, objective, dependsOn, verifyCommand, maxRounds, protectedPaths)`},
 		{"task not an object", "t.yaml", "- a\n", true, "t.yaml:1: task 1 must be an object with id and objective"},
 		{"string field a number", "t.yaml", "- id: 7\n  objective: x\n", true, `t.yaml:1: "id" must be a string`},
 		{"count a string", "t.yaml", "maxParallel: three\ntasks:\n  - {id: a, objective: x}\n", true, `t.yaml:1: "maxParallel" must be a positive whole number, got "three"`},
@@ -260,13 +260,13 @@ func TestParseCampaignCommandErrors(t *testing.T) {
 // The printer redraws the block on a terminal and otherwise prints a line
 // only when it changed.
 func TestCampaignPrinter(t *testing.T) {
-	st := workflows.CampaignStatus{Phase: "running", IntegrationBranch: "ralph/campaigns/c/integration", Head: "0123456789abcdef",
-		Tasks: []workflows.TaskStatus{{ID: "a", Phase: workflows.TaskRunning, Go: 1, Round: 2}, {ID: "b", Phase: workflows.TaskWaiting}}}
+	st := campaign.CampaignStatus{Phase: "running", IntegrationBranch: "ralph/campaigns/c/integration", Head: "0123456789abcdef",
+		Tasks: []campaign.TaskStatus{{ID: "a", Phase: campaign.TaskRunning, Go: 1, Round: 2}, {ID: "b", Phase: campaign.TaskWaiting}}}
 	var out strings.Builder
 	p := &campaignPrinter{out: &out, last: map[string]string{}}
 	p.update(st)
 	p.update(st)
-	st.Tasks[0] = workflows.TaskStatus{ID: "a", Phase: workflows.TaskMerged, Go: 1, Round: 2, MergeCommit: "fedcba9876543210"}
+	st.Tasks[0] = campaign.TaskStatus{ID: "a", Phase: campaign.TaskMerged, Go: 1, Round: 2, MergeCommit: "fedcba9876543210"}
 	st.Merged = 1
 	p.update(st)
 	want := "campaign running: 0 of 2 merged into ralph/campaigns/c/integration at 0123456\n" +
@@ -289,7 +289,7 @@ func TestCampaignPrinter(t *testing.T) {
 
 // A returned task shows its last failure on its line.
 func TestTaskLineShowsFailure(t *testing.T) {
-	line := taskLine(workflows.TaskStatus{ID: "b", Phase: workflows.TaskReturned, Go: 2, MergeAttempts: 1,
+	line := taskLine(campaign.TaskStatus{ID: "b", Phase: campaign.TaskReturned, Go: 2, MergeAttempts: 1,
 		LastFailure: "merge conflict in\ngreeting.txt"}, true)
 	if line != "b                    returned          go 2 round 0 merges 1 merge conflict in greeting.txt" {
 		t.Errorf("line = %q", line)

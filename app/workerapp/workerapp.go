@@ -29,6 +29,7 @@ import (
 	"github.com/ralph-temporal/ralph/app/traces"
 	"github.com/ralph-temporal/ralph/internal/fakeopenai"
 	"github.com/ralph-temporal/ralph/workflows"
+	"github.com/ralph-temporal/ralph/workflows/campaign"
 )
 
 // Exit codes of the worker binary.
@@ -408,7 +409,7 @@ func Options(cfg config.Worker, version *worker.WorkerDeploymentVersion) worker.
 func Register(w worker.Registry, acts *activities.Activities, behavior string) {
 	w.RegisterWorkflowWithOptions(workflows.Ralph, workflow.RegisterOptions{Name: workflows.WorkflowName,
 		VersioningBehavior: WorkflowBehavior(behavior)})
-	w.RegisterWorkflowWithOptions(workflows.Campaign, workflow.RegisterOptions{Name: workflows.CampaignWorkflowName,
+	w.RegisterWorkflowWithOptions(campaign.Campaign, workflow.RegisterOptions{Name: campaign.CampaignWorkflowName,
 		VersioningBehavior: WorkflowBehavior(behavior)})
 	w.RegisterWorkflowWithOptions(workflows.RalphNotify, workflow.RegisterOptions{Name: workflows.NotifyWorkflowName,
 		VersioningBehavior: WorkflowBehavior(behavior)})

@@ -15,7 +15,7 @@ import (
 
 	"github.com/ralph-temporal/ralph/activities"
 	"github.com/ralph-temporal/ralph/internal/fakeopenai"
-	"github.com/ralph-temporal/ralph/workflows"
+	"github.com/ralph-temporal/ralph/workflows/campaign"
 )
 
 // CampaignConfig sizes the campaign benchmark.
@@ -70,24 +70,24 @@ func (h *Harness) campaignRun(ctx context.Context, tasks, parallel int) ([]strin
 		return nil, err
 	}
 	defer w.Stop()
-	var list []workflows.Task
+	var list []campaign.Task
 	for i := range tasks {
-		list = append(list, workflows.Task{ID: fmt.Sprintf("t%d", i), Objective: fmt.Sprintf("write file %d", i)})
+		list = append(list, campaign.Task{ID: fmt.Sprintf("t%d", i), Objective: fmt.Sprintf("write file %d", i)})
 	}
 	id := h.name(fmt.Sprintf("campaign-p%d", parallel))
 	h.logf("campaign: %d tasks at maxParallel %d", tasks, parallel)
 	start := time.Now()
 	run, err := h.Dev.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: queue, WorkflowExecutionTimeout: 20 * time.Minute},
-		workflows.CampaignWorkflowName, workflows.CampaignInput{Tasks: list, MaxParallel: &parallel, VerifyCommand: "true"})
+		campaign.CampaignWorkflowName, campaign.CampaignInput{Tasks: list, MaxParallel: &parallel, VerifyCommand: "true"})
 	if err != nil {
 		return nil, err
 	}
-	var res workflows.CampaignResult
+	var res campaign.CampaignResult
 	if err := run.Get(ctx, &res); err != nil {
 		return nil, fmt.Errorf("campaign %s: %w", id, err)
 	}
 	wall := time.Since(start)
-	if res.Status != workflows.CampaignComplete {
+	if res.Status != campaign.CampaignComplete {
 		return nil, fmt.Errorf("campaign %s ended %s: %+v", id, res.Status, res.Tasks)
 	}
 	merges, verifies, err := h.mergeTimes(ctx, id, run.GetRunID())

@@ -22,6 +22,7 @@ import (
 	"github.com/ralph-temporal/ralph/internal/fakeopenai"
 	"github.com/ralph-temporal/ralph/internal/wait"
 	"github.com/ralph-temporal/ralph/workflows"
+	"github.com/ralph-temporal/ralph/workflows/campaign"
 )
 
 // campaignCheck is the campaign's verify command: no conflict marker
@@ -66,9 +67,9 @@ func campaignModel(tn turn) fakeopenai.Response {
 	return tool("write_file", map[string]string{"path": task + ".txt", "content": task + "\n"})
 }
 
-func campaignTasks() []workflows.Task {
+func campaignTasks() []campaign.Task {
 	obj := func(id, what string) string { return fmt.Sprintf("TASK %s: %s", id, what) }
-	return []workflows.Task{
+	return []campaign.Task{
 		{ID: "a", Objective: obj("a", "write a.txt")},
 		{ID: "b", Objective: obj("b", "write b.txt after a"), DependsOn: []string{"a"}},
 		{ID: "c1", Objective: obj("c1", "put c1's line in shared.txt")},
@@ -121,10 +122,10 @@ func runCampaign(t *testing.T, mode string, batch int) {
 	first := e.startWorker(host(0)...)
 
 	three := 3
-	in := workflows.CampaignInput{Tasks: campaignTasks(), MaxParallel: &three, VerifyCommand: "bash check.sh", MergeBatch: &batch}
+	in := campaign.CampaignInput{Tasks: campaignTasks(), MaxParallel: &three, VerifyCommand: "bash check.sh", MergeBatch: &batch}
 	run, err := e.client.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{
 		ID: id, TaskQueue: e.queue, WorkflowExecutionTimeout: 10 * time.Minute,
-	}, workflows.CampaignWorkflowName, in)
+	}, campaign.CampaignWorkflowName, in)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +136,7 @@ func runCampaign(t *testing.T, mode string, batch int) {
 	first.kill(t)
 	e.startWorker(host(1)...)
 
-	var res workflows.CampaignResult
+	var res campaign.CampaignResult
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	if err := run.Get(ctx, &res); err != nil {
@@ -146,11 +147,11 @@ func runCampaign(t *testing.T, mode string, batch int) {
 		phases[tr.ID] = tr.Phase
 	}
 	want := map[string]string{"a": "merged", "b": "merged", "c1": "merged", "c2": "merged", "x": "merged", "y": "merged", "blk": "blocked", "dep": "blocked"}
-	if res.Status != workflows.CampaignPartial || fmt.Sprint(phases) != fmt.Sprint(want) {
+	if res.Status != campaign.CampaignPartial || fmt.Sprint(phases) != fmt.Sprint(want) {
 		t.Fatalf("result = %+v, want partial with phases %v", res, want)
 	}
 	st := campaignStatus(t, e, id)
-	byID := map[string]workflows.TaskStatus{}
+	byID := map[string]campaign.TaskStatus{}
 	for _, ts := range st.Tasks {
 		byID[ts.ID] = ts
 	}
@@ -235,21 +236,37 @@ func waitMerging(t *testing.T, e *env, id string) {
 	time.Sleep(time.Second) // into the verify
 }
 
-func campaignStatus(t *testing.T, e *env, id string) workflows.CampaignStatus {
+func campaignStatus(t *testing.T, e *env, id string) campaign.CampaignStatus {
 	t.Helper()
 	v, err := e.client.QueryWorkflow(context.Background(), id, "", workflows.StatusQueryName)
 	if err != nil {
 		t.Fatalf("query %s: %v", id, err)
 	}
-	var st workflows.CampaignStatus
+	var st campaign.CampaignStatus
 	if err := v.Get(&st); err != nil {
 		t.Fatal(err)
 	}
-	return st
+	// The summary lists active and failing tasks; the tasks query pages
+	// them all.
+	st.Tasks = nil
+	for after := ""; ; {
+		v, err := e.client.QueryWorkflow(context.Background(), id, "", campaign.QueryTasks, campaign.TasksRequest{After: after})
+		if err != nil {
+			t.Fatalf("query %s tasks: %v", id, err)
+		}
+		var page campaign.TasksPage
+		if err := v.Get(&page); err != nil {
+			t.Fatal(err)
+		}
+		st.Tasks = append(st.Tasks, page.Tasks...)
+		if after = page.Next; after == "" {
+			return st
+		}
+	}
 }
 
 // roundCommits lists the checkpoint of every round of every go of a task.
-func roundCommits(t *testing.T, e *env, id string, ts workflows.TaskStatus) []string {
+func roundCommits(t *testing.T, e *env, id string, ts campaign.TaskStatus) []string {
 	t.Helper()
 	var commits []string
 	for g := 1; g <= ts.Go; g++ {
@@ -273,7 +290,7 @@ func roundCommits(t *testing.T, e *env, id string, ts workflows.TaskStatus) []st
 // recordCampaign writes the campaign's history and those of its tasks'
 // later goes (a Ralph run started with a campaign's report) into
 // $RALPH_RECORD_HISTORIES, for the replay corpus (docs/testing.md).
-func recordCampaign(t *testing.T, e *env, id string, st workflows.CampaignStatus) {
+func recordCampaign(t *testing.T, e *env, id string, st campaign.CampaignStatus) {
 	ids := []string{id}
 	for _, ts := range st.Tasks {
 		if ts.Go > 1 {

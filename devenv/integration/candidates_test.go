@@ -28,6 +28,7 @@ import (
 	"github.com/ralph-temporal/ralph/internal/wait"
 	"github.com/ralph-temporal/ralph/report"
 	"github.com/ralph-temporal/ralph/workflows"
+	"github.com/ralph-temporal/ralph/workflows/campaign"
 )
 
 // Round candidates (docs/candidates.md) on the real stack: real
@@ -528,17 +529,17 @@ func TestRealStackCandidatesInCampaign(t *testing.T) {
 	}), "RALPH_GIT=remote", "RALPH_GIT_REMOTE="+bare, "RALPH_CANDIDATES=2")
 	e.startWorker()
 	id := "camp-candidates"
-	in := workflows.CampaignInput{VerifyCommand: "true", Tasks: []workflows.Task{
+	in := campaign.CampaignInput{VerifyCommand: "true", Tasks: []campaign.Task{
 		{ID: "a", Objective: "TASK a: write a file"}, {ID: "b", Objective: "TASK b: write a file"}}}
 	run, err := e.client.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{
-		ID: id, TaskQueue: e.queue, WorkflowExecutionTimeout: 5 * time.Minute}, workflows.CampaignWorkflowName, in)
+		ID: id, TaskQueue: e.queue, WorkflowExecutionTimeout: 5 * time.Minute}, campaign.CampaignWorkflowName, in)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var res workflows.CampaignResult
+	var res campaign.CampaignResult
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	if err := run.Get(ctx, &res); err != nil || res.Status != workflows.CampaignComplete {
+	if err := run.Get(ctx, &res); err != nil || res.Status != campaign.CampaignComplete {
 		t.Fatalf("campaign %+v: %v", res, err)
 	}
 	check := t.TempDir()

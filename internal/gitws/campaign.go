@@ -436,3 +436,33 @@ func shortID(c string) string {
 	}
 	return c
 }
+
+// ErrFileMissing: the commit holds no such file.
+var ErrFileMissing = errors.New("no such file")
+
+// FileAt returns the content of path (relative to the repository's top) in
+// commit of the scratch clone dir (fetched there by Integration), refusing a
+// file over limit bytes before reading it.
+func (g *Git) FileAt(ctx context.Context, dir, commit, path string, limit int64) ([]byte, error) {
+	object := commit + ":" + path
+	size, err := g.run(ctx, dir, cmdOpts{}, "cat-file", "-s", "--end-of-options", object)
+	if err != nil {
+		var ge *gitError
+		if errors.As(err, &ge) && ge.exitCode == 128 {
+			return nil, fmt.Errorf("%w: %s at %s", ErrFileMissing, path, shortID(commit))
+		}
+		return nil, fmt.Errorf("size of %s at %s: %w", path, shortID(commit), err)
+	}
+	var n int64
+	if _, err := fmt.Sscan(strings.TrimSpace(size), &n); err != nil {
+		return nil, fmt.Errorf("size of %s at %s: %q", path, shortID(commit), size)
+	}
+	if n > limit {
+		return nil, fmt.Errorf("%s at %s is %d bytes, over the limit of %d", path, shortID(commit), n, limit)
+	}
+	out, err := g.run(ctx, dir, cmdOpts{}, "cat-file", "blob", "--end-of-options", object)
+	if err != nil {
+		return nil, fmt.Errorf("read %s at %s: %w", path, shortID(commit), err)
+	}
+	return []byte(out), nil
+}

@@ -169,3 +169,34 @@ func TestCampaignLocalTaskWorkspace(t *testing.T) {
 		t.Fatalf("integration at %s, want %s", got, tip)
 	}
 }
+
+// TestFileAtReadsATasksFileAtTheIntegrationHead: a tasks file committed on
+// the base is read from the scratch clone at the integration head, whole;
+// a missing file is ErrFileMissing and a file over the limit is refused
+// before it is read.
+func TestFileAtReadsATasksFileAtTheIntegrationHead(t *testing.T) {
+	ctx := context.Background()
+	bare, person := campaignRemote(t)
+	tasks := "- [ ] a: " + strings.Repeat("objective ", 400) + "\n- [ ] b: second\n  after: a\n"
+	commitAs(t, person, "person", "plan/tasks.md", tasks)
+	testkit.Git(t, person, "push", "-q", "origin", "HEAD:main")
+	g := newGit(t, ModeRemote, bare)
+	scratch := filepath.Join(t.TempDir(), "scratch")
+	if err := g.Scratch(ctx, scratch); err != nil {
+		t.Fatal(err)
+	}
+	head, err := g.Integration(ctx, scratch, Line{URL: bare, Branch: "ralph/campaigns/c/integration", Base: "main"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := g.FileAt(ctx, scratch, head, "plan/tasks.md", 1<<20)
+	if err != nil || string(got) != tasks {
+		t.Fatalf("read %d bytes (%v), want the %d committed", len(got), err, len(tasks))
+	}
+	if _, err := g.FileAt(ctx, scratch, head, "plan/none.md", 1<<20); !errors.Is(err, ErrFileMissing) {
+		t.Fatalf("a missing file: err = %v", err)
+	}
+	if _, err := g.FileAt(ctx, scratch, head, "plan/tasks.md", 100); err == nil || !strings.Contains(err.Error(), "over the limit of 100") {
+		t.Fatalf("a file over the limit: err = %v", err)
+	}
+}

@@ -1,4 +1,4 @@
-package workflows
+package campaign
 
 import (
 	"encoding/json"
@@ -8,6 +8,8 @@ import (
 	"unicode/utf8"
 
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/ralph-temporal/ralph/workflows"
 )
 
 // CampaignAck is a campaign update's answer: what it changed, never the
@@ -21,18 +23,24 @@ type CampaignAck struct {
 // register installs the campaign's status query and updates; each
 // validator refuses, naming why, an update that does not apply.
 func (c *campaign) register(ctx workflow.Context) error {
-	if err := workflow.SetQueryHandler(ctx, StatusQueryName, func() (CampaignStatus, error) {
+	if err := workflow.SetQueryHandler(ctx, workflows.StatusQueryName, func() (CampaignStatus, error) {
 		return c.snapshot(), nil
 	}); err != nil {
-		return fmt.Errorf("register the %s query: %w", StatusQueryName, err)
+		return fmt.Errorf("register the %s query: %w", workflows.StatusQueryName, err)
+	}
+	if err := workflow.SetQueryHandler(ctx, QueryTasks, c.page); err != nil {
+		return fmt.Errorf("register the %s query: %w", QueryTasks, err)
+	}
+	if err := workflow.SetQueryHandler(ctx, QueryTask, c.detail); err != nil {
+		return fmt.Errorf("register the %s query: %w", QueryTask, err)
 	}
 	return setUpdates(ctx, []update{
-		{UpdatePause, c.onPause, c.validatePause},
-		{UpdateResume, c.onResume, c.validateResume},
-		{UpdateStop, c.onStop, c.validateStop},
+		{workflows.UpdatePause, c.onPause, c.validatePause},
+		{workflows.UpdateResume, c.onResume, c.validateResume},
+		{workflows.UpdateStop, c.onStop, c.validateStop},
 		{UpdateAddTasks, c.onAddTasks, c.validateAddTasks},
-		{UpdateApprove, c.onApprove, c.validateApprove},
-		{UpdateReject, c.onReject, c.validateReject},
+		{workflows.UpdateApprove, c.onApprove, c.validateApprove},
+		{workflows.UpdateReject, c.onReject, c.validateReject},
 	})
 }
 
@@ -77,31 +85,36 @@ func (c *campaign) validateResume() error {
 }
 
 func (c *campaign) onResume(ctx workflow.Context) (CampaignAck, error) {
-	c.paused, c.dirty = false, true
+	c.paused, c.pauseReason, c.dirty = false, "", true
 	c.upsert(ctx)
 	return c.ack(), nil
 }
 
-func (c *campaign) validateStop(req StopRequest) error {
+func (c *campaign) validateStop(req workflows.StopRequest) error {
 	if err := c.open(); err != nil {
 		return err
 	}
 	if c.stopping {
 		return errors.New("a stop is already pending: the running loops are stopping and queued merges still land")
 	}
-	if n := utf8.RuneCountInString(req.Reason); n > MaxStopReasonChars {
-		return fmt.Errorf("reason is %d characters, over the limit of %d", n, MaxStopReasonChars)
+	if n := utf8.RuneCountInString(req.Reason); n > workflows.MaxStopReasonChars {
+		return fmt.Errorf("reason is %d characters, over the limit of %d", n, workflows.MaxStopReasonChars)
 	}
 	return nil
 }
 
 // onStop starts no new task or go and asks every running loop to stop as
 // the stop update would (its round finishes); queued merges still land.
-func (c *campaign) onStop(ctx workflow.Context, req StopRequest) (CampaignAck, error) {
+func (c *campaign) onStop(ctx workflow.Context, req workflows.StopRequest) (CampaignAck, error) {
 	c.stopping, c.dirty = true, true
+	stop := workflows.StopRequest{Reason: strings.TrimSpace(req.Reason)}
 	for _, t := range c.tasks {
-		if t.Phase == TaskRunning && t.WorkflowID != "" {
-			workflow.SignalExternalWorkflow(ctx, t.WorkflowID, "", SignalStop, StopRequest{Reason: strings.TrimSpace(req.Reason)})
+		switch {
+		case t.Phase != TaskRunning || t.WorkflowID == "":
+		case t.preparing:
+			t.keptStop = &stop // delivered, or the start prevented, once prepared
+		default:
+			workflow.SignalExternalWorkflow(ctx, t.WorkflowID, "", workflows.SignalStop, stop)
 		}
 	}
 	return c.ack(), nil
@@ -114,31 +127,48 @@ func (c *campaign) validateAddTasks(req json.RawMessage) error {
 	if c.stopping {
 		return errors.New("the campaign is stopping: start a new campaign for more tasks")
 	}
-	_, err := c.parseAdded(req)
+	_, _, err := c.parseAdded(req)
 	return err
 }
 
-// parseAdded reads an add-tasks argument ({"tasks": [Task]}, an
-// AddTasksRequest) as strictly as the campaign's input: unknown keys, here
-// or in a task, are refused by name.
-func (c *campaign) parseAdded(req json.RawMessage) ([]Task, error) {
-	fields, err := objectFields(req, []string{fieldTasks}, `{"tasks": [{"id": "...", "objective": "..."}]}`)
+// parseAdded reads an add-tasks argument ({"tasks": [Task]} or
+// {"tasksFile": path}, an AddTasksRequest) as strictly as the campaign's
+// input: unknown keys, here or in a task, are refused by name. It returns
+// the inline tasks, or the tasks file to read.
+func (c *campaign) parseAdded(req json.RawMessage) ([]Task, string, error) {
+	fields, err := objectFields(req, []string{fieldTasks, fieldTasksFile}, `{"tasks": [{"id": "...", "objective": "..."}]} or {"tasksFile": "path"}`)
 	if err != nil {
-		return nil, err
+		return nil, "", err
+	}
+	file, err := parseTasksFile(fields[fieldTasks], fields[fieldTasksFile])
+	if err != nil || file != "" {
+		return nil, file, err
 	}
 	existing := make([]Task, len(c.tasks))
 	for i, t := range c.tasks {
 		existing[i] = t.Task
 	}
-	return parseTasks(fields[fieldTasks], c.limits, existing, c.limits.MaxCampaignTasks)
+	tasks, err := parseInlineTasks(fields[fieldTasks], c.limits, existing)
+	if err != nil {
+		return nil, "", err
+	}
+	return tasks, "", checkCarried(c.tasks, tasks, fieldTasks)
 }
 
-func (c *campaign) onAddTasks(_ workflow.Context, req json.RawMessage) (CampaignAck, error) {
-	tasks, err := c.parseAdded(req)
+// onAddTasks adds the tasks; a tasksFile is read at the integration head
+// (the update fails, naming why, when it is no valid task list).
+func (c *campaign) onAddTasks(ctx workflow.Context, req json.RawMessage) (CampaignAck, error) {
+	tasks, file, err := c.parseAdded(req)
 	if err != nil {
 		return CampaignAck{}, err
 	}
-	c.add(tasks)
+	source := 0
+	if file != "" {
+		if tasks, source, err = c.readTasks(ctx, file, fieldTasksFile); err != nil {
+			return CampaignAck{}, err
+		}
+	}
+	c.add(tasks, source)
 	return c.ack(), nil
 }
 
@@ -175,8 +205,8 @@ func (c *campaign) validateReject(req RejectRequest) error {
 	switch n := utf8.RuneCountInString(strings.TrimSpace(req.Reason)); {
 	case n == 0:
 		return errors.New("reason is required: it goes back to the task's loop as what failed")
-	case n > MaxStopReasonChars:
-		return fmt.Errorf("reason is %d characters, over the limit of %d", n, MaxStopReasonChars)
+	case n > workflows.MaxStopReasonChars:
+		return fmt.Errorf("reason is %d characters, over the limit of %d", n, workflows.MaxStopReasonChars)
 	}
 	return nil
 }

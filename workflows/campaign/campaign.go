@@ -1,8 +1,10 @@
-package workflows
+package campaign
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -14,14 +16,12 @@ import (
 	"github.com/ralph-temporal/ralph/internal/runes"
 	"github.com/ralph-temporal/ralph/report"
 	"github.com/ralph-temporal/ralph/usage"
+	"github.com/ralph-temporal/ralph/workflows"
 )
 
-// SignalStop asks a task's loop to stop as the stop update does (a
-// campaign cannot send updates to its children).
-const SignalStop = "stop"
-
-// maxVerifiesShown bounds the merge queue's verify records in status.
-const maxVerifiesShown = 100
+// maxVerifiesKept bounds the merge queue's verify records: counts, and the
+// last ones in full.
+const maxVerifiesKept = 20
 
 // Campaign is the workflow registered under CampaignWorkflowName: an entity
 // that owns a task list and its merge queue. Each task's loop is an ordinary
@@ -56,17 +56,27 @@ type campaign struct {
 	queue    []string // task ids in the order their loops completed
 	head     string
 	usage    usage.Usage
-	budget   RunBudget
+	budget   workflows.RunBudget
 	paused   bool
 	stopping bool
 	finished string // the result status once finished
 	verifies []MergeVerify
+	// verifyCount and verifyFailed count every verify of the queue.
+	verifyCount, verifyFailed int
+	// sources are the tasks files tasks were read from (taskState.Source).
+	sources []activities.TasksSource
 	// running counts the task loops (and their preparation) in flight;
 	// dirty wakes the main loop; decisions are approve/reject answers.
 	running   int
 	dirty     bool
 	decisions map[string]*decision
 	limitHit  string
+	// pauseReason holds the merge queue (a git step's failure that is not a
+	// task's) until resume; pauses counts them for their notifications.
+	pauseReason string
+	pauses      int
+	// holding counts the approval waits running beside the queue.
+	holding int
 }
 
 type decision struct {
@@ -76,7 +86,7 @@ type decision struct {
 
 func (c *campaign) begin(ctx workflow.Context, input json.RawMessage) error {
 	lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
-		StartToCloseTimeout: resolveLimitsTimeout,
+		StartToCloseTimeout: workflows.ResolveLimitsTimeout,
 		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 3},
 	})
 	if err := workflow.ExecuteLocalActivity(lctx, activities.ResolveLimitsName).Get(ctx, &c.limits); err != nil {
@@ -87,11 +97,19 @@ func (c *campaign) begin(ctx workflow.Context, input json.RawMessage) error {
 	}
 	s, err := parseCampaignInput(input, c.limits, workflow.GetInfo(ctx).WorkflowExecution.ID)
 	if err != nil {
-		return temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeInvalidInput, nil)
+		return temporal.NewNonRetryableApplicationError(err.Error(), workflows.ErrTypeInvalidInput, nil)
 	}
 	c.settings = s.settings
-	c.budget = newRunBudget(s.maxTokens, s.maxMinutes, workflow.Now(ctx))
-	c.add(s.tasks)
+	c.budget = workflows.NewRunBudget(s.maxTokens, s.maxMinutes, workflow.Now(ctx))
+	if c.settings.TasksFile == "" {
+		c.add(s.tasks, 0)
+		return nil
+	}
+	tasks, source, err := c.readTasks(ctx, c.settings.TasksFile, fieldTasksFile)
+	if err != nil {
+		return err
+	}
+	c.add(tasks, source)
 	return nil
 }
 
@@ -103,17 +121,29 @@ func (c *campaign) resume(ctx workflow.Context, k *CampaignContinuation) error {
 	}
 	c.limits, c.settings, c.queue, c.head = k.Limits, k.Settings, k.Queue, k.Head
 	c.usage, c.budget, c.paused, c.stopping, c.verifies = k.Usage, k.Budget, k.Paused, k.Stopping, k.Verifies
+	c.verifyCount, c.verifyFailed, c.sources = k.VerifyCount, k.VerifyFailed, k.Sources
+	c.pauseReason, c.pauses = k.PauseReason, k.Pauses
 	for i := range k.Tasks {
-		t := k.Tasks[i]
-		c.tasks = append(c.tasks, &t)
-		c.byID[t.Task.ID] = &t
+		t := &k.Tasks[i]
+		t.WorkflowID = workflowID(c.settings.ID, t)
+		c.tasks = append(c.tasks, t)
+		c.byID[t.Task.ID] = t
+		if c.limits.CampaignHeldApart {
+			switch {
+			case t.Phase == TaskAwaitingApproval:
+				c.startHolding(ctx, t) // its wait goes on in this run
+			case t.Phase == TaskQueued && t.Held != "":
+				t.approved = true
+			}
+		}
 	}
 	return nil
 }
 
-func (c *campaign) add(tasks []Task) {
+// add appends tasks, read from the tasks file numbered source (0: inline).
+func (c *campaign) add(tasks []Task, source int) {
 	for _, t := range tasks {
-		s := &taskState{Task: t, Phase: TaskWaiting}
+		s := &taskState{Task: t, Source: source, Phase: TaskWaiting}
 		c.tasks = append(c.tasks, s)
 		c.byID[t.ID] = s
 	}
@@ -156,7 +186,7 @@ func (c *campaign) run(ctx workflow.Context) (*CampaignResult, error) {
 // allDone: nothing runs, nothing is queued, and nothing more will start
 // (a pending task waits out a pause; a stop or a spent budget ends it).
 func (c *campaign) allDone() bool {
-	if len(c.queue) > 0 {
+	if len(c.queue) > 0 || c.holding > 0 {
 		return false
 	}
 	for _, t := range c.tasks {
@@ -210,7 +240,7 @@ func (c *campaign) blockOrphans() {
 
 func (c *campaign) checkBudget(ctx workflow.Context) {
 	if c.limitHit == "" {
-		c.limitHit = c.budget.exhausted(c.usage, workflow.Now(ctx))
+		c.limitHit = c.budget.Exhausted(c.usage, workflow.Now(ctx))
 	}
 }
 
@@ -231,14 +261,18 @@ func (c *campaign) startReady(ctx workflow.Context) {
 // startGo prepares the task's branch and runs its next loop as a child, in a
 // coroutine of its own; the result comes back through the task's state.
 func (c *campaign) startGo(ctx workflow.Context, t *taskState) {
+	var back *report.Report
+	if t.Phase == TaskReturned {
+		back = c.backReport(t, t.LastFailure)
+	}
+	t.Evidence = nil // the back report lives only until the go it starts
 	t.Go++
 	t.Phase, t.Round = TaskRunning, 0
-	t.WorkflowID = c.settings.ID + "/" + t.Task.ID
-	if t.Go > 1 {
-		t.WorkflowID = fmt.Sprintf("%s/%d", t.WorkflowID, t.Go)
+	t.WorkflowID = workflowID(c.settings.ID, t)
+	t.preparing, t.share = true, 0
+	if left := c.budget.TokensLeft(c.usage); left > 0 && c.limits.CampaignShares {
+		t.share = c.share(left) // reserved now, with the loops starting beside it
 	}
-	back := t.Back
-	t.Back = nil
 	c.running++
 	workflow.Go(ctx, func(ctx workflow.Context) {
 		defer func() { c.running--; c.dirty = true }()
@@ -267,13 +301,30 @@ func (c *campaign) gitOptions(ctx workflow.Context, summary string) workflow.Con
 	})
 }
 
-func (c *campaign) runGo(ctx workflow.Context, t *taskState, back *report.Report) (*Result, error) {
+func (c *campaign) runGo(ctx workflow.Context, t *taskState, back *report.Report) (*workflows.Result, error) {
 	var prep activities.PrepareTaskOutput
-	if err := workflow.ExecuteActivity(c.gitOptions(ctx, "prepare "+t.Task.ID), activities.PrepareTaskName,
-		activities.PrepareTaskInput{Line: c.line(), Task: c.taskRef(t)}).Get(ctx, &prep); err != nil {
+	in := activities.PrepareTaskInput{Line: c.line(), Task: c.taskRef(t)}
+	if t.Source > 0 {
+		in.From = &c.sources[t.Source-1]
+	}
+	if err := workflow.ExecuteActivity(c.gitOptions(ctx, "prepare "+t.Task.ID), activities.PrepareTaskName, in).Get(ctx, &prep); err != nil {
 		return nil, err
 	}
-	c.head = prep.IntegrationHead
+	objective := t.Task.Objective
+	if prep.Task != nil {
+		objective = prep.Task.Objective
+	}
+	if c.head == "" {
+		c.head = prep.IntegrationHead // what the campaign starts from, not a move
+	}
+	if c.stopping {
+		t.preparing = false
+		return nil, errStoppedBeforeStart
+	}
+	if c.limits.CampaignShares && c.budget.Exhausted(c.usage, workflow.Now(ctx)) != "" {
+		t.preparing = false
+		return nil, errBudgetBeforeStart
+	}
 	if len(prep.Conflicts) > 0 && back != nil {
 		back.NextSteps = append([]string{"Resolve the conflict markers committed in " + strings.Join(prep.Conflicts, ", ") +
 			" keeping both this task's intent and what the integration branch holds."}, back.NextSteps...)
@@ -285,23 +336,50 @@ func (c *campaign) runGo(ctx workflow.Context, t *taskState, back *report.Report
 		StaticSummary:       "campaign " + c.settings.ID + ": task " + t.Task.ID,
 	}
 	if c.limits.SearchAttributes {
-		opts.TypedSearchAttributes = temporal.NewSearchAttributes(temporal.NewSearchAttributeKeyKeyword(SearchAttrCampaign).ValueSet(c.settings.ID))
+		opts.TypedSearchAttributes = temporal.NewSearchAttributes(temporal.NewSearchAttributeKeyKeyword(workflows.SearchAttrCampaign).ValueSet(c.settings.ID))
 	}
-	var res Result
-	err := workflow.ExecuteChildWorkflow(workflow.WithChildOptions(ctx, opts), WorkflowName, c.childInput(ctx, t),
-		nil, &TaskStart{Campaign: c.settings.ID, PreviousReport: back}).Get(ctx, &res)
-	if err != nil {
+	var res workflows.Result
+	child := workflow.ExecuteChildWorkflow(workflow.WithChildOptions(ctx, opts), workflows.WorkflowName, c.childInput(ctx, t, objective),
+		nil, &workflows.TaskStart{Campaign: c.settings.ID, PreviousReport: back})
+	if child.GetChildWorkflowExecution().Get(ctx, nil) == nil {
+		c.deliverKept(ctx, t, child)
+	}
+	t.preparing = false
+	if err := child.Get(ctx, &res); err != nil {
 		return nil, err
 	}
 	return &res, nil
 }
 
+// errStoppedBeforeStart: a stop arrived while the task's go was prepared,
+// so its loop never started.
+var errStoppedBeforeStart = errors.New("stopped before its loop started")
+
+// errBudgetBeforeStart: the budget was spent while the task's go was
+// prepared, so its loop never started.
+var errBudgetBeforeStart = errors.New("the budget was spent before its loop started")
+
+// deliverKept sends the started loop what operators sent while it was
+// prepared (its workflow did not exist yet): guidance, then a stop.
+func (c *campaign) deliverKept(ctx workflow.Context, t *taskState, child workflow.ChildWorkflowFuture) {
+	t.preparing = false
+	for _, text := range t.keptGuidance {
+		child.SignalChildWorkflow(ctx, workflows.SignalGuide, workflows.GuideRequest{Text: text})
+	}
+	t.keptGuidance = nil
+	if t.keptStop != nil {
+		child.SignalChildWorkflow(ctx, workflows.SignalStop, *t.keptStop)
+		t.keptStop = nil
+	}
+}
+
 // childInput is the task loop's input, as a caller would send it: the
-// task's objective on its workspace, its verify command, and what is left
-// of the campaign's budget as its ceiling.
-func (c *campaign) childInput(ctx workflow.Context, t *taskState) json.RawMessage {
+// task's objective (read when the go starts) on its workspace, its verify
+// command and protected paths, and what is left of the campaign's budget
+// as its ceiling.
+func (c *campaign) childInput(ctx workflow.Context, t *taskState, objective string) json.RawMessage {
 	in := map[string]any{
-		fieldObjective:     t.Task.Objective,
+		fieldObjective:     objective,
 		fieldWorkspace:     activities.TaskWorkspace(c.settings.ID, t.Task.ID),
 		fieldVerifyCommand: c.settings.VerifyCommand,
 	}
@@ -311,7 +389,12 @@ func (c *campaign) childInput(ctx workflow.Context, t *taskState) json.RawMessag
 	if t.Task.MaxRounds != nil {
 		in[fieldMaxRounds] = *t.Task.MaxRounds
 	}
-	if left := c.budget.tokensLeft(c.usage); left > 0 {
+	if protected := c.protected(t); len(protected) > 0 {
+		in[fieldProtected] = protected
+	}
+	if t.share > 0 {
+		in[fieldMaxTokens] = t.share
+	} else if left := c.budget.TokensLeft(c.usage); left > 0 {
 		in[fieldMaxTokens] = left
 	}
 	if !c.budget.Deadline.IsZero() {
@@ -322,7 +405,15 @@ func (c *campaign) childInput(ctx workflow.Context, t *taskState) json.RawMessag
 }
 
 // goEnded records what a task's loop came to.
-func (c *campaign) goEnded(ctx workflow.Context, t *taskState, res *Result, err error) {
+func (c *campaign) goEnded(ctx workflow.Context, t *taskState, res *workflows.Result, err error) {
+	switch {
+	case errors.Is(err, errStoppedBeforeStart):
+		t.Phase, t.LastFailure = TaskCancelled, "the campaign was stopped before the task's loop started"
+		return
+	case errors.Is(err, errBudgetBeforeStart):
+		t.Phase, t.LastFailure = TaskCancelled, "the campaign's budget was spent before the task's loop started"
+		return
+	}
 	if err != nil {
 		spent := failedUsage(err)
 		t.Usage, c.usage = t.Usage.Add(spent), c.usage.Add(spent)
@@ -365,12 +456,21 @@ func reportBlocker(r *report.Report) string {
 // nextBatch takes up to mergeBatch queued tasks off the queue (one with
 // approvals, whose wait is per task).
 func (c *campaign) nextBatch() []*taskState {
+	if c.pauseReason != "" {
+		return nil // the queue waits for resume
+	}
 	n := c.settings.MergeBatch
 	if c.settings.Approve == ApproveMerge {
 		n = 1
 	}
 	var batch []*taskState
-	for len(c.queue) > 0 && len(batch) < n {
+	if len(c.queue) > 0 && c.byID[c.queue[0]].approved {
+		t := c.byID[c.queue[0]] // an approved held merge lands alone
+		c.queue = c.queue[1:]
+		t.Phase = TaskMerging
+		return []*taskState{t}
+	}
+	for len(c.queue) > 0 && len(batch) < n && !c.byID[c.queue[0]].approved {
 		t := c.byID[c.queue[0]]
 		c.queue = c.queue[1:]
 		t.Phase = TaskMerging
@@ -382,31 +482,39 @@ func (c *campaign) nextBatch() []*taskState {
 // land runs the merge queue's step for a stack: landed, sent back, or
 // bisected when the stack's tip fails the verify command.
 func (c *campaign) land(ctx workflow.Context, batch []*taskState) error {
+	if len(batch) == 1 && batch[0].approved {
+		batch[0].approved = false
+		return c.landHeld(ctx, batch[0])
+	}
 	in := activities.MergeTaskInput{Line: c.line(), VerifyCommand: c.settings.VerifyCommand, Hold: c.settings.Approve == ApproveMerge}
 	ids := make([]string, len(batch))
 	for i, t := range batch {
 		in.Tasks = append(in.Tasks, c.taskRef(t))
 		ids[i] = t.Task.ID
+		in.ProtectedPaths = appendNew(in.ProtectedPaths, c.protected(t)...)
 	}
 	if in.Hold {
 		in.HoldRef = c.holdRef(batch[0])
 	}
 	var out activities.MergeTaskOutput
-	if err := workflow.ExecuteActivity(c.gitOptions(ctx, "merge "+strings.Join(ids, ", ")), activities.MergeTaskName, in).Get(ctx, &out); err != nil {
+	if err := workflow.ExecuteActivity(c.mergeOptions(ctx, "merge "+strings.Join(ids, ", ")), activities.MergeTaskName, in).Get(ctx, &out); err != nil {
 		if ctx.Err() != nil {
 			return c.cancelled(ctx)
+		}
+		if c.limits.MergeRetryMinutes > 0 && !tasksFault(err) {
+			c.holdQueue(ctx, batch, err)
+			return nil
 		}
 		for _, t := range batch {
 			t.Phase, t.LastFailure = TaskFailed, "merge step failed: "+runes.Prefix(err.Error(), 2000)
 		}
 		return nil
 	}
-	c.head = out.Head
+	if out.Outcome == activities.MergeLanded {
+		c.head = out.Head // the head moves only on a landed merge
+	}
 	if out.Verification != nil {
-		c.verifies = append(c.verifies, MergeVerify{Tasks: ids, Commit: out.Tip, ExitCode: out.Verification.ExitCode, Passed: out.Verification.Passed()})
-		if len(c.verifies) > maxVerifiesShown {
-			c.verifies = c.verifies[len(c.verifies)-maxVerifiesShown:]
-		}
+		c.recordVerify(MergeVerify{Tasks: ids, Commit: out.Tip, ExitCode: out.Verification.ExitCode, Passed: out.Verification.Passed()})
 	}
 	switch out.Outcome {
 	case activities.MergeLanded:
@@ -423,6 +531,9 @@ func (c *campaign) land(ctx workflow.Context, batch []*taskState) error {
 		for _, t := range batch {
 			if t.Task.ID == out.ConflictTask {
 				c.sendBack(ctx, t, failure)
+				if out.Outcome == activities.MergeConflict {
+					c.keepEvidence(t, conflictEvidence(out.ConflictPaths))
+				}
 			} else {
 				rest = append(rest, t)
 			}
@@ -433,6 +544,13 @@ func (c *campaign) land(ctx workflow.Context, batch []*taskState) error {
 	case activities.MergeRed:
 		if len(batch) == 1 {
 			v := out.Verification
+			if c.limits.CampaignEvidence {
+				// One sentence naming the command (shortened), the exit code
+				// and the output's tail in the evidence (keepEvidence).
+				c.sendBack(ctx, batch[0], fmt.Sprintf("The verify command `%s` exited %d on the merged tree.", shortCommand(v.Command), v.ExitCode))
+				c.keepEvidence(batch[0], verifyEvidence(v))
+				return nil
+			}
 			c.sendBack(ctx, batch[0], fmt.Sprintf("the verify command `%s` exited %d on the merged tree; its output ends:\n%s",
 				v.Command, v.ExitCode, runes.Suffix(v.Output, 1500)))
 			return nil
@@ -443,6 +561,10 @@ func (c *campaign) land(ctx workflow.Context, batch []*taskState) error {
 		}
 		return c.land(ctx, batch[half:])
 	case activities.MergeHeld:
+		if c.limits.CampaignHeldApart {
+			c.holdApart(ctx, batch[0], out)
+			return nil
+		}
 		return c.awaitApproval(ctx, batch[0], out)
 	}
 	return nil
@@ -479,20 +601,26 @@ func (c *campaign) awaitApproval(ctx workflow.Context, t *taskState, out activit
 		return nil
 	}
 	t.Phase = TaskMerging
+	return c.landHeld(ctx, t)
+}
+
+// landHeld lands an approved held merge: its kept tip onto the head it was
+// merged on, or merged again when the head moved meanwhile.
+func (c *campaign) landHeld(ctx workflow.Context, t *taskState) error {
 	in := activities.MergeTaskInput{Line: c.line(), Tasks: []activities.CampaignTask{c.taskRef(t)},
-		VerifyCommand: c.settings.VerifyCommand, HoldRef: c.holdRef(t), Land: t.Held, LandOn: t.HeldOn}
+		VerifyCommand: c.settings.VerifyCommand, HoldRef: c.holdRef(t), Land: t.Held, LandOn: t.HeldOn, ProtectedPaths: c.protected(t)}
 	var landed activities.MergeTaskOutput
-	if err := workflow.ExecuteActivity(c.gitOptions(ctx, "land "+t.Task.ID), activities.MergeTaskName, in).Get(ctx, &landed); err != nil {
+	if err := workflow.ExecuteActivity(c.mergeOptions(ctx, "land "+t.Task.ID), activities.MergeTaskName, in).Get(ctx, &landed); err != nil {
 		if ctx.Err() != nil {
 			return c.cancelled(ctx)
 		}
 		t.Phase, t.LastFailure = TaskFailed, "landing the approved merge failed: "+runes.Prefix(err.Error(), 2000)
 		return nil
 	}
-	c.head = landed.Head
 	if landed.Outcome == activities.MergeMoved {
 		return c.land(ctx, []*taskState{t})
 	}
+	c.head = landed.Head
 	c.merged(ctx, []*taskState{t}, landed)
 	return nil
 }
@@ -508,7 +636,6 @@ func (c *campaign) sendBack(ctx workflow.Context, t *taskState, failure string) 
 		return
 	}
 	t.Phase = TaskReturned
-	t.Back = c.backReport(t, failure)
 	c.notifyTask(ctx, EventReturned, t)
 }
 
@@ -516,6 +643,11 @@ func (c *campaign) sendBack(ctx workflow.Context, t *taskState, failure string) 
 // starts from, validated like any report (cut until it fits).
 func (c *campaign) backReport(t *taskState, failure string) *report.Report {
 	limit := c.limits.MaxHandoffChars
+	if c.limits.CampaignEvidence && t.Evidence != nil {
+		if r := c.evidenceReport(t, failure); r != nil {
+			return r
+		}
+	}
 	for keep := 1500; keep > 0; keep /= 2 {
 		r := report.Report{
 			Status: report.StatusContinue,
@@ -561,9 +693,25 @@ func (c *campaign) finish(ctx workflow.Context) *CampaignResult {
 	c.finished = status
 	c.upsert(ctx)
 	c.notifyEnd(ctx, status)
+	return c.result(status)
+}
+
+// result is the campaign's result: every task's phase, merge commit and
+// failure, the failures cut (first to last, to cutFailureChars, then away)
+// while it is over maxPayloadBytes (measured).
+func (c *campaign) result(status string) *CampaignResult {
 	res := &CampaignResult{Status: status, Tasks: []TaskResult{}, IntegrationBranch: c.settings.Branch, Head: c.head, Usage: c.usage}
 	for _, t := range c.tasks {
 		res.Tasks = append(res.Tasks, TaskResult{ID: t.Task.ID, Phase: t.Phase, MergeCommit: t.MergeCommit, LastFailure: t.LastFailure})
+	}
+	size := encodedSize(res)
+	for _, keep := range []int{cutFailureChars, 0} {
+		for i := 0; i < len(res.Tasks) && size > maxPayloadBytes; i++ {
+			r := &res.Tasks[i]
+			before := encodedSize(r)
+			r.LastFailure = runes.Prefix(r.LastFailure, keep)
+			size -= before - encodedSize(r)
+		}
 	}
 	return res
 }
@@ -573,28 +721,35 @@ func (c *campaign) finish(ctx workflow.Context) *CampaignResult {
 func (c *campaign) cancelled(ctx workflow.Context) error {
 	dctx, _ := workflow.NewDisconnectedContext(ctx)
 	_ = workflow.Await(dctx, func() bool { return c.running == 0 })
-	c.finished = OutcomeCancelled
+	c.finished = workflows.OutcomeCancelled
 	c.upsert(dctx)
 	return temporal.NewCanceledError()
 }
 
 func (c *campaign) continueAsNew(ctx workflow.Context) error {
+	return workflow.NewContinueAsNewError(ctx, CampaignWorkflowName, nil, c.continuation())
+}
+
+// continuation is what continue-as-new carries, within maxPayloadBytes.
+func (c *campaign) continuation() *CampaignContinuation {
 	k := &CampaignContinuation{Limits: c.limits, Settings: c.settings, Queue: c.queue, Head: c.head, Usage: c.usage,
-		Budget: c.budget, Paused: c.paused, Stopping: c.stopping, Verifies: c.verifies}
+		Budget: c.budget, Paused: c.paused, Stopping: c.stopping, Verifies: c.verifies,
+		VerifyCount: c.verifyCount, VerifyFailed: c.verifyFailed, Sources: c.sources, PauseReason: c.pauseReason, Pauses: c.pauses}
 	for _, t := range c.tasks {
 		k.Tasks = append(k.Tasks, *t)
 	}
-	return workflow.NewContinueAsNewError(ctx, CampaignWorkflowName, nil, k)
+	fit(k)
+	return k
 }
 
 func (c *campaign) phase() string {
 	switch {
 	case c.finished != "":
-		return PhaseFinished
+		return workflows.PhaseFinished
 	case c.paused:
-		return PhasePaused
+		return workflows.PhasePaused
 	}
-	return PhaseRunning
+	return workflows.PhaseRunning
 }
 
 // upsert publishes the campaign's phase and id as search attributes.
@@ -604,40 +759,146 @@ func (c *campaign) upsert(ctx workflow.Context) {
 	}
 	phase := c.phase()
 	for _, t := range c.tasks {
-		if t.Phase == TaskAwaitingApproval && phase == PhaseRunning {
+		if t.Phase == TaskAwaitingApproval && phase == workflows.PhaseRunning {
 			phase = TaskAwaitingApproval
 		}
 	}
 	updates := []temporal.SearchAttributeUpdate{
-		temporal.NewSearchAttributeKeyKeyword(SearchAttrCampaign).ValueSet(c.settings.ID),
-		temporal.NewSearchAttributeKeyKeyword(SearchAttrPhase).ValueSet(phase),
+		temporal.NewSearchAttributeKeyKeyword(workflows.SearchAttrCampaign).ValueSet(c.settings.ID),
+		temporal.NewSearchAttributeKeyKeyword(workflows.SearchAttrPhase).ValueSet(phase),
 	}
 	if c.finished != "" {
-		updates = append(updates, temporal.NewSearchAttributeKeyKeyword(SearchAttrOutcome).ValueSet(c.finished))
+		updates = append(updates, temporal.NewSearchAttributeKeyKeyword(workflows.SearchAttrOutcome).ValueSet(c.finished))
 	}
 	if err := workflow.UpsertTypedSearchAttributes(ctx, updates...); err != nil {
 		workflow.GetLogger(ctx).Warn("Upserting the campaign's search attributes failed", "error", err)
 	}
 }
 
-func (c *campaign) snapshot() CampaignStatus {
-	s := CampaignStatus{Phase: c.phase(), Tasks: []TaskStatus{}, IntegrationBranch: c.settings.Branch, Head: c.head,
-		Usage: c.usage, Outcome: c.finished, StopRequested: c.stopping, Verifies: c.verifies, Budget: c.budget.status(0)}
-	if s.Verifies == nil {
-		s.Verifies = []MergeVerify{}
+// protected are the paths task t's loop and merge protect: the campaign's,
+// then the task's own.
+func (c *campaign) protected(t *taskState) []string {
+	return appendNew(append([]string(nil), c.settings.ProtectedPaths...), t.Task.ProtectedPaths...)
+}
+
+// appendNew appends the items list does not hold yet.
+func appendNew(list []string, items ...string) []string {
+	for _, it := range items {
+		if !slices.Contains(list, it) {
+			list = append(list, it)
+		}
 	}
+	return list
+}
+
+// recordVerify counts a verify of the queue and keeps the last ones.
+func (c *campaign) recordVerify(v MergeVerify) {
+	c.verifyCount++
+	if !v.Passed {
+		c.verifyFailed++
+	}
+	c.verifies = append(c.verifies, v)
+	if len(c.verifies) > maxVerifiesKept {
+		c.verifies = slices.Clone(c.verifies[len(c.verifies)-maxVerifiesKept:])
+	}
+}
+
+// share is a loop's part of the tokens left: divided by the loops that will
+// run at once (maxParallel, or fewer when fewer tasks remain), so loops
+// started together cannot spend more than the whole (CampaignShares; a
+// campaign begun before it hands each loop the whole when it starts).
+func (c *campaign) share(left int) int {
+	if !c.limits.CampaignShares {
+		return left
+	}
+	remaining := 0
 	for _, t := range c.tasks {
-		if t.Phase == TaskMerged {
-			s.Merged++
+		switch t.Phase {
+		case TaskWaiting, TaskReturned, TaskRunning:
+			remaining++
 		}
-		deps := t.Task.DependsOn
-		if deps == nil {
-			deps = []string{}
-		}
-		s.Tasks = append(s.Tasks, TaskStatus{ID: t.Task.ID, Phase: t.Phase, Go: t.Go, Round: t.Round, WorkflowID: t.WorkflowID,
-			Branch: "ralph/" + activities.TaskWorkspace(c.settings.ID, t.Task.ID), MergeCommit: t.MergeCommit,
-			MergeAttempts: t.MergeAttempts, LastFailure: t.LastFailure, Usage: t.Usage, DependsOn: deps,
-			Objective: runes.Prefix(t.Task.Objective, 200), DiffStat: t.DiffStat})
 	}
-	return s
+	return max(left/max(min(c.settings.MaxParallel, remaining), 1), 1)
+}
+
+// mergeOptions are a merge step's: the git step's, retried for at most
+// RALPH_MERGE_RETRY_MINUTES when the limits record it (else without end).
+func (c *campaign) mergeOptions(ctx workflow.Context, summary string) workflow.Context {
+	ctx = c.gitOptions(ctx, summary)
+	if c.limits.MergeRetryMinutes > 0 {
+		opts := workflow.GetActivityOptions(ctx)
+		opts.ScheduleToCloseTimeout = time.Duration(c.limits.MergeRetryMinutes) * time.Minute
+		ctx = workflow.WithActivityOptions(ctx, opts)
+	}
+	return ctx
+}
+
+// tasksFault: the merge step failed on what the tasks gave it (a missing
+// branch, a bad workspace), not on the worker's git, disk or network.
+func tasksFault(err error) bool {
+	var app *temporal.ApplicationError
+	return errors.As(err, &app) && (app.Type() == activities.ErrTypeCampaignGit || app.Type() == activities.ErrTypeBadRoundInput)
+}
+
+// holdQueue pauses the merge queue after a git step kept failing for a
+// reason that is not the tasks': the stack goes back to the queue's front
+// (nothing is marked failed), the campaign's phase is paused with the
+// reason, and resume retries it.
+func (c *campaign) holdQueue(ctx workflow.Context, batch []*taskState, err error) {
+	ids := make([]string, len(batch))
+	for i, t := range batch {
+		t.Phase, ids[i] = TaskQueued, t.Task.ID
+	}
+	c.queue = append(ids, c.queue...)
+	c.paused, c.pauseReason = true, "git: the merge step kept failing for "+fmt.Sprint(c.limits.MergeRetryMinutes)+" minutes: "+runes.Prefix(activityProblem(err), 1000)
+	c.upsert(ctx)
+	c.notifyPaused(ctx)
+}
+
+// holdApart keeps a verified merge for approval beside the queue: the task
+// waits in awaiting-approval (the held tree on its ref, a notification)
+// while other tasks start, run and merge; an approval sends it back to the
+// queue's front to land, a rejection back to a loop; the approval timeout
+// or a stop ends the wait, the held merge left on its ref.
+func (c *campaign) holdApart(ctx workflow.Context, t *taskState, out activities.MergeTaskOutput) {
+	t.Phase, t.Held, t.HeldOn, t.DiffStat = TaskAwaitingApproval, out.Tip, out.Head, out.DiffStat
+	c.upsert(ctx)
+	c.notifyTask(ctx, workflows.EventAwaitingApproval, t)
+	c.startHolding(ctx, t)
+}
+
+// startHolding runs the wait for t's decision in a coroutine of its own (a
+// continued campaign starts one for each task it carried waiting).
+func (c *campaign) startHolding(ctx workflow.Context, t *taskState) {
+	c.holding++
+	workflow.Go(ctx, func(ctx workflow.Context) {
+		defer func() { c.holding--; c.dirty = true }()
+		decided := func() bool { return c.decisions[t.Task.ID] != nil || c.stopping }
+		ok := true
+		var err error
+		if hours := c.limits.ApprovalTimeoutHours; hours > 0 {
+			ok, err = workflow.AwaitWithTimeout(ctx, time.Duration(hours)*time.Hour, decided)
+		} else {
+			err = workflow.Await(ctx, decided)
+		}
+		switch d := c.decisions[t.Task.ID]; {
+		case err != nil:
+			return // cancelled: the campaign's cancel ends it
+		case d != nil:
+			delete(c.decisions, t.Task.ID)
+			if !d.approved {
+				t.Held, t.HeldOn, t.DiffStat = "", "", ""
+				c.sendBack(ctx, t, "the merge was rejected: "+d.reason)
+				return
+			}
+			t.Phase, t.approved = TaskQueued, true
+			c.queue = append([]string{t.Task.ID}, c.queue...)
+		case !ok:
+			t.Phase = TaskCancelled
+			t.LastFailure = fmt.Sprintf("the approval wait ended after %d hours (RALPH_APPROVAL_TIMEOUT_HOURS); the verified merge is kept on %s", c.limits.ApprovalTimeoutHours, c.holdRef(t))
+		default:
+			t.Phase = TaskCancelled
+			t.LastFailure = "the campaign was stopped while the merge awaited approval; the verified merge is kept on " + c.holdRef(t)
+		}
+	})
 }

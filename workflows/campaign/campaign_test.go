@@ -1,4 +1,4 @@
-package workflows
+package campaign
 
 import (
 	"context"
@@ -19,6 +19,7 @@ import (
 	"github.com/ralph-temporal/ralph/activities"
 	"github.com/ralph-temporal/ralph/report"
 	"github.com/ralph-temporal/ralph/usage"
+	"github.com/ralph-temporal/ralph/workflows"
 )
 
 // fakeLine plays the integration branch: which task commits it holds. A
@@ -59,7 +60,7 @@ func (f *fakeLine) merge(_ context.Context, in activities.MergeTaskInput) (activ
 	return out, nil
 }
 
-func (f *fakeLine) child(ctx workflow.Context, input json.RawMessage, _ *Continuation, start *TaskStart) (*Result, error) {
+func (f *fakeLine) child(ctx workflow.Context, input json.RawMessage, _ *workflows.Continuation, start *workflows.TaskStart) (*workflows.Result, error) {
 	var in map[string]any
 	_ = json.Unmarshal(input, &in)
 	id := workflow.GetInfo(ctx).WorkflowExecution.ID
@@ -76,7 +77,7 @@ func (f *fakeLine) child(ctx workflow.Context, input json.RawMessage, _ *Continu
 		return nil, err
 	}
 	rep := completeReport(1)
-	return &Result{Status: report.OutcomeComplete, RoundsStarted: 1, Report: &rep, Usage: usage.Usage{PromptTokens: 10, CompletionTokens: 5},
+	return &workflows.Result{Status: report.OutcomeComplete, RoundsStarted: 1, Report: &rep, Usage: usage.Usage{PromptTokens: 10, CompletionTokens: 5},
 		Checkpoint: &activities.Checkpoint{Commit: fmt.Sprintf("%s@%d", task, goN)}}, nil
 }
 
@@ -85,7 +86,7 @@ func TestCampaignBisectsARedStack(t *testing.T) {
 	limits := campaignLimits()
 	env := newCampaignEnv(limits)
 	env.RegisterActivityWithOptions(f.merge, activity.RegisterOptions{Name: activities.MergeTaskName})
-	env.RegisterWorkflowWithOptions(f.child, workflow.RegisterOptions{Name: WorkflowName})
+	env.RegisterWorkflowWithOptions(f.child, workflow.RegisterOptions{Name: workflows.WorkflowName})
 	// A merge takes 30 s, so x, b and y queue while a merges.
 	env.OnActivity(activities.MergeTaskName, mock.Anything, mock.Anything).After(30 * time.Second).Return(f.merge)
 
@@ -137,10 +138,10 @@ func TestCampaignBlocksDependentsAndStopsAfterMaxMergeAttempts(t *testing.T) {
 		merges++
 		return activities.MergeTaskOutput{Outcome: activities.MergeConflict, Head: "h", ConflictTask: in.Tasks[0].ID, ConflictPaths: []string{"f.txt"}}, nil
 	}, activity.RegisterOptions{Name: activities.MergeTaskName})
-	env.RegisterWorkflowWithOptions(func(ctx workflow.Context, _ json.RawMessage, _ *Continuation, _ *TaskStart) (*Result, error) {
+	env.RegisterWorkflowWithOptions(func(ctx workflow.Context, _ json.RawMessage, _ *workflows.Continuation, _ *workflows.TaskStart) (*workflows.Result, error) {
 		rep := completeReport(1)
-		return &Result{Status: report.OutcomeComplete, RoundsStarted: 1, Report: &rep, Checkpoint: &activities.Checkpoint{Commit: "c"}}, nil
-	}, workflow.RegisterOptions{Name: WorkflowName})
+		return &workflows.Result{Status: report.OutcomeComplete, RoundsStarted: 1, Report: &rep, Checkpoint: &activities.Checkpoint{Commit: "c"}}, nil
+	}, workflow.RegisterOptions{Name: workflows.WorkflowName})
 	in := `{"tasks":[{"id":"a","objective":"a"},{"id":"b","objective":"b","dependsOn":["a"]}],"verifyCommand":"check","maxMergeAttempts":2}`
 	env.ExecuteWorkflow(CampaignWorkflowName, json.RawMessage(in), (*CampaignContinuation)(nil))
 	var res CampaignResult
@@ -186,19 +187,19 @@ func TestCampaignApprovalHoldsAMergeUntilApproved(t *testing.T) {
 		return activities.MergeTaskOutput{Outcome: activities.MergeHeld, Head: "h", Tip: "tip-" + in.Tasks[0].Commit,
 			DiffStat: " a.txt | 1 +", Verification: &report.Verification{Command: in.VerifyCommand}}, nil
 	}, activity.RegisterOptions{Name: activities.MergeTaskName})
-	env.RegisterWorkflowWithOptions(f.child, workflow.RegisterOptions{Name: WorkflowName})
+	env.RegisterWorkflowWithOptions(f.child, workflow.RegisterOptions{Name: workflows.WorkflowName})
 
 	var held, again TaskStatus
 	refused := ""
 	env.RegisterDelayedCallback(func() {
 		held = campaignTask(t, env, "a")
-		env.UpdateWorkflow(UpdateApprove, "1", &testsuite.TestUpdateCallback{OnReject: func(err error) { refused = err.Error() },
+		env.UpdateWorkflow(workflows.UpdateApprove, "1", &testsuite.TestUpdateCallback{OnReject: func(err error) { refused = err.Error() },
 			OnAccept: func() {}, OnComplete: func(any, error) {}}, TaskRequest{Task: "zz"})
-		env.UpdateWorkflow(UpdateReject, "2", noopUpdate(), RejectRequest{Task: "a", Reason: "name the file A.txt"})
+		env.UpdateWorkflow(workflows.UpdateReject, "2", noopUpdate(), RejectRequest{Task: "a", Reason: "name the file A.txt"})
 	}, 5*time.Minute)
 	env.RegisterDelayedCallback(func() {
 		again = campaignTask(t, env, "a")
-		env.UpdateWorkflow(UpdateApprove, "3", noopUpdate(), TaskRequest{Task: "a"})
+		env.UpdateWorkflow(workflows.UpdateApprove, "3", noopUpdate(), TaskRequest{Task: "a"})
 	}, 10*time.Minute)
 	env.ExecuteWorkflow(CampaignWorkflowName, json.RawMessage(`{"tasks":[{"id":"a","objective":"a"}],"verifyCommand":"check","approve":"merge"}`),
 		(*CampaignContinuation)(nil))
@@ -222,23 +223,21 @@ func TestCampaignApprovalHoldsAMergeUntilApproved(t *testing.T) {
 	}
 }
 
+// campaignTask is one task as the task query answers it.
 func campaignTask(t *testing.T, env *testsuite.TestWorkflowEnvironment, id string) TaskStatus {
 	t.Helper()
-	v, err := env.QueryWorkflow(StatusQueryName)
+	v, err := env.QueryWorkflow(QueryTask, TaskQuery{ID: id})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var st CampaignStatus
-	if err := v.Get(&st); err != nil {
+	var d TaskDetail
+	if err := v.Get(&d); err != nil {
 		t.Fatal(err)
 	}
-	for _, ts := range st.Tasks {
-		if ts.ID == id {
-			return ts
-		}
+	if len(d.Goes) != d.Go {
+		t.Fatalf("task %s: %d goes listed at go %d", id, len(d.Goes), d.Go)
 	}
-	t.Fatalf("no task %s in %+v", id, st)
-	return TaskStatus{}
+	return d.TaskStatus
 }
 
 func noopUpdate() *testsuite.TestUpdateCallback {
@@ -249,13 +248,13 @@ func TestCampaignCancelReachesEveryLoop(t *testing.T) {
 	env := newCampaignEnv(campaignLimits())
 	var mu sync.Mutex
 	cancelled := map[string]bool{}
-	env.RegisterWorkflowWithOptions(func(ctx workflow.Context, _ json.RawMessage, _ *Continuation, _ *TaskStart) (*Result, error) {
+	env.RegisterWorkflowWithOptions(func(ctx workflow.Context, _ json.RawMessage, _ *workflows.Continuation, _ *workflows.TaskStart) (*workflows.Result, error) {
 		err := workflow.Sleep(ctx, 24*time.Hour)
 		mu.Lock()
 		cancelled[workflow.GetInfo(ctx).WorkflowExecution.ID] = err != nil
 		mu.Unlock()
 		return nil, err
-	}, workflow.RegisterOptions{Name: WorkflowName})
+	}, workflow.RegisterOptions{Name: workflows.WorkflowName})
 	env.RegisterDelayedCallback(env.CancelWorkflow, 10*time.Minute)
 	env.ExecuteWorkflow(CampaignWorkflowName, json.RawMessage(`{"tasks":[{"id":"a","objective":"a"},{"id":"b","objective":"b"},{"id":"c","objective":"c"}],"verifyCommand":"check"}`),
 		(*CampaignContinuation)(nil))
@@ -277,10 +276,10 @@ func TestCampaignPauseAddTasksAndStop(t *testing.T) {
 	env.RegisterActivityWithOptions(f.merge, activity.RegisterOptions{Name: activities.MergeTaskName})
 	var mu sync.Mutex
 	stopped := map[string]bool{}
-	env.RegisterWorkflowWithOptions(func(ctx workflow.Context, _ json.RawMessage, _ *Continuation, _ *TaskStart) (*Result, error) {
+	env.RegisterWorkflowWithOptions(func(ctx workflow.Context, _ json.RawMessage, _ *workflows.Continuation, _ *workflows.TaskStart) (*workflows.Result, error) {
 		id := workflow.GetInfo(ctx).WorkflowExecution.ID
 		task := strings.Split(id, "/")[1]
-		stop := workflow.GetSignalChannel(ctx, SignalStop)
+		stop := workflow.GetSignalChannel(ctx, workflows.SignalStop)
 		got := false
 		sel := workflow.NewSelector(ctx)
 		sel.AddReceive(stop, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, nil); got = true })
@@ -294,13 +293,13 @@ func TestCampaignPauseAddTasksAndStop(t *testing.T) {
 		if got {
 			status = report.OutcomeStopped
 		}
-		return &Result{Status: status, RoundsStarted: 1, Report: &rep, Checkpoint: &activities.Checkpoint{Commit: task + "@1"}}, nil
-	}, workflow.RegisterOptions{Name: WorkflowName})
+		return &workflows.Result{Status: status, RoundsStarted: 1, Report: &rep, Checkpoint: &activities.Checkpoint{Commit: task + "@1"}}, nil
+	}, workflow.RegisterOptions{Name: workflows.WorkflowName})
 
 	var paused, added TaskStatus
 	var addRefused string
 	env.RegisterDelayedCallback(func() {
-		env.UpdateWorkflow(UpdatePause, "p", noopUpdate())
+		env.UpdateWorkflow(workflows.UpdatePause, "p", noopUpdate())
 		env.UpdateWorkflow(UpdateAddTasks, "bad", &testsuite.TestUpdateCallback{OnReject: func(err error) { addRefused = err.Error() },
 			OnAccept: func() {}, OnComplete: func(any, error) {}}, AddTasksRequest{Tasks: []Task{{ID: "a", Objective: "again"}}})
 		env.UpdateWorkflow(UpdateAddTasks, "add", noopUpdate(), AddTasksRequest{Tasks: []Task{{ID: "c", Objective: "c", DependsOn: []string{"a"}}}})
@@ -308,10 +307,10 @@ func TestCampaignPauseAddTasksAndStop(t *testing.T) {
 	env.RegisterDelayedCallback(func() {
 		paused = campaignTask(t, env, "b") // a finished at 1 h; b may not start while paused
 		added = campaignTask(t, env, "c")
-		env.UpdateWorkflow(UpdateResume, "r", noopUpdate())
+		env.UpdateWorkflow(workflows.UpdateResume, "r", noopUpdate())
 	}, 90*time.Minute)
 	env.RegisterDelayedCallback(func() {
-		env.UpdateWorkflow(UpdateStop, "s", noopUpdate(), StopRequest{Reason: "enough"})
+		env.UpdateWorkflow(workflows.UpdateStop, "s", noopUpdate(), workflows.StopRequest{Reason: "enough"})
 	}, 100*time.Minute)
 	in := `{"tasks":[{"id":"a","objective":"a"},{"id":"b","objective":"b"}],"verifyCommand":"check","maxParallel":1}`
 	env.ExecuteWorkflow(CampaignWorkflowName, json.RawMessage(in), (*CampaignContinuation)(nil))
@@ -351,13 +350,13 @@ func TestCampaignNotifiesReturnedMergedAndItsEnd(t *testing.T) {
 		events = append(events, fmt.Sprintf("%s@%d/%d", in.Event, in.Round, in.Seq))
 		return nil
 	}, activity.RegisterOptions{Name: activities.NotifyName})
-	env.RegisterWorkflowWithOptions(RalphNotify, workflow.RegisterOptions{Name: NotifyWorkflowName})
-	env.RegisterWorkflowWithOptions(func(ctx workflow.Context, _ json.RawMessage, _ *Continuation, _ *TaskStart) (*Result, error) {
+	env.RegisterWorkflowWithOptions(workflows.RalphNotify, workflow.RegisterOptions{Name: workflows.NotifyWorkflowName})
+	env.RegisterWorkflowWithOptions(func(ctx workflow.Context, _ json.RawMessage, _ *workflows.Continuation, _ *workflows.TaskStart) (*workflows.Result, error) {
 		rep := completeReport(1)
-		return &Result{Status: report.OutcomeComplete, RoundsStarted: 1, Report: &rep, Checkpoint: &activities.Checkpoint{Commit: "c"}}, nil
-	}, workflow.RegisterOptions{Name: WorkflowName})
+		return &workflows.Result{Status: report.OutcomeComplete, RoundsStarted: 1, Report: &rep, Checkpoint: &activities.Checkpoint{Commit: "c"}}, nil
+	}, workflow.RegisterOptions{Name: workflows.WorkflowName})
 	// The end event's detached child: its start is what is recorded.
-	env.OnWorkflow(NotifyWorkflowName, mock.Anything, mock.Anything).Return(func(_ workflow.Context, in activities.NotifyInput) error {
+	env.OnWorkflow(workflows.NotifyWorkflowName, mock.Anything, mock.Anything).Return(func(_ workflow.Context, in activities.NotifyInput) error {
 		mu.Lock()
 		defer mu.Unlock()
 		events = append(events, fmt.Sprintf("%s@%d/%d", in.Event, in.Round, in.Seq))
@@ -371,4 +370,22 @@ func TestCampaignNotifiesReturnedMergedAndItsEnd(t *testing.T) {
 	if fmt.Sprint(events) != "[returned@1/1 merged@2/1 complete@0/0]" {
 		t.Fatalf("events = %v", events)
 	}
+}
+
+func completeReport(round int) report.Report {
+	return report.Report{Status: report.StatusComplete, Summary: fmt.Sprintf("finished in %d", round),
+		Evidence: []string{"tests pass"}, NextSteps: []string{}, Blocker: ""}
+}
+
+type workflowSuite struct {
+	testsuite.WorkflowTestSuite
+}
+
+// NewTestWorkflowEnvironment is the SDK's with a longer wall-clock wait for
+// the next thing to happen: the SDK's 3 s is short for a -race run on a
+// busy 2-core machine.
+func (s *workflowSuite) NewTestWorkflowEnvironment() *testsuite.TestWorkflowEnvironment {
+	env := s.WorkflowTestSuite.NewTestWorkflowEnvironment()
+	env.SetTestTimeout(time.Minute)
+	return env
 }

@@ -1,4 +1,4 @@
-package workflows
+package campaign
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/ralph-temporal/ralph/activities"
 	"github.com/ralph-temporal/ralph/report"
+	"github.com/ralph-temporal/ralph/workflows"
 )
 
 // A task whose tree the merge refused (section 38: too big, git killed on
@@ -25,13 +26,13 @@ func TestCampaignSendsBackARefusedTaskTree(t *testing.T) {
 		return activities.MergeTaskOutput{Outcome: activities.MergeRefused, Head: "h", ConflictTask: in.Tasks[0].ID, Refused: why}, nil
 	}, activity.RegisterOptions{Name: activities.MergeTaskName})
 	var backs []string
-	env.RegisterWorkflowWithOptions(func(ctx workflow.Context, _ json.RawMessage, _ *Continuation, start *TaskStart) (*Result, error) {
+	env.RegisterWorkflowWithOptions(func(ctx workflow.Context, _ json.RawMessage, _ *workflows.Continuation, start *workflows.TaskStart) (*workflows.Result, error) {
 		if start != nil && start.PreviousReport != nil {
 			backs = append(backs, start.PreviousReport.Summary)
 		}
 		rep := completeReport(1)
-		return &Result{Status: report.OutcomeComplete, RoundsStarted: 1, Report: &rep, Checkpoint: &activities.Checkpoint{Commit: "c"}}, nil
-	}, workflow.RegisterOptions{Name: WorkflowName})
+		return &workflows.Result{Status: report.OutcomeComplete, RoundsStarted: 1, Report: &rep, Checkpoint: &activities.Checkpoint{Commit: "c"}}, nil
+	}, workflow.RegisterOptions{Name: workflows.WorkflowName})
 	in := `{"tasks":[{"id":"a","objective":"a"}],"verifyCommand":"check","maxMergeAttempts":3}`
 	env.ExecuteWorkflow(CampaignWorkflowName, json.RawMessage(in), (*CampaignContinuation)(nil))
 	var res CampaignResult

@@ -1,9 +1,10 @@
-package workflows
+package campaign
 
 import (
 	"github.com/ralph-temporal/ralph/activities"
-	"github.com/ralph-temporal/ralph/report"
+	"github.com/ralph-temporal/ralph/internal/tasklist"
 	"github.com/ralph-temporal/ralph/usage"
+	"github.com/ralph-temporal/ralph/workflows"
 )
 
 // CampaignWorkflowName is the Campaign workflow's registered type: many Ralph
@@ -13,17 +14,12 @@ const CampaignWorkflowName = "Campaign"
 // Names of the Campaign's query and updates (status is shared with Ralph).
 const (
 	UpdateAddTasks = "add-tasks"
-	UpdateApprove  = "approve"
-	UpdateReject   = "reject"
 )
-
-// SearchAttrCampaign (Keyword) names the campaign on the campaign itself and
-// on every task run it starts.
-const SearchAttrCampaign = "RalphCampaign"
 
 // Campaign input field names: the only keys a caller may send.
 const (
 	fieldTasks            = "tasks"
+	fieldTasksFile        = "tasksFile"
 	fieldBase             = "base"
 	fieldBranch           = "branch"
 	fieldMaxParallel      = "maxParallel"
@@ -47,7 +43,8 @@ const (
 
 // CampaignInput is what a caller may send to start a Campaign.
 type CampaignInput struct {
-	Tasks            []Task `json:"tasks"`
+	Tasks            []Task `json:"tasks,omitempty"`
+	TasksFile        string `json:"tasksFile,omitempty"`
 	Base             string `json:"base,omitempty"`
 	Branch           string `json:"branch,omitempty"`
 	MaxParallel      *int   `json:"maxParallel,omitempty"`
@@ -57,21 +54,19 @@ type CampaignInput struct {
 	Approve          string `json:"approve,omitempty"`
 	MaxTokens        *int   `json:"maxTokens,omitempty"`
 	MaxMinutes       *int   `json:"maxMinutes,omitempty"`
+	// ProtectedPaths no task's loop may change and no merge may carry a
+	// change to (each task may add its own).
+	ProtectedPaths []string `json:"protectedPaths,omitempty"`
 }
 
-// Task is one entry of a campaign's task list: an objective that becomes an
-// ordinary Ralph run on its own branch.
-type Task struct {
-	ID            string   `json:"id"`
-	Objective     string   `json:"objective"`
-	DependsOn     []string `json:"dependsOn,omitempty"`
-	VerifyCommand string   `json:"verifyCommand,omitempty"`
-	MaxRounds     *int     `json:"maxRounds,omitempty"`
-}
+// Task is one entry of a campaign's task list (internal/tasklist, which
+// the starter and the ReadTasks activity read task files with).
+type Task = tasklist.Task
 
 // AddTasksRequest is the add-tasks update's argument.
 type AddTasksRequest struct {
-	Tasks []Task `json:"tasks"`
+	Tasks     []Task `json:"tasks,omitempty"`
+	TasksFile string `json:"tasksFile,omitempty"`
 }
 
 // TaskRequest names one task (approve).
@@ -126,21 +121,76 @@ type TaskStatus struct {
 	DiffStat  string   `json:"diffStat,omitempty"`
 }
 
-// CampaignStatus is the Campaign's status query answer.
+// CampaignStatus is the Campaign's status query answer: a summary within
+// 64 KiB whatever the campaign's size. Counts holds every phase's count;
+// Tasks lists the running, queued, merging, awaiting and failing tasks (at
+// most 100, those first in the task list), Unlisted counts the rest of
+// them. The tasks query pages the whole list, the task query answers one.
 type CampaignStatus struct {
-	Phase             string       `json:"phase"` // running, paused, finished
-	Tasks             []TaskStatus `json:"tasks"`
-	Merged            int          `json:"merged"`
-	IntegrationBranch string       `json:"integrationBranch"`
-	Head              string       `json:"head"`
-	Usage             usage.Usage  `json:"usage"`
+	Phase string `json:"phase"` // running, paused, finished
+	// PauseReason says why the merge queue paused itself ("" for an
+	// operator's pause): a git step's failure that is not a task's.
+	PauseReason       string         `json:"pauseReason,omitempty"`
+	Counts            map[string]int `json:"counts"`
+	Total             int            `json:"total"`
+	Tasks             []TaskStatus   `json:"tasks"`
+	Unlisted          int            `json:"unlisted"`
+	Merged            int            `json:"merged"`
+	IntegrationBranch string         `json:"integrationBranch"`
+	Head              string         `json:"head"`
+	Usage             usage.Usage    `json:"usage"`
 	// Outcome is the result status once finished; StopRequested says a stop
-	// is draining the running loops; Verifies lists every verify of the
-	// merge queue (a bisection's halves included), newest last, bounded.
-	Outcome       string        `json:"outcome"`
-	StopRequested bool          `json:"stopRequested"`
-	Verifies      []MergeVerify `json:"verifies"`
-	Budget        BudgetStatus  `json:"budget"`
+	// is draining the running loops; Verifies are the merge queue's last
+	// verifies (a bisection's halves included), newest last, VerifyCount
+	// and VerifyFailed count them all.
+	Outcome       string                 `json:"outcome"`
+	StopRequested bool                   `json:"stopRequested"`
+	Verifies      []MergeVerify          `json:"verifies"`
+	VerifyCount   int                    `json:"verifyCount"`
+	VerifyFailed  int                    `json:"verifyFailed"`
+	Budget        workflows.BudgetStatus `json:"budget"`
+}
+
+// Queries of the Campaign besides status.
+const (
+	QueryTasks = "tasks"
+	QueryTask  = "task"
+)
+
+// TasksRequest pages the task list: tasks after the id After (in list
+// order), of Phase when set, at most Limit (default and ceiling 500).
+type TasksRequest struct {
+	Phase string `json:"phase,omitempty"`
+	After string `json:"after,omitempty"`
+	Limit int    `json:"limit,omitempty"`
+}
+
+// TasksPage is a page of the task list; Next, when set, is the After of
+// the next page.
+type TasksPage struct {
+	Tasks []TaskStatus `json:"tasks"`
+	Next  string       `json:"next,omitempty"`
+}
+
+// TaskQuery names one task.
+type TaskQuery struct {
+	ID string `json:"id"`
+}
+
+// TaskDetail is one task in full, with its goes.
+type TaskDetail struct {
+	TaskStatus
+	VerifyCommand  string   `json:"verifyCommand,omitempty"`
+	MaxRounds      *int     `json:"maxRounds,omitempty"`
+	ProtectedPaths []string `json:"protectedPaths"`
+	TasksFile      string   `json:"tasksFile,omitempty"`
+	Goes           []GoInfo `json:"goes"`
+}
+
+// GoInfo is one go of a task: its loop's workflow id.
+type GoInfo struct {
+	Go         int    `json:"go"`
+	WorkflowID string `json:"workflowId"`
 }
 
 // MergeVerify is one verify of the merge queue: the tasks of the stack it
@@ -169,24 +219,23 @@ type CampaignResult struct {
 	Usage             usage.Usage  `json:"usage"`
 }
 
-// TaskStart is what a Campaign passes to a task's Ralph run beside its
-// input: the campaign it belongs to and, on a later go, the report the
-// campaign wrote naming what failed. Only a parent workflow may pass it.
-type TaskStart struct {
-	Campaign       string         `json:"campaign"`
-	PreviousReport *report.Report `json:"previousReport,omitempty"`
-}
-
 // CampaignContinuation carries a campaign across continue-as-new.
 type CampaignContinuation struct {
-	Limits   activities.Limits `json:"limits"`
-	Settings campaignSettings  `json:"settings"`
-	Tasks    []taskState       `json:"tasks"`
-	Queue    []string          `json:"queue"`
-	Head     string            `json:"head"`
-	Usage    usage.Usage       `json:"usage"`
-	Budget   RunBudget         `json:"budget"`
-	Paused   bool              `json:"paused"`
-	Stopping bool              `json:"stopping"`
-	Verifies []MergeVerify     `json:"verifies"`
+	Limits   activities.Limits   `json:"limits"`
+	Settings campaignSettings    `json:"settings"`
+	Tasks    []taskState         `json:"tasks"`
+	Queue    []string            `json:"queue"`
+	Head     string              `json:"head"`
+	Usage    usage.Usage         `json:"usage"`
+	Budget   workflows.RunBudget `json:"budget"`
+	Paused   bool                `json:"paused"`
+	Stopping bool                `json:"stopping"`
+	Verifies []MergeVerify       `json:"verifies"`
+	// VerifyCount and VerifyFailed count every verify; Sources are the
+	// tasks files tasks were read from.
+	VerifyCount  int                      `json:"verifyCount,omitempty"`
+	VerifyFailed int                      `json:"verifyFailed,omitempty"`
+	Sources      []activities.TasksSource `json:"sources,omitempty"`
+	PauseReason  string                   `json:"pauseReason,omitempty"`
+	Pauses       int                      `json:"pauses,omitempty"`
 }

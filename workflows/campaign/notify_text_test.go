@@ -1,4 +1,4 @@
-package workflows
+package campaign
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 
 	"github.com/ralph-temporal/ralph/activities"
 	"github.com/ralph-temporal/ralph/report"
+	"github.com/ralph-temporal/ralph/workflows"
 )
 
 // A merge verify's output is the model's text: in the returned task's
@@ -37,13 +38,13 @@ func TestReturnedNotificationQuotesAndEscapesVerifyOutput(t *testing.T) {
 		}
 		return activities.MergeTaskOutput{Outcome: activities.MergeLanded, Head: "m", Merged: []activities.MergedTask{{ID: "a", Commit: "m"}}}, nil
 	}, activity.RegisterOptions{Name: activities.MergeTaskName})
-	env.RegisterWorkflowWithOptions(RalphNotify, workflow.RegisterOptions{Name: NotifyWorkflowName})
-	env.RegisterWorkflowWithOptions(func(ctx workflow.Context, _ json.RawMessage, _ *Continuation, _ *TaskStart) (*Result, error) {
+	env.RegisterWorkflowWithOptions(workflows.RalphNotify, workflow.RegisterOptions{Name: workflows.NotifyWorkflowName})
+	env.RegisterWorkflowWithOptions(func(ctx workflow.Context, _ json.RawMessage, _ *workflows.Continuation, _ *workflows.TaskStart) (*workflows.Result, error) {
 		rep := completeReport(1)
-		return &Result{Status: report.OutcomeComplete, RoundsStarted: 1, Report: &rep, Checkpoint: &activities.Checkpoint{Commit: "c"}}, nil
-	}, workflow.RegisterOptions{Name: WorkflowName})
+		return &workflows.Result{Status: report.OutcomeComplete, RoundsStarted: 1, Report: &rep, Checkpoint: &activities.Checkpoint{Commit: "c"}}, nil
+	}, workflow.RegisterOptions{Name: workflows.WorkflowName})
 	var events []activities.NotifyInput
-	env.OnWorkflow(NotifyWorkflowName, mock.Anything, mock.Anything).Return(func(_ workflow.Context, in activities.NotifyInput) error {
+	env.OnWorkflow(workflows.NotifyWorkflowName, mock.Anything, mock.Anything).Return(func(_ workflow.Context, in activities.NotifyInput) error {
 		events = append(events, in)
 		return nil
 	})

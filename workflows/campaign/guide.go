@@ -1,4 +1,4 @@
-package workflows
+package campaign
 
 import (
 	"errors"
@@ -7,6 +7,8 @@ import (
 	"unicode/utf8"
 
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/ralph-temporal/ralph/workflows"
 )
 
 // CampaignGuideRequest is a campaign's guide update argument: the text for
@@ -19,9 +21,9 @@ type CampaignGuideRequest struct {
 // registerGuide installs the campaign's guide update: the text goes as a
 // SignalGuide to the running loop(s), whose next round reads it.
 func (c *campaign) registerGuide(ctx workflow.Context) error {
-	if err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateGuide, c.onGuide,
+	if err := workflow.SetUpdateHandlerWithOptions(ctx, workflows.UpdateGuide, c.onGuide,
 		workflow.UpdateHandlerOptions{Validator: c.validateGuide}); err != nil {
-		return fmt.Errorf("register the %s update: %w", UpdateGuide, err)
+		return fmt.Errorf("register the %s update: %w", workflows.UpdateGuide, err)
 	}
 	return nil
 }
@@ -33,8 +35,8 @@ func (c *campaign) validateGuide(req CampaignGuideRequest) error {
 	switch n := utf8.RuneCountInString(strings.TrimSpace(req.Text)); {
 	case n == 0:
 		return errors.New("text is empty")
-	case n > MaxGuidanceChars:
-		return fmt.Errorf("text is %d characters, over the limit of %d", n, MaxGuidanceChars)
+	case n > workflows.MaxGuidanceChars:
+		return fmt.Errorf("text is %d characters, over the limit of %d", n, workflows.MaxGuidanceChars)
 	}
 	if len(c.guided(req.Task)) > 0 {
 		return nil
@@ -50,8 +52,13 @@ func (c *campaign) validateGuide(req CampaignGuideRequest) error {
 }
 
 func (c *campaign) onGuide(ctx workflow.Context, req CampaignGuideRequest) (CampaignAck, error) {
+	text := strings.TrimSpace(req.Text)
 	for _, t := range c.guided(req.Task) {
-		workflow.SignalExternalWorkflow(ctx, t.WorkflowID, "", SignalGuide, GuideRequest{Text: strings.TrimSpace(req.Text)})
+		if t.preparing {
+			t.keptGuidance = append(t.keptGuidance, text) // rides to the loop once it starts
+			continue
+		}
+		workflow.SignalExternalWorkflow(ctx, t.WorkflowID, "", workflows.SignalGuide, workflows.GuideRequest{Text: text})
 	}
 	return c.ack(), nil
 }

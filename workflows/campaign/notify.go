@@ -1,4 +1,4 @@
-package workflows
+package campaign
 
 import (
 	"fmt"
@@ -8,12 +8,14 @@ import (
 
 	"github.com/ralph-temporal/ralph/activities"
 	"github.com/ralph-temporal/ralph/internal/runes"
+	"github.com/ralph-temporal/ralph/workflows"
 )
 
 // Campaign notification events besides a run's (docs/operators.md).
 const (
 	EventMerged   = "merged"
 	EventReturned = "returned"
+	EventPaused   = "paused"
 )
 
 // notifyTask tells the deployment's receiver that a task merged or went
@@ -29,9 +31,13 @@ func (c *campaign) notifyTask(ctx workflow.Context, event string, t *taskState) 
 	}
 	run := workflow.GetInfo(ctx).WorkflowExecution
 	round, text := t.Go, fmt.Sprintf("Campaign %s: task %s merged into %s (%s)", run.ID, t.Task.ID, c.settings.Branch, shortCommit(t.MergeCommit))
-	if event == EventReturned {
+	switch event {
+	case EventReturned:
 		round, text = t.MergeAttempts, fmt.Sprintf("Campaign %s: task %s did not merge and goes back to a new loop: %s", run.ID, t.Task.ID,
 			activities.QuoteModelText(runes.Prefix(t.LastFailure, 300)))
+	case workflows.EventAwaitingApproval:
+		text = fmt.Sprintf("Campaign %s: task %s's merge passed the verify command and awaits approval (%s)", run.ID, t.Task.ID,
+			activities.QuoteModelText(runes.Prefix(t.DiffStat, 200)))
 	}
 	in := activities.NotifyInput{Event: event, WorkflowID: run.ID, RunID: run.RunID, Round: round,
 		Seq: slices.Index(c.tasks, t) + 1, Status: t.Phase, Text: text}
@@ -47,4 +53,16 @@ func (c *campaign) notifyEnd(ctx workflow.Context, status string) {
 	run := workflow.GetInfo(ctx).WorkflowExecution
 	notifyDetached(ctx, activities.NotifyInput{Event: status, WorkflowID: run.ID, RunID: run.RunID, Status: status,
 		Text: fmt.Sprintf("Campaign %s ended %s: %d of %d tasks merged into %s", run.ID, status, c.snapshot().Merged, len(c.tasks), c.settings.Branch)})
+}
+
+// notifyPaused tells the receiver the merge queue paused and why, from a
+// detached child (Seq counts the pauses, so each has its own key).
+func (c *campaign) notifyPaused(ctx workflow.Context) {
+	if !slices.Contains(c.limits.NotifyEvents, EventPaused) {
+		return
+	}
+	run := workflow.GetInfo(ctx).WorkflowExecution
+	c.pauses++
+	notifyDetached(ctx, activities.NotifyInput{Event: EventPaused, WorkflowID: run.ID, RunID: run.RunID, Seq: c.pauses, Status: workflows.PhasePaused,
+		Text: fmt.Sprintf("Campaign %s paused its merge queue: %s (resume it when fixed)", run.ID, runes.Prefix(c.pauseReason, 300))})
 }

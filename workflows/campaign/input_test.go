@@ -1,6 +1,7 @@
-package workflows
+package campaign
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 
@@ -22,7 +23,7 @@ func TestParseCampaignInputDefaults(t *testing.T) {
 	}
 	want := campaignSettings{ID: "camp", Branch: "ralph/campaigns/camp/integration", MaxParallel: 2, VerifyCommand: "make check",
 		MaxMergeAttempts: 3, MergeBatch: 1, Approve: ApproveNone}
-	if s.settings != want || len(s.tasks) != 2 || s.tasks[1].DependsOn[0] != "a" {
+	if !reflect.DeepEqual(s.settings, want) || len(s.tasks) != 2 || s.tasks[1].DependsOn[0] != "a" {
 		t.Fatalf("got %+v %+v", s.settings, s.tasks)
 	}
 }
@@ -83,7 +84,7 @@ func TestParseTasksCeilingCountsExisting(t *testing.T) {
 
 func TestAddTasksIsReadAsStrictlyAsTheInput(t *testing.T) {
 	c := &campaign{limits: campaignLimits(), byID: map[string]*taskState{}, settings: campaignSettings{ID: "camp"}}
-	c.add([]Task{{ID: "a", Objective: "x"}})
+	c.add([]Task{{ID: "a", Objective: "x"}}, 0)
 	for raw, want := range map[string]string{
 		`{"tasks":[{"id":"b","objective":"y","after":["a"]}]}`: "tasks[0].after: is not a known field",
 		`{"task":[{"id":"b","objective":"y"}]}`:                "task: is not a known field",

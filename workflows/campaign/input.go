@@ -1,4 +1,4 @@
-package workflows
+package campaign
 
 import (
 	"bytes"
@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/ralph-temporal/ralph/activities"
+	"github.com/ralph-temporal/ralph/workflows"
 )
 
 // taskIDPattern is a task id: a path segment and a ref component as is.
@@ -23,12 +24,12 @@ const (
 )
 
 func campaignKeys() []string {
-	return []string{fieldTasks, fieldBase, fieldBranch, fieldMaxParallel, fieldVerifyCommand, fieldMaxMergeAttempts,
-		fieldMergeBatch, fieldApprove, fieldMaxTokens, fieldMaxMinutes}
+	return []string{fieldTasks, fieldTasksFile, fieldBase, fieldBranch, fieldMaxParallel, fieldVerifyCommand, fieldMaxMergeAttempts,
+		fieldMergeBatch, fieldApprove, fieldMaxTokens, fieldMaxMinutes, fieldProtected}
 }
 
 func taskKeys() []string {
-	return []string{fieldID, fieldObjective, fieldDependsOn, fieldVerifyCommand, fieldMaxRounds}
+	return []string{fieldID, fieldObjective, fieldDependsOn, fieldVerifyCommand, fieldMaxRounds, fieldProtected}
 }
 
 // campaignStart is a validated campaign input.
@@ -45,7 +46,7 @@ func parseCampaignInput(raw []byte, limits activities.Limits, id string) (campai
 	if limits.Git == "" {
 		return campaignStart{}, inputErr("RALPH_GIT", "a campaign needs git checkpoints: set RALPH_GIT=remote (any number of workers) or local (one worker, or workers sharing the workspace root) on the worker")
 	}
-	if err := activities.CheckWorkspace(activities.TaskWorkspace(id, "x")); err != nil || strings.Contains(id, "/") || id != DefaultWorkspace(id) {
+	if err := activities.CheckWorkspace(activities.TaskWorkspace(id, "x")); err != nil || strings.Contains(id, "/") || id != workflows.DefaultWorkspace(id) {
 		return campaignStart{}, inputErr("workflow id", "%q must be one path segment of letters, digits, '.', '_' and '-' (it names the campaign's branches and workspaces)", id)
 	}
 	fields, err := objectFields(raw, campaignKeys(), `{"tasks": [{"id": "...", "objective": "..."}]}`)
@@ -53,10 +54,15 @@ func parseCampaignInput(raw []byte, limits activities.Limits, id string) (campai
 		return campaignStart{}, err
 	}
 	var s campaignStart
-	if s.tasks, err = parseTasks(fields[fieldTasks], limits, nil, limits.MaxCampaignTasks); err != nil {
+	st := &s.settings
+	if st.TasksFile, err = parseTasksFile(fields[fieldTasks], fields[fieldTasksFile]); err != nil {
 		return campaignStart{}, err
 	}
-	st := &s.settings
+	if st.TasksFile == "" {
+		if s.tasks, err = parseInlineTasks(fields[fieldTasks], limits, nil); err != nil {
+			return campaignStart{}, err
+		}
+	}
 	st.ID = id
 	if st.Base, err = parseBranch(fieldBase, fields[fieldBase], ""); err != nil {
 		return campaignStart{}, err
@@ -87,6 +93,12 @@ func parseCampaignInput(raw []byte, limits activities.Limits, id string) (campai
 		return campaignStart{}, err
 	}
 	if s.maxMinutes, err = parseBudget(fieldMaxMinutes, fields[fieldMaxMinutes], limits.MaxRunMinutes, "RALPH_MAX_RUN_MINUTES"); err != nil {
+		return campaignStart{}, err
+	}
+	if st.ProtectedPaths, err = parseProtected(fields[fieldProtected]); err != nil {
+		return campaignStart{}, err
+	}
+	if err := checkCarried(nil, s.tasks, fieldTasks); err != nil {
 		return campaignStart{}, err
 	}
 	return s, nil
@@ -157,7 +169,7 @@ func parseTasks(raw json.RawMessage, limits activities.Limits, existing []Task, 
 func parseTask(field string, raw json.RawMessage, limits activities.Limits) (Task, error) {
 	fields, err := objectFields(raw, taskKeys(), `{"id": "...", "objective": "..."}`)
 	if err != nil {
-		if ie, ok := err.(*InputError); ok {
+		if ie, ok := err.(*workflows.InputError); ok {
 			ie.Field = field + "." + ie.Field
 		}
 		return Task{}, err
@@ -192,12 +204,15 @@ func parseTask(field string, raw json.RawMessage, limits activities.Limits) (Tas
 		}
 		t.MaxRounds = &n
 	}
+	if t.ProtectedPaths, err = parseProtected(fields[fieldProtected]); err != nil {
+		return Task{}, prefixed(field, err)
+	}
 	return t, nil
 }
 
 func prefixed(field string, err error) error {
-	if ie, ok := err.(*InputError); ok {
-		return &InputError{Field: field + "." + ie.Field, Problem: ie.Problem}
+	if ie, ok := err.(*workflows.InputError); ok {
+		return &workflows.InputError{Field: field + "." + ie.Field, Problem: ie.Problem}
 	}
 	return err
 }

@@ -1,0 +1,36 @@
+package workflows
+
+import "github.com/ralph-temporal/ralph/report"
+
+// What a Ralph run shares with the Campaign workflow (package
+// workflows/campaign) that may start it: the names both answer to and the
+// start argument a campaign passes its task loops.
+
+// SignalStop asks a task's loop to stop as the stop update does (a
+// campaign cannot send updates to its children).
+const SignalStop = "stop"
+
+// Names of the approval updates, shared by a run's and a campaign's waits.
+const (
+	UpdateApprove = "approve"
+	UpdateReject  = "reject"
+)
+
+// SearchAttrCampaign (Keyword) names the campaign on the campaign itself and
+// on every task run it starts.
+const SearchAttrCampaign = "RalphCampaign"
+
+// TaskStart is what a Campaign passes to a task's Ralph run beside its
+// input: the campaign it belongs to and, on a later go, the report the
+// campaign wrote naming what failed. Only a parent workflow may pass it.
+type TaskStart struct {
+	Campaign       string         `json:"campaign"`
+	PreviousReport *report.Report `json:"previousReport,omitempty"`
+}
+
+// fieldApprove and ApproveNone are the input field and mode a run shares
+// with a campaign (whose approve is none or merge).
+const (
+	fieldApprove = "approve"
+	ApproveNone  = "none"
+)
