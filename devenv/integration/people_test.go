@@ -131,11 +131,11 @@ func TestRealStackApprovalGuidanceAndNotifications(t *testing.T) {
 	}
 	// The end event's third POST, after 1 s and 2 s of backoff, came after
 	// the run had closed: its RalphNotify child was not cancelled with it.
-	desc, err := e.client.DescribeWorkflowExecution(context.Background(), id, "")
+	desc, err := e.client.DescribeWorkflow(context.Background(), id, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	closed := desc.GetWorkflowExecutionInfo().GetCloseTime().AsTime()
+	closed := desc.RawResponse.GetWorkflowExecutionInfo().GetCloseTime().AsTime()
 	if refusedEnd != 2 || !deliveredAt.After(closed.Add(2*time.Second)) {
 		t.Fatalf("end event refused %d times, delivered at %v; the run closed at %v", refusedEnd, deliveredAt, closed)
 	}

@@ -522,44 +522,9 @@ func (c *campaign) land(ctx workflow.Context, batch []*taskState) error {
 	case activities.MergeMoved:
 		return c.land(ctx, batch)
 	case activities.MergeConflict, activities.MergeRefused:
-		failure := "merging into " + c.settings.Branch + " conflicts in " + strings.Join(out.ConflictPaths, ", ")
-		if out.Outcome == activities.MergeRefused {
-			// The task's own tree (section 38): sent back like a conflict.
-			failure = "merging into " + c.settings.Branch + " was refused: " + out.Refused
-		}
-		rest := make([]*taskState, 0, len(batch))
-		for _, t := range batch {
-			if t.Task.ID == out.ConflictTask {
-				c.sendBack(ctx, t, failure)
-				if out.Outcome == activities.MergeConflict {
-					c.keepEvidence(t, conflictEvidence(out.ConflictPaths))
-				}
-			} else {
-				rest = append(rest, t)
-			}
-		}
-		if len(rest) > 0 {
-			return c.land(ctx, rest)
-		}
+		return c.landWithout(ctx, batch, out)
 	case activities.MergeRed:
-		if len(batch) == 1 {
-			v := out.Verification
-			if c.limits.CampaignEvidence {
-				// One sentence naming the command (shortened), the exit code
-				// and the output's tail in the evidence (keepEvidence).
-				c.sendBack(ctx, batch[0], fmt.Sprintf("The verify command `%s` exited %d on the merged tree.", shortCommand(v.Command), v.ExitCode))
-				c.keepEvidence(batch[0], verifyEvidence(v))
-				return nil
-			}
-			c.sendBack(ctx, batch[0], fmt.Sprintf("the verify command `%s` exited %d on the merged tree; its output ends:\n%s",
-				v.Command, v.ExitCode, runes.Suffix(v.Output, 1500)))
-			return nil
-		}
-		half := len(batch) / 2
-		if err := c.land(ctx, batch[:half]); err != nil {
-			return err
-		}
-		return c.land(ctx, batch[half:])
+		return c.landRed(ctx, batch, out)
 	case activities.MergeHeld:
 		if c.limits.CampaignHeldApart {
 			c.holdApart(ctx, batch[0], out)
@@ -568,6 +533,54 @@ func (c *campaign) land(ctx workflow.Context, batch []*taskState) error {
 		return c.awaitApproval(ctx, batch[0], out)
 	}
 	return nil
+}
+
+// landWithout sends back the task whose merge conflicted or whose tree was
+// refused, and lands the rest of the stack without it.
+func (c *campaign) landWithout(ctx workflow.Context, batch []*taskState, out activities.MergeTaskOutput) error {
+	failure := "merging into " + c.settings.Branch + " conflicts in " + strings.Join(out.ConflictPaths, ", ")
+	if out.Outcome == activities.MergeRefused {
+		// The task's own tree (section 38): sent back like a conflict.
+		failure = "merging into " + c.settings.Branch + " was refused: " + out.Refused
+	}
+	rest := make([]*taskState, 0, len(batch))
+	for _, t := range batch {
+		if t.Task.ID == out.ConflictTask {
+			c.sendBack(ctx, t, failure)
+			if out.Outcome == activities.MergeConflict {
+				c.keepEvidence(t, conflictEvidence(out.ConflictPaths))
+			}
+		} else {
+			rest = append(rest, t)
+		}
+	}
+	if len(rest) > 0 {
+		return c.land(ctx, rest)
+	}
+	return nil
+}
+
+// landRed sends back a single task whose merged tree failed the verify
+// command, or bisects a stack to find which of its tasks did.
+func (c *campaign) landRed(ctx workflow.Context, batch []*taskState, out activities.MergeTaskOutput) error {
+	if len(batch) == 1 {
+		v := out.Verification
+		if c.limits.CampaignEvidence {
+			// One sentence naming the command (shortened), the exit code
+			// and the output's tail in the evidence (keepEvidence).
+			c.sendBack(ctx, batch[0], fmt.Sprintf("The verify command `%s` exited %d on the merged tree.", shortCommand(v.Command), v.ExitCode))
+			c.keepEvidence(batch[0], verifyEvidence(v))
+			return nil
+		}
+		c.sendBack(ctx, batch[0], fmt.Sprintf("the verify command `%s` exited %d on the merged tree; its output ends:\n%s",
+			v.Command, v.ExitCode, runes.Suffix(v.Output, 1500)))
+		return nil
+	}
+	half := len(batch) / 2
+	if err := c.land(ctx, batch[:half]); err != nil {
+		return err
+	}
+	return c.land(ctx, batch[half:])
 }
 
 func (c *campaign) merged(ctx workflow.Context, batch []*taskState, out activities.MergeTaskOutput) {

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/ralph-temporal/ralph/activities"
 	"github.com/ralph-temporal/ralph/report"
 	"github.com/ralph-temporal/ralph/usage"
 	"github.com/ralph-temporal/ralph/workflows"
@@ -168,6 +167,3 @@ func goWorkflowID(campaign, task string, n int) string {
 	}
 	return fmt.Sprintf("%s/%s/%d", campaign, task, n)
 }
-
-// sources are the tasks files a campaign's tasks came from.
-type sources []activities.TasksSource
