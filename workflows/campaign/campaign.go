@@ -415,7 +415,12 @@ func (c *campaign) goEnded(ctx workflow.Context, t *taskState, res *workflows.Re
 		return
 	}
 	if err != nil {
-		spent := failedUsage(err)
+		// The whole run's usage where the loop's error carries it (a
+		// failed or cancelled Ralph); else the failed round's, as before.
+		spent, whole := workflows.RunUsageOf(err)
+		if !whole {
+			spent = failedUsage(err)
+		}
 		t.Usage, c.usage = t.Usage.Add(spent), c.usage.Add(spent)
 		if ctx.Err() != nil || temporal.IsCanceledError(err) {
 			t.Phase, t.LastFailure = TaskCancelled, "the loop was cancelled"

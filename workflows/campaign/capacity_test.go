@@ -22,6 +22,7 @@ import (
 	"github.com/ralph-temporal/ralph/report"
 	"github.com/ralph-temporal/ralph/usage"
 	"github.com/ralph-temporal/ralph/workflows"
+	"go.temporal.io/sdk/temporal"
 )
 
 // Measured sizes of the 5,000-task campaign below (docs/campaigns.md,
@@ -435,5 +436,28 @@ func TestBudgetIsSharedAcrossLoops(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A loop that fails after spending charges the campaign its whole run, not
+// only the failed round (SPEC 39: a failed loop's usage counts).
+func TestFailedLoopChargesItsWholeRun(t *testing.T) {
+	f := &fakeLine{reports: map[string]*report.Report{}}
+	env := newCampaignEnv(campaignLimits())
+	env.RegisterActivityWithOptions(f.merge, activity.RegisterOptions{Name: activities.MergeTaskName})
+	env.RegisterWorkflowWithOptions(func(ctx workflow.Context, _ json.RawMessage, _ *workflows.Continuation, _ *workflows.TaskStart) (*workflows.Result, error) {
+		return nil, temporal.NewNonRetryableApplicationError("round 3 failed", workflows.ErrTypeRoundFailed, nil,
+			workflows.RoundFailedDetails{FailedRound: 3, Usage: usage.Usage{PromptTokens: 7}, RunUsage: usage.Usage{PromptTokens: 207, CompletionTokens: 40}})
+	}, workflow.RegisterOptions{Name: workflows.WorkflowName})
+	env.ExecuteWorkflow(CampaignWorkflowName, json.RawMessage(`{"tasks":[{"id":"a","objective":"o"}],"verifyCommand":"check"}`), (*CampaignContinuation)(nil))
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	var res CampaignResult
+	if err := env.GetWorkflowResult(&res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Usage.PromptTokens != 207 || res.Usage.CompletionTokens != 40 {
+		t.Fatalf("campaign usage = %+v, want the failed run's whole 207/40", res.Usage)
 	}
 }
