@@ -168,7 +168,7 @@ func (a *Activities) Register(r worker.ActivityRegistry) {
 // replay never depends on the current worker's configuration.
 func (a *Activities) ResolveLimits(context.Context) (Limits, error) {
 	l := a.cfg.Limits
-	l.CampaignShares, l.CampaignEvidence, l.CampaignHeldApart = true, true, true
+	l.CampaignShares, l.CampaignEvidence, l.CampaignHeldApart, l.CampaignQueueApart = true, true, true, true
 	// Only a worker with a receiver makes runs notify: the events, never the URL.
 	if a.cfg.NotifyURL != "" {
 		l.NotifyEvents = a.cfg.NotifyEvents

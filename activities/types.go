@@ -104,6 +104,11 @@ type Limits struct {
 	// the queue (other tasks start, run and merge), notifies, ends on the
 	// approval timeout or a stop; recorded like CampaignShares.
 	CampaignHeldApart bool `json:"campaignHeldApart,omitempty"`
+	// CampaignQueueApart: a campaign's merge queue runs in a coroutine
+	// beside its main loop (SPEC 39), so loops start and end and updates
+	// are answered while a merge and its verify run; recorded like
+	// CampaignShares so a campaign started before it keeps its commands.
+	CampaignQueueApart bool `json:"campaignQueueApart,omitempty"`
 	// Git is the worker's RALPH_GIT when checkpoints are on ("" when off):
 	// a campaign needs local or remote.
 	Git string `json:"git,omitempty"`

@@ -77,6 +77,10 @@ type campaign struct {
 	pauses      int
 	// holding counts the approval waits running beside the queue.
 	holding int
+	// merging: the queue's coroutine (CampaignQueueApart) is landing a
+	// stack; the campaign finishes, continues as new or ends cancelled only
+	// once it returned.
+	merging bool
 }
 
 type decision struct {
@@ -152,6 +156,9 @@ func (c *campaign) add(tasks []Task, source int) {
 
 func (c *campaign) run(ctx workflow.Context) (*CampaignResult, error) {
 	c.upsert(ctx)
+	if c.limits.CampaignQueueApart {
+		c.startQueue(ctx)
+	}
 	for {
 		if ctx.Err() != nil {
 			return nil, c.cancelled(ctx)
@@ -162,13 +169,15 @@ func (c *campaign) run(ctx workflow.Context) (*CampaignResult, error) {
 		if !drain {
 			c.startReady(ctx)
 		}
-		if batch := c.nextBatch(); len(batch) > 0 {
-			if err := c.land(ctx, batch); err != nil {
-				return nil, err
+		if !c.limits.CampaignQueueApart { // else the queue's coroutine lands them
+			if batch := c.nextBatch(); len(batch) > 0 {
+				if err := c.land(ctx, batch); err != nil {
+					return nil, err
+				}
+				continue
 			}
-			continue
 		}
-		if c.running == 0 {
+		if c.running == 0 && !c.queueBusy() {
 			if c.allDone() {
 				return c.finish(ctx), nil
 			}
@@ -186,7 +195,7 @@ func (c *campaign) run(ctx workflow.Context) (*CampaignResult, error) {
 // allDone: nothing runs, nothing is queued, and nothing more will start
 // (a pending task waits out a pause; a stop or a spent budget ends it).
 func (c *campaign) allDone() bool {
-	if len(c.queue) > 0 || c.holding > 0 {
+	if len(c.queue) > 0 || c.holding > 0 || c.merging {
 		return false
 	}
 	for _, t := range c.tasks {
@@ -504,7 +513,7 @@ func (c *campaign) land(ctx workflow.Context, batch []*taskState) error {
 	var out activities.MergeTaskOutput
 	if err := workflow.ExecuteActivity(c.mergeOptions(ctx, "merge "+strings.Join(ids, ", ")), activities.MergeTaskName, in).Get(ctx, &out); err != nil {
 		if ctx.Err() != nil {
-			return c.cancelled(ctx)
+			return c.queueCancelled(ctx)
 		}
 		if c.limits.MergeRetryMinutes > 0 && !tasksFault(err) {
 			c.holdQueue(ctx, batch, err)
@@ -609,7 +618,7 @@ func (c *campaign) awaitApproval(ctx workflow.Context, t *taskState, out activit
 	t.Phase, t.Held, t.HeldOn, t.DiffStat = TaskAwaitingApproval, out.Tip, out.Head, out.DiffStat
 	c.upsert(ctx)
 	if err := workflow.Await(ctx, func() bool { return c.decisions[t.Task.ID] != nil }); err != nil {
-		return c.cancelled(ctx)
+		return c.queueCancelled(ctx)
 	}
 	d := c.decisions[t.Task.ID]
 	delete(c.decisions, t.Task.ID)
@@ -630,7 +639,7 @@ func (c *campaign) landHeld(ctx workflow.Context, t *taskState) error {
 	var landed activities.MergeTaskOutput
 	if err := workflow.ExecuteActivity(c.mergeOptions(ctx, "land "+t.Task.ID), activities.MergeTaskName, in).Get(ctx, &landed); err != nil {
 		if ctx.Err() != nil {
-			return c.cancelled(ctx)
+			return c.queueCancelled(ctx)
 		}
 		t.Phase, t.LastFailure = TaskFailed, "landing the approved merge failed: "+runes.Prefix(err.Error(), 2000)
 		return nil
@@ -738,7 +747,7 @@ func (c *campaign) result(status string) *CampaignResult {
 // taken its cancel (each child's running round stops first).
 func (c *campaign) cancelled(ctx workflow.Context) error {
 	dctx, _ := workflow.NewDisconnectedContext(ctx)
-	_ = workflow.Await(dctx, func() bool { return c.running == 0 })
+	_ = workflow.Await(dctx, func() bool { return c.running == 0 && !c.merging })
 	c.finished = workflows.OutcomeCancelled
 	c.upsert(dctx)
 	return temporal.NewCanceledError()
@@ -919,4 +928,46 @@ func (c *campaign) startHolding(ctx workflow.Context, t *taskState) {
 			t.LastFailure = "the campaign was stopped while the merge awaited approval; the verified merge is kept on " + c.holdRef(t)
 		}
 	})
+}
+
+// startQueue runs the merge queue in a coroutine beside the main loop
+// (CampaignQueueApart, SPEC 39): it lands the stacks in queue order while
+// the main loop starts loops, takes their ends and answers updates; it
+// wakes the main loop after each stack (dependents may start, a returned
+// task goes again).
+func (c *campaign) startQueue(ctx workflow.Context) {
+	workflow.Go(ctx, func(ctx workflow.Context) {
+		for {
+			if err := workflow.Await(ctx, c.queueReady); err != nil {
+				return // cancelled: the main loop ends the campaign
+			}
+			batch := c.nextBatch()
+			c.merging = true
+			err := c.land(ctx, batch)
+			c.merging, c.dirty = false, true
+			if err != nil {
+				return // only a cancel: the main loop ends the campaign
+			}
+		}
+	})
+}
+
+// queueReady: a stack can be taken off the queue (it is not paused).
+func (c *campaign) queueReady() bool {
+	return c.pauseReason == "" && len(c.queue) > 0
+}
+
+// queueBusy: the queue's coroutine is landing a stack or is about to take
+// one; the campaign neither finishes nor continues as new meanwhile.
+func (c *campaign) queueBusy() bool {
+	return c.limits.CampaignQueueApart && (c.merging || c.queueReady())
+}
+
+// queueCancelled ends a merge step the campaign's cancel interrupted: the
+// main loop ends the campaign when the queue runs beside it, else here.
+func (c *campaign) queueCancelled(ctx workflow.Context) error {
+	if c.limits.CampaignQueueApart {
+		return temporal.NewCanceledError()
+	}
+	return c.cancelled(ctx)
 }

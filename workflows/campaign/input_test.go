@@ -12,6 +12,7 @@ func campaignLimits() activities.Limits {
 	l := activities.DefaultLimits()
 	l.Git = "remote"
 	l.VerifyCommand = ""
+	l.CampaignQueueApart = true
 	return l
 }
 
