@@ -92,10 +92,12 @@ func TestProxyRecordsAreBounded(t *testing.T) {
 	n := netproxy.MaxRecords + 50
 	res := j.Run(`python3 -c '
 import socket
-s = socket.create_connection(("127.0.0.1", 3128))
 req = b"GET http://10.9.9.9/ HTTP/1.1\r\nHost: 10.9.9.9\r\n\r\n"
-f = s.makefile("rb")
 for i in range(` + strconv.Itoa(n) + `):
+    # A refusal closes its connection (its reason phrase names the rule,
+    # which net/http cannot write), so each request opens its own.
+    s = socket.create_connection(("127.0.0.1", 3128))
+    f = s.makefile("rb")
     s.sendall(req)
     while True:
         line = f.readline()
@@ -104,6 +106,7 @@ for i in range(` + strconv.Itoa(n) + `):
         if line in (b"\r\n", b""):
             break
     f.read(length)
+    s.close()
 print("done")
 '`)
 	if !strings.Contains(res.Output, "done") {
