@@ -171,7 +171,7 @@ curl -sS -m 10 --noproxy '' -k https://127.0.0.1:` + frontPort + `/ 2>&1 | tail 
 	}
 	// The start line says how commands reach the network and which limits hold.
 	log := w.out.String()
-	for _, want := range []string{`"network":"proxy (public addresses only)"`, "memory 256 MB", "pids 128", "/tmp and /dev/shm 128 MB each"} {
+	for _, want := range []string{`"network":"proxy (public addresses; package registries also at private and special-purpose addresses: proxy.golang.org:443 from GOPROXY default`, "memory 256 MB", "pids 128", "/tmp and /dev/shm 128 MB each"} {
 		if !strings.Contains(log, want) {
 			t.Errorf("the worker's start line lacks %s:\n%s", want, tail(log, 3000))
 		}

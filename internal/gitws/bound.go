@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os/exec"
+	"slices"
 	"sync/atomic"
 	"syscall"
 
@@ -92,7 +93,13 @@ func (g *Git) Bound() (enforced, why string) {
 		}
 		return "", g.bound.why
 	}
-	return g.bound.cg.Describe(), g.bound.why
+	// Detect's reason also tells of a hierarchy it tried first (v2 in a
+	// hybrid v1 host); it matters only when a bound is missing.
+	enforced = g.bound.cg.Describe()
+	if on := g.bound.cg.Enforced(); slices.Contains(on, cgroup.Memory) && slices.Contains(on, cgroup.Pids) {
+		return enforced, ""
+	}
+	return enforced, g.bound.why
 }
 
 // PeakMemoryBytes is the highest memory use any git command of g reached
