@@ -119,7 +119,7 @@ func TestRealStackMergeVerifyProtectsPaths(t *testing.T) {
 		t.Fatalf("campaign failed: %v", err)
 	}
 	if res.Status != "partial" || len(res.Tasks) != 1 || res.Tasks[0].Phase != "blocked" || res.Tasks[0].MergeCommit != "" ||
-		!strings.Contains(res.Tasks[0].LastFailure, "test.sh: Read-only file system") || res.Head != main {
+		!strings.Contains(res.Tasks[0].LastFailure, "`sh build.sh; sh test.sh` exited 1 on the merged tree") || res.Head != main {
 		t.Fatalf("result %+v: want g blocked by the merge verify, the head still main's %s", res, main)
 	}
 	if got := testkit.Git(t, integration, "rev-parse", "refs/heads/ralph/campaigns/"+id+"/integration"); got != main {
