@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -108,6 +109,16 @@ func TestRealStackPausePastTheDeadline(t *testing.T) {
 	const id = "pause-deadline"
 	started := time.Now()
 	run := e.start(id, `{"objective":"log dates","workspace":"pause-deadline","maxMinutes":1}`)
+	// The pause is meant for a round in flight: an update that reaches the
+	// run's first workflow task pauses it before round 1 (CI saw that once).
+	if err := wait.For(context.Background(), 30*time.Second, 50*time.Millisecond, func(context.Context) error {
+		if st := e.status(id); st.Round < 1 {
+			return fmt.Errorf("status %+v", st)
+		}
+		return nil
+	}); err != nil {
+		t.Fatalf("round 1 never started: %v", err)
+	}
 	if out, err := temporalCLI(t, "workflow", "update", "execute", "--workflow-id", id, "--name", "pause"); err != nil {
 		t.Fatalf("pause: %v\n%s", err, out)
 	}
