@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ralph-temporal/ralph/agent"
+	"github.com/ralph-temporal/ralph/internal/plan"
 	"github.com/ralph-temporal/ralph/report"
 	"github.com/ralph-temporal/ralph/usage"
 )
@@ -17,6 +18,7 @@ const (
 	ResolveLimitsName    = "ResolveLimits"
 	RunRoundName         = "RunRound"
 	ReviewCompletionName = "ReviewCompletion"
+	PlanWaveName         = "PlanWave"
 )
 
 // Application error types raised by RunRound.
@@ -345,4 +347,35 @@ type HeartbeatDetails struct {
 	// attempts included: a retried attempt reads it back from the last
 	// heartbeat, so the run counts every attempt that reported usage.
 	Usage usage.Usage `json:"usage"`
+}
+
+// PlanWaveInput is one wave's planning round (SPEC 40): a fresh planner on
+// a read-only checkout of the integration head at Head, seeing only the
+// objective, the last wave's report and a person's rejection reason.
+type PlanWaveInput struct {
+	Line      CampaignLine `json:"line"`
+	Wave      int          `json:"wave"`
+	Objective string       `json:"objective"`
+	Head      string       `json:"head"`
+	// Report is the last wave's report (nil for the first wave).
+	Report *plan.WaveReport `json:"report,omitempty"`
+	// Guidance is a person's reason for rejecting the wave's last plan.
+	Guidance string     `json:"guidance,omitempty"`
+	Rules    plan.Rules `json:"rules"`
+	// Agent and Model choose the planner's provider (RALPH_PLAN_AGENT,
+	// RALPH_PLAN_MODEL; empty: the round's).
+	Agent           string    `json:"agent,omitempty"`
+	Model           string    `json:"model,omitempty"`
+	MaxHandoffChars int       `json:"maxHandoffChars"`
+	TokenBudget     int       `json:"tokenBudget,omitempty"`
+	RunDeadline     time.Time `json:"runDeadline,omitzero"`
+}
+
+// PlanWaveOutput is the planner's validated plan and what it spent.
+type PlanWaveOutput struct {
+	Plan      plan.Plan   `json:"plan"`
+	Usage     usage.Usage `json:"usage"`
+	SessionID string      `json:"sessionId"`
+	Provider  string      `json:"provider,omitempty"`
+	Model     string      `json:"model,omitempty"`
 }
