@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 
 	"github.com/ralph-temporal/ralph/agent/tools"
@@ -34,6 +35,9 @@ const (
 type Activities struct {
 	cfg Config
 	git *gitws.Git // nil when git checkpoints are off
+	// client reads a campaign's task loops (CheckTaskLoops); nil until the
+	// worker hands it over (UseClient).
+	client client.Client
 }
 
 // New checks cfg and creates the workspace root and the session directory
@@ -161,6 +165,7 @@ func (a *Activities) Register(r worker.ActivityRegistry) {
 	r.RegisterActivityWithOptions(a.ReadTasks, activity.RegisterOptions{Name: ReadTasksName})
 	r.RegisterActivityWithOptions(a.Notify, activity.RegisterOptions{Name: NotifyName})
 	r.RegisterActivityWithOptions(a.AdoptCandidate, activity.RegisterOptions{Name: AdoptCandidateName})
+	r.RegisterActivityWithOptions(a.CheckTaskLoops, activity.RegisterOptions{Name: CheckTaskLoopsName})
 }
 
 // ResolveLimits returns the deployment's limits. The workflow runs it once
@@ -169,6 +174,7 @@ func (a *Activities) Register(r worker.ActivityRegistry) {
 func (a *Activities) ResolveLimits(context.Context) (Limits, error) {
 	l := a.cfg.Limits
 	l.CampaignShares, l.CampaignEvidence, l.CampaignHeldApart, l.CampaignQueueApart = true, true, true, true
+	l.CampaignNoDrain = true
 	// Only a worker with a receiver makes runs notify: the events, never the URL.
 	if a.cfg.NotifyURL != "" {
 		l.NotifyEvents = a.cfg.NotifyEvents

@@ -111,6 +111,12 @@ type Limits struct {
 	// are answered while a merge and its verify run; recorded like
 	// CampaignShares so a campaign started before it keeps its commands.
 	CampaignQueueApart bool `json:"campaignQueueApart,omitempty"`
+	// CampaignNoDrain: a campaign continues as new without waiting for its
+	// running loops (SPEC 39, loops outlive a run): they are started
+	// abandoned, tell the campaign when they end, and the continuation
+	// carries them; recorded like CampaignShares so a campaign started
+	// before it keeps cancelling its loops at the move and draining them.
+	CampaignNoDrain bool `json:"campaignNoDrain,omitempty"`
 	// Git is the worker's RALPH_GIT when checkpoints are on ("" when off):
 	// a campaign needs local or remote.
 	Git string `json:"git,omitempty"`

@@ -36,6 +36,14 @@ const (
 // Campaign passes its task's loops a TaskStart as well.
 func Ralph(ctx workflow.Context, input json.RawMessage, cont *Continuation, start *TaskStart) (*Result, error) {
 	l := &loop{status: Status{Phase: PhaseStarting, Rounds: []RoundSummary{}}}
+	l.reportTo = reportTarget(ctx, cont, start)
+	res, err := l.main(ctx, input, cont, start)
+	l.reportEnd(ctx, res, err)
+	return res, err
+}
+
+// main is the run, from its registrations to its end.
+func (l *loop) main(ctx workflow.Context, input json.RawMessage, cont *Continuation, start *TaskStart) (*Result, error) {
 	if err := l.register(ctx); err != nil {
 		return nil, err
 	}
@@ -105,6 +113,8 @@ type loop struct {
 	people  people
 	// candidates is how many fresh agents each round runs (candidates.go).
 	candidates int
+	// reportTo is the campaign this task loop tells how it ended (nil: none).
+	reportTo *TaskReportTo
 }
 
 // begin resolves the deployment limits (recorded in history) and validates a
@@ -649,6 +659,7 @@ func (l *loop) continueAsNew(ctx workflow.Context, nextRound int) error {
 		ProtectedPaths: l.protected, Review: l.review, BaseCommit: l.baseCommit,
 		FirstRequestTokens: l.firstRequestTokens,
 		Approve:            l.approve, Guidance: l.people.pending,
+		ReportEnd: l.reportTo,
 	}
 	if l.candidates > 1 { // one agent a round is what runs before candidates carried
 		cont.Candidates = l.candidates

@@ -300,4 +300,7 @@ type Continuation struct {
 	// continued as new: the next run ends before its first round.
 	StopRequested bool   `json:"stopRequested,omitempty"`
 	StopReason    string `json:"stopReason,omitempty"`
+	// ReportEnd is the campaign a task loop tells when it ends (TaskStart's
+	// ReportEnd), carried to the run that ends.
+	ReportEnd *TaskReportTo `json:"reportEnd,omitempty"`
 }
