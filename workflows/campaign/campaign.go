@@ -193,11 +193,11 @@ func (c *campaign) run(ctx workflow.Context) (*CampaignResult, error) {
 				return nil, c.continueAsNew(ctx)
 			}
 		}
-		if drain && c.limits.CampaignNoDrain && !c.queueBusy() && !c.preparing() {
+		if c.mayMove(ctx) {
 			return nil, c.continueAsNew(ctx) // the running loops go on
 		}
 		c.dirty = false
-		if err := workflow.Await(ctx, func() bool { return c.dirty || c.ends.Len() > 0 }); err != nil {
+		if err := workflow.Await(ctx, func() bool { return c.dirty || c.ends.Len() > 0 || c.mayMove(ctx) }); err != nil {
 			return nil, c.cancelled(ctx)
 		}
 	}

@@ -51,6 +51,14 @@ func (c *campaign) endReported(ctx workflow.Context, e workflows.TaskEnded) {
 	c.dirty = true
 }
 
+// mayMove: continue-as-new is suggested and nothing holds it (CampaignNoDrain):
+// no go is being prepared and the queue is not landing a stack; running
+// loops never hold it. Checked on every workflow task, so the suggestion
+// alone moves a campaign whose loops all run for hours.
+func (c *campaign) mayMove(ctx workflow.Context) bool {
+	return c.limits.CampaignNoDrain && workflow.GetInfo(ctx).GetContinueAsNewSuggested() && !c.queueBusy() && !c.preparing()
+}
+
 // preparing: a task's go is being prepared (its loop not started yet); a
 // continue-as-new waits for that, never for the loops.
 func (c *campaign) preparing() bool {
