@@ -22,8 +22,13 @@ import (
 // or timed out cannot, and must not leave its task running for ever.
 const CheckTaskLoopsName = "CheckTaskLoops"
 
-// maxLoopFailureChars cuts a closed loop's failure text.
-const maxLoopFailureChars = 2000
+// maxLoopFailureChars cuts a closed loop's failure text; past
+// maxLoopEndsBytes of results and failures a check answers what it read
+// (the next check reads the rest), so its answer stays far under 1 MiB.
+const (
+	maxLoopFailureChars = 2000
+	maxLoopEndsBytes    = 256 << 10
+)
 
 // CheckTaskLoopsInput names the loops (workflow ids) to look at.
 type CheckTaskLoopsInput struct {
@@ -52,33 +57,48 @@ type TaskLoopEnd struct {
 // CheckTaskLoops reads loops through; without one it fails (retried).
 func (a *Activities) UseClient(c client.Client) { a.client = c }
 
-// CheckTaskLoops describes each loop (its latest run: a loop's own
-// continue-as-new is followed) and, for a closed one, reads how it ended.
-// One short call per check instead of one waiting activity per loop: a
-// thousand carried loops would otherwise hold a thousand activity slots
-// and pending activities for hours, for the rare loop that cannot signal.
+// CheckTaskLoops is TaskLoops.Check through the worker's client.
 func (a *Activities) CheckTaskLoops(ctx context.Context, in CheckTaskLoopsInput) (CheckTaskLoopsOutput, error) {
 	if a.client == nil {
 		return CheckTaskLoopsOutput{}, errors.New("check task loops: the worker has no Temporal client")
 	}
+	return TaskLoops{Client: a.client}.Check(ctx, in)
+}
+
+// TaskLoops reads a campaign's task loops through a Temporal client.
+type TaskLoops struct {
+	Client client.Client
+}
+
+// Check describes each loop (its latest run: a loop's own
+// continue-as-new is followed) and, for a closed one, reads how it ended.
+// One short call per check instead of one waiting activity per loop: a
+// thousand carried loops would otherwise hold a thousand activity slots
+// and pending activities for hours, for the rare loop that cannot signal.
+func (l TaskLoops) Check(ctx context.Context, in CheckTaskLoopsInput) (CheckTaskLoopsOutput, error) {
 	out := CheckTaskLoopsOutput{Ended: []TaskLoopEnd{}}
+	size := 0
 	for _, id := range in.WorkflowIDs {
+		if size > maxLoopEndsBytes {
+			break // the rest are read by the next check
+		}
 		activity.RecordHeartbeat(ctx, id)
-		end, closed, err := a.loopEnd(ctx, id)
+		end, closed, err := l.loopEnd(ctx, id)
 		if err != nil {
 			return CheckTaskLoopsOutput{}, err
 		}
 		if closed {
 			out.Ended = append(out.Ended, end)
+			size += len(end.Result) + len(end.Failure)
 		}
 	}
 	return out, nil
 }
 
 // loopEnd is how the loop id ended, closed false while it runs.
-func (a *Activities) loopEnd(ctx context.Context, id string) (TaskLoopEnd, bool, error) {
+func (l TaskLoops) loopEnd(ctx context.Context, id string) (TaskLoopEnd, bool, error) {
 	end := TaskLoopEnd{WorkflowID: id}
-	d, err := a.client.DescribeWorkflowExecution(ctx, id, "")
+	d, err := l.Client.DescribeWorkflowExecution(ctx, id, "")
 	var missing *serviceerror.NotFound
 	switch {
 	case errors.As(err, &missing):
@@ -100,18 +120,32 @@ func (a *Activities) loopEnd(ctx context.Context, id string) (TaskLoopEnd, bool,
 		end.Status, end.Failure = "timed-out", "the loop's workflow timed out"
 		return end, true, nil
 	}
-	run := a.client.GetWorkflow(ctx, id, info.GetExecution().GetRunId())
+	run := l.Client.GetWorkflow(ctx, id, info.GetExecution().GetRunId())
 	var raw json.RawMessage
 	err = run.Get(ctx, &raw)
 	switch {
 	case err == nil:
 		end.Status, end.Result = "completed", raw
 	case status == enumspb.WORKFLOW_EXECUTION_STATUS_CANCELED:
-		end.Status, end.Failure, end.RunUsage = "canceled", runes.Prefix(err.Error(), maxLoopFailureChars), detailsUsage(err)
+		end.Status, end.Failure, end.RunUsage = "canceled", runes.Prefix(closeProblem(err), maxLoopFailureChars), detailsUsage(err)
 	default:
-		end.Status, end.Failure, end.RunUsage = "failed", runes.Prefix(err.Error(), maxLoopFailureChars), detailsUsage(err)
+		end.Status, end.Failure, end.RunUsage = "failed", runes.Prefix(closeProblem(err), maxLoopFailureChars), detailsUsage(err)
 	}
 	return end, true, nil
+}
+
+// closeProblem is what a closed loop's error says, without the client's
+// wrapping ("workflow execution error (...)").
+func closeProblem(err error) string {
+	var appErr *temporal.ApplicationError
+	if errors.As(err, &appErr) {
+		return appErr.Message()
+	}
+	var canceled *temporal.CanceledError
+	if errors.As(err, &canceled) {
+		return "canceled"
+	}
+	return err.Error()
 }
 
 // detailsUsage is the whole run's usage a Ralph failure or cancel carries
