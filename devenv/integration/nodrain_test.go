@@ -21,12 +21,13 @@ import (
 // continues as new several times, its loops running.
 const noDrainSuggestAt = 40
 
-// TestRealStackCampaignLoopsOutliveContinueAsNew (SPEC 39, loops outlive a
+// TestRealStackLoopsOutliveCampaignContinueAsNew (SPEC 39, loops outlive a
 // run): on a dev server of its own that suggests continue-as-new early, a
 // campaign of 8 tasks at maxParallel 4, whose loops answer slowly, moves to
-// new runs while its loops run; each loop's end reaches the run current when
+// new runs while its loops run (3 or 4 runs as measured; at least one move
+// is asserted, timing decides the rest); each loop's end reaches the run current when
 // it ends, and every task merges.
-func TestRealStackCampaignLoopsOutliveContinueAsNew(t *testing.T) {
+func TestRealStackLoopsOutliveCampaignContinueAsNew(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
@@ -116,8 +117,8 @@ func TestRealStackCampaignLoopsOutliveContinueAsNew(t *testing.T) {
 		runID = next
 	}
 	t.Logf("%d runs; %d loops carried running across the moves; %d loop reports, %d of them to a later run", runs, movedRunning, reports, reportsAfterFirst)
-	if runs < 3 || movedRunning == 0 || reports != 8 || reportsAfterFirst == 0 {
-		t.Fatalf("%d runs, %d loops carried running, %d reports (%d after the first run); want at least 3 runs, loops carried running, every loop's report, some to a later run",
+	if runs < 2 || movedRunning == 0 || reports != 8 || reportsAfterFirst == 0 {
+		t.Fatalf("%d runs, %d loops carried running, %d reports (%d after the first run); want at least 2 runs, loops carried running, every loop's report, some to a later run",
 			runs, movedRunning, reports, reportsAfterFirst)
 	}
 }

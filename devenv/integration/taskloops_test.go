@@ -45,12 +45,12 @@ func loopPlay(ctx workflow.Context, how string) (*workflows.Result, error) {
 	return nil, nil
 }
 
-// TestCheckTaskLoopsSeesHowLoopsClosed (SPEC 39, loops outlive a run): on
+// TestRealStackCheckTaskLoopsSeesHowLoopsClosed (SPEC 39, loops outlive a run): on
 // the real server, the campaign's check of the loops it carried reads a
 // completed loop's result (also after the loop's own continue-as-new), a
 // failed and a cancelled loop's error and whole usage, a terminated loop's
 // close and an unknown id, and leaves a running loop out.
-func TestCheckTaskLoopsSeesHowLoopsClosed(t *testing.T) {
+func TestRealStackCheckTaskLoopsSeesHowLoopsClosed(t *testing.T) {
 	t.Parallel()
 	c := dial(t)
 	queue := "it-check-task-loops"
