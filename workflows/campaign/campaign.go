@@ -965,7 +965,9 @@ func (c *campaign) startHolding(ctx workflow.Context, t *taskState) {
 func (c *campaign) startQueue(ctx workflow.Context) {
 	workflow.Go(ctx, func(ctx workflow.Context) {
 		for {
-			if err := workflow.Await(ctx, c.queueReady); err != nil {
+			// A continue-as-new that is due carries the queue (CampaignNoDrain)
+			// rather than wait for it to empty: no next stack is taken.
+			if err := workflow.Await(ctx, func() bool { return c.queueReady() && !c.moveDue(ctx) }); err != nil {
 				return // cancelled: the main loop ends the campaign
 			}
 			batch := c.nextBatch()

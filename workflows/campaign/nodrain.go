@@ -51,12 +51,19 @@ func (c *campaign) endReported(ctx workflow.Context, e workflows.TaskEnded) {
 	c.dirty = true
 }
 
-// mayMove: continue-as-new is suggested and nothing holds it (CampaignNoDrain):
-// no go is being prepared and the queue is not landing a stack; running
-// loops never hold it. Checked on every workflow task, so the suggestion
-// alone moves a campaign whose loops all run for hours.
+// moveDue: continue-as-new is suggested to a campaign that carries its
+// running loops and its queue across it (CampaignNoDrain).
+func (c *campaign) moveDue(ctx workflow.Context) bool {
+	return c.limits.CampaignNoDrain && workflow.GetInfo(ctx).GetContinueAsNewSuggested()
+}
+
+// mayMove: continue-as-new is due and nothing holds it: no go is being
+// prepared and no stack is landing (the queue takes no next one meanwhile,
+// and carries the rest); running loops never hold it. Checked on every
+// workflow task, so the suggestion alone moves a campaign whose loops all
+// run for hours.
 func (c *campaign) mayMove(ctx workflow.Context) bool {
-	return c.limits.CampaignNoDrain && workflow.GetInfo(ctx).GetContinueAsNewSuggested() && !c.queueBusy() && !c.preparing()
+	return c.moveDue(ctx) && !c.merging && !c.preparing()
 }
 
 // preparing: a task's go is being prepared (its loop not started yet); a

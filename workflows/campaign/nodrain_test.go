@@ -462,3 +462,27 @@ func TestTaskEndedStaysSmall(t *testing.T) {
 		t.Fatalf("task-ended is %d bytes, over 16 KiB", n)
 	}
 }
+
+// TestContinueAsNewCarriesTheQueue: continue-as-new suggested while a's
+// ten-minute merge runs and b, c, d wait in the queue waits only for a's
+// merge: the campaign continues at 11 minutes carrying b, c and d queued
+// (no next stack is taken), not after their merges (41 minutes).
+func TestContinueAsNewCarriesTheQueue(t *testing.T) {
+	env := newCampaignEnv(noDrainLimits())
+	q := newSlowQueue(env, map[string]int{"a": 1, "b": 2, "c": 2, "d": 2})
+	env.RegisterDelayedCallback(func() { env.SetContinueAsNewSuggested(true) }, 3*time.Minute)
+	in := `{"tasks":[{"id":"a","objective":"a"},{"id":"b","objective":"b"},{"id":"c","objective":"c"},{"id":"d","objective":"d"}],"verifyCommand":"check","maxParallel":4}`
+	env.ExecuteWorkflow(CampaignWorkflowName, json.RawMessage(in), (*CampaignContinuation)(nil))
+	k, _ := continuationOf(t, env)
+	took := env.Now().Sub(q.begin)
+	phases := map[string]string{}
+	for _, task := range k.Tasks {
+		phases[task.Task.ID] = task.Phase
+	}
+	t.Logf("continued as new after %s carrying %v, queue %v; merges %v", took, phases, k.Queue, q.merges)
+	queued := slices.Sorted(slices.Values(k.Queue)) // in the order their loops ended, the same minute
+	if took != (1+mergeMinutes)*time.Minute || phases["a"] != TaskMerged || !slices.Equal(queued, []string{"b", "c", "d"}) ||
+		phases["b"] != TaskQueued || phases["d"] != TaskQueued || !slices.Equal(q.merges, []string{"a"}) {
+		t.Fatalf("after %s carried %v, queue %v, merges %v; want at 11m with a merged and b, c, d queued", took, phases, k.Queue, q.merges)
+	}
+}
