@@ -669,7 +669,7 @@ func (c *campaign) landHeld(ctx workflow.Context, t *taskState) error {
 		}
 		if c.limits.CampaignGitBound && c.limits.MergeRetryMinutes > 0 && !tasksFault(err) {
 			t.approved = true // lands, not merges, after resume
-			c.holdQueue(ctx, []*taskState{t}, err)
+			c.holdStep(ctx, []*taskState{t}, "landing task "+t.Task.ID+"'s approved merge", err)
 			return nil
 		}
 		t.Phase, t.LastFailure = TaskFailed, "landing the approved merge failed: "+runes.Prefix(err.Error(), 2000)
@@ -904,12 +904,17 @@ func tasksFault(err error) bool {
 // (nothing is marked failed), the campaign's phase is paused with the
 // reason, and resume retries it.
 func (c *campaign) holdQueue(ctx workflow.Context, batch []*taskState, err error) {
+	c.holdStep(ctx, batch, "the merge step", err)
+}
+
+// holdStep is holdQueue for the git step named.
+func (c *campaign) holdStep(ctx workflow.Context, batch []*taskState, step string, err error) {
 	ids := make([]string, len(batch))
 	for i, t := range batch {
 		t.Phase, ids[i] = TaskQueued, t.Task.ID
 	}
 	c.queue = append(ids, c.queue...)
-	c.pauseGit(ctx, "the merge step", err)
+	c.pauseGit(ctx, step, err)
 }
 
 // holdApart keeps a verified merge for approval beside the queue: the task

@@ -63,7 +63,7 @@ func (c *campaign) headRed(ctx workflow.Context, t *taskState, out activities.Me
 	case ctx.Err() != nil:
 		return false, c.queueCancelled(ctx)
 	case err != nil && c.limits.MergeRetryMinutes > 0 && !tasksFault(err):
-		c.holdQueue(ctx, []*taskState{t}, err) // git kept failing: t waits at the front
+		c.holdStep(ctx, []*taskState{t}, "verifying the integration head", err) // t waits at the front
 		return true, nil
 	case err != nil || head.Outcome != activities.MergeRed:
 		return false, nil

@@ -361,3 +361,80 @@ func TestPrepareFailingPastTheBoundPauses(t *testing.T) {
 		t.Fatalf("notifications %+v", events)
 	}
 }
+
+// TestApprovedLandingPastTheBoundPauses: the landing of an approved merge
+// keeps failing on git; it is retried for RALPH_MERGE_RETRY_MINUTES (not
+// for ever, not failing the task), then the campaign pauses (pauseReason
+// git naming the landing) with the task queued and still approved; resume
+// lands the kept tip without merging or asking again.
+func TestApprovedLandingPastTheBoundPauses(t *testing.T) {
+	limits := campaignLimits()
+	limits.CampaignHeldApart, limits.CampaignGitBound, limits.MergeRetryMinutes = true, true, 30
+	limits.NotifyEvents = []string{EventPaused}
+	env := newCampaignEnv(limits)
+	newLoops(env, nil)
+	var mu sync.Mutex
+	broken, holds := true, 0
+	var lands []time.Duration
+	var start time.Time
+	merge := func(_ context.Context, in activities.MergeTaskInput) (activities.MergeTaskOutput, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if in.Land == "" {
+			holds++
+			return activities.MergeTaskOutput{Outcome: activities.MergeHeld, Head: "h", Tip: "tip-a", DiffStat: " a.txt | 1 +",
+				Verification: &report.Verification{Command: in.VerifyCommand}}, nil
+		}
+		if start.IsZero() {
+			start = env.Now()
+		}
+		lands = append(lands, env.Now().Sub(start))
+		if broken {
+			return activities.MergeTaskOutput{}, errors.New("push to origin: could not resolve host")
+		}
+		return activities.MergeTaskOutput{Outcome: activities.MergeLanded, Head: in.Land, Tip: in.Land,
+			Merged: []activities.MergedTask{{ID: "a", Commit: in.Land}}}, nil
+	}
+	env.RegisterActivityWithOptions(merge, activity.RegisterOptions{Name: activities.MergeTaskName})
+	var events []activities.NotifyInput
+	notifications(env, &mu, &events)
+	env.OnActivity(activities.MergeTaskName, mock.Anything, mock.Anything).After(4 * time.Minute).Return(merge)
+	approve := sendUpdate(env, 10*time.Minute, workflows.UpdateApprove, TaskRequest{Task: "a"})
+	var paused CampaignStatus
+	var aPaused TaskStatus
+	var landsAtPause int
+	statusAt(t, env, 2*time.Hour, &paused)
+	env.RegisterDelayedCallback(func() {
+		aPaused = campaignTask(t, env, "a")
+		mu.Lock()
+		landsAtPause, broken = len(lands), false
+		mu.Unlock()
+	}, 2*time.Hour)
+	resume := sendUpdate(env, 2*time.Hour+time.Minute, workflows.UpdateResume)
+	env.ExecuteWorkflow(CampaignWorkflowName, json.RawMessage(`{"tasks":[{"id":"a","objective":"a"}],"verifyCommand":"check","approve":"merge"}`),
+		(*CampaignContinuation)(nil))
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	var res CampaignResult
+	if err := env.GetWorkflowResult(&res); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d landing attempts by the pause, the last at %s; paused %q: %q", landsAtPause, lands[landsAtPause-1], paused.PauseReason, paused.PauseOutput)
+	if approve.rejected != nil || approve.failed != nil || paused.Phase != workflows.PhasePaused || paused.PauseReason != PauseGit ||
+		!strings.Contains(paused.PauseOutput, "landing task a's approved merge kept failing for 30 minutes") {
+		t.Fatalf("approve %+v; status while paused: %+v", approve, paused)
+	}
+	if aPaused.Phase != TaskQueued || aPaused.LastFailure != "" || aPaused.MergeAttempts != 0 {
+		t.Fatalf("a while paused: %+v", aPaused)
+	}
+	if landsAtPause < 5 || landsAtPause >= 10 || lands[landsAtPause-1] > 30*time.Minute {
+		t.Fatalf("%d landing attempts by the pause, the last at %s: want retries within 30 minutes only", landsAtPause, lands[landsAtPause-1])
+	}
+	if resume.rejected != nil || res.Status != CampaignComplete || res.Tasks[0].MergeCommit != "tip-a" || holds != 1 || len(lands) != landsAtPause+1 {
+		t.Fatalf("resume %+v; result %+v; %d holds, %d landings", resume, res, holds, len(lands))
+	}
+	if len(events) != 1 || events[0].Event != EventPaused {
+		t.Fatalf("notifications %+v", events)
+	}
+}
