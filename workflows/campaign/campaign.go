@@ -534,16 +534,10 @@ func (c *campaign) land(ctx workflow.Context, batch []*taskState) error {
 		}
 		return nil
 	}
-	if len(out.Faults) > 0 && c.limits.CampaignTaskFaults {
-		// One task's fault is one task's: it goes back alone, the rest is
-		// what out's outcome is about.
-		if batch = c.leaveOut(ctx, batch, out.Faults); len(batch) == 0 {
-			return nil
-		}
-		ids = ids[:0]
-		for _, t := range batch {
-			ids = append(ids, t.Task.ID)
-		}
+	// One task's fault is one task's: it goes back alone, the rest is what
+	// out's outcome is about.
+	if batch, ids = c.leaveOut(ctx, batch, ids, out.Faults); len(batch) == 0 {
+		return nil
 	}
 	if out.Outcome == activities.MergeLanded {
 		c.head = out.Head // the head moves only on a landed merge

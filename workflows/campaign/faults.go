@@ -25,23 +25,28 @@ const maxPauseOutput = 2000
 
 // leaveOut sends back, alone, each task the merge step left out of the
 // stack (its branch missing or no longer holding its commit), counting a
-// merge attempt, and returns the rest of the batch, whose outcome out is.
-func (c *campaign) leaveOut(ctx workflow.Context, batch []*taskState, faults []activities.TaskFault) []*taskState {
+// merge attempt, and returns the rest of the batch (whose outcome the
+// step's is) and its ids: batch and ids as they were when no task was left
+// out (or CampaignTaskFaults is off: then the step asked for no faults).
+func (c *campaign) leaveOut(ctx workflow.Context, batch []*taskState, ids []string, faults []activities.TaskFault) ([]*taskState, []string) {
+	if len(faults) == 0 || !c.limits.CampaignTaskFaults {
+		return batch, ids
+	}
 	why := map[string]string{}
 	for _, f := range faults {
 		why[f.ID] = f.Reason
 	}
-	rest := make([]*taskState, 0, len(batch))
+	rest, ids := make([]*taskState, 0, len(batch)), make([]string, 0, len(ids))
 	for _, t := range batch {
 		reason, faulted := why[t.Task.ID]
 		if !faulted {
-			rest = append(rest, t)
+			rest, ids = append(rest, t), append(ids, t.Task.ID)
 			continue
 		}
 		c.sendBack(ctx, t, "the task's branch could not merge into "+c.settings.Branch+": "+reason+
 			"; the next go starts from what its branch holds now")
 	}
-	return rest
+	return rest, ids
 }
 
 // headRedOn: a single task's red merge is checked against the head alone
