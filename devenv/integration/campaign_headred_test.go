@@ -84,6 +84,7 @@ func TestRealStackCampaignRedHead(t *testing.T) {
 	if res.Status != campaign.CampaignComplete || done.Tasks[0].MergeAttempts != 0 || done.Tasks[0].Go != 1 || done.PauseReason != "" {
 		t.Fatalf("result %+v; status %+v", res, done)
 	}
+	recordHistories(t, e, id)
 	check := t.TempDir()
 	testkit.Git(t, check, "clone", "-q", "-b", branch, bare, ".")
 	if head := testkit.Git(t, check, "rev-parse", "HEAD"); head != res.Head {
