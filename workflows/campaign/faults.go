@@ -50,8 +50,8 @@ func (c *campaign) leaveOut(ctx workflow.Context, batch []*taskState, ids []stri
 }
 
 // headRedOn: a single task's red merge is checked against the head alone
-// (CampaignHeadRed; the queue runs beside the main loop, which rechecks
-// the head on resume).
+// (CampaignHeadRed, with the queue beside the main loop: its coroutine is
+// what checks the head again on resume).
 func (c *campaign) headRedOn() bool {
 	return c.limits.CampaignHeadRed && c.limits.CampaignQueueApart
 }
@@ -61,8 +61,10 @@ func (c *campaign) headRedOn() bool {
 // queue's front with no merge attempt charged, and the queue pauses
 // (head-red) until resume finds the head green. paused is false when the
 // head passed (the red merge is t's) or could not be checked for a reason
-// that is the tasks'.
-func (c *campaign) headRed(ctx workflow.Context, t *taskState, out activities.MergeTaskOutput) (paused bool, err error) {
+// that is the tasks'. out is the red merge's answer (the head is read again
+// by the check, so a merge verified on another base — a speculative lane's
+// — is judged against the head all the same).
+func (c *campaign) headRed(ctx workflow.Context, t *taskState, _ activities.MergeTaskOutput) (paused bool, err error) {
 	head, err := c.verifyHead(ctx, c.protected(t))
 	switch {
 	case ctx.Err() != nil:
