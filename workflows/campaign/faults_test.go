@@ -13,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/mock"
 	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
@@ -436,5 +437,33 @@ func TestApprovedLandingPastTheBoundPauses(t *testing.T) {
 	}
 	if len(events) != 1 || events[0].Event != EventPaused {
 		t.Fatalf("notifications %+v", events)
+	}
+}
+
+// TestHeadRedPauseCrossesContinueAsNew: a campaign paused head-red (and
+// then by an operator, which an operator may still do) that continues as
+// new carries both pauses (reason, output, the held-back task at the
+// queue's front, no merge attempt charged) into its next run.
+func TestHeadRedPauseCrossesContinueAsNew(t *testing.T) {
+	limits := campaignLimits()
+	limits.CampaignHeadRed = true
+	env := newCampaignEnv(limits)
+	newLoops(env, nil)
+	h := &redHead{red: true, output: "FAIL: TestHead"}
+	env.RegisterActivityWithOptions(h.merge, activity.RegisterOptions{Name: activities.MergeTaskName})
+	env.RegisterDelayedCallback(func() { env.SetContinueAsNewSuggested(true) }, 30*time.Minute)
+	pause := sendUpdate(env, 31*time.Minute, workflows.UpdatePause) // an operator's pause on top wakes the main loop
+	env.ExecuteWorkflow(CampaignWorkflowName, json.RawMessage(`{"tasks":[{"id":"a","objective":"a"}],"verifyCommand":"check"}`), (*CampaignContinuation)(nil))
+	var can *workflow.ContinueAsNewError
+	if err := env.GetWorkflowError(); !errors.As(err, &can) {
+		t.Fatalf("want the campaign to continue as new, got %v", err)
+	}
+	var k CampaignContinuation
+	if err := converter.GetDefaultDataConverter().FromPayload(can.Input.GetPayloads()[1], &k); err != nil {
+		t.Fatal(err)
+	}
+	if pause.rejected != nil || k.PauseReason != PauseHeadRed || k.PauseOutput != "FAIL: TestHead" || !k.Paused || fmt.Sprint(k.Queue) != "[a]" ||
+		k.Tasks[0].Phase != TaskQueued || k.Tasks[0].MergeAttempts != 0 || h.headVerifies != 1 {
+		t.Fatalf("carried %+v (head verified %d times)", k, h.headVerifies)
 	}
 }
