@@ -788,8 +788,10 @@ func (c *campaign) result(status string) *CampaignResult {
 	return res
 }
 
-// cancelled ends a cancelled campaign once every task loop it started has
-// taken its cancel (each child's running round stops first).
+// cancelled ends a cancelled campaign once every running loop has taken
+// its cancel (each child's running round stops first): those this run
+// started through their child futures, those an earlier run started asked
+// by workflow id, their ends told by their reports (or watchCarried).
 func (c *campaign) cancelled(ctx workflow.Context) error {
 	dctx, _ := workflow.NewDisconnectedContext(ctx)
 	c.cancelCarried(dctx)
