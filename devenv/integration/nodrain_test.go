@@ -3,10 +3,14 @@ package integration
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/api/temporalproto"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 
@@ -85,6 +89,7 @@ func TestRealStackLoopsOutliveCampaignContinueAsNew(t *testing.T) {
 	// Walk the runs: each continue-as-new's input, and the loops' reports
 	// each run received.
 	runID, runs, movedRunning, reports := first, 0, 0, 0
+	record := map[string][2]string{"task-loop-reports-its-end": {id + "/n0", ""}}
 	reportsAfterFirst := 0
 	for runID != "" {
 		runs++
@@ -114,11 +119,43 @@ func TestRealStackLoopsOutliveCampaignContinueAsNew(t *testing.T) {
 				}
 			}
 		}
+		record[fmt.Sprintf("campaign-nodrain-run%d", runs)] = [2]string{id, runID}
 		runID = next
 	}
 	t.Logf("%d runs; %d loops carried running across the moves; %d loop reports, %d of them to a later run", runs, movedRunning, reports, reportsAfterFirst)
+	// Every run (each continues as new with loops running, takes their
+	// reports, watches the carried ones) and a loop that reported its end,
+	// for the replay corpus.
+	recordRuns(t, c, record)
 	if runs < 2 || movedRunning == 0 || reports != 8 || reportsAfterFirst == 0 {
 		t.Fatalf("%d runs, %d loops carried running, %d reports (%d after the first run); want at least 2 runs, loops carried running, every loop's report, some to a later run",
 			runs, movedRunning, reports, reportsAfterFirst)
+	}
+}
+
+// recordRuns writes the histories of the given runs (name: workflow id,
+// run id) into RALPH_RECORD_HISTORIES, as recordHistories does.
+func recordRuns(t *testing.T, c client.Client, runs map[string][2]string) {
+	dir := os.Getenv("RALPH_RECORD_HISTORIES")
+	if dir == "" {
+		return
+	}
+	for name, run := range runs {
+		hist := &historypb.History{}
+		iter := c.GetWorkflowHistory(context.Background(), run[0], run[1], false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+		for iter.HasNext() {
+			ev, err := iter.Next()
+			if err != nil {
+				t.Fatal(err)
+			}
+			hist.Events = append(hist.Events, ev)
+		}
+		data, err := temporalproto.CustomJSONMarshalOptions{Indent: "  "}.Marshal(hist)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name+".json"), append(data, '\n'), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
