@@ -32,6 +32,9 @@ type Rules struct {
 	MaxTasks  int      `json:"maxTasks"`
 	KnownIDs  []string `json:"knownIds,omitempty"`
 	MergedIDs []string `json:"mergedIds,omitempty"`
+	// MaxObjectiveChars bounds each task's objective (the deployment's
+	// RALPH_MAX_OBJECTIVE_CHARS; 0: DefaultMaxObjectiveChars).
+	MaxObjectiveChars int `json:"maxObjectiveChars,omitempty"`
 }
 
 // WaveReport is the campaign-written report of one wave: the only state
