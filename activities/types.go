@@ -217,6 +217,9 @@ type RoundInput struct {
 	// Guidance is an operator's text (the guide update, or a rejection's
 	// reason) that this round's prompt carries under its own heading.
 	Guidance string `json:"guidance,omitempty"`
+	// CampaignObjective is a planned campaign's objective, rendered as
+	// context under its own heading beside the task's objective.
+	CampaignObjective string `json:"campaignObjective,omitempty"`
 	// Candidate makes this attempt one of the round's candidates: it works
 	// a clone of the workspace at the round's base, not the workspace.
 	Candidate *CandidateSpec `json:"candidate,omitempty"`

@@ -181,3 +181,26 @@ func TestPlannerRepairsSpent(t *testing.T) {
 		t.Fatalf("%d requests, want 4 (three repairs)", n)
 	}
 }
+
+// A planned campaign's task round shows the campaign's objective under its
+// own heading, after the task's own; a round outside a campaign shows none.
+func TestRoundPromptNamesTheCampaignObjective(t *testing.T) {
+	h := newHarness(t, fakeopenai.Script{Queue: []fakeopenai.Response{submit(validContinue)}})
+	h.req.CampaignObjective = campaignObjective
+	if _, err := h.run(); err != nil {
+		t.Fatal(err)
+	}
+	prompt := h.requests()[0].Prompt()
+	want := "Objective:\n" + objective + "\n\n## The campaign's objective (context)\n"
+	if !strings.Contains(prompt, want) || !strings.Contains(prompt, "Do your own objective above, not the whole campaign's") ||
+		!strings.Contains(prompt, "\n"+campaignObjective+"\n") {
+		t.Fatalf("prompt:\n%s", prompt)
+	}
+	plain := newHarness(t, fakeopenai.Script{Queue: []fakeopenai.Response{submit(validContinue)}})
+	if _, err := plain.run(); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(plain.requests()[0].Prompt(), "campaign") {
+		t.Fatal("a round outside a campaign mentions one")
+	}
+}

@@ -53,6 +53,9 @@ type Request struct {
 	// (*DeferredError) instead of a failure: off for runs whose recorded
 	// limits predate deferrals, which keep the old behaviour.
 	Deferrable bool
+	// CampaignObjective is a planned campaign's objective: the round
+	// prompt shows it as context under its own heading (empty: none).
+	CampaignObjective string
 	// Guidance is an operator's text for this round (its prompt shows it
 	// under "Guidance from the operator"); empty: none.
 	Guidance string
