@@ -50,6 +50,9 @@ type WaveReport struct {
 	Verify *HeadVerify `json:"verify,omitempty"`
 	// Rejected is a person's reason for rejecting the last plan.
 	Rejected string `json:"rejected,omitempty"`
+	// Omitted counts the tasks Fit left out of Tasks (merged ones first)
+	// when even their names passed the handoff cap.
+	Omitted int `json:"omitted,omitempty"`
 }
 
 // TaskOutcome is one task of a wave as its report tells it.

@@ -202,3 +202,46 @@ func TestWaveReportRender(t *testing.T) {
 		t.Errorf("empty report:\n%s", empty)
 	}
 }
+
+// A wave too large for even its tasks' names lists those that did not merge
+// first and counts the rest; the next planner is told.
+func TestWaveReportFitOmitsMergedTasksFirst(t *testing.T) {
+	r := WaveReport{Wave: 4, Summary: strings.Repeat("s", 1500), Verify: &HeadVerify{Command: "make", Head: "h", OutputTail: strings.Repeat("o", 9000) + "END"}}
+	for i := range 1000 {
+		o := TaskOutcome{ID: fmt.Sprintf("task-%d", i), Outcome: OutcomeMerged, MergeCommit: strings.Repeat("c", 40)}
+		if i%100 == 7 {
+			o = TaskOutcome{ID: fmt.Sprintf("task-%d", i), Outcome: "failed", Failure: strings.Repeat("f", 3000)}
+		}
+		r.Tasks = append(r.Tasks, o)
+	}
+	got, err := r.Fit(16384)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if size := got.Size(); size > 16384 || size < 16000 {
+		t.Fatalf("fitted to %d characters", size)
+	}
+	failed := 0
+	for _, task := range got.Tasks {
+		if task.Outcome == "failed" {
+			failed++
+		}
+	}
+	if failed != 10 || got.Omitted != 1000-len(got.Tasks) || got.Omitted == 0 || !strings.HasSuffix(got.Verify.OutputTail, "END") {
+		t.Fatalf("kept %d tasks (%d failed), omitted %d", len(got.Tasks), failed, got.Omitted)
+	}
+	if text := got.Render(); !strings.Contains(text, fmt.Sprintf("(%d more tasks are not listed", got.Omitted)) {
+		t.Fatalf("render does not say tasks were left out:\n%s", text[:300])
+	}
+}
+
+func TestHeadAndTailCountRunes(t *testing.T) {
+	for _, c := range []struct{ got, want string }{
+		{head("héllo", 5), "héllo"}, {head("héllo", 6), "héllo"}, {head("héllo", 3), "hé…"}, {head("héllo", 1), "…"},
+		{tail("héllo", 5), "héllo"}, {tail("héllo", 3), "…lo"}, {tail("éé", 1), "…"}, {head("x", 0), ""}, {tail("x", 0), ""},
+	} {
+		if c.got != c.want {
+			t.Errorf("got %q, want %q", c.got, c.want)
+		}
+	}
+}

@@ -13,11 +13,18 @@ import (
 // cutMark ends (or starts) a text that was cut to fit.
 const cutMark = "…"
 
+// OutcomeMerged is a task outcome of a wave report: its work is on the
+// integration branch (the outcome the waves workflow writes for it).
+const OutcomeMerged = "merged"
+
 // Validate checks a wave report's shape: a wave number, known task ids,
 // each with an outcome, a verify run with its command and head.
 func (r WaveReport) Validate() error {
 	if r.Wave < 1 {
 		return broke(RuleWaveReport, "wave must be at least 1, got %d", r.Wave)
+	}
+	if r.Omitted < 0 {
+		return broke(RuleWaveReport, "omitted must not be negative, got %d", r.Omitted)
 	}
 	for i, t := range r.Tasks {
 		switch {
@@ -47,8 +54,10 @@ func (r WaveReport) Size() int {
 // task's failure is cut (its start kept) and the verify output's tail cut
 // (its end kept, at four times a failure's share), to the largest share
 // that fits; then the summary and a rejection are cut likewise. What names
-// each task (id, outcome, merge commit) is never cut: a report that does
-// not fit even then is an error naming its size.
+// a task (id, outcome, merge commit) is never cut: when even the names pass
+// the limit (a wave of hundreds of tasks), tasks are left out, merged ones
+// first, and counted in Omitted. A report that does not fit even with no
+// task listed is an error naming its size.
 func (r WaveReport) Fit(limit int) (WaveReport, error) {
 	if err := r.Validate(); err != nil {
 		return WaveReport{}, err
@@ -71,8 +80,37 @@ func (r WaveReport) Fit(limit int) (WaveReport, error) {
 	if out, ok := largestFit(longest, limit, func(k int) WaveReport { return bare.cutTexts(k) }); ok {
 		return out, nil
 	}
-	return WaveReport{}, broke(RuleWaveReportCap, "the wave report is %d characters of JSON with every failure, the verify output, the summary and the rejection cut; the limit is %d (its %d tasks' ids, outcomes and commits alone do not fit)",
-		bare.cutTexts(0).Size(), limit, len(r.Tasks))
+	// Keep the summary, the rejection and the verify tail at a modest share
+	// and list as many tasks as fit, those that did not merge first.
+	base := r.cutDetails(min(longest, 100)).cutTexts(200)
+	if out, ok := largestFit(len(r.Tasks), limit, func(k int) WaveReport { return base.keepTasks(k) }); ok {
+		return out, nil
+	}
+	return WaveReport{}, broke(RuleWaveReportCap, "the wave report is %d characters of JSON with no task listed and every text cut; the limit is %d",
+		base.keepTasks(0).Size(), limit)
+}
+
+// keepTasks is r listing n of its tasks (in their order), leaving out merged
+// tasks first, then the last ones; Omitted counts those left out.
+func (r WaveReport) keepTasks(n int) WaveReport {
+	out := r
+	drop := len(r.Tasks) - n
+	gone := make([]bool, len(r.Tasks))
+	for pass := 0; pass < 2 && drop > 0; pass++ {
+		for i := len(r.Tasks) - 1; i >= 0 && drop > 0; i-- {
+			if !gone[i] && (pass == 1 || r.Tasks[i].Outcome == OutcomeMerged) {
+				gone[i], drop = true, drop-1
+			}
+		}
+	}
+	out.Tasks = make([]TaskOutcome, 0, n)
+	for i, t := range r.Tasks {
+		if !gone[i] {
+			out.Tasks = append(out.Tasks, t)
+		}
+	}
+	out.Omitted = r.Omitted + len(r.Tasks) - n
+	return out
 }
 
 // largestFit finds, by bisection, the largest share k in [0, longest] whose
@@ -116,30 +154,43 @@ func (r WaveReport) cutTexts(k int) WaveReport {
 	return out
 }
 
-func runes(s string) int { return len([]rune(s)) }
+func runes(s string) int { return utf8.RuneCountInString(s) }
 
 // head keeps the first n runes of s, marking a cut.
 func head(s string, n int) string {
-	r := []rune(s)
-	if len(r) <= n {
-		return s
-	}
 	if n == 0 {
 		return ""
 	}
-	return string(r[:n-1]) + cutMark
+	count := 0
+	for i := range s {
+		if count == n-1 {
+			if utf8.RuneCountInString(s[i:]) == 1 {
+				return s // exactly n runes
+			}
+			return s[:i] + cutMark
+		}
+		count++
+	}
+	return s
 }
 
 // tail keeps the last n runes of s, marking a cut.
 func tail(s string, n int) string {
-	r := []rune(s)
-	if len(r) <= n {
-		return s
-	}
 	if n == 0 {
 		return ""
 	}
-	return cutMark + string(r[len(r)-n+1:])
+	total := utf8.RuneCountInString(s)
+	if total <= n {
+		return s
+	}
+	skip := total - n + 1
+	for i := range s {
+		if skip == 0 {
+			return cutMark + s[i:]
+		}
+		skip--
+	}
+	return cutMark
 }
 
 // Render is the report as the next wave's planner reads it (Markdown).
@@ -150,6 +201,9 @@ func (r WaveReport) Render() string {
 		b.WriteString("\nIt ran no task.\n")
 	} else {
 		b.WriteString("\nIts tasks:\n")
+	}
+	if r.Omitted > 0 {
+		fmt.Fprintf(&b, "(%d more tasks are not listed, to keep this report within its cap; those that merged are left out first.)\n", r.Omitted)
 	}
 	for _, t := range r.Tasks {
 		fmt.Fprintf(&b, "- %s: %s", t.ID, t.Outcome)
