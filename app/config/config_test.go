@@ -103,8 +103,7 @@ func TestLoadWorkerValues(t *testing.T) {
 		}},
 		{"agent providers", nil, MapEnv{"RALPH_AGENT": "opencode", "RALPH_AGENT_COMMAND": "/opt/oc", "RALPH_AGENT_MODEL": "m2",
 			"RALPH_AGENT_IDLE_SECONDS": "90", "RALPH_REVIEW_AGENT": "claude-code", "RALPH_PLAN_AGENT": "codex", "RALPH_PLAN_MODEL": "planner",
-			"ANTHROPIC_BASE_URL": "http://127.0.0.1:9",
-			"ANTHROPIC_API_KEY": "sk-ant-x", "RALPH_AGENT_MAX_INFLIGHT": "2", "RALPH_AGENT_MAX_REQUEST_MB": "8"}, func(t *testing.T, w Worker) {
+			"ANTHROPIC_BASE_URL": "http://127.0.0.1:9", "ANTHROPIC_API_KEY": "sk-ant-x", "RALPH_AGENT_MAX_INFLIGHT": "2", "RALPH_AGENT_MAX_REQUEST_MB": "8"}, func(t *testing.T, w Worker) {
 			if w.Activities.PlanModel != "planner" {
 				t.Errorf("plan model = %q", w.Activities.PlanModel)
 			}
