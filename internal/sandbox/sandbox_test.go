@@ -209,7 +209,7 @@ func TestHiddenPathsAndMountOrder(t *testing.T) {
 	if filepath.Dir(home) != f.paths.HomesDir || filepath.Base(home) != names.Flat("ws") {
 		t.Errorf("private home %s", home)
 	}
-	a := strings.Join(sb.args(dir, home, 3, []string{"bash", "-c", "true"}, ReadOnly{}, nil), " ")
+	a := strings.Join(sb.args(dir, home, "", 3, []string{"bash", "-c", "true"}, ReadOnly{}, nil), " ")
 	for _, flag := range []string{"--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-net", "--die-with-parent", "--new-session", "--cap-drop ALL", "--proc /proc", "--dev /dev", "--tmpfs /tmp", "--info-fd 3", "--chdir " + dir} {
 		if !strings.Contains(a, flag) {
 			t.Errorf("bwrap args lack %s: %s", flag, a)
