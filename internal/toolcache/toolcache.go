@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -80,13 +81,18 @@ func (s *Store) Farm() bool { return s.farm }
 // MaxBytes is the bound of one line.
 func (s *Store) MaxBytes() int64 { return s.maxBytes }
 
-// sweep removes the work copies of a worker that ended without removing
-// them (none is in use when the store opens: one worker per session dir
-// owns it while it runs).
+// staleCopy is the age past which a work copy is a killed worker's: no
+// verify runs that long, and workers sharing a session directory must not
+// remove each other's copies in use.
+const staleCopy = 24 * time.Hour
+
+// sweep removes the work copies a worker that ended left behind.
 func (s *Store) sweep() {
 	entries, _ := os.ReadDir(filepath.Join(s.root, "work"))
 	for _, e := range entries {
-		_ = RemoveAll(filepath.Join(s.root, "work", e.Name()))
+		if fi, err := e.Info(); err == nil && time.Since(fi.ModTime()) > staleCopy {
+			_ = RemoveAll(filepath.Join(s.root, "work", e.Name()))
+		}
 	}
 }
 
@@ -358,10 +364,15 @@ func (s *Store) copyTree(src, dest string) (Stats, error) {
 		}
 		st.Files++
 		st.Bytes += fi.Size()
-		if s.farm {
+		// A cache's own bookkeeping beside its entries (Go's trim.txt, which
+		// it rewrites in place) is copied for the command to write.
+		if s.farm && !slices.Contains(Dirs, filepath.Dir(rel)) {
 			return os.Link(path, to)
 		}
-		return copyFile(path, to, fi.Mode().Perm())
+		if err := copyFile(path, to, fi.Mode().Perm()); err != nil {
+			return err
+		}
+		return s.own(to)
 	})
 	return st, err
 }

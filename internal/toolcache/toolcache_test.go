@@ -101,7 +101,7 @@ func TestCheckoutCommitRoundTrip(t *testing.T) {
 // commands run as itself gets full copies instead.
 func TestFarmLinksAreReadOnly(t *testing.T) {
 	s := newStore(t, 64)
-	commitLine(t, s, "campaign-a", map[string]string{"go-build/ab/entry-d": "compiled"})
+	commitLine(t, s, "campaign-a", map[string]string{"go-build/ab/entry-d": "compiled", "go-build/trim.txt": "1"})
 	c, err := s.Checkout("campaign-a", "")
 	if err != nil {
 		t.Fatal(err)
@@ -120,6 +120,11 @@ func TestFarmLinksAreReadOnly(t *testing.T) {
 	}
 	if sys.Nlink != 2 || sys.Uid != 0 || fi.Mode().Perm()&0o222 != 0 {
 		t.Fatalf("farm file: nlink %d uid %d mode %v, want a read-only link of the worker's", sys.Nlink, sys.Uid, fi.Mode())
+	}
+	// Go rewrites trim.txt in place: each copy has its own.
+	trim, _ := os.Stat(filepath.Join(c.Dir, "go-build", "trim.txt"))
+	if ts := trim.Sys().(*syscall.Stat_t); ts.Nlink != 1 || ts.Uid != 65534 {
+		t.Fatalf("trim.txt: nlink %d uid %d, want the command's own copy", ts.Nlink, ts.Uid)
 	}
 	dir, _ := os.Stat(filepath.Join(c.Dir, "go-build", "ab"))
 	if uid := dir.Sys().(*syscall.Stat_t).Uid; uid != 65534 {
