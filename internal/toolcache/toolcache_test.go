@@ -236,3 +236,28 @@ func TestBadInput(t *testing.T) {
 		t.Fatalf("CampaignLine = %q", got)
 	}
 }
+
+// Commands that run as the worker itself could chmod a link: their copies
+// are full copies, and writing one leaves the line as it was.
+func TestFullCopyIsItsOwn(t *testing.T) {
+	s, err := New(t.TempDir(), 64, Owner{UID: os.Geteuid(), GID: os.Getegid()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	commitLine(t, s, "runs", map[string]string{"pip/wheel": "original"})
+	c, err := s.Checkout("runs", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(c.Dir, "pip", "wheel")
+	if fi, err := os.Stat(path); err != nil || fi.Sys().(*syscall.Stat_t).Nlink != 1 {
+		t.Fatalf("a full copy shares its file with the line: %v", err)
+	}
+	if err := os.WriteFile(path, []byte("forged"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	line, _ := s.lineDir("runs")
+	if b, err := os.ReadFile(filepath.Join(line, "pip", "wheel")); err != nil || string(b) != "original" {
+		t.Fatalf("writing a full copy changed the line: %q, %v", b, err)
+	}
+}
