@@ -58,3 +58,16 @@ func TestMergeVerifyCacheOnlyFromLandedMerges(t *testing.T) {
 		t.Fatalf("the next merge verify did not start from the landed cache: %+v", out.Verification)
 	}
 }
+
+func TestToolCacheLine(t *testing.T) {
+	for workspace, want := range map[string]string{
+		activities.TaskWorkspace("c1", "t1"): "campaign-c1",
+		"campaigns/c1/merge":                 "runs",
+		"my-run":                             "runs",
+		"campaigns/c1/tasks/t1/deeper":       "runs",
+	} {
+		if got := activities.ToolCacheLine(workspace); got != want {
+			t.Errorf("ToolCacheLine(%q) = %q, want %q", workspace, got, want)
+		}
+	}
+}
