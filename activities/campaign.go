@@ -345,7 +345,7 @@ func (a *Activities) verifyMerge(ctx context.Context, c *campaignGit, in MergeTa
 		return MergeTaskOutput{}, err
 	}
 	var cache *toolcache.Copy
-	out.Verification, cache, err = a.verifyTree(ctx, c.scratch, in.VerifyCommand, toolcache.CampaignLine(in.Line.Campaign), a.protectedSets(in.ProtectedPaths))
+	out.Verification, cache, err = a.verifyTreeWarm(ctx, c.scratch, in.VerifyCommand, toolcache.CampaignLine(in.Line.Campaign), a.protectedSets(in.ProtectedPaths))
 	defer func() { _ = cache.Remove() }() // a no-op once committed
 	if err != nil {
 		return MergeTaskOutput{}, err
@@ -419,10 +419,16 @@ func mergedTasks(merges []gitws.Merge) []MergedTask {
 // round's verify has: the paths the pattern sets protected match are
 // read-only to it and checked again after it; a run that changed one fails
 // (ProtectedChanged) and the paths are restored.
-//
-// The command starts from its own copy of line's warm tool cache; the copy
-// is returned (nil without one) for the caller to commit or remove.
-func (a *Activities) verifyTree(ctx context.Context, dir, command, line string, protected [][]string) (*report.Verification, *toolcache.Copy, error) {
+// Its tool caches are cold: verifyTreeWarm starts them from a line's.
+func (a *Activities) verifyTree(ctx context.Context, dir, command string, protected [][]string) (*report.Verification, error) {
+	v, _, err := a.verifyTreeWarm(ctx, dir, command, "", protected)
+	return v, err
+}
+
+// verifyTreeWarm is verifyTree starting from its own copy of line's warm
+// tool cache (none when line is ""); the copy is returned (nil without
+// one) for the caller to commit or remove.
+func (a *Activities) verifyTreeWarm(ctx context.Context, dir, command, line string, protected [][]string) (*report.Verification, *toolcache.Copy, error) {
 	if strings.TrimSpace(command) == "" {
 		return nil, nil, temporal.NewNonRetryableApplicationError("there is no verify command", ErrTypeCampaignGit, nil)
 	}
