@@ -1,6 +1,10 @@
 package workflows
 
 import (
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
 	"github.com/ralph-temporal/ralph/report"
 	"github.com/ralph-temporal/ralph/usage"
 )
@@ -24,11 +28,14 @@ const (
 const SearchAttrCampaign = "RalphCampaign"
 
 // TaskStart is what a Campaign passes to a task's Ralph run beside its
-// input: the campaign it belongs to and, on a later go, the report the
-// campaign wrote naming what failed. Only a parent workflow may pass it.
+// input: the campaign it belongs to, on a later go the report the campaign
+// wrote naming what failed, and for a planned campaign (SPEC 40) the
+// campaign's objective, shown in every round's prompt as context beside the
+// task's own. Only a parent workflow may pass it.
 type TaskStart struct {
-	Campaign       string         `json:"campaign"`
-	PreviousReport *report.Report `json:"previousReport,omitempty"`
+	Campaign          string         `json:"campaign"`
+	PreviousReport    *report.Report `json:"previousReport,omitempty"`
+	CampaignObjective string         `json:"campaignObjective,omitempty"`
 	// ReportEnd: the loop tells the campaign (Campaign, its workflow id)
 	// how it ended, whichever way, with SignalTaskEnded naming Task and Go
 	// (SPEC 39, loops outlive a run); only a campaign that no longer drains
@@ -81,3 +88,14 @@ const (
 	fieldApprove = "approve"
 	ApproveNone  = "none"
 )
+
+// takeCampaignObjective keeps a planned campaign's objective for every
+// round's prompt, bounded as an objective is.
+func (l *loop) takeCampaignObjective(objective string) error {
+	objective = strings.TrimSpace(objective)
+	if n := utf8.RuneCountInString(objective); n > l.limits.MaxObjectiveChars {
+		return invalidInput(fmt.Sprintf("task start: the campaign's objective is %d characters, over the limit of %d", n, l.limits.MaxObjectiveChars))
+	}
+	l.campaignObjective = objective
+	return nil
+}

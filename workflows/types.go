@@ -300,6 +300,8 @@ type Continuation struct {
 	// continued as new: the next run ends before its first round.
 	StopRequested bool   `json:"stopRequested,omitempty"`
 	StopReason    string `json:"stopReason,omitempty"`
+	// CampaignObjective is a planned campaign's objective (TaskStart).
+	CampaignObjective string `json:"campaignObjective,omitempty"`
 	// ReportEnd is the campaign a task loop tells when it ends (TaskStart's
 	// ReportEnd), carried to the run that ends.
 	ReportEnd *TaskReportTo `json:"reportEnd,omitempty"`

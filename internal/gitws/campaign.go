@@ -537,3 +537,16 @@ func (g *Git) FileAt(ctx context.Context, dir, commit, path string, limit int64)
 	}
 	return []byte(out), nil
 }
+
+// CheckoutCommit checks commit (fetched into the scratch clone dir) out
+// detached, within the tree bounds: a campaign planner's view of the
+// integration head. A tree over the bounds is a *TreeTooBigError.
+func (g *Git) CheckoutCommit(ctx context.Context, dir, commit, what string) error {
+	if err := g.checkTree(ctx, dir, commit, what); err != nil {
+		return err
+	}
+	if _, err := g.run(ctx, dir, cmdOpts{}, "checkout", "-q", "--detach", "--force", commit); err != nil {
+		return fmt.Errorf("check out %s at %s: %w", what, shortID(commit), err)
+	}
+	return nil
+}
