@@ -59,9 +59,9 @@ func (c *campaign) moveDue(ctx workflow.Context) bool {
 
 // mayMove: continue-as-new is due and nothing holds it: no go is being
 // prepared, no stack is landing and no head recheck is pending (the queue
-// takes no next stack meanwhile, and carries the rest); running loops never hold it. Checked on every
-// workflow task, so the suggestion alone moves a campaign whose loops all
-// run for hours.
+// takes no next stack meanwhile, and carries the rest); running loops
+// never hold it. Checked on every workflow task, so the suggestion alone
+// moves a campaign whose loops all run for hours.
 func (c *campaign) mayMove(ctx workflow.Context) bool {
 	return c.moveDue(ctx) && !c.merging && !c.recheck && !c.preparing()
 }
