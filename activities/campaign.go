@@ -503,7 +503,7 @@ func mergedTasks(merges []gitws.Merge) []MergedTask {
 // every protection a round's verify has: the paths the pattern sets protect
 // are read-only to it and checked again after it; a run that changed one
 // fails (ProtectedChanged) and the paths are restored.
-// verifyTreeWarm is verifyTree starting from its own copy of line's warm
+// It starts from its own copy of line's warm
 // tool cache (none when line is ""); the copy is returned (nil without
 // one) for the caller to commit or remove.
 func (a *Activities) verifyTreeWarm(ctx context.Context, dir, command, line string, protected [][]string) (*report.Verification, *toolcache.Copy, error) {
