@@ -26,6 +26,9 @@ const SearchAttrCampaign = "RalphCampaign"
 type TaskStart struct {
 	Campaign       string         `json:"campaign"`
 	PreviousReport *report.Report `json:"previousReport,omitempty"`
+	// CampaignObjective is a planning campaign's objective (SPEC 40), which
+	// the loop's prompt names as context beside the task's own.
+	CampaignObjective string `json:"campaignObjective,omitempty"`
 }
 
 // fieldApprove and ApproveNone are the input field and mode a run shares
