@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -178,5 +179,44 @@ func TestCampaignDemoMergesEveryTask(t *testing.T) {
 	got, err := exec.Command("git", "--git-dir", remote, "show", "ralph/campaigns/"+campaignID+"/integration:greetings.txt").CombinedOutput()
 	if err != nil || !strings.Contains(string(got), "Hello, world!\n") || !strings.Contains(string(got), "Bonjour, le monde !\n") || strings.Contains(string(got), "<<<<<<<") {
 		t.Errorf("greetings.txt on the integration branch: %v\n%s", err, got)
+	}
+}
+
+// The planning demo (--plan) seeds the campaign demo's files and
+// farewells.txt afresh; its objective lists three tasks the scripted model
+// plays (each names a file of the seed), readme after english; check.sh
+// passes on the seed.
+func TestPlanDemoSeedsAFreshRemote(t *testing.T) {
+	s, err := parseSettings([]string{planFlag}, map[string]string{})
+	if err != nil || !s.plan || s.campaign {
+		t.Fatalf("--plan: %+v, %v", s, err)
+	}
+	if _, err := parseSettings([]string{planFlag, "more"}, map[string]string{}); err == nil || !strings.Contains(err.Error(), "takes no objective") {
+		t.Errorf("--plan with an objective: %v", err)
+	}
+	l, _, _ := newLocal(t, make(chan os.Signal))
+	state := filepath.Join(l.dir, stateDir)
+	env := localEnv(map[string]string{}, "127.0.0.1:1", state)
+	campaignEnv(env, state)
+	remote, err := l.preparePlan(state, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clone := filepath.Join(t.TempDir(), "clone")
+	if out, err := exec.Command("git", "clone", "-q", remote, clone).CombinedOutput(); err != nil {
+		t.Fatalf("clone: %v: %s", err, out)
+	}
+	if out, err := exec.Command("bash", filepath.Join(clone, "check.sh")).CombinedOutput(); err != nil || !strings.Contains(string(out), "PASS") {
+		t.Errorf("check.sh on the seed: %v: %s", err, out)
+	}
+	task := regexp.MustCompile(`(?m)^- ([a-z]+): In (\S+), add the line "[^"]+" after the first line\.( \(after ([a-z]+)\))?$`)
+	found := task.FindAllStringSubmatch(planObjective, -1)
+	if len(found) != 3 || found[2][1] != "readme" || found[2][4] != "english" {
+		t.Fatalf("the objective's tasks: %q", found)
+	}
+	for _, m := range found {
+		if _, err := os.Stat(filepath.Join(clone, m[2])); err != nil {
+			t.Errorf("task %s edits %s, not in the seed: %v", m[1], m[2], err)
+		}
 	}
 }
