@@ -137,7 +137,7 @@ type TaskStatus struct {
 // most 100, those first in the task list), Unlisted counts the rest of
 // them. The tasks query pages the whole list, the task query answers one.
 type CampaignStatus struct {
-	Phase string `json:"phase"` // running, paused, finished
+	Phase string `json:"phase"` // running, paused, awaiting-plan-approval, finished
 	// PauseReason says why the merge queue paused itself ("" for an
 	// operator's pause): a git step's failure that is not a task's.
 	PauseReason       string         `json:"pauseReason,omitempty"`

@@ -11,8 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/mock"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
@@ -248,7 +250,18 @@ func TestWavesPlanApproval(t *testing.T) {
 		tasksPlan("second try", Task{ID: "a", Objective: "do a better"}),
 		completePlan("done"),
 	}}
-	env := newWavesEnv(campaignLimits(), w)
+	limits := campaignLimits()
+	limits.NotifyEvents = []string{workflows.EventAwaitingApproval}
+	env := newWavesEnv(limits, w)
+	var mu sync.Mutex
+	var events []string
+	env.RegisterWorkflowWithOptions(workflows.RalphNotify, workflow.RegisterOptions{Name: workflows.NotifyWorkflowName})
+	env.OnWorkflow(workflows.NotifyWorkflowName, mock.Anything, mock.Anything).Return(func(_ workflow.Context, in activities.NotifyInput) error {
+		mu.Lock()
+		defer mu.Unlock()
+		events = append(events, fmt.Sprintf("%s@%d/%d %s: %s", in.Event, in.Round, in.Seq, in.Status, in.Text))
+		return nil
+	})
 	var waiting, waiting2 CampaignStatus
 	var planned WavePlan
 	env.RegisterDelayedCallback(func() {
@@ -289,6 +302,10 @@ func TestWavesPlanApproval(t *testing.T) {
 	if cycle.rejected == nil || !strings.Contains(cycle.rejected.Error(), "has a cycle: p -> q -> p") ||
 		badID.rejected == nil || !strings.Contains(badID.rejected.Error(), "tasks[0].id: must be a string") || replaced.rejected != nil || approved.rejected != nil {
 		t.Fatalf("approvals: cycle %v, bad id %v, replaced %v, approved %v", cycle.rejected, badID.rejected, replaced.rejected, approved.rejected)
+	}
+	if len(events) != 3 || events[0] != "awaiting-approval@0/1 awaiting-plan-approval: Campaign camp: wave 1's plan (tasks, 1 tasks) awaits approval: `first try`" ||
+		!strings.HasPrefix(events[2], "awaiting-approval@0/3 awaiting-plan-approval: Campaign camp: wave 2's plan (complete, 0 tasks)") {
+		t.Fatalf("notifications %q", events)
 	}
 	if res.Status != CampaignComplete || strings.Join(w.landed, ",") != "p,q" || len(res.Waves) != 2 ||
 		res.Waves[0].Approval != "replaced" || strings.Join(res.Waves[0].Tasks, ",") != "p,q" || res.Waves[1].Approval != "approved" {
@@ -429,5 +446,32 @@ func TestWavesOf20Waves30TasksStayBounded(t *testing.T) {
 	}
 	if reportChars == 0 || reportChars > limits.MaxHandoffChars || len(w.inputs[nWaves-1].Report.Tasks) != nTasks {
 		t.Fatalf("wave reports up to %d chars (cap %d)", reportChars, limits.MaxHandoffChars)
+	}
+}
+
+// TestWavesPlannerFailureAndApprovalTimeout: a planner that fails (no
+// retry helps) ends the campaign partial naming why; a plan nobody answers
+// within RALPH_APPROVAL_TIMEOUT_HOURS ends it stopped.
+func TestWavesPlannerFailureAndApprovalTimeout(t *testing.T) {
+	env := newCampaignEnv(campaignLimits())
+	env.RegisterActivityWithOptions(func(context.Context, activities.PlanWaveInput) (activities.PlanWaveOutput, error) {
+		return activities.PlanWaveOutput{}, temporal.NewNonRetryableApplicationError("the planner submitted no valid plan in 3 tries", activities.ErrTypeChildFailed, nil)
+	}, activity.RegisterOptions{Name: activities.PlanWaveName})
+	res := runWaves(t, env, `{"objective":"o","verifyCommand":"make check"}`)
+	if res.Status != CampaignPartial || len(res.Waves) != 1 || res.Waves[0].Status != WaveFailed ||
+		!strings.Contains(res.Waves[0].Summary, "the planner submitted no valid plan in 3 tries") {
+		t.Fatalf("result %+v", res)
+	}
+
+	limits := campaignLimits()
+	limits.ApprovalTimeoutHours = 2
+	w := &waves{plans: []plan.Plan{tasksPlan("try", Task{ID: "a", Objective: "do a"})}}
+	env = newWavesEnv(limits, w)
+	var before CampaignStatus
+	env.RegisterDelayedCallback(func() { before = campaignStatus(t, env) }, 119*time.Minute)
+	res = runWaves(t, env, `{"objective":"o","verifyCommand":"make check","approve":"plan"}`)
+	if before.Phase != PhaseAwaitingPlanApproval || res.Status != CampaignStopped || len(res.Waves) != 1 || res.Waves[0].Approval != "timed-out" ||
+		len(res.Tasks) != 0 {
+		t.Fatalf("before the timeout %s; result %+v", before.Phase, res)
 	}
 }
