@@ -21,14 +21,14 @@ const (
 const SearchAttrCampaign = "RalphCampaign"
 
 // TaskStart is what a Campaign passes to a task's Ralph run beside its
-// input: the campaign it belongs to and, on a later go, the report the
-// campaign wrote naming what failed. Only a parent workflow may pass it.
+// input: the campaign it belongs to, on a later go the report the campaign
+// wrote naming what failed, and for a planned campaign (SPEC 40) the
+// campaign's objective, shown in every round's prompt as context beside the
+// task's own. Only a parent workflow may pass it.
 type TaskStart struct {
-	Campaign       string         `json:"campaign"`
-	PreviousReport *report.Report `json:"previousReport,omitempty"`
-	// CampaignObjective is a planning campaign's objective (SPEC 40), which
-	// the loop's prompt names as context beside the task's own.
-	CampaignObjective string `json:"campaignObjective,omitempty"`
+	Campaign          string         `json:"campaign"`
+	PreviousReport    *report.Report `json:"previousReport,omitempty"`
+	CampaignObjective string         `json:"campaignObjective,omitempty"`
 }
 
 // fieldApprove and ApproveNone are the input field and mode a run shares

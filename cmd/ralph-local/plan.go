@@ -11,34 +11,21 @@ import (
 )
 
 // The planning demo (`make demo-plan`, ralph-local --plan, SPEC 40): a
-// campaign from one objective. The demo's scripted model, as wave 1's
-// planner, plans the three tasks the objective lists (readme after
-// english); they run as the campaign demo's tasks do (a line added to a
-// file) and merge; wave 2's planner finds every line on the integration
-// head and reports complete; the verify command passes there. It runs on
-// the campaign demo's bare remote, seeded afresh with farewells.txt too.
+// campaign from one objective on the campaign demo's bare remote, seeded
+// afresh. The demo's scripted model, as wave 1's planner
+// (internal/fakeopenai's DemoPlanner), reads greetings.txt and plans one
+// task per missing line, the second after the first; the tasks run as the
+// campaign demo's do (a line added after the first, a conflict resolved by
+// keeping both) and merge; wave 2's planner finds every line on the
+// integration head and reports complete; the verify command passes there.
 const (
 	planFlag = "--plan"
 	planID   = "plan-demo"
 )
 
-// planObjective is the demo's objective. Its "- id: objective" lines, with
-// "(after id)" naming a dependency, are what the scripted planner plans;
-// each objective is one the scripted model plays as a task (an added line,
-// internal/fakeopenai/demo_campaign.go).
-const planObjective = `Greet the world from this repository. The objective is met when the integration branch holds each of these changes:
-- english: In greetings.txt, add the line "Hello, world!" after the first line.
-- farewell: In farewells.txt, add the line "Goodbye, world!" after the first line.
-- readme: In README.md, add the line "Run bash check.sh to check the greetings." after the first line. (after english)`
-
-// planSeed is the campaign demo's seed and the file the farewell edits.
-func planSeed() map[string]string {
-	seed := map[string]string{"farewells.txt": "# Farewells, one per line\n"}
-	for name, content := range campaignSeed {
-		seed[name] = content
-	}
-	return seed
-}
+// planObjective is the demo's objective, in the form the scripted planner
+// plans ("In FILE, add the lines "a", "b" and "c" after the first line.").
+const planObjective = `In greetings.txt, add the lines "Hello, world!", "Bonjour, le monde !" and "Hallo, Welt!" after the first line.`
 
 // preparePlan seeds a fresh bare remote and removes an earlier planning
 // demo's workspaces.
@@ -48,7 +35,7 @@ func (l *local) preparePlan(state string, env config.MapEnv) (string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return remote, err
 	}
-	return remote, seedRemote(remote, filepath.Join(dir, "seed"), planSeed(), filepath.Join(env["RALPH_WORKSPACE_ROOT"], "campaigns", planID))
+	return remote, seedRemote(remote, filepath.Join(dir, "seed"), campaignSeed, filepath.Join(env["RALPH_WORKSPACE_ROOT"], "campaigns", planID))
 }
 
 // runPlan starts the planning demo in the foreground: the starter prints
