@@ -70,9 +70,17 @@ func (w *waves) merge(_ context.Context, in activities.MergeTaskInput) (activiti
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	out := activities.MergeTaskOutput{Outcome: activities.MergeLanded, Verification: &report.Verification{Command: in.VerifyCommand}}
+	if in.Hold { // approve merge: the verified merge is held
+		out.Outcome, out.Tip, out.Head = activities.MergeHeld, "tip-"+in.Tasks[0].ID, fmt.Sprintf("head-%d", len(w.landed))
+		return out, nil
+	}
 	for _, t := range in.Tasks {
 		w.landed = append(w.landed, t.ID)
-		out.Merged = append(out.Merged, activities.MergedTask{ID: t.ID, Commit: "merge-" + t.ID})
+		commit := "merge-" + t.ID
+		if in.Land != "" { // an approved held merge lands its kept tip
+			commit = in.Land
+		}
+		out.Merged = append(out.Merged, activities.MergedTask{ID: t.ID, Commit: commit})
 	}
 	out.Head = fmt.Sprintf("head-%d", len(w.landed))
 	return out, nil
@@ -152,7 +160,7 @@ func TestWavesPlanRunAndCompleteVerified(t *testing.T) {
 	env := newWavesEnv(campaignLimits(), w)
 	var during CampaignStatus
 	env.RegisterDelayedCallback(func() { during = campaignStatus(t, env) }, 30*time.Second)
-	res := runWaves(t, env, `{"objective":"make the parser fast","verifyCommand":"make check","maxParallel":3}`)
+	res := runWaves(t, env, `{"objective":"make the parser fast","verifyCommand":"make check","maxParallel":3,"maxTokens":90000}`)
 
 	if res.Status != CampaignComplete || len(res.Waves) != 2 || res.Waves[1].Verify != "passed" || res.Waves[0].Status != plan.StatusTasks ||
 		strings.Join(res.Waves[0].Tasks, ",") != "a,b,c" || res.Waves[1].Status != plan.StatusComplete {
@@ -167,7 +175,9 @@ func TestWavesPlanRunAndCompleteVerified(t *testing.T) {
 		}
 	}
 	first, second := w.inputs[0], w.inputs[1]
-	if first.Report != nil || first.Objective != "make the parser fast" || first.Wave != 1 || first.Rules.MaxTasks != defaultMaxWaveTasks || len(first.Rules.KnownIDs) != 0 {
+	// A planner's budget is a loop's share: the tokens left over maxParallel.
+	if first.Report != nil || first.Objective != "make the parser fast" || first.Wave != 1 || first.Rules.MaxTasks != defaultMaxWaveTasks ||
+		len(first.Rules.KnownIDs) != 0 || first.TokenBudget != 30000 || w.inputs[1].TokenBudget != (90000-110-3*15)/3 {
 		t.Fatalf("first planner got %+v", first)
 	}
 	r := second.Report
@@ -475,5 +485,29 @@ func TestWavesPlannerFailureAndApprovalTimeout(t *testing.T) {
 	if before.Phase != PhaseAwaitingPlanApproval || res.Status != CampaignStopped || len(res.Waves) != 1 || res.Waves[0].Approval != "timed-out" ||
 		len(res.Tasks) != 0 {
 		t.Fatalf("before the timeout %s; result %+v", before.Phase, res)
+	}
+}
+
+// TestWavesPlanAndMergeApprovals: with approve "plan,merge" the plan waits
+// for approve {} and each merge for approve {"task"}, as before.
+func TestWavesPlanAndMergeApprovals(t *testing.T) {
+	w := &waves{plans: []plan.Plan{tasksPlan("one task", Task{ID: "a", Objective: "do a"}), completePlan("done")}}
+	env := newWavesEnv(campaignLimits(), w)
+	var held CampaignStatus
+	plan1 := sendUpdate(env, time.Minute, workflows.UpdateApprove, TaskRequest{})
+	env.RegisterDelayedCallback(func() { held = campaignStatus(t, env) }, 5*time.Minute)
+	planAsMerge := sendUpdate(env, 5*time.Minute+time.Second, workflows.UpdateApprove, TaskRequest{})
+	merge := sendUpdate(env, 5*time.Minute+2*time.Second, workflows.UpdateApprove, TaskRequest{Task: "a"})
+	plan2 := sendUpdate(env, 10*time.Minute, workflows.UpdateApprove, TaskRequest{})
+	res := runWaves(t, env, `{"objective":"o","verifyCommand":"make check","approve":"plan,merge"}`)
+	if plan1.rejected != nil || merge.rejected != nil || plan2.rejected != nil || planAsMerge.rejected == nil ||
+		!strings.Contains(planAsMerge.rejected.Error(), "no wave's plan awaits approval") {
+		t.Fatalf("answers: %v %v %v %v", plan1.rejected, planAsMerge.rejected, merge.rejected, plan2.rejected)
+	}
+	if held.Counts[TaskAwaitingApproval] != 1 || held.Phase != workflows.PhaseRunning {
+		t.Fatalf("while the merge was held: %+v", held)
+	}
+	if res.Status != CampaignComplete || res.Tasks[0].MergeCommit != "tip-a" || len(res.Waves) != 2 {
+		t.Fatalf("result %+v", res)
 	}
 }
