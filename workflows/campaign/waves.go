@@ -397,7 +397,7 @@ func (c *campaign) verifyComplete(ctx workflow.Context) (*CampaignResult, bool, 
 	}
 	cur.Verify = fmt.Sprintf("failed (exit %d)", v.ExitCode)
 	w.Report = fitReport(plan.WaveReport{Wave: w.Number, Summary: cur.Summary, Tasks: []plan.TaskOutcome{},
-		Verify: &plan.HeadVerify{Command: v.Command, Head: out.Head, ExitCode: v.ExitCode, OutputTail: v.Output}}, c.limits.MaxHandoffChars)
+		Verify: &plan.HeadVerify{Command: v.Command, Head: out.Head, ExitCode: v.ExitCode, OutputTail: runes.Suffix(v.Output, verifyTailChars)}}, c.limits.MaxHandoffChars)
 	w.Ended = true
 	return nil, true, nil
 }
