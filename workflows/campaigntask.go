@@ -1,6 +1,12 @@
 package workflows
 
-import "github.com/ralph-temporal/ralph/report"
+import (
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/ralph-temporal/ralph/report"
+)
 
 // What a Ralph run shares with the Campaign workflow (package
 // workflows/campaign) that may start it: the names both answer to and the
@@ -37,3 +43,14 @@ const (
 	fieldApprove = "approve"
 	ApproveNone  = "none"
 )
+
+// takeCampaignObjective keeps a planned campaign's objective for every
+// round's prompt, bounded as an objective is.
+func (l *loop) takeCampaignObjective(objective string) error {
+	objective = strings.TrimSpace(objective)
+	if n := utf8.RuneCountInString(objective); n > l.limits.MaxObjectiveChars {
+		return invalidInput(fmt.Sprintf("task start: the campaign's objective is %d characters, over the limit of %d", n, l.limits.MaxObjectiveChars))
+	}
+	l.campaignObjective = objective
+	return nil
+}

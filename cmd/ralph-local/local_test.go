@@ -217,3 +217,27 @@ func TestPlanDemoSeedsAFreshRemote(t *testing.T) {
 		t.Errorf("the objective names %s, not in the seed: %v", m[1], err)
 	}
 }
+
+// make demo-plan end to end: wave 1's plan (three tasks, the second after
+// the first) is printed, its tasks merge, wave 2's planner finds the lines
+// on the head and says complete, the head's verify passes, and the graph is
+// shown.
+func TestPlanDemoCompletesVerified(t *testing.T) {
+	l, out, _ := newLocal(t, make(chan os.Signal))
+	if rc := l.main([]string{planFlag}); rc != 0 {
+		t.Fatalf("exit %d, output:\n%s", rc, out)
+	}
+	for _, want := range []string{"wave 1 plan: tasks:", "plan w1-line-2 (after w1-line-1): In greetings.txt", "Campaign plan-demo: complete, 3 of 3 tasks merged",
+		"wave 1 tasks (w1-line-1, w1-line-2, w1-line-3)", "wave 2 complete, head verify passed", "log --graph --oneline", "ralph: merge task w1-line-2"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	remote := filepath.Join(l.dir, stateDir, campaignDir, "remote.git")
+	got, err := exec.Command("git", "--git-dir", remote, "show", "ralph/campaigns/"+planID+"/integration:greetings.txt").CombinedOutput()
+	for _, line := range []string{"Hello, world!\n", "Bonjour, le monde !\n", "Hallo, Welt!\n"} {
+		if err != nil || !strings.Contains(string(got), line) || strings.Contains(string(got), "<<<<<<<") {
+			t.Errorf("greetings.txt on the integration branch lacks %q: %v\n%s", line, err, got)
+		}
+	}
+}

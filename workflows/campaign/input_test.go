@@ -52,6 +52,8 @@ func TestParseCampaignInputErrors(t *testing.T) {
 		{"maxWaves over ceiling", `{"objective":"o","verifyCommand":"x","maxWaves":21}`, "maxWaves: must be between 1 and 20 (RALPH_MAX_WAVES)"},
 		{"empty objective", `{"objective":"  ","verifyCommand":"x"}`, "objective:"},
 		{"branch", `{"tasks":[` + ok + `],"verifyCommand":"x","branch":"a..b"}`, "branch: \"a..b\" is not a branch name"},
+		{"task re-allows", `{"tasks":[{"id":"a","objective":"x","protectedPaths":["docs/**","!.github/**"]}],"verifyCommand":"x","protectedPaths":[".github/**"]}`,
+			`tasks[0] (a).protectedPaths[1]: "!.github/**": a task's protected paths add to the campaign's`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

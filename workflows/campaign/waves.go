@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"time"
-	"unicode/utf8"
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
@@ -292,7 +291,8 @@ func (c *campaign) planOptions() workflow.ActivityOptions {
 // (within the campaign's task ceiling), every task id of the campaign, and
 // those that merged.
 func (c *campaign) rules() plan.Rules {
-	r := plan.Rules{MaxTasks: maxWaveTasks(c.limits), KnownIDs: make([]string, 0, len(c.tasks)), MergedIDs: []string{}}
+	r := plan.Rules{MaxTasks: maxWaveTasks(c.limits), KnownIDs: make([]string, 0, len(c.tasks)), MergedIDs: []string{},
+		MaxObjectiveChars: c.limits.MaxObjectiveChars}
 	if c.limits.MaxCampaignTasks > 0 {
 		r.MaxTasks = max(min(r.MaxTasks, c.limits.MaxCampaignTasks-len(c.tasks)), 0)
 	}
@@ -416,35 +416,15 @@ func (c *campaign) endWave() {
 	w.Report = fitReport(r, c.limits.MaxHandoffChars)
 }
 
-// fitReport cuts a wave report until its JSON is within the handoff cap
-// (characters, measured): the verify output's tail, the tasks' failures,
-// the summary, then the last tasks.
+// fitReport is the wave report within the handoff cap (plan's Fit: the
+// failures and the verify output's tail cut, then the summary; tasks left
+// out only past hundreds); one that cannot fit at all keeps its number.
 func fitReport(r plan.WaveReport, limit int) *plan.WaveReport {
-	fits := func() bool {
-		raw, _ := json.Marshal(r) // a report always encodes
-		return utf8.RuneCount(raw) <= limit
+	fitted, err := r.Fit(limit)
+	if err != nil {
+		return &plan.WaveReport{Wave: r.Wave, Tasks: []plan.TaskOutcome{}}
 	}
-	for _, keep := range []int{verifyTailChars, 500, 0} {
-		if r.Verify == nil || (keep < verifyTailChars && fits()) {
-			break
-		}
-		r.Verify.OutputTail = runes.Suffix(r.Verify.OutputTail, keep)
-	}
-	for _, keep := range []int{maxFailureChars, 500, 120, 0} {
-		if fits() {
-			break
-		}
-		for i := range r.Tasks {
-			r.Tasks[i].Failure = runes.Prefix(r.Tasks[i].Failure, keep)
-		}
-	}
-	for keep := maxWaveSummaryChars; !fits() && keep > 0; keep /= 4 {
-		r.Summary = runes.Prefix(r.Summary, keep)
-	}
-	for !fits() && len(r.Tasks) > 0 {
-		r.Tasks = r.Tasks[:len(r.Tasks)-1]
-	}
-	return &r
+	return &fitted
 }
 
 // waveStatus is the status's part of the waves, within maxWaveStatusBytes
