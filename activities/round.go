@@ -135,7 +135,7 @@ func (a *Activities) runRoundSession(ctx context.Context, at *attempt, in RoundI
 	tally, started := newRoundTally(), time.Now()
 	res, err := provider.Run(ctx, agent.Request{
 		SessionID: at.sessionID, Objective: in.Objective, Round: in.Round, MaxRounds: in.MaxRounds,
-		Previous: in.Previous, Workspace: dir, MaxHandoffChars: in.MaxHandoffChars,
+		Previous: in.Previous, Workspace: dir, ToolCacheLine: ToolCacheLine(in.Workspace), MaxHandoffChars: in.MaxHandoffChars,
 		Deadline: roundDeadline(info), VerifyCommand: in.VerifyCommand, TokenBudget: in.TokenBudget, RunDeadline: in.RunDeadline,
 		ProtectedPaths: in.ProtectedPaths,
 		Deferrable:     in.Deferrable,

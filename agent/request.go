@@ -59,6 +59,9 @@ type Request struct {
 	// Guidance is an operator's text for this round (its prompt shows it
 	// under "Guidance from the operator"); empty: none.
 	Guidance string
+	// ToolCacheLine is the tool cache line (internal/toolcache) the
+	// session's commands and its verify start warm from ("": none).
+	ToolCacheLine string
 	// Candidate is this session's place among the round's Candidates
 	// fresh agents, each on its own copy of the workspace (0: the only one).
 	Candidate, Candidates int

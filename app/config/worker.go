@@ -334,6 +334,8 @@ func workerSettings() []setting {
 			intp: func(w *Worker) *int { return &w.Activities.Sandbox.WorkspaceMaxFiles }},
 		{flag: "agent-home-max-mb", env: "RALPH_AGENT_HOME_MAX_MB", usage: "disk space in MB an agent CLI's home may use; the attempt past it is killed and its home removed",
 			intp: func(w *Worker) *int { return &w.Activities.Sandbox.AgentHomeMaxMB }},
+		{flag: "tool-cache-mb", env: "RALPH_TOOL_CACHE_MB", usage: "MB the warm tool caches (Go build and module caches, npm, pip) of every line may hold together; the least recently used go first",
+			intp: func(w *Worker) *int { return &w.Activities.Sandbox.ToolCacheMB }},
 		{flag: "transcript-max-mb", env: "RALPH_TRANSCRIPT_MAX_MB", usage: "MB one round attempt's transcript may hold; past it one line says what was left out",
 			intp: func(w *Worker) *int { return &w.Activities.TranscriptMaxMB }},
 		{flag: "sandbox-hide", env: "RALPH_SANDBOX_HIDE", usage: "':'-separated paths made invisible to commands",
