@@ -107,7 +107,7 @@ const (
 	// killed or failed on it); it goes back like a conflict.
 	MergeRefused = "refused"
 	// MergeVerified: the integration head alone passed the verify command
-	// (VerifyHead).
+	// (MergeTaskInput.VerifyHead).
 	MergeVerified = "verified"
 )
 

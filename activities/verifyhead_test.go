@@ -12,7 +12,7 @@ import (
 	"github.com/ralph-temporal/ralph/internal/sandbox"
 )
 
-// VerifyHead runs the verify command on the integration head of a real
+// MergeTask's verifyHead runs the verify command on the integration head of a real
 // local-mode campaign (the branch created from its base on first use): a
 // red head fails with its output, a passing one passes, and a command that
 // rewrites a protected file fails naming it, the branch left where it was.
@@ -30,13 +30,13 @@ func TestVerifyHeadRunsOnTheIntegrationHead(t *testing.T) {
 	}
 	testkit.Git(t, seed, "clone", "-q", "--bare", seed, bare)
 	line := activities.CampaignLine{Campaign: "c1", Branch: "ralph/campaigns/c1/integration", Base: "main"}
-	verify := func(command string, protected ...string) activities.VerifyHeadOutput {
+	verify := func(command string, protected ...string) activities.MergeTaskOutput {
 		t.Helper()
-		val, err := f.env.ExecuteActivity(activities.VerifyHeadName, activities.VerifyHeadInput{Line: line, VerifyCommand: command, ProtectedPaths: protected})
+		val, err := f.env.ExecuteActivity(activities.MergeTaskName, activities.MergeTaskInput{Line: line, VerifyCommand: command, ProtectedPaths: protected, VerifyHead: true})
 		if err != nil {
 			t.Fatal(err)
 		}
-		var out activities.VerifyHeadOutput
+		var out activities.MergeTaskOutput
 		if err := val.Get(&out); err != nil {
 			t.Fatal(err)
 		}
@@ -44,7 +44,7 @@ func TestVerifyHeadRunsOnTheIntegrationHead(t *testing.T) {
 	}
 	main := testkit.Git(t, seed, "rev-parse", "HEAD")
 	red := verify("sh check.sh")
-	if red.Head != main || red.Verification.Passed() || red.Verification.ExitCode != 1 || !strings.Contains(red.Verification.Output, "checking") {
+	if red.Head != main || red.Outcome != activities.MergeRed || red.Verification.Passed() || red.Verification.ExitCode != 1 || !strings.Contains(red.Verification.Output, "checking") {
 		t.Fatalf("red head: %+v", red)
 	}
 	if got := testkit.Git(t, bare, "rev-parse", "refs/heads/"+line.Branch); got != main {
@@ -56,7 +56,7 @@ func TestVerifyHeadRunsOnTheIntegrationHead(t *testing.T) {
 	testkit.Git(t, seed, "commit", "-q", "-m", "done")
 	next := testkit.Git(t, seed, "rev-parse", "HEAD")
 	testkit.Git(t, seed, "push", "-q", bare, "HEAD:refs/heads/"+line.Branch)
-	if green := verify("sh check.sh"); green.Head != next || !green.Verification.Passed() {
+	if green := verify("sh check.sh"); green.Head != next || green.Outcome != activities.MergeVerified || !green.Verification.Passed() {
 		t.Fatalf("green head: %+v", green)
 	}
 
@@ -67,7 +67,7 @@ func TestVerifyHeadRunsOnTheIntegrationHead(t *testing.T) {
 	if got := testkit.Git(t, bare, "rev-parse", "refs/heads/"+line.Branch); got != next {
 		t.Fatalf("the integration branch moved to %s", got)
 	}
-	if _, err := os.Stat(filepath.Join(f.cfg.WorkspaceRoot, "campaigns", "c1", "verify-head")); !os.IsNotExist(err) {
+	if _, err := os.Stat(filepath.Join(f.cfg.WorkspaceRoot, "campaigns", "c1", "merge")); !os.IsNotExist(err) {
 		t.Fatalf("the scratch clone was left behind: %v", err)
 	}
 }

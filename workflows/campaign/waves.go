@@ -2,6 +2,7 @@ package campaign
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -376,9 +377,13 @@ func (c *campaign) notifyPlan(ctx workflow.Context, p *plan.Plan) {
 func (c *campaign) verifyComplete(ctx workflow.Context) (*CampaignResult, bool, error) {
 	w := &c.wave
 	cur := w.current()
-	in := activities.VerifyHeadInput{Line: c.line(), VerifyCommand: c.settings.VerifyCommand, ProtectedPaths: c.settings.ProtectedPaths}
-	var out activities.VerifyHeadOutput
-	if err := workflow.ExecuteActivity(c.mergeOptions(ctx, "verify the integration head"), activities.VerifyHeadName, in).Get(ctx, &out); err != nil {
+	in := activities.MergeTaskInput{Line: c.line(), VerifyCommand: c.settings.VerifyCommand, ProtectedPaths: c.settings.ProtectedPaths, VerifyHead: true}
+	var out activities.MergeTaskOutput
+	err := workflow.ExecuteActivity(c.mergeOptions(ctx, "verify the integration head"), activities.MergeTaskName, in).Get(ctx, &out)
+	if err == nil && out.Verification == nil {
+		err = errors.New("MergeTask answered a head verify without a verification")
+	}
+	if err != nil {
 		if ctx.Err() != nil {
 			return nil, false, c.cancelled(ctx)
 		}
@@ -389,7 +394,7 @@ func (c *campaign) verifyComplete(ctx workflow.Context) (*CampaignResult, bool, 
 	if c.head == "" {
 		c.head = out.Head
 	}
-	v := out.Verification
+	v := *out.Verification
 	c.recordVerify(MergeVerify{Tasks: []string{}, Commit: out.Head, ExitCode: v.ExitCode, Passed: v.Passed()})
 	if v.Passed() {
 		cur.Verify, w.Outcome = "passed", CampaignComplete

@@ -37,7 +37,7 @@ type waves struct {
 	starts    map[string]*workflows.TaskStart
 	landed    []string
 	verifies  []int
-	verified  []activities.VerifyHeadInput
+	verified  []activities.MergeTaskInput
 	loopTime  time.Duration
 	planUsage usage.Usage
 }
@@ -53,7 +53,6 @@ func newWavesEnv(limits activities.Limits, w *waves) *testsuite.TestWorkflowEnvi
 	}
 	env.RegisterActivityWithOptions(w.plan, activity.RegisterOptions{Name: activities.PlanWaveName})
 	env.RegisterActivityWithOptions(w.merge, activity.RegisterOptions{Name: activities.MergeTaskName})
-	env.RegisterActivityWithOptions(w.verify, activity.RegisterOptions{Name: activities.VerifyHeadName})
 	env.RegisterWorkflowWithOptions(w.child, workflow.RegisterOptions{Name: workflows.WorkflowName})
 	return env
 }
@@ -67,6 +66,9 @@ func (w *waves) plan(_ context.Context, in activities.PlanWaveInput) (activities
 }
 
 func (w *waves) merge(_ context.Context, in activities.MergeTaskInput) (activities.MergeTaskOutput, error) {
+	if in.VerifyHead {
+		return w.verify(in), nil
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	out := activities.MergeTaskOutput{Outcome: activities.MergeLanded, Verification: &report.Verification{Command: in.VerifyCommand}}
@@ -86,7 +88,7 @@ func (w *waves) merge(_ context.Context, in activities.MergeTaskInput) (activiti
 	return out, nil
 }
 
-func (w *waves) verify(_ context.Context, in activities.VerifyHeadInput) (activities.VerifyHeadOutput, error) {
+func (w *waves) verify(in activities.MergeTaskInput) activities.MergeTaskOutput {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	code := 0
@@ -94,8 +96,12 @@ func (w *waves) verify(_ context.Context, in activities.VerifyHeadInput) (activi
 		code = w.verifies[n]
 	}
 	w.verified = append(w.verified, in)
-	return activities.VerifyHeadOutput{Head: fmt.Sprintf("head-%d", len(w.landed)),
-		Verification: report.Verification{Command: in.VerifyCommand, ExitCode: code, Output: strings.Repeat("x", 5000) + fmt.Sprintf("\nexit %d at the end", code)}}, nil
+	head, outcome := fmt.Sprintf("head-%d", len(w.landed)), activities.MergeVerified
+	if code != 0 {
+		outcome = activities.MergeRed
+	}
+	return activities.MergeTaskOutput{Outcome: outcome, Head: head, Tip: head,
+		Verification: &report.Verification{Command: in.VerifyCommand, ExitCode: code, Output: strings.Repeat("x", 5000) + fmt.Sprintf("\nexit %d at the end", code)}}
 }
 
 func (w *waves) child(ctx workflow.Context, _ json.RawMessage, _ *workflows.Continuation, start *workflows.TaskStart) (*workflows.Result, error) {
