@@ -43,6 +43,10 @@ const (
 
 // CampaignInput is what a caller may send to start a Campaign.
 type CampaignInput struct {
+	// Objective, instead of tasks, has planners split it into waves of
+	// tasks (SPEC 40), at most MaxWaves.
+	Objective        string `json:"objective,omitempty"`
+	MaxWaves         *int   `json:"maxWaves,omitempty"`
 	Tasks            []Task `json:"tasks,omitempty"`
 	TasksFile        string `json:"tasksFile,omitempty"`
 	Base             string `json:"base,omitempty"`
@@ -69,14 +73,19 @@ type AddTasksRequest struct {
 	TasksFile string `json:"tasksFile,omitempty"`
 }
 
-// TaskRequest names one task (approve).
+// TaskRequest names one task (approve). With no task it answers a wave's
+// plan awaiting approval: {} runs it, {"tasks": [...]} runs that list
+// instead (validated as a plan is).
 type TaskRequest struct {
-	Task string `json:"task"`
+	Task  string `json:"task,omitempty"`
+	Tasks []Task `json:"tasks,omitempty"`
 }
 
-// RejectRequest sends a task waiting for approval back with a reason.
+// RejectRequest sends a task waiting for approval back with a reason; with
+// no task it rejects a wave's plan (a new planning round, the reason as
+// guidance).
 type RejectRequest struct {
-	Task   string `json:"task"`
+	Task   string `json:"task,omitempty"`
 	Reason string `json:"reason"`
 }
 
@@ -100,6 +109,7 @@ const (
 	CampaignPartial       = "partial"
 	CampaignStopped       = "stopped"
 	CampaignBudgetLimited = "budget-limited"
+	CampaignBlocked       = "blocked" // a wave's planner reported blocked
 )
 
 // TaskStatus is one task in the campaign's status query.
@@ -127,7 +137,7 @@ type TaskStatus struct {
 // most 100, those first in the task list), Unlisted counts the rest of
 // them. The tasks query pages the whole list, the task query answers one.
 type CampaignStatus struct {
-	Phase string `json:"phase"` // running, paused, finished
+	Phase string `json:"phase"` // running, paused, awaiting-plan-approval, finished
 	// PauseReason says why the merge queue paused itself ("" for an
 	// operator's pause): git (a git step kept failing for a reason that is
 	// not a task's) or head-red (the integration head fails the verify
@@ -153,6 +163,9 @@ type CampaignStatus struct {
 	VerifyCount   int                    `json:"verifyCount"`
 	VerifyFailed  int                    `json:"verifyFailed"`
 	Budget        workflows.BudgetStatus `json:"budget"`
+	// Wave, Waves, Plan and PlannerUsage: a planning campaign's waves
+	// (waves.go).
+	WaveStatus
 }
 
 // Queries of the Campaign besides status.
@@ -221,6 +234,10 @@ type CampaignResult struct {
 	IntegrationBranch string       `json:"integrationBranch"`
 	Head              string       `json:"head"`
 	Usage             usage.Usage  `json:"usage"`
+	// Waves and Blocker: a planning campaign's waves, and the blocker its
+	// last planner reported when it ended blocked.
+	Waves   []WaveInfo `json:"waves,omitempty"`
+	Blocker string     `json:"blocker,omitempty"`
 }
 
 // CampaignContinuation carries a campaign across continue-as-new.
@@ -243,4 +260,5 @@ type CampaignContinuation struct {
 	PauseReason  string                   `json:"pauseReason,omitempty"`
 	Pauses       int                      `json:"pauses,omitempty"`
 	PauseOutput  string                   `json:"pauseOutput,omitempty"`
+	Wave         *waveState               `json:"wave,omitempty"`
 }
