@@ -98,7 +98,7 @@ func (l TaskLoops) Check(ctx context.Context, in CheckTaskLoopsInput) (CheckTask
 // loopEnd is how the loop id ended, closed false while it runs.
 func (l TaskLoops) loopEnd(ctx context.Context, id string) (TaskLoopEnd, bool, error) {
 	end := TaskLoopEnd{WorkflowID: id}
-	d, err := l.Client.DescribeWorkflowExecution(ctx, id, "")
+	desc, err := l.Client.DescribeWorkflow(ctx, id, "")
 	var missing *serviceerror.NotFound
 	switch {
 	case errors.As(err, &missing):
@@ -107,6 +107,7 @@ func (l TaskLoops) loopEnd(ctx context.Context, id string) (TaskLoopEnd, bool, e
 	case err != nil:
 		return end, false, fmt.Errorf("describe %s: %w", id, err)
 	}
+	d := desc.RawResponse
 	info := d.GetWorkflowExecutionInfo()
 	status := info.GetStatus()
 	switch status {

@@ -75,8 +75,11 @@ func TestRealStackCheckTaskLoopsSeesHowLoopsClosed(t *testing.T) {
 	}
 	// Cancel and terminate once they wait (their first task done).
 	if err := wait.Until(ctx, 100*time.Millisecond, func(ctx context.Context) error {
-		d, err := c.DescribeWorkflowExecution(ctx, ids["cancel"], "")
-		if err != nil || d.GetPendingWorkflowTask() != nil || d.GetWorkflowExecutionInfo().GetHistoryLength() < 3 {
+		desc, err := c.DescribeWorkflow(ctx, ids["cancel"], "")
+		if err != nil {
+			return err
+		}
+		if d := desc.RawResponse; d.GetPendingWorkflowTask() != nil || d.GetWorkflowExecutionInfo().GetHistoryLength() < 3 {
 			return fmt.Errorf("the cancel loop has not waited yet: %v", err)
 		}
 		return nil
