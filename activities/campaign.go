@@ -85,6 +85,15 @@ type MergeTaskInput struct {
 	// ProtectedPaths: no merge may carry a change to these (the campaign's
 	// and its tasks').
 	ProtectedPaths []string `json:"protectedPaths,omitempty"`
+	// Lane is a speculative lane's step (LaneMerge, LaneVerify; SPEC 41),
+	// "" the whole step as before. Onto, kept on OntoRef, is the commit a
+	// lane's merge stacks onto instead of the integration head (the
+	// previous lane's tip); HoldRef keeps the lane's tip, Tip is the tip a
+	// lane's verify checks.
+	Lane    string `json:"lane,omitempty"`
+	Onto    string `json:"onto,omitempty"`
+	OntoRef string `json:"ontoRef,omitempty"`
+	Tip     string `json:"tip,omitempty"`
 }
 
 // Merge outcomes.
@@ -277,6 +286,12 @@ func (a *Activities) MergeTask(ctx context.Context, in MergeTaskInput) (MergeTas
 	if len(in.Tasks) == 0 {
 		return MergeTaskOutput{}, temporal.NewNonRetryableApplicationError("MergeTask needs at least one task", ErrTypeBadRoundInput, nil)
 	}
+	if err := checkLane(in); err != nil {
+		return MergeTaskOutput{}, err
+	}
+	if in.Lane == LaneVerify {
+		return a.verifyLane(ctx, in)
+	}
 	mergeWorkspace := filepath.Join(campaignDir(in.Line.Campaign), "merge")
 	lock, err := a.lockWorkspace(ctx, mergeWorkspace, func() {})
 	if err != nil {
@@ -299,7 +314,11 @@ func (a *Activities) MergeTask(ctx context.Context, in MergeTaskInput) (MergeTas
 	for i, t := range in.Tasks {
 		tasks[i] = c.task(t)
 	}
-	tip, merges, conflict, err := a.git.MergeStack(ctx, c.scratch, in.Line.Campaign, head, tasks)
+	base, err := a.mergeBase(ctx, c, in, head)
+	if err != nil {
+		return MergeTaskOutput{}, err
+	}
+	tip, merges, conflict, err := a.git.MergeStack(ctx, c.scratch, in.Line.Campaign, base, tasks)
 	if err != nil {
 		return MergeTaskOutput{}, campaignStepError(err)
 	}
@@ -318,9 +337,12 @@ func (a *Activities) MergeTask(ctx context.Context, in MergeTaskInput) (MergeTas
 		out.Outcome, out.ConflictTask, out.ConflictPaths = MergeConflict, in.Tasks[conflict.Index].ID, conflict.Paths
 		return out, nil
 	}
-	if tip == head {
+	if tip == base {
 		out.Outcome = MergeLanded // every task was already there
 		return out, nil
+	}
+	if in.Lane == LaneMerge {
+		return a.keepLane(ctx, c, in, out, base)
 	}
 	return a.verifyMerge(ctx, c, in, out)
 }

@@ -122,6 +122,9 @@ type Limits struct {
 	// failure that is not the task's before the queue pauses; 0 (histories
 	// from before it) retries without end.
 	MergeRetryMinutes int `json:"mergeRetryMinutes,omitempty"`
+	// MaxMergeLanes is the ceiling of a campaign's mergeLanes (speculative
+	// lanes, SPEC 41); 0 in histories from before lanes: one lane.
+	MaxMergeLanes int `json:"maxMergeLanes,omitempty"`
 	// Approve is the approval mode of runs whose input does not say
 	// (RALPH_APPROVE: none, complete, rounds:N); "" is none.
 	Approve string `json:"approve,omitempty"`
@@ -172,6 +175,7 @@ func DefaultLimits() Limits {
 		MaxCampaignParallel:     8,
 		MaxCampaignTasks:        5000,
 		MergeRetryMinutes:       30,
+		MaxMergeLanes:           8,
 		Candidates:              1,
 		MaxCandidates:           4,
 	}

@@ -350,6 +350,8 @@ func workerSettings() []setting {
 			intp: func(w *Worker) *int { return &lim(w).MaxCampaignTasks }},
 		{flag: "merge-retry-minutes", env: "RALPH_MERGE_RETRY_MINUTES", usage: "how long a campaign's merge retries a git failure that is not the task's (credentials, disk, network) before its queue pauses",
 			intp: func(w *Worker) *int { return &lim(w).MergeRetryMinutes }},
+		{flag: "max-merge-lanes", env: "RALPH_MAX_MERGE_LANES", usage: "ceiling of a campaign's mergeLanes (prefixes of its merge queue verified at once; at most 64)",
+			intp: func(w *Worker) *int { return &lim(w).MaxMergeLanes }},
 		{flag: "candidates", env: "RALPH_CANDIDATES", usage: "fresh agents each round runs at once on clones of the workspace, the verified one chosen (a run's candidates input overrides; more than 1 needs RALPH_GIT local or remote)",
 			intp: func(w *Worker) *int { return &lim(w).Candidates }},
 		{flag: "max-candidates", env: "RALPH_MAX_CANDIDATES", usage: "ceiling of a run's candidates (at most 16)",
@@ -755,6 +757,9 @@ func (w *Worker) finish() error {
 	if lim.MaxCampaignTasks > MaxCampaignTasksCeiling {
 		return fmt.Errorf("RALPH_MAX_CAMPAIGN_TASKS=%d is over %d: a campaign carries every task's state across continue-as-new within 1 MiB", lim.MaxCampaignTasks, MaxCampaignTasksCeiling)
 	}
+	if lim.MaxMergeLanes > MaxMergeLanesCeiling {
+		return fmt.Errorf("RALPH_MAX_MERGE_LANES=%d is over %d: each lane is a verify in flight and a line of the status", lim.MaxMergeLanes, MaxMergeLanesCeiling)
+	}
 	if lim.Candidates > 1 && !w.Activities.Git.Enabled() {
 		return fmt.Errorf("RALPH_CANDIDATES=%d needs RALPH_GIT=local or remote: each candidate works a clone of the workspace", lim.Candidates)
 	}
@@ -770,6 +775,7 @@ func (w *Worker) finish() error {
 const (
 	MaxCampaignParallelCeiling = 1000
 	MaxCampaignTasksCeiling    = 5000
+	MaxMergeLanesCeiling       = 64
 )
 
 // MaxCandidatesCeiling bounds RALPH_MAX_CANDIDATES, and so the status

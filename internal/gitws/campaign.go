@@ -466,3 +466,15 @@ func (g *Git) FileAt(ctx context.Context, dir, commit, path string, limit int64)
 	}
 	return []byte(out), nil
 }
+
+// CheckOut checks commit out, detached, in the scratch clone dir (a kept
+// merge tip to verify), its tree held to the workspace bounds first.
+func (g *Git) CheckOut(ctx context.Context, dir, commit string) error {
+	if err := g.checkTree(ctx, dir, commit, "the kept tip "+shortID(commit)); err != nil {
+		return err
+	}
+	if _, err := g.run(ctx, dir, cmdOpts{}, "checkout", "-q", "--detach", "--force", commit); err != nil {
+		return fmt.Errorf("check out the kept tip %s: %w", shortID(commit), err)
+	}
+	return nil
+}
