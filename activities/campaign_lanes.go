@@ -28,7 +28,9 @@ var laneRefPattern = regexp.MustCompile(`^refs/ralph/campaigns/[A-Za-z0-9._-]+/l
 // keep their meaning, and Onto (a base other than the head) is only a
 // lane's merge, which never lands.
 func checkLane(in MergeTaskInput) error {
-	bad := func(msg string) error { return temporal.NewNonRetryableApplicationError("MergeTask: "+msg, ErrTypeBadRoundInput, nil) }
+	bad := func(msg string) error {
+		return temporal.NewNonRetryableApplicationError("MergeTask: "+msg, ErrTypeBadRoundInput, nil)
+	}
 	switch in.Lane {
 	case "":
 		if in.Onto != "" || in.OntoRef != "" || in.Tip != "" {
