@@ -47,11 +47,11 @@ func checkLane(in MergeTaskInput) error {
 	if in.Hold || in.Land != "" {
 		return bad("a lane's step neither holds for approval nor lands (land it with land and landOn)")
 	}
-	if (in.Onto == "") != (in.OntoRef == "") {
+	if in.Lane == LaneMerge && (in.Onto == "") != (in.OntoRef == "") {
 		return bad("onto and ontoRef go together: the commit and the ref that keeps it")
 	}
-	if in.Lane == LaneVerify && in.Tip == "" {
-		return bad("a lane's verify needs the tip kept on holdRef")
+	if in.Lane == LaneVerify && (in.Tip == "" || in.OntoRef != "") {
+		return bad("a lane's verify needs the tip kept on holdRef (and onto, for the record, without ontoRef)")
 	}
 	return nil
 }

@@ -23,7 +23,7 @@ func TestParseCampaignInputDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := campaignSettings{ID: "camp", Branch: "ralph/campaigns/camp/integration", MaxParallel: 2, VerifyCommand: "make check",
-		MaxMergeAttempts: 3, MergeBatch: 1, Approve: ApproveNone}
+		MaxMergeAttempts: 3, MergeBatch: 1, MergeLanes: 1, Approve: ApproveNone}
 	if !reflect.DeepEqual(s.settings, want) || len(s.tasks) != 2 || s.tasks[1].DependsOn[0] != "a" {
 		t.Fatalf("got %+v %+v", s.settings, s.tasks)
 	}
@@ -46,6 +46,8 @@ func TestParseCampaignInputErrors(t *testing.T) {
 		{"parallel over ceiling", `{"tasks":[` + ok + `],"verifyCommand":"x","maxParallel":9}`, "maxParallel: must be between 1 and 8 (RALPH_MAX_CAMPAIGN_PARALLEL)"},
 		{"approve", `{"tasks":[` + ok + `],"verifyCommand":"x","approve":"all"}`, `approve: must be "none" or "merge"`},
 		{"branch", `{"tasks":[` + ok + `],"verifyCommand":"x","branch":"a..b"}`, "branch: \"a..b\" is not a branch name"},
+		{"lanes over ceiling", `{"tasks":[` + ok + `],"verifyCommand":"x","mergeLanes":9}`, "mergeLanes: must be between 1 and 8 (RALPH_MAX_MERGE_LANES)"},
+		{"lanes with approvals", `{"tasks":[` + ok + `],"verifyCommand":"x","mergeLanes":2,"approve":"merge"}`, `mergeLanes: must be 1 with approve "merge"`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -13,16 +13,18 @@ import (
 // campaignSettings is a campaign's validated input with every default
 // resolved; it never changes after the start.
 type campaignSettings struct {
-	ID               string   `json:"id"`
-	Base             string   `json:"base,omitempty"`
-	Branch           string   `json:"branch"`
-	MaxParallel      int      `json:"maxParallel"`
-	VerifyCommand    string   `json:"verifyCommand"`
-	MaxMergeAttempts int      `json:"maxMergeAttempts"`
-	MergeBatch       int      `json:"mergeBatch"`
-	Approve          string   `json:"approve"`
-	ProtectedPaths   []string `json:"protectedPaths,omitempty"`
-	TasksFile        string   `json:"tasksFile,omitempty"`
+	ID               string `json:"id"`
+	Base             string `json:"base,omitempty"`
+	Branch           string `json:"branch"`
+	MaxParallel      int    `json:"maxParallel"`
+	VerifyCommand    string `json:"verifyCommand"`
+	MaxMergeAttempts int    `json:"maxMergeAttempts"`
+	MergeBatch       int    `json:"mergeBatch"`
+	// MergeLanes: 0 in campaigns from before lanes, one lane like 1.
+	MergeLanes     int      `json:"mergeLanes,omitempty"`
+	Approve        string   `json:"approve"`
+	ProtectedPaths []string `json:"protectedPaths,omitempty"`
+	TasksFile      string   `json:"tasksFile,omitempty"`
 }
 
 // maxFailureChars cuts a task's carried failure.
