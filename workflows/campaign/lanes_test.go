@@ -294,7 +294,6 @@ func TestLanesLandWhatOneLaneLands(t *testing.T) {
 	}
 }
 
-
 // TestLanesVerifyBatches: with mergeBatch 2 each of two lanes verifies a
 // batch; the batch holding x fails, is bisected as one lane's would be,
 // and the branch holds what one lane with the same batches lands.
