@@ -35,7 +35,7 @@ import (
 var allSections = []string{"overhead", "scale", "cancel", "crash", "prompt", "history", "encryption"}
 
 // Scenarios that run only when named in -only (they take long).
-var extraSections = []string{"churn", "ratelimit", "agents", "campaign", "candidates"}
+var extraSections = []string{"churn", "ratelimit", "agents", "campaign", "candidates", "lanes"}
 
 func main() {
 	os.Exit(run())
@@ -411,6 +411,9 @@ func (s *stack) steps(ctx context.Context, o options) []step {
 		}},
 		{"campaign", benchCommand("campaign", fmt.Sprintf("-campaign-tasks %d", o.campaignTasks)), func() (bench.Section, error) {
 			return h.Campaign(ctx, bench.CampaignConfig{Tasks: o.campaignTasks, Parallel: []int{1, 2, 4}})
+		}},
+		{"lanes", benchCommand("lanes", ""), func() (bench.Section, error) {
+			return h.Lanes(ctx, bench.LanesConfig{Tasks: 16, Loop: 5 * time.Second, Verify: "sleep 10", Parallel: 8, Lanes: []int{1, 2, 4}})
 		}},
 		{"candidates", benchCommand("candidates", ""), func() (bench.Section, error) {
 			return h.Candidates(ctx, bench.CandidatesConfig{Rounds: 4, Runs: 5, Counts: []int{1, 3}})
