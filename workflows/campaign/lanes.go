@@ -54,12 +54,16 @@ func (l *lane) usable() bool {
 }
 
 // tip is the commit the next lane stacks onto and the ref keeping it (a
-// lane with nothing to merge passes its own base on).
+// lane with nothing to merge passes its own base on: none when that was
+// the integration head, which the next lane then merges onto).
 func (l *lane) tip(ref string) (string, string) {
-	if l.merge.Outcome == activities.MergeLanded {
-		return l.onto, l.ontoRef
+	if l.merge.Outcome != activities.MergeLanded {
+		return l.merge.Tip, ref
 	}
-	return l.merge.Tip, ref
+	if l.ontoRef == "" {
+		return "", ""
+	}
+	return l.onto, l.ontoRef
 }
 
 func (l *lane) state() string {

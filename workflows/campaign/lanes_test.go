@@ -34,21 +34,22 @@ const (
 // lostOnce names lanes (their refs' numbers) whose verify's first attempt
 // is lost, as when a worker is killed under it.
 type treeLine struct {
-	mu       sync.Mutex
-	head     string
-	refs     map[string]string
-	landed   []string // the branch's task commits, in landing order
-	red      map[string]bool
-	lostOnce map[string]bool
-	lost     []string
-	verifies [][]string // every tree verified, in order
-	steps    []string   // every step, for the failure message
-	second   time.Duration
-	order    string // the tasks' ids in the order their first goes end
+	mu        sync.Mutex
+	head      string
+	refs      map[string]string
+	landed    []string // the branch's task commits, in landing order
+	red       map[string]bool
+	conflicts map[string]string // a task commit: the commit it conflicts with
+	lostOnce  map[string]bool
+	lost      []string
+	verifies  [][]string // every tree verified, in order
+	steps     []string   // every step, for the failure message
+	second    time.Duration
+	order     string // the tasks' ids in the order their first goes end
 }
 
 func newTreeLine(red ...string) *treeLine {
-	f := &treeLine{head: "c:", refs: map[string]string{}, red: map[string]bool{}, lostOnce: map[string]bool{}, second: time.Minute}
+	f := &treeLine{head: "c:", refs: map[string]string{}, red: map[string]bool{}, conflicts: map[string]string{}, lostOnce: map[string]bool{}, second: time.Minute}
 	for _, r := range red {
 		f.red[r] = true
 	}
@@ -66,11 +67,15 @@ func tree(commit string) []string {
 func commitOf(tree []string) string { return "c:" + strings.Join(tree, ",") }
 
 // stack merges the tasks onto base as MergeStack does: a task commit the
-// base holds is there already.
-func (f *treeLine) stack(base string, in activities.MergeTaskInput) (string, []activities.MergedTask) {
+// base holds is there already; one that conflicts with a commit the tree
+// holds stops the stack (its id returned).
+func (f *treeLine) stack(base string, in activities.MergeTaskInput) (string, []activities.MergedTask, string) {
 	t := tree(base)
 	var merged []activities.MergedTask
 	for _, task := range in.Tasks {
+		if with, ok := f.conflicts[task.Commit]; ok && slices.Contains(t, with) {
+			return commitOf(t), merged, task.ID
+		}
 		if slices.Contains(t, task.Commit) {
 			merged = append(merged, activities.MergedTask{ID: task.ID, Commit: commitOf(t), Already: true})
 			continue
@@ -78,7 +83,12 @@ func (f *treeLine) stack(base string, in activities.MergeTaskInput) (string, []a
 		t = append(slices.Clone(t), task.Commit)
 		merged = append(merged, activities.MergedTask{ID: task.ID, Commit: commitOf(t)})
 	}
-	return commitOf(t), merged
+	return commitOf(t), merged, ""
+}
+
+// conflicted fills out for a stack stopped at a conflicting task.
+func conflicted(out *activities.MergeTaskOutput, task string) {
+	out.Outcome, out.ConflictTask, out.ConflictPaths = activities.MergeConflict, task, []string{"shared.txt"}
 }
 
 func (f *treeLine) check(commit string) *report.Verification {
@@ -117,7 +127,11 @@ func (f *treeLine) merge(_ context.Context, in activities.MergeTaskInput) (activ
 			}
 			base = in.Onto
 		}
-		out.Tip, out.Merged = f.stack(base, in)
+		var bad string
+		if out.Tip, out.Merged, bad = f.stack(base, in); bad != "" {
+			conflicted(&out, bad)
+			return out, nil
+		}
 		if out.Tip == base {
 			out.Outcome = activities.MergeLanded
 			return out, nil
@@ -140,7 +154,11 @@ func (f *treeLine) merge(_ context.Context, in activities.MergeTaskInput) (activ
 		}
 		return out, nil
 	}
-	out.Tip, out.Merged = f.stack(f.head, in)
+	var bad string
+	if out.Tip, out.Merged, bad = f.stack(f.head, in); bad != "" {
+		conflicted(&out, bad)
+		return out, nil
+	}
 	if out.Tip == f.head {
 		out.Outcome = activities.MergeLanded
 		return out, nil
@@ -328,5 +346,26 @@ func TestLanesSurviveALostWorker(t *testing.T) {
 	}
 	if r.final.VerifyDiscarded != 0 || r.final.VerifyCount != 6 || r.final.VerifyFailed != 0 {
 		t.Fatalf("status %+v", r.final)
+	}
+}
+
+// TestLanesSendBackAConflict: k's first go conflicts with b's change; with
+// three lanes no lane stacks on k's (its merge gave no tip), k's lane is
+// settled at the front as one lane settles it (k goes back, its second go
+// lands last) and the lanes open again behind it; the branch equals one
+// lane's.
+func TestLanesSendBackAConflict(t *testing.T) {
+	lines := []*treeLine{newTreeLine(), newTreeLine()}
+	for _, f := range lines {
+		f.conflicts["k@1"] = "b@1"
+	}
+	one := runLaneCampaign(t, lines[0], "abkcde", "", 0)
+	three := runLaneCampaign(t, lines[1], "abkcde", `,"mergeLanes":3`, 0)
+	want := "[a@1 b@1 c@1 d@1 e@1 k@2]"
+	if fmt.Sprint(one.line.landed) != want || fmt.Sprint(three.line.landed) != want {
+		t.Fatalf("landed with one lane %v, with three %v, want %s", one.line.landed, three.line.landed, want)
+	}
+	if three.final.VerifyDiscarded != 0 || three.final.VerifyCount != 6 || three.took >= one.took {
+		t.Fatalf("three lanes took %s against %s; verifies %+v", three.took, one.took, three.final.Verifies)
 	}
 }
