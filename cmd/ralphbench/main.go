@@ -67,6 +67,7 @@ type options struct {
 	off                         []string // -overhead-off, checked
 	agentRounds                 int
 	agentKinds, agentCLIDir     string
+	mergeLanes                  string
 	campaignTasks               int
 	settings                    map[string]string // -worker-env
 	want                        map[string]bool   // the benchmarks named in -only
@@ -103,6 +104,7 @@ func parseFlags() options {
 	flag.StringVar(&o.rlBefore, "ratelimit-before-bin", "", "a worker binary built from an earlier commit, measured as \"before\" in the rate-limit scenario")
 	flag.IntVar(&o.agentRounds, "agents-rounds", 6, "rounds per provider of the agent providers' fixed-cost benchmark")
 	flag.IntVar(&o.campaignTasks, "campaign-tasks", 12, "one-round tasks of each campaign the campaign benchmark runs")
+	flag.StringVar(&o.mergeLanes, "lanes", "1,2,4", "comma-separated mergeLanes values the lanes benchmark runs, one campaign each")
 	flag.StringVar(&o.agentKinds, "agents", "builtin,claude-code,codex,opencode", "RALPH_AGENT values the agents benchmark measures")
 	flag.StringVar(&o.agentCLIDir, "agents-cli-dir", "/opt/ralph-agents/node_modules/.bin", "where the agent CLIs are (scripts/install-agent-clis.sh)")
 	flag.StringVar(&o.workerEnv, "worker-env", "", "comma-separated KEY=VALUE worker settings applied to every benchmark's workers (e.g. RALPH_MODEL_STREAM=off)")
@@ -412,8 +414,16 @@ func (s *stack) steps(ctx context.Context, o options) []step {
 		{"campaign", benchCommand("campaign", fmt.Sprintf("-campaign-tasks %d", o.campaignTasks)), func() (bench.Section, error) {
 			return h.Campaign(ctx, bench.CampaignConfig{Tasks: o.campaignTasks, Parallel: []int{1, 2, 4}})
 		}},
-		{"lanes", benchCommand("lanes", ""), func() (bench.Section, error) {
-			return h.Lanes(ctx, bench.LanesConfig{Tasks: 16, Loop: 5 * time.Second, Verify: "sleep 10", Parallel: 8, Lanes: []int{1, 2, 4}})
+		{"lanes", benchCommand("lanes", "-lanes "+o.mergeLanes), func() (bench.Section, error) {
+			var lanes []int
+			for _, f := range strings.Split(o.mergeLanes, ",") {
+				n, err := strconv.Atoi(strings.TrimSpace(f))
+				if err != nil || n < 1 {
+					return bench.Section{}, fmt.Errorf("-lanes %q: %q is not a positive count", o.mergeLanes, f)
+				}
+				lanes = append(lanes, n)
+			}
+			return h.Lanes(ctx, bench.LanesConfig{Tasks: 16, Loop: 5 * time.Second, Verify: "sleep 10", Parallel: 8, Lanes: lanes})
 		}},
 		{"candidates", benchCommand("candidates", ""), func() (bench.Section, error) {
 			return h.Candidates(ctx, bench.CandidatesConfig{Rounds: 4, Runs: 5, Counts: []int{1, 3}})

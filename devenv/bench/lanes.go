@@ -35,7 +35,7 @@ func (h *Harness) Lanes(ctx context.Context, cfg LanesConfig) (Section, error) {
 			"scripted model answers after %s, writes one file and reports `complete` (each task's own verify `true`); the campaign's verify "+
 			"command is `%s`. The same campaign at each mergeLanes; wall clock from the start to the result.", cfg.Tasks, cfg.Parallel, cfg.Loop, cfg.Verify),
 	}
-	tbl := Table{Header: []string{"mergeLanes", "wall clock s", "against 1 lane", "verifies (discarded)", "verify step ms p50 (min–max)"}}
+	tbl := Table{Header: []string{"mergeLanes", "wall clock s", "against the first row", "verifies (discarded)", "verify step ms p50 (min–max)", "most verifies at once"}}
 	var base float64
 	for _, lanes := range cfg.Lanes {
 		wall, st, err := h.lanesRun(ctx, cfg, lanes)
@@ -53,7 +53,7 @@ func (h *Harness) Lanes(ctx context.Context, cfg LanesConfig) (Section, error) {
 			}
 		}
 		tbl.Add(strconv.Itoa(lanes), secs(wall), ratio(wall.Seconds(), base),
-			fmt.Sprintf("%d (%d)", st.VerifyCount, st.VerifyDiscarded), spread(took))
+			fmt.Sprintf("%d (%d)", st.VerifyCount, st.VerifyDiscarded), spread(took), strconv.Itoa(mostAtOnce(st.Verifies)))
 	}
 	sec.Tables = []Table{tbl}
 	sec.Notes = append(sec.Notes, "goal (SPEC 41): mergeLanes 4 at most 0.4× of mergeLanes 1.",
@@ -110,4 +110,20 @@ func (h *Harness) lanesRun(ctx context.Context, cfg LanesConfig, lanes int) (tim
 		err = v.Get(&st)
 	}
 	return wall, st, err
+}
+
+// mostAtOnce is the most verifies whose spans overlap, from the records.
+func mostAtOnce(vs []campaign.MergeVerify) int {
+	most := 0
+	for _, v := range vs {
+		n := 0
+		for _, w := range vs {
+			end := w.Started.Add(time.Duration(w.DurationMs) * time.Millisecond)
+			if !w.Started.After(v.Started) && end.After(v.Started) {
+				n++
+			}
+		}
+		most = max(most, n)
+	}
+	return most
 }
