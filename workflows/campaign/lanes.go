@@ -91,13 +91,17 @@ func (c *campaign) laneRef(n int) string {
 // runLanes lands the queue through up to mergeLanes lanes at once, in queue
 // order, until no lane is in flight and the queue is empty or paused.
 func (c *campaign) runLanes(ctx workflow.Context) error {
-	defer c.discardLanes(0, "the campaign was cancelled") // only a cancel leaves lanes
+	defer c.discardLanes(ctx, 0, "the campaign was cancelled") // only a cancel leaves lanes
 	for len(c.lanes) > 0 || c.queueReady() {
 		if c.canOpenLane() {
 			c.openLane(ctx)
 			continue
 		}
-		if err := workflow.Await(ctx, func() bool { return c.frontDone() || c.canOpenLane() }); err != nil {
+		if i := c.redBehind(); i > 0 {
+			c.discardLanes(ctx, i+1, fmt.Sprintf("lane %d before it failed the verify", c.lanes[i].n))
+			continue
+		}
+		if err := workflow.Await(ctx, func() bool { return c.frontDone() || c.canOpenLane() || c.redBehind() > 0 }); err != nil {
 			return c.queueCancelled(ctx)
 		}
 		if c.frontDone() {
@@ -113,12 +117,28 @@ func (c *campaign) runLanes(ctx workflow.Context) error {
 func (c *campaign) frontDone() bool { return len(c.lanes) > 0 && c.lanes[0].done }
 
 // canOpenLane: a stack is queued, a lane is free and the last lane's merge
-// gave a tip to stack onto.
+// gave a tip to stack onto whose verify is not red.
 func (c *campaign) canOpenLane() bool {
 	if len(c.lanes) >= c.settings.MergeLanes || !c.queueReady() {
 		return false
 	}
-	return len(c.lanes) == 0 || c.lanes[len(c.lanes)-1].usable()
+	if len(c.lanes) == 0 {
+		return true
+	}
+	last := c.lanes[len(c.lanes)-1]
+	return last.usable() && last.state() != laneRed
+}
+
+// redBehind is the index of the first lane behind the front whose verify
+// came back red while lanes are stacked on it (0: none): those can never
+// land, so they are discarded at once rather than verified to the end.
+func (c *campaign) redBehind() int {
+	for i, l := range c.lanes {
+		if i > 0 && i < len(c.lanes)-1 && l.state() == laneRed {
+			return i
+		}
+	}
+	return 0
 }
 
 // openLane takes the next stack off the queue into a lane stacked on the
@@ -176,15 +196,15 @@ func (c *campaign) settleFront(ctx workflow.Context) error {
 			c.merged(ctx, l.batch, l.merge)
 			return nil
 		}
-		c.recordLaneVerify(l, "")
+		c.recordLaneVerify(ctx, l, "")
 		return c.landLane(ctx, l)
 	case laneConflict:
-		c.discardLanes(1, fmt.Sprintf("lane %d before it did not merge", l.n))
+		c.discardLanes(ctx, 1, fmt.Sprintf("lane %d before it did not merge", l.n))
 		c.popLane()
 		return c.landWithout(ctx, l.batch, l.merge)
 	case laneRed:
-		c.recordLaneVerify(l, "")
-		c.discardLanes(1, fmt.Sprintf("lane %d before it failed the verify", l.n))
+		c.recordLaneVerify(ctx, l, "")
+		c.discardLanes(ctx, 1, fmt.Sprintf("lane %d before it failed the verify", l.n))
 		c.popLane()
 		out := l.merge
 		out.Verification = l.verify.Verification
@@ -197,8 +217,8 @@ func (c *campaign) settleFront(ctx workflow.Context) error {
 	if l.started.IsZero() {
 		l.started = l.opened
 	}
-	c.recordLaneVerify(l, "its step failed: "+runes.Prefix(activityProblem(l.err), 300))
-	c.discardLanes(1, fmt.Sprintf("lane %d before it failed its step", l.n))
+	c.recordLaneVerify(ctx, l, "its step failed: "+runes.Prefix(activityProblem(l.err), 300))
+	c.discardLanes(ctx, 1, fmt.Sprintf("lane %d before it failed its step", l.n))
 	c.popLane()
 	return c.land(ctx, l.batch)
 }
@@ -218,11 +238,11 @@ func (c *campaign) landLane(ctx workflow.Context, l *lane) error {
 	case err != nil && ctx.Err() != nil:
 		return c.queueCancelled(ctx)
 	case err != nil:
-		c.discardLanes(1, fmt.Sprintf("lane %d before it failed to land", l.n))
+		c.discardLanes(ctx, 1, fmt.Sprintf("lane %d before it failed to land", l.n))
 		c.popLane()
 		return c.land(ctx, l.batch)
 	case out.Outcome == activities.MergeMoved:
-		c.discardLanes(1, "the integration head moved")
+		c.discardLanes(ctx, 1, "the integration head moved")
 		c.popLane()
 		c.requeue(l.batch)
 		return nil
@@ -242,14 +262,14 @@ func (c *campaign) popLane() {
 // discardLanes throws away the lanes from index from on: their steps are
 // cancelled, their verifies recorded as discarded with why, their stacks
 // back at the queue's front in their order, to be verified again.
-func (c *campaign) discardLanes(from int, why string) {
+func (c *campaign) discardLanes(ctx workflow.Context, from int, why string) {
 	if from >= len(c.lanes) {
 		return
 	}
 	var back []*taskState
 	for _, l := range c.lanes[from:] {
 		l.cancel()
-		c.recordLaneVerify(l, why)
+		c.recordLaneVerify(ctx, l, why)
 		back = append(back, l.batch...)
 	}
 	c.lanes = c.lanes[:from]
@@ -267,10 +287,13 @@ func (c *campaign) requeue(batch []*taskState) {
 
 // recordLaneVerify records a lane's verify: ended, or discarded with why
 // (then its duration runs to now, or to its end when it had one).
-func (c *campaign) recordLaneVerify(l *lane, why string) {
+func (c *campaign) recordLaneVerify(ctx workflow.Context, l *lane, why string) {
 	v := MergeVerify{Tasks: l.ids(), Commit: l.merge.Tip, Lane: l.n, Discarded: why, Started: l.started, DurationMs: l.took.Milliseconds()}
-	if v.Started.IsZero() {
+	switch {
+	case v.Started.IsZero():
 		v.Started = l.opened // discarded before its verify began
+	case !l.done:
+		v.DurationMs = workflow.Now(ctx).Sub(l.started).Milliseconds() // discarded while verifying
 	}
 	if ver := l.verify.Verification; l.done && ver != nil {
 		v.ExitCode, v.Passed = ver.ExitCode, ver.Passed()

@@ -209,12 +209,15 @@ func runLaneCampaign(t *testing.T, f *treeLine, tasks string, extra string, stat
 	env.RegisterActivityWithOptions(f.merge, activity.RegisterOptions{Name: activities.MergeTaskName})
 	env.RegisterWorkflowWithOptions(f.child, workflow.RegisterOptions{Name: workflows.WorkflowName})
 	takes := func(in activities.MergeTaskInput) time.Duration {
-		if in.Lane == activities.LaneMerge || in.Land != "" {
+		switch {
+		case in.Lane == activities.LaneMerge || in.Land != "":
 			return mergeTime
+		case in.Tasks[0].ID == "s":
+			return 3 * verifyTime // task s's stack verifies slowly
 		}
 		return verifyTime
 	}
-	for _, d := range []time.Duration{mergeTime, verifyTime} {
+	for _, d := range []time.Duration{mergeTime, verifyTime, 3 * verifyTime} {
 		env.OnActivity(activities.MergeTaskName, mock.Anything, mock.MatchedBy(func(in activities.MergeTaskInput) bool { return takes(in) == d })).
 			After(d).Return(f.merge)
 	}
@@ -367,5 +370,29 @@ func TestLanesSendBackAConflict(t *testing.T) {
 	}
 	if three.final.VerifyDiscarded != 0 || three.final.VerifyCount != 6 || three.took >= one.took {
 		t.Fatalf("three lanes took %s against %s; verifies %+v", three.took, one.took, three.final.Verifies)
+	}
+}
+
+// TestLanesDiscardBehindARedLaneAtOnce: x's lane is red while the front
+// (s, a slow verify) still runs: the lane stacked on x is discarded then,
+// mid-verify, and no lane opens on x; once s and b landed x goes back and
+// the rest land, as with one lane.
+func TestLanesDiscardBehindARedLaneAtOnce(t *testing.T) {
+	one := runLaneCampaign(t, newTreeLine("x@1"), "sbxcde", "", 0)
+	four := runLaneCampaign(t, newTreeLine("x@1"), "sbxcde", `,"mergeLanes":4`, 0)
+	want := "[s@1 b@1 c@1 d@1 e@1 x@2]"
+	if fmt.Sprint(one.line.landed) != want || fmt.Sprint(four.line.landed) != want {
+		t.Fatalf("landed with one lane %v, with four %v, want %s", one.line.landed, four.line.landed, want)
+	}
+	var early []MergeVerify
+	for _, v := range four.final.Verifies {
+		if strings.Contains(v.Discarded, "failed the verify") && v.DurationMs < verifyTime.Milliseconds() {
+			early = append(early, v)
+		}
+	}
+	// c's lane was discarded while its verify ran; none after it stacked
+	// on x (its lanes open again only once x went back).
+	if len(early) != 1 || early[0].Tasks[0] != "c" || four.final.VerifyDiscarded != 1 {
+		t.Fatalf("no verify discarded mid-run behind x's red lane: %+v", four.final.Verifies)
 	}
 }
