@@ -243,7 +243,7 @@ func TestLoadWorkerErrors(t *testing.T) {
 		{"candidates over ceiling", nil, MapEnv{"RALPH_GIT": "local", "RALPH_CANDIDATES": "5"}, []string{"RALPH_CANDIDATES=5", "RALPH_MAX_CANDIDATES=4"}},
 		{"candidates ceiling", nil, MapEnv{"RALPH_MAX_CANDIDATES": "17"}, []string{"RALPH_MAX_CANDIDATES=17 is over 16"}},
 		{"campaign parallel ceiling", nil, MapEnv{"RALPH_MAX_CAMPAIGN_PARALLEL": "1001"}, []string{"RALPH_MAX_CAMPAIGN_PARALLEL=1001 is over 1000", "2,000"}},
-		{"merge lanes ceiling", nil, MapEnv{"RALPH_MAX_MERGE_LANES": "65"}, []string{"RALPH_MAX_MERGE_LANES=65 is over 64", "verify in flight"}},
+		{"merge lanes ceiling", nil, MapEnv{"RALPH_MAX_MERGE_LANES": "17"}, []string{"RALPH_MAX_MERGE_LANES=17 is over 16", "verify in flight"}},
 		{"merge lanes none", nil, MapEnv{"RALPH_MAX_MERGE_LANES": "0"}, []string{"RALPH_MAX_MERGE_LANES=\"0\": must be a positive integer"}},
 		{"campaign tasks ceiling", nil, MapEnv{"RALPH_MAX_CAMPAIGN_TASKS": "5001"}, []string{"RALPH_MAX_CAMPAIGN_TASKS=5001 is over 5000", "1 MiB"}},
 		{"candidates without git", nil, MapEnv{"RALPH_CANDIDATES": "2"}, []string{"RALPH_CANDIDATES=2", "RALPH_GIT=local or remote"}},

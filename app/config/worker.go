@@ -350,7 +350,7 @@ func workerSettings() []setting {
 			intp: func(w *Worker) *int { return &lim(w).MaxCampaignTasks }},
 		{flag: "merge-retry-minutes", env: "RALPH_MERGE_RETRY_MINUTES", usage: "how long a campaign's merge retries a git failure that is not the task's (credentials, disk, network) before its queue pauses",
 			intp: func(w *Worker) *int { return &lim(w).MergeRetryMinutes }},
-		{flag: "max-merge-lanes", env: "RALPH_MAX_MERGE_LANES", usage: "ceiling of a campaign's mergeLanes (prefixes of its merge queue verified at once; at most 64)",
+		{flag: "max-merge-lanes", env: "RALPH_MAX_MERGE_LANES", usage: "ceiling of a campaign's mergeLanes (prefixes of its merge queue verified at once; at most 16)",
 			intp: func(w *Worker) *int { return &lim(w).MaxMergeLanes }},
 		{flag: "candidates", env: "RALPH_CANDIDATES", usage: "fresh agents each round runs at once on clones of the workspace, the verified one chosen (a run's candidates input overrides; more than 1 needs RALPH_GIT local or remote)",
 			intp: func(w *Worker) *int { return &lim(w).Candidates }},
@@ -775,7 +775,7 @@ func (w *Worker) finish() error {
 const (
 	MaxCampaignParallelCeiling = 1000
 	MaxCampaignTasksCeiling    = 5000
-	MaxMergeLanesCeiling       = 64
+	MaxMergeLanesCeiling       = 16
 )
 
 // MaxCandidatesCeiling bounds RALPH_MAX_CANDIDATES, and so the status

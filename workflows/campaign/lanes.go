@@ -30,6 +30,10 @@ type lane struct {
 	cancel        workflow.CancelFunc
 }
 
+// maxLaneTasksListed bounds each lane's task ids in the status summary
+// (a lane of a mergeBatch stack holds up to 64).
+const maxLaneTasksListed = 8
+
 // Lane states in status.
 const (
 	laneMerging   = "merging"
@@ -305,7 +309,9 @@ func (c *campaign) recordLaneVerify(ctx workflow.Context, l *lane, why string) {
 func (c *campaign) laneStatus() []LaneStatus {
 	var out []LaneStatus
 	for _, l := range c.lanes {
-		out = append(out, LaneStatus{Lane: l.n, Tasks: l.ids(), Onto: l.onto, Tip: l.merge.Tip, State: l.state(), Started: l.started})
+		ids := l.ids()
+		out = append(out, LaneStatus{Lane: l.n, Tasks: ids[:min(len(ids), maxLaneTasksListed)], TaskCount: len(ids),
+			Onto: l.onto, Tip: l.merge.Tip, State: l.state(), Started: l.started})
 	}
 	return out
 }

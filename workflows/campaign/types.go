@@ -264,14 +264,15 @@ type CampaignContinuation struct {
 }
 
 // LaneStatus is a speculative lane in flight: its number, the tasks of the
-// prefix's last stack it adds, the commit it merged onto, its tip, its
-// state (merging, verifying, passed, red, conflict, failed) and when its
-// verify started.
+// stack it adds to the prefix (the first maxLaneTasksListed, TaskCount in
+// all), the commit it merged onto, its tip, its state (merging, verifying,
+// passed, red, conflict, failed) and when its verify started.
 type LaneStatus struct {
-	Lane    int       `json:"lane"`
-	Tasks   []string  `json:"tasks"`
-	Onto    string    `json:"onto"`
-	Tip     string    `json:"tip"`
-	State   string    `json:"state"`
-	Started time.Time `json:"started"`
+	Lane      int       `json:"lane"`
+	Tasks     []string  `json:"tasks"`
+	TaskCount int       `json:"taskCount"`
+	Onto      string    `json:"onto"`
+	Tip       string    `json:"tip"`
+	State     string    `json:"state"`
+	Started   time.Time `json:"started"`
 }
