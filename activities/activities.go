@@ -169,6 +169,7 @@ func (a *Activities) Register(r worker.ActivityRegistry) {
 func (a *Activities) ResolveLimits(context.Context) (Limits, error) {
 	l := a.cfg.Limits
 	l.CampaignShares, l.CampaignEvidence, l.CampaignHeldApart, l.CampaignQueueApart = true, true, true, true
+	l.CampaignTaskFaults, l.CampaignHeadRed, l.CampaignGitBound = true, true, true
 	// Only a worker with a receiver makes runs notify: the events, never the URL.
 	if a.cfg.NotifyURL != "" {
 		l.NotifyEvents = a.cfg.NotifyEvents

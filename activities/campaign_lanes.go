@@ -44,8 +44,8 @@ func checkLane(in MergeTaskInput) error {
 	if !laneRefPattern.MatchString(in.HoldRef) {
 		return bad(fmt.Sprintf("a lane's holdRef %q is not refs/ralph/campaigns/<campaign>/lanes/<n>", in.HoldRef))
 	}
-	if in.Hold || in.Land != "" {
-		return bad("a lane's step neither holds for approval nor lands (land it with land and landOn)")
+	if in.Hold || in.Land != "" || in.VerifyHead {
+		return bad("a lane's step neither holds for approval, lands (land it with land and landOn) nor verifies the head")
 	}
 	if in.Lane == LaneMerge && (in.Onto == "") != (in.OntoRef == "") {
 		return bad("onto and ontoRef go together: the commit and the ref that keeps it")

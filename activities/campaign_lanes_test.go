@@ -102,7 +102,7 @@ func TestMergeTaskRefusesBadLaneInputs(t *testing.T) {
 		"is not refs/ralph/campaigns/<campaign>/lanes/<n>": {Lane: activities.LaneMerge, HoldRef: "refs/heads/main"},
 		"onto and ontoRef go together":                     {Lane: activities.LaneMerge, HoldRef: ref, Onto: strings.Repeat("a", 40)},
 		"a lane's verify needs the tip":                    {Lane: activities.LaneVerify, HoldRef: ref},
-		"neither holds for approval nor lands":             {Lane: activities.LaneMerge, HoldRef: ref, Hold: true},
+		"neither holds for approval, lands":                {Lane: activities.LaneMerge, HoldRef: ref, Hold: true},
 	} {
 		bad.Line, bad.Tasks, bad.VerifyCommand = in.Line, in.Tasks, in.VerifyCommand
 		_, err := f.env.ExecuteActivity(activities.MergeTaskName, bad)

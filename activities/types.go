@@ -111,6 +111,18 @@ type Limits struct {
 	// are answered while a merge and its verify run; recorded like
 	// CampaignShares so a campaign started before it keeps its commands.
 	CampaignQueueApart bool `json:"campaignQueueApart,omitempty"`
+	// CampaignTaskFaults: a task of a merge stack whose branch is missing
+	// or no longer holds its commit is sent back alone and the rest lands
+	// (else the whole step failed); recorded like CampaignShares.
+	CampaignTaskFaults bool `json:"campaignTaskFaults,omitempty"`
+	// CampaignHeadRed: a single task's red merge has the queue verify the
+	// integration head alone; a red head pauses the queue (head-red)
+	// charging no merge attempt; recorded like CampaignShares.
+	CampaignHeadRed bool `json:"campaignHeadRed,omitempty"`
+	// CampaignGitBound: PrepareTask and the landing of an approved merge
+	// retry for MergeRetryMinutes too, then pause the queue (pauseReason
+	// git) as a merge does; recorded like CampaignShares.
+	CampaignGitBound bool `json:"campaignGitBound,omitempty"`
 	// Git is the worker's RALPH_GIT when checkpoints are on ("" when off):
 	// a campaign needs local or remote.
 	Git string `json:"git,omitempty"`

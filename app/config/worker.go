@@ -348,7 +348,7 @@ func workerSettings() []setting {
 			intp: func(w *Worker) *int { return &lim(w).MaxCampaignParallel }},
 		{flag: "max-campaign-tasks", env: "RALPH_MAX_CAMPAIGN_TASKS", usage: "most tasks one campaign may hold (at most 5000)",
 			intp: func(w *Worker) *int { return &lim(w).MaxCampaignTasks }},
-		{flag: "merge-retry-minutes", env: "RALPH_MERGE_RETRY_MINUTES", usage: "how long a campaign's merge retries a git failure that is not the task's (credentials, disk, network) before its queue pauses",
+		{flag: "merge-retry-minutes", env: "RALPH_MERGE_RETRY_MINUTES", usage: "how long each git step of a campaign (a merge, a task's preparation, an approved merge's landing) retries a failure that is not the task's (credentials, disk, network) before the campaign pauses",
 			intp: func(w *Worker) *int { return &lim(w).MergeRetryMinutes }},
 		{flag: "max-merge-lanes", env: "RALPH_MAX_MERGE_LANES", usage: "ceiling of a campaign's mergeLanes (prefixes of its merge queue verified at once; at most 16)",
 			intp: func(w *Worker) *int { return &lim(w).MaxMergeLanes }},

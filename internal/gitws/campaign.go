@@ -52,6 +52,9 @@ type TaskBranch struct {
 	// InWorkspace: Repo is the task's workspace (local mode), which is no
 	// repository until the task's first go.
 	InWorkspace bool
+	// Head is the branch's head when the step fetched it already (Sift),
+	// so MergeStack does not fetch it again; "" to fetch.
+	Head string
 }
 
 // Merge is one task merged onto the stack's tip.
@@ -244,40 +247,96 @@ func MergeMessage(campaign string, t TaskBranch) string {
 	return fmt.Sprintf("ralph: merge task %s\n\nRalph-Campaign: %s\nRalph-Task: %s\nRalph-Go: %d\n", t.ID, campaign, t.ID, t.Go)
 }
 
+// StackFault is a task Sift left out of a stack: its branch is missing or
+// no longer holds its loop's last checkpoint (deleted or force-pushed).
+type StackFault struct {
+	Task   string
+	Reason string
+}
+
+// Sift sorts a stack's tasks before it merges. First, a task whose commit
+// head holds already is merged (an earlier try landed it and its answer was
+// lost): whatever its branch became, it is never failed. Then a task whose
+// branch is missing or no longer holds its commit is a fault, left out. The
+// rest is returned to merge, each with the head its branch was fetched at.
+func (g *Git) Sift(ctx context.Context, dir, head string, tasks []TaskBranch) (done []Merge, rest []TaskBranch, faults []StackFault, err error) {
+	for _, t := range tasks {
+		if t.Commit != "" && g.isAncestor(ctx, dir, t.Commit, head) {
+			m, err := g.already(ctx, dir, head, t)
+			if err != nil {
+				return nil, nil, nil, err
+			}
+			done = append(done, m)
+			continue
+		}
+		got, err := g.TaskHead(ctx, dir, t)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		switch {
+		case t.Commit == "":
+			faults = append(faults, StackFault{Task: t.ID, Reason: "no checkpoint commit to merge"})
+		case got == "":
+			faults = append(faults, StackFault{Task: t.ID, Reason: fmt.Sprintf("its branch %s is missing (deleted?)", t.Branch)})
+		case !g.isAncestor(ctx, dir, t.Commit, got):
+			faults = append(faults, StackFault{Task: t.ID, Reason: fmt.Sprintf(
+				"its branch %s is at %s, which no longer holds the loop's last checkpoint %s (force-pushed or reset?)", t.Branch, shortID(got), shortID(t.Commit))})
+		default:
+			t.Head = got
+			rest = append(rest, t)
+		}
+	}
+	return done, rest, faults, nil
+}
+
+// already is the merge of t's commit that tip holds: its first-parent merge
+// commit, else tip itself (the commit came in another way).
+func (g *Git) already(ctx context.Context, dir, tip string, t TaskBranch) (Merge, error) {
+	commit, err := g.mergeOf(ctx, dir, tip, t.Commit)
+	if err != nil {
+		return Merge{}, err
+	}
+	if commit == "" {
+		commit = tip
+	}
+	return Merge{Task: t.ID, Commit: commit, Already: true}, nil
+}
+
 // MergeStack merges each task's commit, in order, onto head with
 // --no-ff in the scratch clone dir (the tasks' own commits stay as they
-// were) and returns the stack's tip and each merge. A task whose commit head
-// already holds is done and not merged again. On the first task that
+// were) and returns the stack's tip and each merge. A task whose commit the
+// tip already holds is done and not merged again (checked first, so a task
+// that landed is never failed for what its branch became). On the first task that
 // conflicts it stops and returns that conflict (the tip is the merges
 // before it); likewise on a task whose merge is refused or fails without
 // conflicting paths (Conflict.Refused: its tree passed a workspace bound,
 // or git was killed or failed on it), which is the task's fault.
 func (g *Git) MergeStack(ctx context.Context, dir, campaign, head string, tasks []TaskBranch) (string, []Merge, *Conflict, error) {
-	if err := g.checkTree(ctx, dir, head, "the integration head "+shortID(head)); err != nil {
+	if err := g.CheckoutHead(ctx, dir, head); err != nil {
 		return "", nil, nil, err
-	}
-	if _, err := g.run(ctx, dir, cmdOpts{}, "checkout", "-q", "--detach", "--force", head); err != nil {
-		return "", nil, nil, fmt.Errorf("check out the integration head %s: %w", shortID(head), err)
 	}
 	tip := head
 	var merges []Merge
 	for i, t := range tasks {
-		got, err := g.TaskHead(ctx, dir, t)
-		if err != nil {
-			return "", nil, nil, err
+		if t.Commit != "" && g.isAncestor(ctx, dir, t.Commit, tip) {
+			m, err := g.already(ctx, dir, tip, t)
+			if err != nil {
+				return "", nil, nil, err
+			}
+			merges = append(merges, m)
+			continue
+		}
+		got := t.Head
+		if got == "" {
+			var err error
+			if got, err = g.TaskHead(ctx, dir, t); err != nil {
+				return "", nil, nil, err
+			}
 		}
 		if got == "" || !g.isAncestor(ctx, dir, t.Commit, got) {
 			return "", nil, nil, fmt.Errorf("task %s: its branch %s does not hold the loop's last checkpoint %s", t.ID, t.Branch, shortID(t.Commit))
 		}
-		if g.isAncestor(ctx, dir, t.Commit, tip) {
-			commit, err := g.mergeOf(ctx, dir, tip, t.Commit)
-			if err != nil {
-				return "", nil, nil, err
-			}
-			merges = append(merges, Merge{Task: t.ID, Commit: commit, Already: true})
-			continue
-		}
-		err = g.checkMerge(ctx, dir, tip, t.Commit, fmt.Sprintf("the merge of task %s's commit %s onto %s", t.ID, shortID(t.Commit), shortID(tip)))
+		err := g.checkMerge(ctx, dir, tip, t.Commit, fmt.Sprintf("the merge of task %s's commit %s onto %s", t.ID, shortID(t.Commit), shortID(tip)))
 		if err == nil {
 			_, err = g.run(ctx, dir, cmdOpts{env: g.identity()}, "merge", "-q", "--no-ff", "--no-edit", "-m", MergeMessage(campaign, t), t.Commit)
 		}
@@ -310,6 +369,18 @@ func (g *Git) MergeStack(ctx context.Context, dir, campaign, head string, tasks 
 		merges = append(merges, Merge{Task: t.ID, Commit: tip})
 	}
 	return tip, merges, nil, nil
+}
+
+// CheckoutHead checks the integration head out in the scratch clone dir
+// (within the workspace bounds), for a merge or a verify of the head alone.
+func (g *Git) CheckoutHead(ctx context.Context, dir, head string) error {
+	if err := g.checkTree(ctx, dir, head, "the integration head "+shortID(head)); err != nil {
+		return err
+	}
+	if _, err := g.run(ctx, dir, cmdOpts{}, "checkout", "-q", "--detach", "--force", head); err != nil {
+		return fmt.Errorf("check out the integration head %s: %w", shortID(head), err)
+	}
+	return nil
 }
 
 // mergeOf finds the first-parent commit of tip that merged commit ("" when

@@ -48,6 +48,8 @@ func TestParseCampaignInputErrors(t *testing.T) {
 		{"branch", `{"tasks":[` + ok + `],"verifyCommand":"x","branch":"a..b"}`, "branch: \"a..b\" is not a branch name"},
 		{"lanes over ceiling", `{"tasks":[` + ok + `],"verifyCommand":"x","mergeLanes":9}`, "mergeLanes: must be between 1 and 8 (RALPH_MAX_MERGE_LANES)"},
 		{"lanes with approvals", `{"tasks":[` + ok + `],"verifyCommand":"x","mergeLanes":2,"approve":"merge"}`, `mergeLanes: must be 1 with approve "merge"`},
+		{"task re-allows", `{"tasks":[{"id":"a","objective":"x","protectedPaths":["docs/**","!.github/**"]}],"verifyCommand":"x","protectedPaths":[".github/**"]}`,
+			`tasks[0] (a).protectedPaths[1]: "!.github/**": a task's protected paths add to the campaign's`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -166,7 +166,7 @@ func (c *campaign) runLane(ctx workflow.Context, l *lane) {
 	defer func() { l.done = true }()
 	ids := strings.Join(l.ids(), ", ")
 	in := activities.MergeTaskInput{Line: c.line(), VerifyCommand: c.settings.VerifyCommand, Lane: activities.LaneMerge,
-		Onto: l.onto, OntoRef: l.ontoRef, HoldRef: c.laneRef(l.n)}
+		Onto: l.onto, OntoRef: l.ontoRef, HoldRef: c.laneRef(l.n), TaskFaults: c.limits.CampaignTaskFaults}
 	for _, t := range l.batch {
 		in.Tasks = append(in.Tasks, c.taskRef(t))
 		in.ProtectedPaths = appendNew(in.ProtectedPaths, c.protected(t)...)
@@ -180,7 +180,7 @@ func (c *campaign) runLane(ctx workflow.Context, l *lane) {
 	if l.err != nil || l.merge.Outcome != activities.MergeHeld {
 		return
 	}
-	in.Lane, in.Onto, in.OntoRef, in.Tip = activities.LaneVerify, l.onto, "", l.merge.Tip
+	in.Lane, in.Onto, in.OntoRef, in.Tip, in.TaskFaults = activities.LaneVerify, l.onto, "", l.merge.Tip, false
 	l.started = workflow.Now(ctx)
 	summary = fmt.Sprintf("lane %d: verify %s", l.n, ids)
 	l.err = workflow.ExecuteActivity(c.mergeOptions(ctx, summary), activities.MergeTaskName, in).Get(ctx, &l.verify)
@@ -193,6 +193,11 @@ func (c *campaign) runLane(ctx workflow.Context, l *lane) {
 // stack again alone (its retries and pause as ever).
 func (c *campaign) settleFront(ctx workflow.Context) error {
 	l := c.lanes[0]
+	if l.merged && l.err == nil {
+		// A task whose branch could not merge was left out of the lane's
+		// stack: it goes back alone, as with one lane.
+		l.batch, _ = c.leaveOut(ctx, l.batch, l.ids(), l.merge.Faults)
+	}
 	switch l.state() {
 	case lanePassed:
 		if l.merge.Outcome == activities.MergeLanded { // every task was there already
