@@ -156,6 +156,7 @@ func (a *Activities) Register(r worker.ActivityRegistry) {
 	r.RegisterActivityWithOptions(a.ResolveLimits, activity.RegisterOptions{Name: ResolveLimitsName})
 	r.RegisterActivityWithOptions(a.RunRound, activity.RegisterOptions{Name: RunRoundName})
 	r.RegisterActivityWithOptions(a.ReviewCompletion, activity.RegisterOptions{Name: ReviewCompletionName})
+	r.RegisterActivityWithOptions(a.PlanWave, activity.RegisterOptions{Name: PlanWaveName})
 	r.RegisterActivityWithOptions(a.PrepareTask, activity.RegisterOptions{Name: PrepareTaskName})
 	r.RegisterActivityWithOptions(a.MergeTask, activity.RegisterOptions{Name: MergeTaskName})
 	r.RegisterActivityWithOptions(a.ReadTasks, activity.RegisterOptions{Name: ReadTasksName})

@@ -15,6 +15,7 @@ import (
 	"github.com/ralph-temporal/ralph/agent/tools"
 	"github.com/ralph-temporal/ralph/internal/gitws"
 	"github.com/ralph-temporal/ralph/internal/tasklist"
+	"github.com/ralph-temporal/ralph/internal/toolcache"
 	"github.com/ralph-temporal/ralph/report"
 )
 
@@ -160,6 +161,17 @@ func campaignDir(campaign string) string { return filepath.Join("campaigns", cam
 // ralph/campaigns/<campaign>/tasks/<task>.
 func TaskWorkspace(campaign, task string) string {
 	return filepath.Join("campaigns", campaign, "tasks", task)
+}
+
+// ToolCacheLine is the tool cache line a workspace's commands start warm
+// from: a campaign task's is its campaign's integration line, any other
+// workspace's the plain runs' line.
+func ToolCacheLine(workspace string) string {
+	parts := strings.Split(filepath.ToSlash(workspace), "/")
+	if len(parts) == 4 && parts[0] == "campaigns" && parts[2] == "tasks" {
+		return toolcache.CampaignLine(parts[1])
+	}
+	return toolcache.PlainLine
 }
 
 // campaignGit is one campaign step's git: the line and where each task's
@@ -429,7 +441,10 @@ func (a *Activities) verifyMerge(ctx context.Context, c *campaignGit, in MergeTa
 	if out.DiffStat, err = a.git.DiffStat(ctx, c.scratch, out.Head, out.Tip); err != nil {
 		return MergeTaskOutput{}, err
 	}
-	if out.Verification, err = a.verifyTree(ctx, c.scratch, in.VerifyCommand, a.protectedSets(in.ProtectedPaths)); err != nil {
+	var cache *toolcache.Copy
+	out.Verification, cache, err = a.verifyTreeWarm(ctx, c.scratch, in.VerifyCommand, toolcache.CampaignLine(in.Line.Campaign), a.protectedSets(in.ProtectedPaths))
+	defer func() { _ = cache.Remove() }() // a no-op once committed
+	if err != nil {
 		return MergeTaskOutput{}, err
 	}
 	if !out.Verification.Passed() {
@@ -443,7 +458,16 @@ func (a *Activities) verifyMerge(ctx context.Context, c *campaignGit, in MergeTa
 		out.Outcome = MergeHeld
 		return out, nil
 	}
-	return a.land(ctx, c, out, out.Tip, out.Head)
+	if out, err = a.land(ctx, c, out, out.Tip, out.Head); err == nil && out.Outcome == MergeLanded && cache != nil {
+		// Only now, with its tree on the integration branch, does what the
+		// verify wrote become the line's cache.
+		if st, cerr := cache.Commit(); cerr != nil {
+			activity.GetLogger(ctx).Warn("Could not keep the merge verify's tool cache: the next verify starts from the last one", "error", cerr)
+		} else {
+			activity.GetLogger(ctx).Info("Tool cache committed", "line", toolcache.CampaignLine(in.Line.Campaign), "files", st.Files, "bytes", st.Bytes)
+		}
+	}
+	return out, err
 }
 
 // landKept lands a verified tip kept for approval, when the integration
@@ -492,22 +516,32 @@ func mergedTasks(merges []gitws.Merge) []MergedTask {
 // round's verify has: the paths the pattern sets protected match are
 // read-only to it and checked again after it; a run that changed one fails
 // (ProtectedChanged) and the paths are restored.
+// Its tool caches are cold: verifyTreeWarm starts them from a line's.
 func (a *Activities) verifyTree(ctx context.Context, dir, command string, protected [][]string) (*report.Verification, error) {
+	v, _, err := a.verifyTreeWarm(ctx, dir, command, "", protected)
+	return v, err
+}
+
+// verifyTreeWarm is verifyTree starting from its own copy of line's warm
+// tool cache (none when line is ""); the copy is returned (nil without
+// one) for the caller to commit or remove.
+func (a *Activities) verifyTreeWarm(ctx context.Context, dir, command, line string, protected [][]string) (*report.Verification, *toolcache.Copy, error) {
 	if strings.TrimSpace(command) == "" {
-		return nil, temporal.NewNonRetryableApplicationError("there is no verify command", ErrTypeCampaignGit, nil)
+		return nil, nil, temporal.NewNonRetryableApplicationError("there is no verify command", ErrTypeCampaignGit, nil)
 	}
 	prot, err := tools.ParseProtected(protected...)
 	if err != nil {
-		return nil, temporal.NewNonRetryableApplicationError("protectedPaths: "+err.Error(), ErrTypeBadRoundInput, nil)
+		return nil, nil, temporal.NewNonRetryableApplicationError("protectedPaths: "+err.Error(), ErrTypeBadRoundInput, nil)
 	}
-	ws, err := tools.OpenWorkspace(dir, a.cfg.Agent.ToolLimits, tools.WithSandbox(a.cfg.Agent.Sandbox), tools.WithProtected(prot))
+	ws, err := tools.OpenWorkspace(dir, a.cfg.Agent.ToolLimits, tools.WithSandbox(a.cfg.Agent.Sandbox), tools.WithProtected(prot),
+		tools.WithToolCache(line))
 	if err != nil {
-		return nil, fmt.Errorf("open the tree to verify: %w", err)
+		return nil, nil, fmt.Errorf("open the tree to verify: %w", err)
 	}
 	defer ws.Close()
 	snap, err := ws.SnapshotProtected() // also makes the protected files the command's read-only mounts
 	if err != nil {
-		return nil, fmt.Errorf("verify %s: %w", filepath.Base(dir), err)
+		return nil, nil, fmt.Errorf("verify %s: %w", filepath.Base(dir), err)
 	}
 	timeout := a.cfg.Agent.VerifyTimeout
 	if timeout <= 0 {
@@ -515,7 +549,7 @@ func (a *Activities) verifyTree(ctx context.Context, dir, command string, protec
 	}
 	res, err := ws.ExecFreshHome(ctx, command, timeout, report.MaxVerificationOutput-100)
 	if err != nil {
-		return nil, fmt.Errorf("run the verify command on %s: %w", filepath.Base(dir), err)
+		return nil, nil, fmt.Errorf("run the verify command on %s: %w", filepath.Base(dir), err)
 	}
 	v := &report.Verification{Command: command, ExitCode: res.ExitCode, DurationMs: res.Duration.Milliseconds(), Output: res.Output}
 	if res.TimedOut {
@@ -523,13 +557,14 @@ func (a *Activities) verifyTree(ctx context.Context, dir, command string, protec
 	}
 	changed, err := ws.RestoreProtected(snap)
 	if err != nil {
-		return nil, fmt.Errorf("check the protected paths after the verify command: %w", err)
+		_ = res.ToolCache.Remove()
+		return nil, nil, fmt.Errorf("check the protected paths after the verify command: %w", err)
 	}
 	if len(changed) > 0 {
 		activity.GetLogger(ctx).Warn("The verify command changed protected paths: it fails", "tree", filepath.Base(dir), "paths", changed)
 		failProtected(v, changed)
 	}
-	return v, nil
+	return v, res.ToolCache, nil
 }
 
 // taskTreeStepError makes a task's tree at fault a non-retryable

@@ -8,6 +8,8 @@ import (
 	"regexp"
 
 	"go.temporal.io/sdk/temporal"
+
+	"github.com/ralph-temporal/ralph/internal/toolcache"
 )
 
 // MergeTaskInput.Lane: the steps of a speculative lane (SPEC 41). A lane
@@ -110,11 +112,18 @@ func (a *Activities) verifyLane(ctx context.Context, in MergeTaskInput) (MergeTa
 		return MergeTaskOutput{}, temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("the lane's tip %s is not on %s (it holds %q)", in.Tip, in.HoldRef, got), ErrTypeCampaignGit, nil)
 	}
-	if err := a.git.CheckOut(ctx, c.scratch, in.Tip); err != nil {
+	if err := a.git.CheckoutCommit(ctx, c.scratch, in.Tip, "the lane's tip"); err != nil {
 		return MergeTaskOutput{}, campaignStepError(err)
 	}
 	out := MergeTaskOutput{Head: in.Onto, Tip: in.Tip, Merged: []MergedTask{}}
-	if out.Verification, err = a.verifyTree(ctx, c.scratch, in.VerifyCommand, a.protectedSets(in.ProtectedPaths)); err != nil {
+	// Warm from the campaign line's tool cache; what the verify wrote is
+	// dropped, never the line's: the lane lands in another step, and only a
+	// landed merge's verify may write the line (docs/campaigns.md).
+	var cache *toolcache.Copy
+	out.Verification, cache, err = a.verifyTreeWarm(ctx, c.scratch, in.VerifyCommand, toolcache.CampaignLine(in.Line.Campaign),
+		a.protectedSets(in.ProtectedPaths))
+	_ = cache.Remove()
+	if err != nil {
 		return MergeTaskOutput{}, err
 	}
 	out.Outcome = MergeHeld

@@ -181,7 +181,8 @@ func (a *Activities) scoreCandidate(ctx context.Context, c *candidateTree, in Ro
 	if !c.spec.ScoreVerify || in.VerifyCommand == "" || rep.Status == report.StatusComplete {
 		return
 	}
-	v, err := a.verifyTree(ctx, c.dir, in.VerifyCommand, a.protectedSets(in.ProtectedPaths...))
+	v, cache, err := a.verifyTreeWarm(ctx, c.dir, in.VerifyCommand, ToolCacheLine(in.Workspace), a.protectedSets(in.ProtectedPaths...))
+	_ = cache.Remove() // a candidate's writes reach no line
 	if err != nil {
 		activity.GetLogger(ctx).Warn("Could not score a candidate with the verify command", "candidate", c.spec.Number, "error", err)
 		return

@@ -135,12 +135,12 @@ func (a *Activities) runRoundSession(ctx context.Context, at *attempt, in RoundI
 	tally, started := newRoundTally(), time.Now()
 	res, err := provider.Run(ctx, agent.Request{
 		SessionID: at.sessionID, Objective: in.Objective, Round: in.Round, MaxRounds: in.MaxRounds,
-		Previous: in.Previous, Workspace: dir, MaxHandoffChars: in.MaxHandoffChars,
+		Previous: in.Previous, Workspace: dir, ToolCacheLine: ToolCacheLine(in.Workspace), MaxHandoffChars: in.MaxHandoffChars,
 		Deadline: roundDeadline(info), VerifyCommand: in.VerifyCommand, TokenBudget: in.TokenBudget, RunDeadline: in.RunDeadline,
 		ProtectedPaths: in.ProtectedPaths,
 		Deferrable:     in.Deferrable,
 		Guidance:       in.Guidance,
-		Candidate:      spec.Number, Candidates: spec.Of,
+		Candidate:      spec.Number, Candidates: spec.Of, CampaignObjective: in.CampaignObjective,
 	}, agent.Observers(at.transcript, at.hb, tally, providerWarnings(at.logger, in.Round)))
 	tally.record(activity.GetMetricsHandler(ctx), roundOutcome(res, err), res.Usage, time.Since(started))
 	at.logger.Info("Round ended", "round", in.Round, "sessionId", at.sessionID, "outcome", agent.Outcome(err),

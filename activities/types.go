@@ -137,6 +137,11 @@ type Limits struct {
 	// MaxMergeLanes is the ceiling of a campaign's mergeLanes (speculative
 	// lanes, SPEC 41); 0 in histories from before lanes: one lane.
 	MaxMergeLanes int `json:"maxMergeLanes,omitempty"`
+	// MaxWaves is the ceiling of a planned campaign's maxWaves
+	// (RALPH_MAX_WAVES), MaxWaveTasks of one wave's plan
+	// (RALPH_MAX_WAVE_TASKS); 0 in histories from before planning.
+	MaxWaves     int `json:"maxWaves,omitempty"`
+	MaxWaveTasks int `json:"maxWaveTasks,omitempty"`
 	// Approve is the approval mode of runs whose input does not say
 	// (RALPH_APPROVE: none, complete, rounds:N); "" is none.
 	Approve string `json:"approve,omitempty"`
@@ -188,6 +193,8 @@ func DefaultLimits() Limits {
 		MaxCampaignTasks:        5000,
 		MergeRetryMinutes:       30,
 		MaxMergeLanes:           8,
+		MaxWaves:                20,
+		MaxWaveTasks:            30,
 		Candidates:              1,
 		MaxCandidates:           4,
 	}
@@ -226,6 +233,9 @@ type RoundInput struct {
 	// Guidance is an operator's text (the guide update, or a rejection's
 	// reason) that this round's prompt carries under its own heading.
 	Guidance string `json:"guidance,omitempty"`
+	// CampaignObjective is a planned campaign's objective, rendered as
+	// context under its own heading beside the task's objective.
+	CampaignObjective string `json:"campaignObjective,omitempty"`
 	// Candidate makes this attempt one of the round's candidates: it works
 	// a clone of the workspace at the round's base, not the workspace.
 	Candidate *CandidateSpec `json:"candidate,omitempty"`

@@ -41,6 +41,9 @@ func roleFor(req Request) role {
 	if req.Review != nil {
 		return reviewer{subject: req.Review}
 	}
+	if req.Plan != nil {
+		return planner{subject: req.Plan}
+	}
 	return worker{}
 }
 
@@ -57,7 +60,7 @@ func (worker) texts() roleTexts {
 func (worker) prompt(rd *round) (string, error) { return rd.roundPrompt() }
 
 func (worker) workspace(cfg Config, req Request) (*tools.Workspace, *tools.ProtectedSnapshot, error) {
-	return open(req, cfg, []tools.Option{tools.WithSandbox(cfg.Sandbox)}, req.ProtectedPaths)
+	return open(req, cfg, []tools.Option{tools.WithSandbox(cfg.Sandbox), tools.WithToolCache(req.ToolCacheLine)}, req.ProtectedPaths)
 }
 
 func (worker) restoredNote(paths []string) string {

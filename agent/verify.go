@@ -60,6 +60,7 @@ func (r *round) verifyComplete(ctx context.Context, step int) (*report.Verificat
 		tracing.Fail(span, "harness", Redact(err.Error(), r.cfg.APIKey))
 		return nil, "", err
 	}
+	_ = res.ToolCache.Remove() // only a landed merge's verify writes a line
 	r.emitNetwork(step, VerifyTool, "", res.Network)
 	v := report.Verification{Command: r.req.VerifyCommand, ExitCode: res.ExitCode, DurationMs: durationMs(res.Duration), Output: res.Output}
 	if res.TimedOut {

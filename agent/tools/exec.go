@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/ralph-temporal/ralph/internal/netproxy"
+	"github.com/ralph-temporal/ralph/internal/toolcache"
 )
 
 // ExecResult is what one command run produced.
@@ -26,6 +27,10 @@ type ExecResult struct {
 	DiskKill string
 	// Network is every connection the command asked the sandbox's proxy for.
 	Network []netproxy.Record
+	// ToolCache is the private tool cache copy an ExecFreshHome command of a
+	// workspace WithToolCache started from and wrote (nil otherwise): the
+	// caller commits it (its tree landed) or removes it.
+	ToolCache *toolcache.Copy
 }
 
 // Exec runs command the way run_command does (bash -c in the workspace, the
@@ -46,6 +51,7 @@ func (w *Workspace) ExecFreshHome(ctx context.Context, command string, timeout t
 
 func (w *Workspace) exec(ctx context.Context, command string, timeout time.Duration, outputCap int, freshHome bool) (ExecResult, error) {
 	started := time.Now()
+	var cache *toolcache.Copy
 	if freshHome {
 		// A verify command never starts on a workspace already past a disk
 		// bound (section 38): it would be killed at the first check anyway,
@@ -54,9 +60,22 @@ func (w *Workspace) exec(ctx context.Context, command string, timeout time.Durat
 			why = "not started: " + strings.TrimPrefix(why, "killed: ")
 			return ExecResult{Output: "[" + why + "]\n", ExitCode: -1, DiskKill: why}, nil
 		}
+		// A verify starts warm from its own copy of the line's cache,
+		// never from what the model's commands wrote.
+		if store := w.sb.ToolCaches(); store != nil && w.cacheLine != "" {
+			var err error
+			if cache, err = store.Checkout(w.cacheLine, ""); err != nil {
+				return ExecResult{}, err
+			}
+		}
 	}
-	o, err := w.execute(ctx, command, timeout, outputCap, freshHome)
+	dir := ""
+	if cache != nil {
+		dir = cache.Dir
+	}
+	o, err := w.execute(ctx, command, timeout, outputCap, freshHome, dir)
 	if err != nil {
+		_ = cache.Remove()
 		return ExecResult{}, err
 	}
 	out := o.output
@@ -66,5 +85,5 @@ func (w *Workspace) exec(ctx context.Context, command string, timeout time.Durat
 		}
 	}
 	return ExecResult{Output: out, ExitCode: o.exitCode, TimedOut: o.timedOut, Duration: time.Since(started),
-		MemoryKill: o.memoryKill, DiskKill: o.diskKill, Network: o.network}, nil
+		MemoryKill: o.memoryKill, DiskKill: o.diskKill, Network: o.network, ToolCache: cache}, nil
 }

@@ -10,7 +10,7 @@ import (
 
 // execute is unsupported without Unix process groups: a command could not
 // be killed together with its children, and no command may outlive its call.
-func (w *Workspace) execute(ctx context.Context, command string, timeout time.Duration, outputCap int, _ bool) (execOutcome, error) {
+func (w *Workspace) execute(ctx context.Context, command string, timeout time.Duration, outputCap int, _ bool, _ string) (execOutcome, error) {
 	return execOutcome{}, errors.New("run_command: unsupported on this platform (needs Unix process groups)")
 }
 

@@ -39,7 +39,7 @@ func (x *execution) start(command string) error {
 		sandbox.ReadOnly{Workspace: x.w.reviewOnly, Paths: x.w.readOnly}, argv)
 	cmd := exec.Command(name, args...)
 	cmd.Dir = x.w.dir
-	cmd.Env = sb.Env(os.Environ(), x.home)
+	cmd.Env = x.env()
 	if x.proc != nil {
 		cmd.Env, cmd.Stdin = append(cmd.Env, x.proc.Env...), x.proc.Stdin
 	}

@@ -26,6 +26,7 @@ type execution struct {
 	w         *Workspace
 	outputCap int
 	home      string
+	cacheDir  string   // the tool cache copy the command sees ("" none)
 	undo      []func() // run last first
 
 	pr, pw  *os.File // the command's output
@@ -56,8 +57,11 @@ type execution struct {
 // a Go error only when the harness fails or ctx is cancelled; in every case
 // no process of the group is left running when it returns. freshHome runs
 // it with a HOME no command wrote (verification, the reviewer).
-func (w *Workspace) execute(ctx context.Context, command string, timeout time.Duration, outputCap int, freshHome bool) (execOutcome, error) {
-	x := &execution{w: w, outputCap: outputCap, home: w.home}
+func (w *Workspace) execute(ctx context.Context, command string, timeout time.Duration, outputCap int, freshHome bool, cacheDir string) (execOutcome, error) {
+	x := &execution{w: w, outputCap: outputCap, home: w.home, cacheDir: cacheDir}
+	if cacheDir == "" && !freshHome && !w.reviewOnly {
+		x.cacheDir = w.cacheDir // the model's own copy, kept between rounds
+	}
 	defer x.release()
 	if err := x.prepare(freshHome); err != nil {
 		return execOutcome{}, fmt.Errorf("run_command: %w", err)
@@ -116,11 +120,12 @@ func (x *execution) prepare(freshHome bool) error {
 	if x.run, err = sb.Prepare(); err != nil {
 		return err
 	}
+	x.run.UseToolCache(x.cacheDir)
 	x.undo = append(x.undo, x.finish)
 	// Every process of the group, its leader included, gets the command's
 	// allowlisted environment and uid: the leader is dumpable and the same
 	// user, so its /proc/<pid>/environ is readable by the command.
-	lifeline, lifelineW, err := startLifeline(sb.Env(os.Environ(), x.home), sb.Credential())
+	lifeline, lifelineW, err := startLifeline(x.env(), sb.Credential())
 	if err != nil {
 		return fmt.Errorf("starting process-group watcher: %w", err)
 	}
@@ -129,6 +134,16 @@ func (x *execution) prepare(freshHome bool) error {
 	x.pgid = lifeline.Process.Pid
 	x.undo = append(x.undo, func() { stopLifeline(lifeline, lifelineW) }, func() { killGroup(x.pgid) })
 	return nil
+}
+
+// env is the command's environment: the sandbox's, pointed at its tool
+// cache copy when it has one.
+func (x *execution) env() []string {
+	env := x.w.sb.Env(os.Environ(), x.home)
+	if x.cacheDir != "" {
+		env = append(env, x.w.sb.ToolCacheEnv(x.cacheDir)...)
+	}
+	return env
 }
 
 // finish ends the command's proxy and cgroup, once.

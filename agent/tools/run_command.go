@@ -53,7 +53,7 @@ func (t runCommandTool) Run(ctx context.Context, args json.RawMessage) (Result, 
 		return failf("run_command: %v", err), nil
 	}
 
-	o, err := t.w.execute(ctx, p.Command, timeout, t.w.limits.OutputCap, false)
+	o, err := t.w.execute(ctx, p.Command, timeout, t.w.limits.OutputCap, false, "")
 	if err != nil {
 		return Result{}, err
 	}

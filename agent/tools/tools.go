@@ -136,6 +136,39 @@ type Workspace struct {
 	readOnly  []string
 	// reviewOnly: no writing tools, and commands see the workspace read-only.
 	reviewOnly bool
+	// cacheLine is the tool cache line the workspace's commands start warm
+	// from (WithToolCache); cacheDir is the model's own copy of it.
+	cacheLine, cacheDir string
+}
+
+// WithToolCache starts the workspace's commands from a copy of line's
+// warm tool caches (internal/toolcache): the model's commands from one
+// copy made when the workspace's home is, each ExecFreshHome from its own.
+func WithToolCache(line string) Option {
+	return func(w *Workspace) { w.cacheLine = line }
+}
+
+// modelCacheDir is the model's own tool cache copy, inside its home (so it
+// lives and goes with it).
+const modelCacheDir = ".ralph-toolcache"
+
+// seedToolCache gives the model's commands their copy of the line's cache
+// the first time the workspace opens; later rounds keep what they wrote.
+func (w *Workspace) seedToolCache() error {
+	store := w.sb.ToolCaches()
+	if store == nil || w.cacheLine == "" || w.home == "" || w.reviewOnly {
+		return nil
+	}
+	dir := filepath.Join(w.home, modelCacheDir)
+	if _, err := os.Lstat(dir); err == nil {
+		w.cacheDir = dir
+		return nil
+	}
+	if _, err := store.Checkout(w.cacheLine, dir); err != nil {
+		return err
+	}
+	w.cacheDir = dir
+	return nil
 }
 
 // Option adjusts how a workspace runs its commands.
@@ -179,6 +212,10 @@ func OpenWorkspace(dir string, limits Limits, opts ...Option) (*Workspace, error
 		o(w)
 	}
 	if w.home, err = w.sb.Home(abs); err != nil {
+		root.Close()
+		return nil, fmt.Errorf("opening workspace %q: %w", dir, err)
+	}
+	if err := w.seedToolCache(); err != nil {
 		root.Close()
 		return nil, fmt.Errorf("opening workspace %q: %w", dir, err)
 	}

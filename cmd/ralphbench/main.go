@@ -35,7 +35,7 @@ import (
 var allSections = []string{"overhead", "scale", "cancel", "crash", "prompt", "history", "encryption"}
 
 // Scenarios that run only when named in -only (they take long).
-var extraSections = []string{"churn", "ratelimit", "agents", "campaign", "candidates", "lanes"}
+var extraSections = []string{"churn", "ratelimit", "agents", "campaign", "candidates", "lanes", "warmverify"}
 
 func main() {
 	os.Exit(run())
@@ -69,6 +69,7 @@ type options struct {
 	agentKinds, agentCLIDir     string
 	mergeLanes                  string
 	campaignTasks               int
+	warmMerges                  int
 	settings                    map[string]string // -worker-env
 	want                        map[string]bool   // the benchmarks named in -only
 	runsList, slotsList, hbList []int
@@ -105,6 +106,7 @@ func parseFlags() options {
 	flag.IntVar(&o.agentRounds, "agents-rounds", 6, "rounds per provider of the agent providers' fixed-cost benchmark")
 	flag.IntVar(&o.campaignTasks, "campaign-tasks", 12, "one-round tasks of each campaign the campaign benchmark runs")
 	flag.StringVar(&o.mergeLanes, "lanes", "1,2,4", "comma-separated mergeLanes values the lanes benchmark runs, one campaign each")
+	flag.IntVar(&o.warmMerges, "warmverify-merges", 5, "warm merges the warm-verifies benchmark measures after its cold one")
 	flag.StringVar(&o.agentKinds, "agents", "builtin,claude-code,codex,opencode", "RALPH_AGENT values the agents benchmark measures")
 	flag.StringVar(&o.agentCLIDir, "agents-cli-dir", "/opt/ralph-agents/node_modules/.bin", "where the agent CLIs are (scripts/install-agent-clis.sh)")
 	flag.StringVar(&o.workerEnv, "worker-env", "", "comma-separated KEY=VALUE worker settings applied to every benchmark's workers (e.g. RALPH_MODEL_STREAM=off)")
@@ -424,6 +426,9 @@ func (s *stack) steps(ctx context.Context, o options) []step {
 				lanes = append(lanes, n)
 			}
 			return h.Lanes(ctx, bench.LanesConfig{Tasks: 16, Loop: 5 * time.Second, Verify: "sleep 10", Parallel: 8, Lanes: lanes})
+		}},
+		{"warmverify", benchCommand("warmverify", fmt.Sprintf("-warmverify-merges %d", o.warmMerges)), func() (bench.Section, error) {
+			return h.WarmVerify(ctx, bench.WarmVerifyConfig{Repo: o.repo, Merges: o.warmMerges, Command: bench.DefaultWarmVerifyCommand, File: "report/report.go"})
 		}},
 		{"candidates", benchCommand("candidates", ""), func() (bench.Section, error) {
 			return h.Candidates(ctx, bench.CandidatesConfig{Rounds: 4, Runs: 5, Counts: []int{1, 3}})

@@ -538,14 +538,15 @@ func (g *Git) FileAt(ctx context.Context, dir, commit, path string, limit int64)
 	return []byte(out), nil
 }
 
-// CheckOut checks commit out, detached, in the scratch clone dir (a kept
-// merge tip to verify), its tree held to the workspace bounds first.
-func (g *Git) CheckOut(ctx context.Context, dir, commit string) error {
-	if err := g.checkTree(ctx, dir, commit, "the kept tip "+shortID(commit)); err != nil {
+// CheckoutCommit checks commit (fetched into the scratch clone dir) out
+// detached, within the tree bounds: a campaign planner's view of the
+// integration head. A tree over the bounds is a *TreeTooBigError.
+func (g *Git) CheckoutCommit(ctx context.Context, dir, commit, what string) error {
+	if err := g.checkTree(ctx, dir, commit, what); err != nil {
 		return err
 	}
 	if _, err := g.run(ctx, dir, cmdOpts{}, "checkout", "-q", "--detach", "--force", commit); err != nil {
-		return fmt.Errorf("check out the kept tip %s: %w", shortID(commit), err)
+		return fmt.Errorf("check out %s at %s: %w", what, shortID(commit), err)
 	}
 	return nil
 }

@@ -35,6 +35,9 @@ const (
 	// agent's home, DefaultAgentHomeMaxMB the disk of a CLI's home.
 	DefaultWorkspaceMaxFiles = 200000
 	DefaultAgentHomeMaxMB    = 1024
+	// DefaultToolCacheMB bounds the worker's warm tool caches (every line
+	// together, RALPH_TOOL_CACHE_MB).
+	DefaultToolCacheMB = 8192
 )
 
 // Config is the deployment's sandbox policy.
@@ -71,6 +74,9 @@ type Config struct {
 	// disk of an agent CLI's home (RALPH_AGENT_HOME_MAX_MB).
 	WorkspaceMaxFiles int
 	AgentHomeMaxMB    int
+	// ToolCacheMB bounds the warm tool caches of every line together
+	// (RALPH_TOOL_CACHE_MB, docs/campaigns.md#warm-verifies).
+	ToolCacheMB int
 	// UID and GID are who a root worker runs commands as
 	// (RALPH_SANDBOX_UID, RALPH_SANDBOX_GID); zero means the defaults. A
 	// non-root worker runs them as itself.
@@ -86,7 +92,7 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{Mode: ModeAuto, Network: NetProxy, TmpMB: DefaultTmpMB, MemoryMB: DefaultMemoryMB, Pids: DefaultPids,
 		UID: DefaultUID, GID: DefaultGID, WorkspaceMaxMB: DefaultWorkspaceMaxMB, MinFreeMB: DefaultMinFreeMB,
-		WorkspaceMaxFiles: DefaultWorkspaceMaxFiles, AgentHomeMaxMB: DefaultAgentHomeMaxMB}
+		WorkspaceMaxFiles: DefaultWorkspaceMaxFiles, AgentHomeMaxMB: DefaultAgentHomeMaxMB, ToolCacheMB: DefaultToolCacheMB}
 }
 
 // withDefaults fills zero fields (a Config built by hand in a test or an
@@ -116,6 +122,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.AgentHomeMaxMB == 0 {
 		c.AgentHomeMaxMB = d.AgentHomeMaxMB
+	}
+	if c.ToolCacheMB == 0 {
+		c.ToolCacheMB = d.ToolCacheMB
 	}
 	return c
 }

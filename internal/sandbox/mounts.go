@@ -115,7 +115,7 @@ type mount struct {
 // first so that a deeper one wins: the workspace is bound back inside the
 // hidden workspace root, the private home inside the hidden session
 // directory, a shared cache inside the hidden worker home.
-func (s *Sandbox) args(dir, home string, infoFD int, argv []string, ro ReadOnly, opts []string) []string {
+func (s *Sandbox) args(dir, home, cache string, infoFD int, argv []string, ro ReadOnly, opts []string) []string {
 	a := []string{
 		"--die-with-parent", "--new-session", "--cap-drop", "ALL",
 		// bwrap runs as the commands' uid: its user namespace maps only that
@@ -152,6 +152,10 @@ func (s *Sandbox) args(dir, home string, infoFD int, argv []string, ro ReadOnly,
 	}
 	if home != "" {
 		ms = append(ms, mount{home, []string{"--bind", home, home}})
+	}
+	if cache != "" {
+		// Always the same path: Go keys its build cache on GOMODCACHE's.
+		ms = append(ms, mount{ToolCacheMount, []string{"--bind", cache, ToolCacheMount}})
 	}
 	if ro.Workspace {
 		ms = append(ms, mount{dir, []string{"--ro-bind", dir, dir}})

@@ -21,6 +21,15 @@ type Run struct {
 	// a command's /proc/1/cmdline (bwrap's own) then names no host path.
 	args, argsW *os.File
 	cred        *syscall.Credential
+	cache       string // the command's tool cache copy, bound at ToolCacheMount
+}
+
+// UseToolCache has the command see the tool cache copy at dir (see
+// ToolCacheEnv); "" gives it none.
+func (r *Run) UseToolCache(dir string) {
+	if r != nil {
+		r.cache = dir
+	}
 }
 
 // Outcome is what a finished command's Run observed.
@@ -127,7 +136,7 @@ func (s *Sandbox) CommandFor(r *Run, dir, home string, infoFD, firstFD int, ro R
 	}
 	name, args := argv[0], argv[1:]
 	if s.mode == ModeBwrap {
-		name, args = s.bwrap, s.args(s.realDir(dir), home, infoFD, argv, ro, opts)
+		name, args = s.bwrap, s.args(s.realDir(dir), home, r.cache, infoFD, argv, ro, opts)
 		if r.args != nil {
 			args = r.passArgs(args[:len(args)-len(argv)-1], argsFD, argv)
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/ralph-temporal/ralph/internal/cgroup"
 	"github.com/ralph-temporal/ralph/internal/names"
 	"github.com/ralph-temporal/ralph/internal/netproxy"
+	"github.com/ralph-temporal/ralph/internal/toolcache"
 )
 
 // homeDirPerm: a private home holds tool caches and whatever the model puts
@@ -63,6 +64,7 @@ type Sandbox struct {
 	id         identity // who commands run as
 	seccomp    []byte   // the filter bwrap loads (see seccompFilter)
 	owned      *ownedDirs
+	caches     *toolcache.Store // the warm tool caches (toolcache)
 }
 
 // New resolves cfg against the machine. ModeAuto and ModeBwrap probe
@@ -80,7 +82,8 @@ func New(ctx context.Context, cfg Config, p Paths) (*Sandbox, error) {
 		n    int
 	}{{"RALPH_SANDBOX_TMP_MB", cfg.TmpMB}, {"RALPH_SANDBOX_MEMORY_MB", cfg.MemoryMB}, {"RALPH_SANDBOX_PIDS", cfg.Pids},
 		{"RALPH_WORKSPACE_MAX_MB", cfg.WorkspaceMaxMB}, {"RALPH_MIN_FREE_MB", cfg.MinFreeMB},
-		{"RALPH_WORKSPACE_MAX_FILES", cfg.WorkspaceMaxFiles}, {"RALPH_AGENT_HOME_MAX_MB", cfg.AgentHomeMaxMB}} {
+		{"RALPH_WORKSPACE_MAX_FILES", cfg.WorkspaceMaxFiles}, {"RALPH_AGENT_HOME_MAX_MB", cfg.AgentHomeMaxMB},
+		{"RALPH_TOOL_CACHE_MB", cfg.ToolCacheMB}} {
 		if v.n < 1 {
 			return nil, fmt.Errorf("sandbox: %s must be a positive integer, got %d", v.name, v.n)
 		}
@@ -115,6 +118,9 @@ func New(ctx context.Context, cfg Config, p Paths) (*Sandbox, error) {
 	}
 	sweepFreshHomes(s.homes)
 	if err := s.reachable(s.root, s.homes); err != nil {
+		return nil, err
+	}
+	if err := s.openToolCaches(cfg.ToolCacheMB); err != nil {
 		return nil, err
 	}
 	for _, name := range cfg.CommandEnv {
@@ -236,7 +242,7 @@ func (s *Sandbox) CommandReadOnly(dir, home string, infoFD int, ro ReadOnly, arg
 	if s == nil || s.mode != ModeBwrap {
 		return argv[0], argv[1:]
 	}
-	return s.bwrap, s.args(s.realDir(dir), home, infoFD, argv, ro, nil)
+	return s.bwrap, s.args(s.realDir(dir), home, "", infoFD, argv, ro, nil)
 }
 
 // realDir is what dir leads to: bwrap mounts over that.

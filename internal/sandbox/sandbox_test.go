@@ -163,6 +163,7 @@ func TestNewRefusesBadConfig(t *testing.T) {
 		"share missing":  {Config{Mode: ModeOff, Share: []string{f.share + "-missing"}}, "does not exist"},
 		"share hidden":   {Config{Mode: ModeOff, Share: []string{f.session}}, "is a path the sandbox hides"},
 		"share relative": {Config{Mode: ModeOff, Share: []string{"cache"}}, "must be absolute"},
+		"tool cache":     {Config{Mode: ModeOff, ToolCacheMB: -1}, "RALPH_TOOL_CACHE_MB must be a positive integer, got -1"},
 	}
 	for name, c := range cases {
 		if _, err := New(context.Background(), c.cfg, f.paths); err == nil || !strings.Contains(err.Error(), c.want) {
@@ -209,7 +210,7 @@ func TestHiddenPathsAndMountOrder(t *testing.T) {
 	if filepath.Dir(home) != f.paths.HomesDir || filepath.Base(home) != names.Flat("ws") {
 		t.Errorf("private home %s", home)
 	}
-	a := strings.Join(sb.args(dir, home, 3, []string{"bash", "-c", "true"}, ReadOnly{}, nil), " ")
+	a := strings.Join(sb.args(dir, home, "", 3, []string{"bash", "-c", "true"}, ReadOnly{}, nil), " ")
 	for _, flag := range []string{"--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-net", "--die-with-parent", "--new-session", "--cap-drop ALL", "--proc /proc", "--dev /dev", "--tmpfs /tmp", "--info-fd 3", "--chdir " + dir} {
 		if !strings.Contains(a, flag) {
 			t.Errorf("bwrap args lack %s: %s", flag, a)
@@ -232,6 +233,21 @@ func TestHiddenPathsAndMountOrder(t *testing.T) {
 	}
 	if !strings.HasSuffix(a, "-- bash -c true") {
 		t.Errorf("command not last: %s", a)
+	}
+	if strings.Contains(a, ToolCacheMount) {
+		t.Errorf("a command without a tool cache sees one: %s", a)
+	}
+	// A tool cache copy is bound at the one fixed path, inside the private
+	// /tmp (so after it); without bubblewrap the tools use the copy itself.
+	cache := filepath.Join(f.paths.HomesDir, ".toolcache", "work", "copy-1")
+	ca := strings.Join(sb.args(dir, home, cache, 3, []string{"true"}, ReadOnly{}, nil), " ")
+	i, j := strings.Index(ca, "--tmpfs /tmp"), strings.Index(ca, "--bind "+cache+" "+ToolCacheMount)
+	if i < 0 || j < i {
+		t.Errorf("the tool cache is not bound at %s after the private /tmp: %s", ToolCacheMount, ca)
+	}
+	if env := strings.Join(sb.ToolCacheEnv(cache), " "); !strings.Contains(env, "GOCACHE="+cache+"/go-build") ||
+		!strings.Contains(env, "GOMODCACHE="+cache+"/go-mod") {
+		t.Errorf("tool cache env = %s", env)
 	}
 	if _, err := sb.Home(f.session); err == nil {
 		t.Error("a home for a directory outside the workspace root")

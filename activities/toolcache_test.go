@@ -1,0 +1,73 @@
+package activities_test
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/ralph-temporal/ralph/activities"
+	"github.com/ralph-temporal/ralph/devenv/testkit"
+	"github.com/ralph-temporal/ralph/internal/fakeopenai"
+	"github.com/ralph-temporal/ralph/internal/sandbox"
+)
+
+// A merge verify's writes to its tool caches become the campaign line's
+// cache only when its merge lands: a red verify's never do, and the next
+// verify starts from what the landed one wrote (SPEC 41, warm verifies).
+func TestMergeVerifyCacheOnlyFromLandedMerges(t *testing.T) {
+	f := protectedFixture(t, fakeopenai.Script{}, protection{mode: sandbox.ModeBwrap})
+	in, _ := gamedMerge(t, f, nil)
+	lineDir := filepath.Join(f.cfg.SessionDir, "homes", ".toolcache", "lines", "campaign-c1")
+	mark := func(name string) string { return filepath.Join(lineDir, "xdg", name) }
+
+	// Red: the verify writes its cache, then fails.
+	in.VerifyCommand = `echo red > "$XDG_CACHE_HOME/red-mark"; exit 1`
+	if out := f.merge(in); out.Outcome != activities.MergeRed {
+		t.Fatalf("want a red merge: %+v", out)
+	}
+	if _, err := os.Stat(lineDir); !os.IsNotExist(err) {
+		t.Fatalf("a red merge's verify wrote the line: %v", err)
+	}
+
+	// Landed: what the verify wrote is the line's now; the next verify reads it.
+	in.VerifyCommand = `test ! -e "$XDG_CACHE_HOME/red-mark" && echo landed > "$XDG_CACHE_HOME/landed-mark"`
+	out := f.merge(in)
+	if out.Outcome != activities.MergeLanded {
+		t.Fatalf("want a landed merge: %+v", out)
+	}
+	if b, err := os.ReadFile(mark("landed-mark")); err != nil || string(b) != "landed\n" {
+		t.Fatalf("the landed merge's cache is not the line's: %q, %v", b, err)
+	}
+	if _, err := os.Stat(mark("red-mark")); !os.IsNotExist(err) {
+		t.Fatalf("the red merge's write reached the line: %v", err)
+	}
+
+	// A second task's merge verify starts from the landed cache.
+	task := activities.CampaignTask{ID: "t2", Workspace: activities.TaskWorkspace("c1", "t2"), Go: 1}
+	if _, err := f.env.ExecuteActivity(activities.PrepareTaskName, activities.PrepareTaskInput{Line: in.Line, Task: task}); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(f.cfg.WorkspaceRoot, task.Workspace)
+	writeFile(t, filepath.Join(dir, "second.txt"), "two\n")
+	testkit.Git(t, dir, "add", "second.txt")
+	testkit.Git(t, dir, "commit", "-q", "-m", "second")
+	task.Commit = testkit.Git(t, dir, "rev-parse", "HEAD")
+	in.Tasks = []activities.CampaignTask{task}
+	in.VerifyCommand = `grep -q landed "$XDG_CACHE_HOME/landed-mark"`
+	if out := f.merge(in); out.Outcome != activities.MergeLanded {
+		t.Fatalf("the next merge verify did not start from the landed cache: %+v", out.Verification)
+	}
+}
+
+func TestToolCacheLine(t *testing.T) {
+	for workspace, want := range map[string]string{
+		activities.TaskWorkspace("c1", "t1"): "campaign-c1",
+		"campaigns/c1/merge":                 "runs",
+		"my-run":                             "runs",
+		"campaigns/c1/tasks/t1/deeper":       "runs",
+	} {
+		if got := activities.ToolCacheLine(workspace); got != want {
+			t.Errorf("ToolCacheLine(%q) = %q, want %q", workspace, got, want)
+		}
+	}
+}

@@ -1,0 +1,452 @@
+// Package toolcache keeps the worker's warm tool caches (Go build and
+// module caches, npm, pip ...) per line: a campaign's integration branch,
+// or the worker's plain runs. A command never writes a line's cache: it
+// gets a private copy (Checkout), and only the worker promotes a copy into
+// the line (Copy.Commit), after the merge whose verify wrote it landed.
+//
+// A copy is a hardlink farm when commands run as another uid than the
+// worker (a root worker): the line's files are the worker's and read-only,
+// so a command can neither write nor chmod them through its links, and new
+// entries go into directories of its own. Otherwise it is a full copy (cp
+// --reflink=auto: a clone where the file system makes one). A line whose
+// marker is missing, unreadable or disagrees with what a copy found is
+// removed and starts empty: a damaged cache is rebuilt, never trusted.
+package toolcache
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Dirs are the caches a copy holds, one directory each; Env points the
+// tools at them.
+var Dirs = []string{"go-build", "go-mod", "npm", "pip", "xdg"}
+
+// marker is written last into a committed line: without it (or with one
+// that does not match the files) the line is damaged.
+const marker = ".ralph-toolcache"
+
+// Stats is what a committed line holds, as its marker records it.
+type Stats struct {
+	Files int64 `json:"files"`
+	Bytes int64 `json:"bytes"`
+}
+
+// Store is one worker's tool caches under root (a directory commands
+// cannot see).
+type Store struct {
+	root     string
+	maxBytes int64
+	// uid and gid own a copy's directories; farm: the copy is a hardlink
+	// farm (commands run as uid, which is not the worker's).
+	uid, gid int
+	farm     bool
+}
+
+// Owner is who a copy is for: the commands' uid and gid, and whether
+// commands run as another user than the worker (then copies are farms).
+type Owner struct {
+	UID, GID int
+	Other    bool
+}
+
+// New opens (creating it) the store at root; maxMB bounds every line
+// (RALPH_TOOL_CACHE_MB).
+func New(root string, maxMB int, owner Owner) (*Store, error) {
+	if maxMB < 1 {
+		return nil, fmt.Errorf("toolcache: RALPH_TOOL_CACHE_MB must be a positive integer, got %d", maxMB)
+	}
+	for _, d := range []string{root, filepath.Join(root, "lines"), filepath.Join(root, "work")} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return nil, fmt.Errorf("toolcache: %w", err)
+		}
+	}
+	s := &Store{root: root, maxBytes: int64(maxMB) << 20, uid: owner.UID, gid: owner.GID, farm: owner.Other}
+	s.sweep()
+	return s, nil
+}
+
+// Farm reports whether copies are hardlink farms.
+func (s *Store) Farm() bool { return s.farm }
+
+// MaxBytes is the bound of one line.
+func (s *Store) MaxBytes() int64 { return s.maxBytes }
+
+// staleCopy is the age past which a work copy is a killed worker's: no
+// verify runs that long, and workers sharing a session directory must not
+// remove each other's copies in use.
+const staleCopy = 24 * time.Hour
+
+// sweep removes the work copies a worker that ended left behind.
+func (s *Store) sweep() {
+	entries, _ := os.ReadDir(filepath.Join(s.root, "work"))
+	for _, e := range entries {
+		if fi, err := e.Info(); err == nil && time.Since(fi.ModTime()) > staleCopy {
+			_ = RemoveAll(filepath.Join(s.root, "work", e.Name()))
+		}
+	}
+}
+
+// CampaignLine names a campaign's integration line; PlainLine the worker's
+// plain runs.
+func CampaignLine(campaign string) string { return "campaign-" + flat(campaign) }
+
+// PlainLine is the line of runs outside any campaign.
+const PlainLine = "runs"
+
+func flat(s string) string {
+	return strings.NewReplacer("/", "_", "\\", "_", "..", "_").Replace(s)
+}
+
+func (s *Store) lineDir(line string) (string, error) {
+	if line == "" || line != flat(line) || strings.HasPrefix(line, ".") {
+		return "", fmt.Errorf("toolcache: %q is not a line name", line)
+	}
+	return filepath.Join(s.root, "lines", line), nil
+}
+
+// lock holds the line's lock file until the returned func is called:
+// checkouts and commits of one line (of any worker sharing the store) run
+// one at a time.
+func (s *Store) lock(line string) (func(), error) {
+	f, err := os.OpenFile(filepath.Join(s.root, "lines", line+".lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("toolcache: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("toolcache: lock %s: %w", line, err)
+	}
+	return func() { f.Close() }, nil
+}
+
+// Copy is one command's private copy of a line's cache at Dir.
+type Copy struct {
+	s    *Store
+	line string
+	// Dir holds one directory per entry of Dirs.
+	Dir string
+	// From is what was copied (zero for an empty line); Rebuilt says why
+	// the line was found damaged and started empty ("" when it was not).
+	From    Stats
+	Rebuilt string
+	// Took is how long the copy took.
+	Took time.Duration
+}
+
+// Checkout makes a private copy of line's cache. dest (which must not
+// exist) is where it goes; "" puts it in the store's work directory.
+func (s *Store) Checkout(line, dest string) (*Copy, error) {
+	started := time.Now()
+	dir, err := s.lineDir(line)
+	if err != nil {
+		return nil, err
+	}
+	if dest == "" {
+		if dest, err = s.workDir("copy"); err != nil {
+			return nil, err
+		}
+	}
+	unlock, err := s.lock(line)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	c := &Copy{s: s, line: line, Dir: dest}
+	if c.From, c.Rebuilt, err = s.fill(dir, dest); err != nil {
+		return nil, err
+	}
+	if err := s.ensureDirs(dest); err != nil {
+		_ = RemoveAll(dest)
+		return nil, err
+	}
+	c.Took = time.Since(started)
+	return c, nil
+}
+
+// fill copies the line at dir into dest. A damaged line is removed and
+// dest made empty: the caller gets a cold cache, never a partial one.
+func (s *Store) fill(dir, dest string) (Stats, string, error) {
+	want, err := readMarker(dir)
+	if errors.Is(err, os.ErrNotExist) && !exists(dir) {
+		return Stats{}, "", os.Mkdir(dest, 0o700)
+	}
+	why := ""
+	if err != nil {
+		why = "marker: " + err.Error()
+	} else {
+		got, err := s.copyTree(dir, dest)
+		switch {
+		case err != nil:
+			why = "copy: " + err.Error()
+		case got != want:
+			why = fmt.Sprintf("the line holds %d files, %d bytes; its marker says %d files, %d bytes", got.Files, got.Bytes, want.Files, want.Bytes)
+		default:
+			return want, "", nil
+		}
+	}
+	if err := RemoveAll(dest); err != nil {
+		return Stats{}, "", fmt.Errorf("toolcache: remove a partial copy: %w", err)
+	}
+	if err := RemoveAll(dir); err != nil {
+		return Stats{}, "", fmt.Errorf("toolcache: remove the damaged line %s: %w", filepath.Base(dir), err)
+	}
+	return Stats{}, why, os.Mkdir(dest, 0o700)
+}
+
+// ensureDirs gives dest one directory per cache, all the commands' uid's.
+func (s *Store) ensureDirs(dest string) error {
+	for _, d := range append([]string{""}, Dirs...) {
+		p := filepath.Join(dest, d)
+		if err := os.Mkdir(p, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+			return fmt.Errorf("toolcache: %w", err)
+		}
+		if err := s.own(p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *Store) own(path string) error {
+	if !s.farm {
+		return nil
+	}
+	if err := os.Lchown(path, s.uid, s.gid); err != nil {
+		return fmt.Errorf("toolcache: give %s to uid %d: %w", path, s.uid, err)
+	}
+	return nil
+}
+
+func (s *Store) workDir(kind string) (string, error) {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	return filepath.Join(s.root, "work", kind+"-"+hex.EncodeToString(b)), nil
+}
+
+// Remove deletes the copy.
+func (c *Copy) Remove() error {
+	if c == nil {
+		return nil
+	}
+	return RemoveAll(c.Dir)
+}
+
+// Commit makes the copy the line's cache (its merge landed). Nothing of it
+// that a command could still turn into a write of the line stays: links,
+// special files and files with other names are dropped, the rest become
+// the worker's and read-only. Over the bound, the oldest files go first.
+func (c *Copy) Commit() (Stats, error) {
+	s := c.s
+	dir, err := s.lineDir(c.line)
+	if err != nil {
+		return Stats{}, err
+	}
+	stage, err := s.workDir("commit")
+	if err != nil {
+		return Stats{}, err
+	}
+	// The copy leaves the command's reach first: a rename within the store's
+	// file system, or a copy when it lies elsewhere.
+	if err := os.Rename(c.Dir, stage); err != nil {
+		return Stats{}, fmt.Errorf("toolcache: take the copy: %w", err)
+	}
+	c.Dir = stage
+	st, err := s.seal(stage)
+	if err != nil {
+		_ = RemoveAll(stage)
+		return Stats{}, err
+	}
+	if st.Bytes > s.maxBytes {
+		if st, err = s.evict(stage, s.maxBytes*3/4); err != nil {
+			_ = RemoveAll(stage)
+			return Stats{}, err
+		}
+	}
+	if err := writeMarker(stage, st); err != nil {
+		_ = RemoveAll(stage)
+		return Stats{}, err
+	}
+	unlock, err := s.lock(c.line)
+	if err != nil {
+		return Stats{}, err
+	}
+	defer unlock()
+	old, _ := s.workDir("old")
+	if err := os.Rename(dir, old); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return Stats{}, fmt.Errorf("toolcache: retire the line's cache: %w", err)
+	}
+	if err := os.Rename(stage, dir); err != nil {
+		return Stats{}, fmt.Errorf("toolcache: commit the line's cache: %w", err)
+	}
+	_ = RemoveAll(old)
+	s.bound(c.line)
+	return st, nil
+}
+
+// seal makes a used copy fit to be a line: only directories and plain files
+// with one name stay (a file the command linked from elsewhere would have
+// the worker change that file); in a farm they become the worker's and
+// lose every write bit. It returns what stays.
+func (s *Store) seal(root string) (Stats, error) {
+	var st Stats
+	err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if path == root {
+			return nil
+		}
+		fi, err := os.Lstat(path)
+		if err != nil {
+			return err
+		}
+		if fi.IsDir() {
+			return os.Chmod(path, 0o755) // the commands' uid still owns it
+		}
+		sys := fi.Sys().(*syscall.Stat_t)
+		// One of the line's own files: the worker's and read-only.
+		linked := s.farm && int(sys.Uid) == os.Geteuid() && fi.Mode().Perm()&0o222 == 0
+		if !fi.Mode().IsRegular() || (!linked && sys.Nlink > 1) {
+			return os.Remove(path)
+		}
+		if s.farm && !linked {
+			if err := os.Lchown(path, os.Geteuid(), os.Getegid()); err != nil {
+				return err
+			}
+			if err := os.Chmod(path, fi.Mode().Perm()&^0o222); err != nil {
+				return err
+			}
+		}
+		st.Files++
+		st.Bytes += fi.Size()
+		return nil
+	})
+	if err != nil {
+		return Stats{}, fmt.Errorf("toolcache: seal the copy: %w", err)
+	}
+	return st, nil
+}
+
+// copyTree copies the line at src into dest (new): a hardlink farm or a
+// full copy. It counts the plain files it copied.
+func (s *Store) copyTree(src, dest string) (Stats, error) {
+	var st Stats
+	err := filepath.WalkDir(src, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, path)
+		to := filepath.Join(dest, rel)
+		fi, err := os.Lstat(path)
+		if err != nil {
+			return err
+		}
+		switch {
+		case fi.IsDir():
+			if err := os.Mkdir(to, 0o755); err != nil {
+				return err
+			}
+			return s.own(to)
+		case rel == marker:
+			return nil
+		case !fi.Mode().IsRegular():
+			return fmt.Errorf("%s is not a plain file", rel)
+		}
+		st.Files++
+		st.Bytes += fi.Size()
+		// A cache's own bookkeeping beside its entries (Go's trim.txt, which
+		// it rewrites in place) is copied for the command to write.
+		if s.farm && !slices.Contains(Dirs, filepath.Dir(rel)) {
+			return os.Link(path, to)
+		}
+		if err := copyFile(path, to, fi.Mode().Perm()); err != nil {
+			return err
+		}
+		return s.own(to)
+	})
+	return st, err
+}
+
+func copyFile(from, to string, perm os.FileMode) error {
+	in, err := os.Open(from)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(to, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm|0o200)
+	if err != nil {
+		return err
+	}
+	// io.Copy uses copy_file_range: a clone where the file system shares
+	// extents (btrfs, xfs), a copy in the kernel elsewhere.
+	if _, err := out.ReadFrom(in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
+
+func readMarker(dir string) (Stats, error) {
+	b, err := os.ReadFile(filepath.Join(dir, marker))
+	if err != nil {
+		return Stats{}, err
+	}
+	var st Stats
+	if err := json.Unmarshal(b, &st); err != nil {
+		return Stats{}, fmt.Errorf("unreadable marker: %w", err)
+	}
+	if st.Files < 0 || st.Bytes < 0 {
+		return Stats{}, fmt.Errorf("marker %s is out of range", b)
+	}
+	return st, nil
+}
+
+func writeMarker(dir string, st Stats) error {
+	b, _ := json.Marshal(st)
+	if err := os.WriteFile(filepath.Join(dir, marker), b, 0o444); err != nil {
+		return fmt.Errorf("toolcache: write the marker: %w", err)
+	}
+	return nil
+}
+
+func exists(path string) bool {
+	_, err := os.Lstat(path)
+	return err == nil
+}
+
+// RemoveAll removes path even where a tool left directories without write
+// permission (Go's module cache is read-only by design).
+func RemoveAll(path string) error {
+	if err := os.RemoveAll(path); err == nil {
+		return nil
+	}
+	_ = filepath.WalkDir(path, func(p string, d os.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			_ = os.Chmod(p, 0o700)
+		}
+		return nil
+	})
+	return os.RemoveAll(path)
+}
+
+// Env points the tools at the copy at dir: Go's build and module caches,
+// npm's and pip's, and every tool that follows XDG_CACHE_HOME.
+func Env(dir string) []string {
+	return []string{
+		"GOCACHE=" + filepath.Join(dir, "go-build"),
+		"GOMODCACHE=" + filepath.Join(dir, "go-mod"),
+		"npm_config_cache=" + filepath.Join(dir, "npm"),
+		"PIP_CACHE_DIR=" + filepath.Join(dir, "pip"),
+		"XDG_CACHE_HOME=" + filepath.Join(dir, "xdg"),
+	}
+}
