@@ -1,15 +1,19 @@
 # The two commands of the README:
 #   make demo   runs a Ralph loop locally (dev server + worker + starter)
 #   make demo-campaign   runs a three-task campaign the same way
+#   make demo-plan   runs a campaign whose tasks a planner writes from one objective
 #   make test   runs every test (static checks, unit, replay, dev-server and
 #               PostgreSQL-cluster integration); it installs what is missing
-.PHONY: demo demo-campaign test lint unit realstack cluster-test kubernetes-test bench histories devserver cluster
+.PHONY: demo demo-campaign demo-plan test lint unit realstack cluster-test kubernetes-test bench histories devserver cluster
 
 demo:
 	bash scripts/local-run.sh
 
 demo-campaign:
 	bash scripts/local-run.sh --campaign
+
+demo-plan:
+	bash scripts/local-run.sh --plan
 
 # The steps of `make test`, each runnable alone (docs/testing.md).
 test:

@@ -116,7 +116,7 @@ const (
 	// killed or failed on it); it goes back like a conflict.
 	MergeRefused = "refused"
 	// MergeVerified: the integration head alone passed the verify command
-	// (VerifyHead).
+	// (MergeTaskInput.VerifyHead).
 	MergeVerified = "verified"
 )
 
@@ -415,13 +415,22 @@ func (a *Activities) verifyHead(ctx context.Context, c *campaignGit, in MergeTas
 	if err := a.git.CheckoutHead(ctx, c.scratch, head); err != nil {
 		return MergeTaskOutput{}, campaignStepError(err)
 	}
-	var err error
-	if out.Verification, err = a.verifyTree(ctx, c.scratch, in.VerifyCommand, a.protectedSets(in.ProtectedPaths)); err != nil {
+	// Warm like a merge verify; the head has landed, so a passing verify's
+	// writes may become the line's cache.
+	v, cache, err := a.verifyTreeWarm(ctx, c.scratch, in.VerifyCommand, toolcache.CampaignLine(in.Line.Campaign), a.protectedSets(in.ProtectedPaths))
+	defer func() { _ = cache.Remove() }() // a no-op once committed
+	if err != nil {
 		return MergeTaskOutput{}, err
 	}
-	out.Outcome = MergeVerified
-	if !out.Verification.Passed() {
+	out.Verification, out.Outcome = v, MergeVerified
+	if !v.Passed() {
 		out.Outcome = MergeRed
+		return out, nil
+	}
+	if cache != nil {
+		if _, err := cache.Commit(); err != nil {
+			activity.GetLogger(ctx).Warn("Keeping the head verify's tool cache failed", "error", err)
+		}
 	}
 	return out, nil
 }
@@ -511,18 +520,12 @@ func mergedTasks(merges []gitws.Merge) []MergedTask {
 	return out
 }
 
-// verifyTree runs a verify command on a tree the worker made (a campaign's
-// merged tree, a round candidate's) in the sandbox, with every protection a
-// round's verify has: the paths the pattern sets protected match are
-// read-only to it and checked again after it; a run that changed one fails
-// (ProtectedChanged) and the paths are restored.
-// Its tool caches are cold: verifyTreeWarm starts them from a line's.
-func (a *Activities) verifyTree(ctx context.Context, dir, command string, protected [][]string) (*report.Verification, error) {
-	v, _, err := a.verifyTreeWarm(ctx, dir, command, "", protected)
-	return v, err
-}
-
-// verifyTreeWarm is verifyTree starting from its own copy of line's warm
+// verifyTreeWarm runs a verify command on a tree the worker made (a
+// campaign's merged tree or head, a round candidate's) in the sandbox, with
+// every protection a round's verify has: the paths the pattern sets protect
+// are read-only to it and checked again after it; a run that changed one
+// fails (ProtectedChanged) and the paths are restored.
+// It starts from its own copy of line's warm
 // tool cache (none when line is ""); the copy is returned (nil without
 // one) for the caller to commit or remove.
 func (a *Activities) verifyTreeWarm(ctx context.Context, dir, command, line string, protected [][]string) (*report.Verification, *toolcache.Copy, error) {

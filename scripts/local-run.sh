@@ -6,6 +6,8 @@
 #   bash scripts/local-run.sh ["objective text"]
 # `make demo-campaign` (--campaign) runs a three-task campaign instead, in
 # RALPH_GIT=remote against a bare repository under .ralph.
+# `make demo-plan` (--plan) runs a campaign from one objective: planners
+# write its tasks in waves (docs/campaigns.md, Planning waves).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v go >/dev/null || { echo "local-run: install Go (https://go.dev/dl/) first" >&2; exit 1; }

@@ -41,10 +41,14 @@ func resolveCampaignID(cmd *command, d commandDecl) error {
 		return usagef("which campaign? give --id")
 	}
 	if cmd.workflowID == "" {
-		if cmd.tasksFile == "" {
-			return usagef("--tasks is required: the task file (JSON, YAML or a Markdown checklist)")
-		}
 		base := strings.TrimSuffix(filepath.Base(cmd.tasksFile), filepath.Ext(cmd.tasksFile))
+		switch objective := strings.TrimSpace(cmd.objective); {
+		case cmd.tasksFile != "":
+		case objective != "" && d.name == cmdCampaign:
+			base = strings.Trim(names.Sanitize(clip(objective, 40), '-'), "-.")
+		default:
+			return usagef("--tasks is required: the task file (JSON, YAML or a Markdown checklist)%s", objectiveHint(d))
+		}
 		cmd.workflowID = names.Shorten("campaign-"+names.Sanitize(base, '-'), maxCampaignIDBytes)
 	}
 	id := cmd.workflowID
@@ -54,19 +58,49 @@ func resolveCampaignID(cmd *command, d commandDecl) error {
 	return nil
 }
 
-// checkCampaign reads the task file and applies the flags over its fields.
+// objectiveHint names --objective where a campaign may start from one.
+func objectiveHint(d commandDecl) string {
+	if d.name == cmdCampaign {
+		return ", or --objective to have planners split an objective into waves of tasks"
+	}
+	return ""
+}
+
+// checkCampaign reads the task file (or takes the objective) and applies
+// the flags over its fields.
 func checkCampaign(cmd *command, fs *flag.FlagSet, _ io.Reader) error {
-	in, err := readTasksFlag(cmd, true)
-	if err != nil {
-		return err
+	planning := strings.TrimSpace(cmd.objective) != ""
+	if planning && cmd.tasksFile != "" {
+		return usagef("--tasks and --objective are exclusive: a campaign runs a task file, or plans its own tasks in waves from an objective")
+	}
+	if flagSet(fs, "objective") && !planning {
+		return usagef("--objective must not be blank")
+	}
+	in := campaign.CampaignInput{Objective: cmd.objective}
+	if !planning {
+		var err error
+		if in, err = readTasksFlag(cmd, true); err != nil {
+			return err
+		}
+		if cmd.maxWaves > 0 {
+			return usagef("--max-waves applies only with --objective (a task file's campaign has no waves)")
+		}
+	}
+	if cmd.maxWaves > 0 {
+		in.MaxWaves = &cmd.maxWaves
 	}
 	if flagSet(fs, "verify") && strings.TrimSpace(cmd.verify) == "" {
 		return usagef("--verify must not be blank (leave it out to use the task file's or the worker's)")
 	}
 	switch cmd.approveMode {
 	case "", workflows.ApproveNone, campaign.ApproveMerge:
+	case campaign.ApprovePlan, campaign.ApprovePlanMerge:
+		if !planning {
+			return usagef("--approve %s applies only with --objective (a task file has no plan to approve)", cmd.approveMode)
+		}
 	default:
-		return usagef("--approve must be %s or %s, got %q", campaign.ApproveMerge, workflows.ApproveNone, cmd.approveMode)
+		return usagef("--approve must be %s or %s (with --objective also %s or %s), got %q", campaign.ApproveMerge, workflows.ApproveNone,
+			campaign.ApprovePlan, campaign.ApprovePlanMerge, cmd.approveMode)
 	}
 	switch cmd.ifRunning {
 	case "", ifRunningFail, ifRunningAttach:
@@ -137,6 +171,11 @@ func (s *session) startCampaign(ctx context.Context) int {
 		WorkflowExecutionErrorWhenAlreadyStarted: true,
 		StaticSummary:                            fmt.Sprintf("Ralph campaign: %d tasks", len(cmd.campaign.Tasks)),
 	}
+	what := fmt.Sprintf("%d tasks", len(cmd.campaign.Tasks))
+	if cmd.campaign.Objective != "" {
+		what = "tasks planned in waves from its objective"
+		opts.StaticSummary = "Ralph campaign: " + staticSummary(cmd.campaign.Objective)
+	}
 	if cmd.ifRunning == ifRunningAttach {
 		// The open campaign is joined, not restarted: the file's tasks are
 		// not sent to it (add-tasks does that).
@@ -154,7 +193,7 @@ func (s *session) startCampaign(ctx context.Context) int {
 		s.errorf("start campaign %q: %v", cmd.workflowID, err)
 		return ExitFailed
 	}
-	s.infof("campaign %s (run %s) on task queue %s: %d tasks; Ctrl-C cancels it", run.GetID(), run.GetRunID(), cmd.cfg.TaskQueue, len(cmd.campaign.Tasks))
+	s.infof("campaign %s (run %s) on task queue %s: %s; Ctrl-C cancels it", run.GetID(), run.GetRunID(), cmd.cfg.TaskQueue, what)
 	return s.followCampaign(ctx, run.GetID())
 }
 
@@ -260,6 +299,12 @@ func (s *session) printCampaignResult(res campaign.CampaignResult) int {
 		}
 		fmt.Fprintf(s.Stdout, "Campaign %s: %s, %d of %d tasks merged into %s at %s\n",
 			s.cmd.workflowID, res.Status, merged, len(res.Tasks), res.IntegrationBranch, short(res.Head))
+		for _, w := range res.Waves {
+			fmt.Fprintln(s.Stdout, "  "+waveLine(w))
+		}
+		if res.Blocker != "" {
+			fmt.Fprintln(s.Stdout, "  blocked: "+oneLine(clip(res.Blocker, 300)))
+		}
 		for _, t := range res.Tasks {
 			fmt.Fprintln(s.Stdout, "  "+taskLine(campaign.TaskStatus{ID: t.ID, Phase: t.Phase, MergeCommit: t.MergeCommit, LastFailure: t.LastFailure}, false))
 		}
@@ -304,6 +349,9 @@ type ralphReject struct {
 }
 
 func (s *session) approve(ctx context.Context) int {
+	if s.cmd.campaign != nil { // a wave's plan replaced by the file's tasks
+		return s.send(ctx, workflows.UpdateApprove, campaign.TaskRequest{Tasks: s.cmd.campaign.Tasks})
+	}
 	if s.cmd.task == "" {
 		return s.send(ctx, workflows.UpdateApprove, struct{}{})
 	}
@@ -369,11 +417,9 @@ func (p *campaignPrinter) update(st campaign.CampaignStatus) {
 		p.drawn = len(lines)
 		return
 	}
+	keys := campaignKeys(st)
 	for i, l := range lines {
-		key := "campaign"
-		if i > 0 {
-			key = st.Tasks[i-1].ID
-		}
+		key := keys[i]
 		if p.last[key] != l {
 			p.last[key] = l
 			fmt.Fprintln(p.out, l)
@@ -397,11 +443,70 @@ func campaignLines(st campaign.CampaignStatus) []string {
 	if st.Outcome != "" {
 		head += ", " + st.Outcome
 	}
-	lines := []string{head}
+	lines := append([]string{head}, planLines(st)...)
 	for _, t := range st.Tasks {
 		lines = append(lines, "  "+taskLine(t, true))
 	}
 	return lines
+}
+
+// campaignKeys name campaignLines' lines: a line is printed again (not on a
+// terminal) only when the line of its key changed.
+func campaignKeys(st campaign.CampaignStatus) []string {
+	keys := []string{"campaign"}
+	if p := st.Plan; p != nil {
+		keys = append(keys, fmt.Sprintf("wave %d", p.Wave))
+		for _, t := range p.Tasks {
+			keys = append(keys, fmt.Sprintf("wave %d/%s", p.Wave, t.ID))
+		}
+	}
+	for _, t := range st.Tasks {
+		keys = append(keys, t.ID)
+	}
+	return keys
+}
+
+// planLines are a planning campaign's current plan: a line for the wave,
+// one per task with its dependencies.
+func planLines(st campaign.CampaignStatus) []string {
+	p := st.Plan
+	if p == nil {
+		return nil
+	}
+	head := fmt.Sprintf("  wave %d plan: %s: %s", p.Wave, p.Status, oneLine(clip(p.Summary, 100)))
+	if p.AwaitingApproval {
+		head += " (awaiting approval: starter approve|reject --id ID)"
+	}
+	if p.Blocker != "" {
+		head += "; blocker: " + oneLine(clip(p.Blocker, 100))
+	}
+	lines := []string{head}
+	for _, t := range p.Tasks {
+		after := ""
+		if len(t.DependsOn) > 0 {
+			after = " (after " + strings.Join(t.DependsOn, ", ") + ")"
+		}
+		lines = append(lines, fmt.Sprintf("    plan %s%s: %s", t.ID, after, oneLine(clip(t.Objective, 80))))
+	}
+	return lines
+}
+
+// waveLine is one wave of a result: number, plan status, its tasks.
+func waveLine(w campaign.WaveInfo) string {
+	line := fmt.Sprintf("wave %d %s", w.Wave, w.Status)
+	if len(w.Tasks) > 0 {
+		line += " (" + clip(strings.Join(w.Tasks, ", "), 200) + ")"
+	}
+	if w.Approval != "" {
+		line += ", plan " + w.Approval
+	}
+	if w.Verify != "" {
+		line += ", head verify " + w.Verify
+	}
+	if w.Summary != "" {
+		line += ": " + oneLine(clip(w.Summary, 120))
+	}
+	return line
 }
 
 // lastLine is s's last line that is not blank (a verify output's verdict).

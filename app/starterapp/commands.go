@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"reflect"
 	"strings"
 
 	"github.com/ralph-temporal/ralph/app/config"
@@ -180,9 +181,11 @@ var (
 // task file's field of the same meaning.
 var campaignFlags = []flagDecl{
 	idFlag, tasksFlag,
+	{name: "objective", usage: "instead of --tasks: the campaign's objective, which planners split into waves of tasks (see docs/campaigns.md, Planning waves)", text: func(c *command) *string { return &c.objective }},
+	{name: "max-waves", usage: "with --objective: at most this many waves (default 5, at most the worker's RALPH_MAX_WAVES)", count: func(c *command) *int { return &c.maxWaves }},
 	{name: "parallel", usage: "at most this many task loops at once (maxParallel; default 2, at most the worker's RALPH_MAX_CAMPAIGN_PARALLEL)", count: func(c *command) *int { return &c.parallel }},
 	{name: "verify", usage: "the command the merged tree must pass before the integration branch moves, and each task's default verify command (default: the worker's RALPH_VERIFY_COMMAND)", text: func(c *command) *string { return &c.verify }},
-	{name: "approve", usage: "merge: each verified merge waits for `starter approve` or `starter reject` (default none)", text: func(c *command) *string { return &c.approveMode }},
+	{name: "approve", usage: "merge: each verified merge waits for `starter approve` or `starter reject` (default none); with --objective also plan (each wave's plan waits) or plan,merge", text: func(c *command) *string { return &c.approveMode }},
 	{name: "batch", usage: "merge up to this many queued tasks as one stack, verified once at its tip (mergeBatch; default 1)", count: func(c *command) *int { return &c.batch }},
 	{name: "lanes", usage: "verify up to this many prefixes of the merge queue at once, landing them in queue order (mergeLanes; default 1, at most the worker's RALPH_MAX_MERGE_LANES)", count: func(c *command) *int { return &c.lanes }},
 	{name: "max-merge-attempts", usage: "failed merges before a task is blocked (default 3)", count: func(c *command) *int { return &c.mergeAttempts }},
@@ -344,14 +347,16 @@ var commands = []commandDecl{
 	},
 	{
 		name:    cmdCampaign,
-		summary: "start a campaign from a task file (--tasks) and follow it: one live line per task, then the result; Ctrl-C cancels it",
+		summary: "start a campaign from a task file (--tasks) or an objective (--objective) and follow it: one live line per task, then the result; Ctrl-C cancels it",
 		detail: "Starts a Campaign (the workflow id is --id, default campaign-<task file name>): every task becomes a Ralph loop on its own branch, merged one at a time into the integration branch. " +
+			"With --objective instead of --tasks (the id defaults to campaign-<the objective's first words>), planners split the objective into waves of tasks; each wave's plan is printed (one line per task, its dependencies) before its loops' lines. " +
 			"It shows one line per task (id, phase, go, round, merge attempts, the merge commit or the last failure), redrawn in place on a terminal and printed when it changes otherwise, then the result on stdout. " +
 			"The first Ctrl-C cancels the campaign (every running round stops); a second one stops waiting. See docs/campaigns.md.",
 		starts:   true,
 		campaign: true,
 		flags:    campaignFlags,
-		exits: []exitUse{{ExitComplete, "every task merged"}, {ExitPartial, ""}, {ExitBudgetLimited, "the campaign hit its budget"},
+		exits: []exitUse{{ExitComplete, "every task merged (with --objective: a planner found the objective met and the head passed the verify command)"},
+			{ExitBlocked, "with --objective: a planner reported the objective blocked"}, {ExitPartial, ""}, {ExitBudgetLimited, "the campaign hit its budget"},
 			{ExitStopped, "an operator stopped the campaign"}, {ExitFailed, ""},
 			{ExitCancelled, "the campaign was cancelled (Ctrl-C), or a second Ctrl-C stopped waiting"}, {ExitUsage, "a bad flag, or a task file that cannot be read (the message names the file, the line and what is wrong)"}},
 		exec:  (*session).startCampaign,
@@ -369,18 +374,35 @@ var commands = []commandDecl{
 	},
 	{
 		name:    cmdApprove,
-		summary: "approve a campaign task's verified merge (--id, --task), or a Ralph run's complete waiting for approval",
+		summary: "approve a campaign task's verified merge (--id, --task), a campaign wave's plan, or a Ralph run's complete waiting for approval",
 		detail: "With --task, sends the campaign the approve update for that task: its merge, verified and held, lands on the integration branch. " +
-			"Without --task, sends a Ralph run waiting for approval the approve update: the run ends complete.",
-		flags: []flagDecl{idFlag, taskFlag},
+			"Without --task, sends the approve update with no task: a planning campaign's wave plan awaiting approval runs (with --tasks FILE, the file's tasks run instead, checked as a plan is); a Ralph run waiting for approval ends complete.",
+		flags: []flagDecl{idFlag, taskFlag, {name: "tasks", usage: "a planning campaign's wave plan is replaced by this task file's tasks (tasks only)", text: func(c *command) *string { return &c.tasksFile }}},
 		exits: updateExits,
 		exec:  (*session).approve,
+		check: func(c *command, _ *flag.FlagSet, _ io.Reader) error {
+			if c.tasksFile == "" {
+				return nil
+			}
+			if c.task != "" {
+				return usagef("--tasks replaces a wave's plan: leave out --task")
+			}
+			in, err := readTasksFlag(c, false)
+			if err != nil {
+				return err
+			}
+			if !reflect.DeepEqual(in, campaign.CampaignInput{Tasks: in.Tasks}) {
+				return usagef("--tasks %s: a plan's replacement holds tasks only, no campaign fields", c.tasksFile)
+			}
+			c.campaign = &in
+			return nil
+		},
 	},
 	{
 		name:    cmdReject,
 		summary: "reject a campaign task's held merge (--task) or a Ralph run's complete, with --reason",
 		detail: "With --task, sends the campaign the reject update: the task goes back to a loop with the reason as its failure. " +
-			"Without --task, sends a Ralph run waiting for approval the reject update: its next round starts with the reason as guidance.",
+			"Without --task, a planning campaign's wave plan awaiting approval is planned again with the reason as guidance, and a Ralph run waiting for approval the reject update: its next round starts with the reason as guidance.",
 		flags: []flagDecl{idFlag, taskFlag, {name: "reason", usage: "why (required): what the next loop must change",
 			text: func(c *command) *string { return &c.reason }}},
 		exits: updateExits,

@@ -239,7 +239,13 @@ func TestParseCampaignCommandErrors(t *testing.T) {
 		{[]string{"campaign", "--tasks", md, "--id", ".."}, `--id "..": a campaign id`},
 		{[]string{"campaign", "--tasks", md, "--workspace", "w"}, "--workspace does not apply to campaign"},
 		{[]string{"campaign", "--tasks", md, "extra"}, `unexpected argument "extra" (give the task file with --tasks)`},
-		{[]string{"campaign", "--tasks", md, "--approve", "yes"}, `--approve must be merge or none, got "yes"`},
+		{[]string{"campaign", "--tasks", md, "--approve", "yes"}, `--approve must be merge or none (with --objective also plan or plan,merge), got "yes"`},
+		{[]string{"campaign", "--tasks", md, "--objective", "o"}, "--tasks and --objective are exclusive"},
+		{[]string{"campaign", "--tasks", md, "--max-waves", "2"}, "--max-waves applies only with --objective"},
+		{[]string{"campaign", "--tasks", md, "--approve", "plan"}, "--approve plan applies only with --objective"},
+		{[]string{"campaign", "--objective", "o", "--max-waves", "0"}, "--max-waves"},
+		{[]string{"approve", "--id", "c", "--tasks", obj}, "a plan's replacement holds tasks only"},
+		{[]string{"approve", "--id", "c", "--task", "a", "--tasks", md}, "--tasks replaces a wave's plan: leave out --task"},
 		{[]string{"campaign", "--tasks", md, "--parallel", "0"}, "--parallel"},
 		{[]string{"campaign", "--tasks", md, "--verify", " "}, "--verify must not be blank"},
 		{[]string{"campaign", "--tasks", md, "--if-running", "join"}, `--if-running must be attach or fail`},
@@ -284,6 +290,48 @@ func TestCampaignPrinter(t *testing.T) {
 	live.update(st)
 	if !strings.Contains(out.String(), "\x1b[3A\x1b[2Kcampaign running") || strings.Count(out.String(), "  a ") != 2 {
 		t.Errorf("live output = %q", out.String())
+	}
+}
+
+// A planning campaign starts from --objective: the id from its first
+// words, the waves and the plan approval sent as the input's fields.
+func TestParseObjectiveCampaign(t *testing.T) {
+	cmd, err := parseArgs([]string{"campaign", "--objective", "Make the parser fast!", "--approve", "plan", "--max-waves", "3", "--verify", "make check"},
+		config.MapEnv{}, nil, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := cmd.campaign
+	if cmd.workflowID != "campaign-Make-the-parser-fast" || in.Objective != "Make the parser fast!" || in.Tasks != nil ||
+		in.MaxWaves == nil || *in.MaxWaves != 3 || in.Approve != campaign.ApprovePlan || in.VerifyCommand != "make check" {
+		t.Fatalf("id %q input %+v", cmd.workflowID, in)
+	}
+}
+
+// A wave's plan is printed before its loops' lines, once per wave when
+// not on a terminal: a line per task with its dependencies.
+func TestCampaignPrinterShowsTheWavePlan(t *testing.T) {
+	st := campaign.CampaignStatus{Phase: "running", IntegrationBranch: "i", Head: "0123456789abcdef", Total: 2,
+		WaveStatus: campaign.WaveStatus{Wave: 1, Plan: &campaign.WavePlan{Wave: 1, Status: "tasks", Summary: "split the parser",
+			Tasks: []campaign.PlannedTask{{ID: "a", Objective: "do a"}, {ID: "c", Objective: "do c", DependsOn: []string{"a"}}}}},
+		Tasks: []campaign.TaskStatus{{ID: "a", Phase: campaign.TaskRunning, Go: 1, Round: 1}}}
+	var out strings.Builder
+	p := &campaignPrinter{out: &out, last: map[string]string{}}
+	p.update(st)
+	st.Tasks[0].Round = 2
+	p.update(st)
+	want := "campaign running: 0 of 2 merged into i at 0123456 (1 tasks not shown: starter campaign-status --json, or the tasks query)\n" +
+		"  wave 1 plan: tasks: split the parser\n" +
+		"    plan a: do a\n" +
+		"    plan c (after a): do c\n" +
+		"  a                    running           go 1 round 1 merges 0\n" +
+		"  a                    running           go 1 round 2 merges 0\n"
+	if out.String() != want {
+		t.Errorf("got\n%s\nwant\n%s", out.String(), want)
+	}
+	res := waveLine(campaign.WaveInfo{Wave: 2, Status: "complete", Tasks: []string{}, Verify: "passed", Approval: "approved", Summary: "met"})
+	if res != "wave 2 complete, plan approved, head verify passed: met" {
+		t.Errorf("wave line %q", res)
 	}
 }
 

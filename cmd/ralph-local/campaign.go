@@ -72,34 +72,43 @@ func campaignEnv(env config.MapEnv, state string) {
 func (l *local) prepareCampaign(state string, env config.MapEnv) (campaignDemo, error) {
 	dir := filepath.Join(state, campaignDir)
 	d := campaignDemo{remote: env[gitws.SettingRemote], tasks: filepath.Join(dir, "tasks.md")}
-	seed := filepath.Join(dir, "seed")
-	for _, p := range []string{d.remote, seed, filepath.Join(env["RALPH_WORKSPACE_ROOT"], "campaigns", campaignID)} {
+	if err := seedRemote(d.remote, filepath.Join(dir, "seed"), campaignSeed, filepath.Join(env["RALPH_WORKSPACE_ROOT"], "campaigns", campaignID)); err != nil {
+		return d, err
+	}
+	return d, os.WriteFile(d.tasks, []byte(campaignTasks), 0o644)
+}
+
+// seedRemote makes a fresh bare remote whose main branch holds files,
+// removing an earlier demo's remote, seed and workspaces (whose branches
+// are gone).
+func seedRemote(remote, seed string, files map[string]string, workspaces string) error {
+	for _, p := range []string{remote, seed, workspaces} {
 		if err := os.RemoveAll(p); err != nil {
-			return d, err
+			return err
 		}
 	}
 	if err := os.MkdirAll(seed, 0o755); err != nil {
-		return d, err
+		return err
 	}
-	for name, content := range campaignSeed {
+	for name, content := range files {
 		if err := os.WriteFile(filepath.Join(seed, name), []byte(content), 0o644); err != nil {
-			return d, err
+			return err
 		}
 	}
 	author := []string{"-c", "user.name=Ralph demo", "-c", "user.email=ralph-demo@localhost"}
 	steps := [][]string{
-		{"init", "-q", "--bare", "--initial-branch=main", d.remote},
+		{"init", "-q", "--bare", "--initial-branch=main", remote},
 		{"-C", seed, "init", "-q", "--initial-branch=main"},
 		{"-C", seed, "add", "."},
-		append(append([]string{"-C", seed}, author...), "commit", "-q", "-m", "seed: greetings.txt, README.md and check.sh"),
-		{"-C", seed, "push", "-q", d.remote, "main"},
+		append(append([]string{"-C", seed}, author...), "commit", "-q", "-m", "seed: the demo's files and check.sh"),
+		{"-C", seed, "push", "-q", remote, "main"},
 	}
 	for _, args := range steps {
 		if out, err := exec.Command("git", args...).CombinedOutput(); err != nil {
-			return d, fmt.Errorf("seed the demo's remote: git %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
+			return fmt.Errorf("seed the demo's remote: git %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
 		}
 	}
-	return d, os.WriteFile(d.tasks, []byte(campaignTasks), 0o644)
+	return nil
 }
 
 // runCampaign starts the demo campaign in the foreground and shows the
@@ -116,17 +125,23 @@ func (l *local) runCampaign(s settings, addr string, env config.MapEnv, w *worke
 	rc := l.starter(env, w, []string{"campaign", "--address", addr, "--namespace", client.DefaultNamespace,
 		"--tasks", d.tasks, "--id", campaignID, "--verify", campaignVerify, "--parallel", "2"})
 	if rc != exitUsage {
-		branch := "ralph/campaigns/" + campaignID + "/integration"
-		out, err := exec.Command("git", "--git-dir", d.remote, "log", "--graph", "--oneline", branch).CombinedOutput()
-		if err != nil {
-			l.say("no integration branch to show: git log %s: %v: %s", branch, err, strings.TrimSpace(string(out)))
-		} else {
-			l.say("the integration branch %s (git --git-dir %s log --graph --oneline %s):", branch, rel(l.dir, d.remote), branch)
-			for _, line := range strings.Split(strings.TrimRight(string(out), "\n"), "\n") {
-				fmt.Fprintf(l.stderr, "    %s\n", line)
-			}
-		}
+		l.showGraph(d.remote, campaignID)
 	}
 	l.say("%s", exitMeaning(rc))
 	return rc
+}
+
+// showGraph prints `git log --graph --oneline` of a demo campaign's
+// integration branch.
+func (l *local) showGraph(remote, id string) {
+	branch := "ralph/campaigns/" + id + "/integration"
+	out, err := exec.Command("git", "--git-dir", remote, "log", "--graph", "--oneline", branch).CombinedOutput()
+	if err != nil {
+		l.say("no integration branch to show: git log %s: %v: %s", branch, err, strings.TrimSpace(string(out)))
+		return
+	}
+	l.say("the integration branch %s (git --git-dir %s log --graph --oneline %s):", branch, rel(l.dir, remote), branch)
+	for _, line := range strings.Split(strings.TrimRight(string(out), "\n"), "\n") {
+		fmt.Fprintf(l.stderr, "    %s\n", line)
+	}
 }

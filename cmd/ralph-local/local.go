@@ -60,7 +60,7 @@ func (l *local) main(args []string) int {
 	}
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port))
 	runEnv := localEnv(env, addr, state)
-	if s.campaign {
+	if s.campaign || s.plan {
 		campaignEnv(runEnv, state)
 	}
 
@@ -225,7 +225,7 @@ func (l *local) startWorker(ctx context.Context, s settings, addr string, env co
 		return nil, fmt.Errorf("worker settings: %w", err)
 	}
 	if s.demo {
-		l.say("model mode: demo, because %s: rounds talk to the worker's scripted local OpenAI-compatible server (no key, no network; it builds greet.sh whatever the objective, or plays the campaign demo's tasks). For a real model set OPENAI_API_KEY and RALPH_MODEL (and OPENAI_BASE_URL for a non-OpenAI endpoint).", s.demoReason)
+		l.say("model mode: demo, because %s: rounds talk to the worker's scripted local OpenAI-compatible server (no key, no network; it builds greet.sh whatever the objective, or plays the campaign demo's tasks and the planning demo's planners). For a real model set OPENAI_API_KEY and RALPH_MODEL (and OPENAI_BASE_URL for a non-OpenAI endpoint).", s.demoReason)
 	} else {
 		l.say("model mode: real: rounds call model %q at %s", cfg.Activities.Agent.Model, cfg.Activities.Agent.BaseURL)
 	}
@@ -285,6 +285,9 @@ func (w *worker) stop(l *local) {
 func (l *local) runStarter(s settings, addr string, env config.MapEnv, w *worker) int {
 	if s.campaign {
 		return l.runCampaign(s, addr, env, w)
+	}
+	if s.plan {
+		return l.runPlan(s, addr, env, w)
 	}
 	ws := filepath.Join(w.cfg.Activities.WorkspaceRoot, s.workspace)
 	l.say("workspace: %s (watch files appear: ls -la %s)", ws, ws)

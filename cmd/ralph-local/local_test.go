@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -178,5 +179,65 @@ func TestCampaignDemoMergesEveryTask(t *testing.T) {
 	got, err := exec.Command("git", "--git-dir", remote, "show", "ralph/campaigns/"+campaignID+"/integration:greetings.txt").CombinedOutput()
 	if err != nil || !strings.Contains(string(got), "Hello, world!\n") || !strings.Contains(string(got), "Bonjour, le monde !\n") || strings.Contains(string(got), "<<<<<<<") {
 		t.Errorf("greetings.txt on the integration branch: %v\n%s", err, got)
+	}
+}
+
+// The planning demo (--plan) seeds the campaign demo's files afresh; its
+// objective is one the scripted planner plans (three lines of a file the
+// seed holds, each added by a task the scripted model plays); check.sh
+// passes on the seed.
+func TestPlanDemoSeedsAFreshRemote(t *testing.T) {
+	s, err := parseSettings([]string{planFlag}, map[string]string{})
+	if err != nil || !s.plan || s.campaign {
+		t.Fatalf("--plan: %+v, %v", s, err)
+	}
+	if _, err := parseSettings([]string{planFlag, "more"}, map[string]string{}); err == nil || !strings.Contains(err.Error(), "takes no objective") {
+		t.Errorf("--plan with an objective: %v", err)
+	}
+	l, _, _ := newLocal(t, make(chan os.Signal))
+	state := filepath.Join(l.dir, stateDir)
+	env := localEnv(map[string]string{}, "127.0.0.1:1", state)
+	campaignEnv(env, state)
+	remote, err := l.preparePlan(state, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clone := filepath.Join(t.TempDir(), "clone")
+	if out, err := exec.Command("git", "clone", "-q", remote, clone).CombinedOutput(); err != nil {
+		t.Fatalf("clone: %v: %s", err, out)
+	}
+	if out, err := exec.Command("bash", filepath.Join(clone, "check.sh")).CombinedOutput(); err != nil || !strings.Contains(string(out), "PASS") {
+		t.Errorf("check.sh on the seed: %v: %s", err, out)
+	}
+	m := regexp.MustCompile(`^In (\S+), add the lines ((?:"[^"]+"(?:, | and )?)+) after the first line\.$`).FindStringSubmatch(planObjective)
+	if m == nil || strings.Count(m[2], `"`) != 6 {
+		t.Fatalf("the objective %q is not one the scripted planner plans", planObjective)
+	}
+	if _, err := os.Stat(filepath.Join(clone, m[1])); err != nil {
+		t.Errorf("the objective names %s, not in the seed: %v", m[1], err)
+	}
+}
+
+// make demo-plan end to end: wave 1's plan (three tasks, the second after
+// the first) is printed, its tasks merge, wave 2's planner finds the lines
+// on the head and says complete, the head's verify passes, and the graph is
+// shown.
+func TestPlanDemoCompletesVerified(t *testing.T) {
+	l, out, _ := newLocal(t, make(chan os.Signal))
+	if rc := l.main([]string{planFlag}); rc != 0 {
+		t.Fatalf("exit %d, output:\n%s", rc, out)
+	}
+	for _, want := range []string{"wave 1 plan: tasks:", "plan w1-line-2 (after w1-line-1): In greetings.txt", "Campaign plan-demo: complete, 3 of 3 tasks merged",
+		"wave 1 tasks (w1-line-1, w1-line-2, w1-line-3)", "wave 2 complete, head verify passed", "log --graph --oneline", "ralph: merge task w1-line-2"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	remote := filepath.Join(l.dir, stateDir, campaignDir, "remote.git")
+	got, err := exec.Command("git", "--git-dir", remote, "show", "ralph/campaigns/"+planID+"/integration:greetings.txt").CombinedOutput()
+	for _, line := range []string{"Hello, world!\n", "Bonjour, le monde !\n", "Hallo, Welt!\n"} {
+		if err != nil || !strings.Contains(string(got), line) || strings.Contains(string(got), "<<<<<<<") {
+			t.Errorf("greetings.txt on the integration branch lacks %q: %v\n%s", line, err, got)
+		}
 	}
 }

@@ -53,8 +53,10 @@ type settings struct {
 	workerTimeout time.Duration
 	demo          bool
 	demoReason    string
-	// campaign runs the campaign demo instead of one loop (--campaign).
+	// campaign runs the campaign demo instead of one loop (--campaign);
+	// plan the planning demo (--plan).
 	campaign bool
+	plan     bool
 }
 
 func parseSettings(args []string, env map[string]string) (settings, error) {
@@ -64,6 +66,12 @@ func parseSettings(args []string, env map[string]string) (settings, error) {
 			return s, fmt.Errorf("%s takes no objective: the campaign demo's tasks are its own", campaignFlag)
 		}
 		s.campaign, args = true, nil
+	}
+	if len(args) > 0 && args[0] == planFlag {
+		if len(args) > 1 {
+			return s, fmt.Errorf("%s takes no objective: the planning demo's objective is its own", planFlag)
+		}
+		s.plan, args = true, nil
 	}
 	s.objective, s.workspace = strings.Join(args, " "), env[EnvWorkspace]
 	if strings.TrimSpace(s.objective) == "" {

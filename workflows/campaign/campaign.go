@@ -91,6 +91,7 @@ type campaign struct {
 	// stack; the campaign finishes, continues as new or ends cancelled only
 	// once it returned.
 	merging bool
+	wave    waveState // a planning campaign's waves (waves.go)
 }
 
 type decision struct {
@@ -138,6 +139,9 @@ func (c *campaign) resume(ctx workflow.Context, k *CampaignContinuation) error {
 	c.verifyCount, c.verifyFailed, c.sources = k.VerifyCount, k.VerifyFailed, k.Sources
 	c.pauseReason, c.pauses, c.pauseOutput = k.PauseReason, k.Pauses, k.PauseOutput
 	c.laneCount, c.verifyDiscarded = k.LaneCount, k.VerifyDiscarded
+	if k.Wave != nil {
+		c.wave = *k.Wave
+	}
 	for i := range k.Tasks {
 		t := &k.Tasks[i]
 		t.WorkflowID = workflowID(c.settings.ID, t)
@@ -189,8 +193,17 @@ func (c *campaign) run(ctx workflow.Context) (*CampaignResult, error) {
 			}
 		}
 		if c.running == 0 && !c.queueBusy() {
-			if c.allDone() {
+			if c.allDone() && !c.planning() {
 				return c.finish(ctx), nil
+			}
+			if c.allDone() {
+				res, progressed, err := c.advance(ctx, drain)
+				if res != nil || err != nil {
+					return res, err
+				}
+				if progressed {
+					continue
+				}
 			}
 			if drain {
 				return nil, c.continueAsNew(ctx)
@@ -364,7 +377,7 @@ func (c *campaign) runGo(ctx workflow.Context, t *taskState, back *report.Report
 	}
 	var res workflows.Result
 	child := workflow.ExecuteChildWorkflow(workflow.WithChildOptions(ctx, opts), workflows.WorkflowName, c.childInput(ctx, t, objective),
-		nil, &workflows.TaskStart{Campaign: c.settings.ID, PreviousReport: back})
+		nil, &workflows.TaskStart{Campaign: c.settings.ID, PreviousReport: back, CampaignObjective: c.settings.Objective})
 	if child.GetChildWorkflowExecution().Get(ctx, nil) == nil {
 		c.deliverKept(ctx, t, child)
 	}
@@ -489,7 +502,7 @@ func (c *campaign) nextBatch() []*taskState {
 		return nil // the queue waits for resume
 	}
 	n := c.settings.MergeBatch
-	if c.settings.Approve == ApproveMerge {
+	if c.holdsMerges() {
 		n = 1
 	}
 	var batch []*taskState
@@ -515,7 +528,7 @@ func (c *campaign) land(ctx workflow.Context, batch []*taskState) error {
 		batch[0].approved = false
 		return c.landHeld(ctx, batch[0])
 	}
-	in := activities.MergeTaskInput{Line: c.line(), VerifyCommand: c.settings.VerifyCommand, Hold: c.settings.Approve == ApproveMerge,
+	in := activities.MergeTaskInput{Line: c.line(), VerifyCommand: c.settings.VerifyCommand, Hold: c.holdsMerges(),
 		TaskFaults: c.limits.CampaignTaskFaults}
 	ids := make([]string, len(batch))
 	for i, t := range batch {
@@ -735,8 +748,11 @@ func (c *campaign) finish(ctx workflow.Context) *CampaignResult {
 			status = CampaignPartial
 		}
 	}
+	if c.planning() {
+		status = c.wave.outcome() // complete only when verified on the head
+	}
 	switch {
-	case status == CampaignComplete:
+	case status == CampaignComplete || status == CampaignBlocked:
 	case c.stopping:
 		status = CampaignStopped
 	case c.limitHit != "":
@@ -760,7 +776,8 @@ func (c *campaign) finish(ctx workflow.Context) *CampaignResult {
 // failure, the failures cut (first to last, to cutFailureChars, then away)
 // while it is over maxPayloadBytes (measured).
 func (c *campaign) result(status string) *CampaignResult {
-	res := &CampaignResult{Status: status, Tasks: []TaskResult{}, IntegrationBranch: c.settings.Branch, Head: c.head, Usage: c.usage}
+	res := &CampaignResult{Status: status, Tasks: []TaskResult{}, IntegrationBranch: c.settings.Branch, Head: c.head, Usage: c.usage,
+		Waves: c.wave.History, Blocker: c.wave.Blocker}
 	for _, t := range c.tasks {
 		res.Tasks = append(res.Tasks, TaskResult{ID: t.Task.ID, Phase: t.Phase, MergeCommit: t.MergeCommit, LastFailure: t.LastFailure})
 	}
@@ -799,6 +816,7 @@ func (c *campaign) continuation() *CampaignContinuation {
 	for _, t := range c.tasks {
 		k.Tasks = append(k.Tasks, *t)
 	}
+	c.carryWaves(k)
 	fit(k)
 	return k
 }
@@ -809,6 +827,8 @@ func (c *campaign) phase() string {
 		return workflows.PhaseFinished
 	case c.paused || c.pauseReason != "": // a head-red pause holds the queue alone
 		return workflows.PhasePaused
+	case c.wave.pending != nil:
+		return PhaseAwaitingPlanApproval
 	}
 	return workflows.PhaseRunning
 }

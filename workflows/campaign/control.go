@@ -34,6 +34,9 @@ func (c *campaign) register(ctx workflow.Context) error {
 	if err := workflow.SetQueryHandler(ctx, QueryTask, c.detail); err != nil {
 		return fmt.Errorf("register the %s query: %w", QueryTask, err)
 	}
+	if err := workflow.SetQueryHandler(ctx, QueryPlan, c.planQuery); err != nil {
+		return fmt.Errorf("register the %s query: %w", QueryPlan, err)
+	}
 	return setUpdates(ctx, []update{
 		{workflows.UpdatePause, c.onPause, c.validatePause},
 		{workflows.UpdateResume, c.onResume, c.validateResume},
@@ -202,27 +205,20 @@ func (c *campaign) awaiting(name string) error {
 	return nil
 }
 
-func (c *campaign) validateApprove(req TaskRequest) error { return c.awaiting(req.Task) }
-
 func (c *campaign) onApprove(_ workflow.Context, req TaskRequest) (CampaignAck, error) {
+	if req.Task == "" && c.planning() {
+		c.wave.answer, c.dirty = &planAnswer{approved: true, tasks: req.Tasks}, true
+		return c.ack(), nil
+	}
 	c.decide(req.Task, &decision{approved: true})
 	return c.ack(), nil
 }
 
-func (c *campaign) validateReject(req RejectRequest) error {
-	if err := c.awaiting(req.Task); err != nil {
-		return err
-	}
-	switch n := utf8.RuneCountInString(strings.TrimSpace(req.Reason)); {
-	case n == 0:
-		return errors.New("reason is required: it goes back to the task's loop as what failed")
-	case n > workflows.MaxStopReasonChars:
-		return fmt.Errorf("reason is %d characters, over the limit of %d", n, workflows.MaxStopReasonChars)
-	}
-	return nil
-}
-
 func (c *campaign) onReject(_ workflow.Context, req RejectRequest) (CampaignAck, error) {
+	if req.Task == "" && c.planning() {
+		c.wave.answer, c.dirty = &planAnswer{reason: strings.TrimSpace(req.Reason)}, true
+		return c.ack(), nil
+	}
 	c.decide(req.Task, &decision{reason: strings.TrimSpace(req.Reason)})
 	return c.ack(), nil
 }

@@ -24,7 +24,7 @@ const (
 )
 
 func campaignKeys() []string {
-	return []string{fieldTasks, fieldTasksFile, fieldBase, fieldBranch, fieldMaxParallel, fieldVerifyCommand, fieldMaxMergeAttempts,
+	return []string{fieldObjective, fieldMaxWaves, fieldTasks, fieldTasksFile, fieldBase, fieldBranch, fieldMaxParallel, fieldVerifyCommand, fieldMaxMergeAttempts,
 		fieldMergeBatch, fieldMergeLanes, fieldApprove, fieldMaxTokens, fieldMaxMinutes, fieldProtected}
 }
 
@@ -55,10 +55,15 @@ func parseCampaignInput(raw []byte, limits activities.Limits, id string) (campai
 	}
 	var s campaignStart
 	st := &s.settings
-	if st.TasksFile, err = parseTasksFile(fields[fieldTasks], fields[fieldTasksFile]); err != nil {
+	if st.Objective, err = parseWaveObjective(fields, limits); err != nil {
 		return campaignStart{}, err
 	}
-	if st.TasksFile == "" {
+	if st.Objective != "" {
+		// A planning campaign: its planners write the tasks (waves.go).
+	} else if st.TasksFile, err = parseTasksFile(fields[fieldTasks], fields[fieldTasksFile]); err != nil {
+		return campaignStart{}, err
+	}
+	if st.Objective == "" && st.TasksFile == "" {
 		if s.tasks, err = parseInlineTasks(fields[fieldTasks], limits, nil); err != nil {
 			return campaignStart{}, err
 		}
@@ -92,8 +97,11 @@ func parseCampaignInput(raw []byte, limits activities.Limits, id string) (campai
 	if st.MergeLanes, err = parseCount(fieldMergeLanes, fields[fieldMergeLanes], max(limits.MaxMergeLanes, 1), DefaultMergeLanes, "RALPH_MAX_MERGE_LANES"); err != nil {
 		return campaignStart{}, err
 	}
-	if st.MergeLanes > 1 && st.Approve == ApproveMerge {
-		return campaignStart{}, inputErr(fieldMergeLanes, "must be 1 with approve %q: each merge waits for a person, and lanes stacked on it would wait with it", ApproveMerge)
+	if st.MergeLanes > 1 && (st.Approve == ApproveMerge || st.Approve == ApprovePlanMerge) {
+		return campaignStart{}, inputErr(fieldMergeLanes, "must be 1 with approve %q: each merge waits for a person, and lanes stacked on it would wait with it", st.Approve)
+	}
+	if st.MaxWaves, err = parseMaxWaves(fields[fieldMaxWaves], *st, limits); err != nil {
+		return campaignStart{}, err
 	}
 	if s.maxTokens, err = parseBudget(fieldMaxTokens, fields[fieldMaxTokens], limits.MaxRunTokens, "RALPH_MAX_RUN_TOKENS"); err != nil {
 		return campaignStart{}, err
@@ -292,8 +300,8 @@ func parseApprove(raw json.RawMessage) (string, error) {
 		return ApproveNone, nil
 	}
 	var a string
-	if err := json.Unmarshal(raw, &a); err != nil || (a != ApproveNone && a != ApproveMerge) {
-		return "", inputErr(fieldApprove, `must be "none" or "merge", got %s`, bytes.TrimSpace(raw))
+	if err := json.Unmarshal(raw, &a); err != nil || (a != ApproveNone && a != ApproveMerge && a != ApprovePlan && a != ApprovePlanMerge) {
+		return "", inputErr(fieldApprove, `must be "none", "merge", "plan" or "plan,merge", got %s`, bytes.TrimSpace(raw))
 	}
 	return a, nil
 }

@@ -44,10 +44,17 @@ func TestParseCampaignInputErrors(t *testing.T) {
 		{"unknown task field", `{"tasks":[{"id":"a","objective":"x","after":["b"]}],"verifyCommand":"x"}`, "tasks[0].after: is not a known field"},
 		{"no verify", `{"tasks":[` + ok + `]}`, "verifyCommand: is required"},
 		{"parallel over ceiling", `{"tasks":[` + ok + `],"verifyCommand":"x","maxParallel":9}`, "maxParallel: must be between 1 and 8 (RALPH_MAX_CAMPAIGN_PARALLEL)"},
-		{"approve", `{"tasks":[` + ok + `],"verifyCommand":"x","approve":"all"}`, `approve: must be "none" or "merge"`},
+		{"approve", `{"tasks":[` + ok + `],"verifyCommand":"x","approve":"all"}`, `approve: must be "none", "merge", "plan" or "plan,merge"`},
+		{"objective and tasks", `{"objective":"o","tasks":[` + ok + `],"verifyCommand":"x"}`, "objective: and tasks are both given"},
+		{"objective and tasksFile", `{"objective":"o","tasksFile":"t.yaml","verifyCommand":"x"}`, "objective: and tasksFile are both given"},
+		{"maxWaves without objective", `{"tasks":[` + ok + `],"verifyCommand":"x","maxWaves":2}`, "maxWaves: applies only to a campaign with an objective"},
+		{"approve plan without objective", `{"tasks":[` + ok + `],"verifyCommand":"x","approve":"plan"}`, `approve: "plan" applies only to a campaign with an objective`},
+		{"maxWaves over ceiling", `{"objective":"o","verifyCommand":"x","maxWaves":21}`, "maxWaves: must be between 1 and 20 (RALPH_MAX_WAVES)"},
+		{"empty objective", `{"objective":"  ","verifyCommand":"x"}`, "objective:"},
 		{"branch", `{"tasks":[` + ok + `],"verifyCommand":"x","branch":"a..b"}`, "branch: \"a..b\" is not a branch name"},
 		{"lanes over ceiling", `{"tasks":[` + ok + `],"verifyCommand":"x","mergeLanes":9}`, "mergeLanes: must be between 1 and 8 (RALPH_MAX_MERGE_LANES)"},
 		{"lanes with approvals", `{"tasks":[` + ok + `],"verifyCommand":"x","mergeLanes":2,"approve":"merge"}`, `mergeLanes: must be 1 with approve "merge"`},
+		{"lanes with planned approvals", `{"objective":"do it","verifyCommand":"x","mergeLanes":2,"approve":"plan,merge"}`, `mergeLanes: must be 1 with approve "plan,merge"`},
 		{"task re-allows", `{"tasks":[{"id":"a","objective":"x","protectedPaths":["docs/**","!.github/**"]}],"verifyCommand":"x","protectedPaths":[".github/**"]}`,
 			`tasks[0] (a).protectedPaths[1]: "!.github/**": a task's protected paths add to the campaign's`},
 	}
@@ -58,6 +65,16 @@ func TestParseCampaignInputErrors(t *testing.T) {
 				t.Fatalf("err = %v, want one containing %q", err, c.want)
 			}
 		})
+	}
+}
+
+func TestParseCampaignInputObjective(t *testing.T) {
+	s, err := parseCampaignInput([]byte(`{"objective":"make it fast","verifyCommand":"make check","approve":"plan,merge"}`), campaignLimits(), "camp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.settings.Objective != "make it fast" || s.settings.MaxWaves != DefaultMaxWaves || s.settings.Approve != ApprovePlanMerge || s.tasks != nil {
+		t.Fatalf("got %+v %+v", s.settings, s.tasks)
 	}
 }
 

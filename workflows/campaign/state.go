@@ -25,6 +25,9 @@ type campaignSettings struct {
 	Approve        string   `json:"approve"`
 	ProtectedPaths []string `json:"protectedPaths,omitempty"`
 	TasksFile      string   `json:"tasksFile,omitempty"`
+	// Objective and MaxWaves: a planning campaign (SPEC 40, waves.go).
+	Objective string `json:"objective,omitempty"`
+	MaxWaves  int    `json:"maxWaves,omitempty"`
 }
 
 // maxFailureChars cuts a task's carried failure.

@@ -47,6 +47,10 @@ const (
 
 // CampaignInput is what a caller may send to start a Campaign.
 type CampaignInput struct {
+	// Objective, instead of tasks, has planners split it into waves of
+	// tasks (SPEC 40), at most MaxWaves.
+	Objective        string `json:"objective,omitempty"`
+	MaxWaves         *int   `json:"maxWaves,omitempty"`
 	Tasks            []Task `json:"tasks,omitempty"`
 	TasksFile        string `json:"tasksFile,omitempty"`
 	Base             string `json:"base,omitempty"`
@@ -76,14 +80,19 @@ type AddTasksRequest struct {
 	TasksFile string `json:"tasksFile,omitempty"`
 }
 
-// TaskRequest names one task (approve).
+// TaskRequest names one task (approve). With no task it answers a wave's
+// plan awaiting approval: {} runs it, {"tasks": [...]} runs that list
+// instead (validated as a plan is).
 type TaskRequest struct {
-	Task string `json:"task"`
+	Task  string `json:"task,omitempty"`
+	Tasks []Task `json:"tasks,omitempty"`
 }
 
-// RejectRequest sends a task waiting for approval back with a reason.
+// RejectRequest sends a task waiting for approval back with a reason; with
+// no task it rejects a wave's plan (a new planning round, the reason as
+// guidance).
 type RejectRequest struct {
-	Task   string `json:"task"`
+	Task   string `json:"task,omitempty"`
 	Reason string `json:"reason"`
 }
 
@@ -107,6 +116,7 @@ const (
 	CampaignPartial       = "partial"
 	CampaignStopped       = "stopped"
 	CampaignBudgetLimited = "budget-limited"
+	CampaignBlocked       = "blocked" // a wave's planner reported blocked
 )
 
 // TaskStatus is one task in the campaign's status query.
@@ -134,7 +144,7 @@ type TaskStatus struct {
 // most 100, those first in the task list), Unlisted counts the rest of
 // them. The tasks query pages the whole list, the task query answers one.
 type CampaignStatus struct {
-	Phase string `json:"phase"` // running, paused, finished
+	Phase string `json:"phase"` // running, paused, awaiting-plan-approval, finished
 	// PauseReason says why the merge queue paused itself ("" for an
 	// operator's pause): git (a git step kept failing for a reason that is
 	// not a task's) or head-red (the integration head fails the verify
@@ -164,6 +174,9 @@ type CampaignStatus struct {
 	VerifyDiscarded int                    `json:"verifyDiscarded,omitempty"`
 	Lanes           []LaneStatus           `json:"lanes,omitempty"`
 	Budget          workflows.BudgetStatus `json:"budget"`
+	// Wave, Waves, Plan and PlannerUsage: a planning campaign's waves
+	// (waves.go).
+	WaveStatus
 }
 
 // Queries of the Campaign besides status.
@@ -240,6 +253,10 @@ type CampaignResult struct {
 	IntegrationBranch string       `json:"integrationBranch"`
 	Head              string       `json:"head"`
 	Usage             usage.Usage  `json:"usage"`
+	// Waves and Blocker: a planning campaign's waves, and the blocker its
+	// last planner reported when it ended blocked.
+	Waves   []WaveInfo `json:"waves,omitempty"`
+	Blocker string     `json:"blocker,omitempty"`
 }
 
 // CampaignContinuation carries a campaign across continue-as-new.
@@ -264,8 +281,9 @@ type CampaignContinuation struct {
 	PauseOutput  string                   `json:"pauseOutput,omitempty"`
 	// LaneCount numbers the lanes (their refs), VerifyDiscarded counts the
 	// discarded verifies.
-	LaneCount       int `json:"laneCount,omitempty"`
-	VerifyDiscarded int `json:"verifyDiscarded,omitempty"`
+	LaneCount       int        `json:"laneCount,omitempty"`
+	VerifyDiscarded int        `json:"verifyDiscarded,omitempty"`
+	Wave            *waveState `json:"wave,omitempty"`
 }
 
 // LaneStatus is a speculative lane in flight: its number, the tasks of the
