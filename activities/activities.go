@@ -34,6 +34,9 @@ const (
 type Activities struct {
 	cfg Config
 	git *gitws.Git // nil when git checkpoints are off
+	// laneCaches are passing lane verifies' tool caches awaiting their
+	// lane's landing (campaign_lanes.go).
+	laneCaches laneCaches
 }
 
 // New checks cfg and creates the workspace root and the session directory

@@ -340,7 +340,7 @@ func (a *Activities) MergeTask(ctx context.Context, in MergeTaskInput) (MergeTas
 	}
 	switch {
 	case in.Land != "":
-		return a.landKept(ctx, c, in, head)
+		return a.landKeptLane(ctx, c, in, head)
 	case in.VerifyHead:
 		return a.verifyHead(ctx, c, in, head)
 	}

@@ -6,6 +6,10 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
+	"strconv"
+	"sync"
+
+	"go.temporal.io/sdk/activity"
 
 	"go.temporal.io/sdk/temporal"
 
@@ -116,13 +120,17 @@ func (a *Activities) verifyLane(ctx context.Context, in MergeTaskInput) (MergeTa
 		return MergeTaskOutput{}, campaignStepError(err)
 	}
 	out := MergeTaskOutput{Head: in.Onto, Tip: in.Tip, Merged: []MergedTask{}}
-	// Warm from the campaign line's tool cache; what the verify wrote is
-	// dropped, never the line's: the lane lands in another step, and only a
-	// landed merge's verify may write the line (docs/campaigns.md).
+	// Warm from the campaign line's tool cache; what a passing verify wrote
+	// waits on this worker for the lane's landing (landKeptLane), a red
+	// one's is dropped: only a landed merge's verify may write the line.
 	var cache *toolcache.Copy
 	out.Verification, cache, err = a.verifyTreeWarm(ctx, c.scratch, in.VerifyCommand, toolcache.CampaignLine(in.Line.Campaign),
 		a.protectedSets(in.ProtectedPaths))
-	_ = cache.Remove()
+	if err != nil || !out.Verification.Passed() {
+		_ = cache.Remove()
+	} else {
+		a.laneCaches.park(in.Line.Campaign, in.HoldRef, cache)
+	}
 	if err != nil {
 		return MergeTaskOutput{}, err
 	}
@@ -131,4 +139,74 @@ func (a *Activities) verifyLane(ctx context.Context, in MergeTaskInput) (MergeTa
 		out.Outcome = MergeRed
 	}
 	return out, nil
+}
+
+// landKeptLane lands a kept tip (landKept); a lane's landing then makes
+// the tool cache its verify wrote, when parked on this worker, the
+// campaign line's.
+func (a *Activities) landKeptLane(ctx context.Context, c *campaignGit, in MergeTaskInput, head string) (MergeTaskOutput, error) {
+	out, err := a.landKept(ctx, c, in, head)
+	if err != nil || out.Outcome != MergeLanded || !laneRefPattern.MatchString(in.HoldRef) {
+		return out, err
+	}
+	if cache := a.laneCaches.landed(in.Line.Campaign, in.HoldRef); cache != nil {
+		if st, cerr := cache.Commit(); cerr != nil {
+			activity.GetLogger(ctx).Warn("Could not keep the lane verify's tool cache: the next verify starts from the last one", "error", cerr)
+		} else {
+			activity.GetLogger(ctx).Info("Tool cache committed", "line", toolcache.CampaignLine(in.Line.Campaign), "files", st.Files, "bytes", st.Bytes)
+		}
+	}
+	return out, nil
+}
+
+// laneCaches keeps each passing lane verify's tool cache copy on the worker
+// that ran it until its lane lands (it becomes the line's) or a later lane
+// of the campaign lands (it was discarded: removed). A landing on another
+// worker finds none and the line stays as it was; a copy left by a
+// campaign that ended is swept with the worker's stale copies.
+type laneCaches struct {
+	mu     sync.Mutex
+	parked map[string]parkedCache
+}
+
+type parkedCache struct {
+	campaign string
+	lane     int
+	copy     *toolcache.Copy
+}
+
+func (p *laneCaches) park(campaign, ref string, c *toolcache.Copy) {
+	if c == nil {
+		return
+	}
+	n, _ := strconv.Atoi(path.Base(ref))
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.parked == nil {
+		p.parked = map[string]parkedCache{}
+	}
+	if old, ok := p.parked[campaign+" "+ref]; ok {
+		_ = old.copy.Remove() // a retried verify's
+	}
+	p.parked[campaign+" "+ref] = parkedCache{campaign: campaign, lane: n, copy: c}
+}
+
+// landed takes the copy of the lane that landed and removes the copies of
+// the campaign's earlier lanes (discarded, or landed elsewhere).
+func (p *laneCaches) landed(campaign, ref string) *toolcache.Copy {
+	n, _ := strconv.Atoi(path.Base(ref))
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var got *toolcache.Copy
+	for key, c := range p.parked {
+		switch {
+		case key == campaign+" "+ref:
+			got = c.copy
+			delete(p.parked, key)
+		case c.campaign == campaign && c.lane < n:
+			_ = c.copy.Remove()
+			delete(p.parked, key)
+		}
+	}
+	return got
 }
