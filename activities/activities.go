@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 
 	"github.com/ralph-temporal/ralph/agent/tools"
@@ -37,6 +38,9 @@ type Activities struct {
 	// laneCaches are passing lane verifies' tool caches awaiting their
 	// lane's landing (campaign_lanes.go).
 	laneCaches laneCaches
+	// client reads a campaign's task loops (CheckTaskLoops); nil until the
+	// worker hands it over (UseClient).
+	client client.Client
 }
 
 // New checks cfg and creates the workspace root and the session directory
@@ -165,6 +169,7 @@ func (a *Activities) Register(r worker.ActivityRegistry) {
 	r.RegisterActivityWithOptions(a.ReadTasks, activity.RegisterOptions{Name: ReadTasksName})
 	r.RegisterActivityWithOptions(a.Notify, activity.RegisterOptions{Name: NotifyName})
 	r.RegisterActivityWithOptions(a.AdoptCandidate, activity.RegisterOptions{Name: AdoptCandidateName})
+	r.RegisterActivityWithOptions(a.CheckTaskLoops, activity.RegisterOptions{Name: CheckTaskLoopsName})
 }
 
 // ResolveLimits returns the deployment's limits. The workflow runs it once
@@ -174,6 +179,7 @@ func (a *Activities) ResolveLimits(context.Context) (Limits, error) {
 	l := a.cfg.Limits
 	l.CampaignShares, l.CampaignEvidence, l.CampaignHeldApart, l.CampaignQueueApart = true, true, true, true
 	l.CampaignTaskFaults, l.CampaignHeadRed, l.CampaignGitBound = true, true, true
+	l.CampaignNoDrain, l.CampaignVerifyTimes = true, true
 	// Only a worker with a receiver makes runs notify: the events, never the URL.
 	if a.cfg.NotifyURL != "" {
 		l.NotifyEvents = a.cfg.NotifyEvents

@@ -123,6 +123,16 @@ type Limits struct {
 	// retry for MergeRetryMinutes too, then pause the queue (pauseReason
 	// git) as a merge does; recorded like CampaignShares.
 	CampaignGitBound bool `json:"campaignGitBound,omitempty"`
+	// CampaignNoDrain: a campaign continues as new without waiting for its
+	// running loops (SPEC 39, loops outlive a run): they are started
+	// abandoned, tell the campaign when they end, and the continuation
+	// carries them; recorded like CampaignShares so a campaign started
+	// before it keeps cancelling its loops at the move and draining them.
+	CampaignNoDrain bool `json:"campaignNoDrain,omitempty"`
+	// CampaignVerifyTimes: each verify record of a campaign's queue has its
+	// start and duration; recorded like CampaignShares, since the records
+	// cross continue-as-new.
+	CampaignVerifyTimes bool `json:"campaignVerifyTimes,omitempty"`
 	// Git is the worker's RALPH_GIT when checkpoints are on ("" when off):
 	// a campaign needs local or remote.
 	Git string `json:"git,omitempty"`

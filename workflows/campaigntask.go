@@ -6,6 +6,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/ralph-temporal/ralph/report"
+	"github.com/ralph-temporal/ralph/usage"
 )
 
 // What a Ralph run shares with the Campaign workflow (package
@@ -35,6 +36,50 @@ type TaskStart struct {
 	Campaign          string         `json:"campaign"`
 	PreviousReport    *report.Report `json:"previousReport,omitempty"`
 	CampaignObjective string         `json:"campaignObjective,omitempty"`
+	// ReportEnd: the loop tells the campaign (Campaign, its workflow id)
+	// how it ended, whichever way, with SignalTaskEnded naming Task and Go
+	// (SPEC 39, loops outlive a run); only a campaign that no longer drains
+	// its loops at continue-as-new sets it.
+	ReportEnd bool   `json:"reportEnd,omitempty"`
+	Task      string `json:"task,omitempty"`
+	Go        int    `json:"go,omitempty"`
+}
+
+// TaskReportTo is where a campaign's task loop reports its end: carried
+// across the loop's own continue-as-new.
+type TaskReportTo struct {
+	Campaign string `json:"campaign"`
+	Task     string `json:"task"`
+	Go       int    `json:"go"`
+}
+
+// SignalTaskEnded is the signal a campaign's task loop sends its campaign
+// (by workflow id: whichever run of it is current) when it ends.
+const SignalTaskEnded = "task-ended"
+
+// MaxTaskEndedChars cuts a TaskEnded's Blocker and Failure: the signal
+// stays small (12,467 bytes at most, every character JSON-escaped:
+// TestTaskEndedStaysSmall).
+const MaxTaskEndedChars = 2000
+
+// TaskEnded is SignalTaskEnded's payload: what the campaign needs of a
+// loop's end. Status is the result's (complete, blocked, stopped,
+// budget-limited) or, for a loop that ended in an error, failed or
+// cancelled with Failure the error; Usage is the whole run's (a failure's
+// as RunUsageOf reads it, else FailedUsage).
+type TaskEnded struct {
+	Task       string      `json:"task"`
+	Go         int         `json:"go"`
+	WorkflowID string      `json:"workflowId"`
+	Status     string      `json:"status"`
+	Commit     string      `json:"commit,omitempty"`
+	Rounds     int         `json:"rounds"`
+	Usage      usage.Usage `json:"usage"`
+	Limit      string      `json:"limit,omitempty"`
+	// Blocker is the last report's blocker (else its summary); Failure the
+	// error a failed or cancelled loop ended with.
+	Blocker string `json:"blocker,omitempty"`
+	Failure string `json:"failure,omitempty"`
 }
 
 // fieldApprove and ApproveNone are the input field and mode a run shares

@@ -36,6 +36,14 @@ const (
 // Campaign passes its task's loops a TaskStart as well.
 func Ralph(ctx workflow.Context, input json.RawMessage, cont *Continuation, start *TaskStart) (*Result, error) {
 	l := &loop{status: Status{Phase: PhaseStarting, Rounds: []RoundSummary{}}}
+	l.reportTo = reportTarget(ctx, cont, start)
+	res, err := l.main(ctx, input, cont, start)
+	l.reportEnd(ctx, res, err)
+	return res, err
+}
+
+// main is the run, from its registrations to its end.
+func (l *loop) main(ctx workflow.Context, input json.RawMessage, cont *Continuation, start *TaskStart) (*Result, error) {
 	if err := l.register(ctx); err != nil {
 		return nil, err
 	}
@@ -108,6 +116,8 @@ type loop struct {
 	// campaignObjective is a planned campaign's objective, the context of
 	// the task's own in every round's prompt (empty: none).
 	campaignObjective string
+	// reportTo is the campaign this task loop tells how it ended (nil: none).
+	reportTo *TaskReportTo
 }
 
 // begin resolves the deployment limits (recorded in history) and validates a
@@ -657,6 +667,7 @@ func (l *loop) continueAsNew(ctx workflow.Context, nextRound int) error {
 		ProtectedPaths: l.protected, Review: l.review, BaseCommit: l.baseCommit,
 		FirstRequestTokens: l.firstRequestTokens,
 		Approve:            l.approve, Guidance: l.people.pending,
+		ReportEnd: l.reportTo,
 	}
 	cont.CampaignObjective = l.campaignObjective
 	if l.candidates > 1 { // one agent a round is what runs before candidates carried

@@ -302,4 +302,7 @@ type Continuation struct {
 	StopReason    string `json:"stopReason,omitempty"`
 	// CampaignObjective is a planned campaign's objective (TaskStart).
 	CampaignObjective string `json:"campaignObjective,omitempty"`
+	// ReportEnd is the campaign a task loop tells when it ends (TaskStart's
+	// ReportEnd), carried to the run that ends.
+	ReportEnd *TaskReportTo `json:"reportEnd,omitempty"`
 }

@@ -366,6 +366,7 @@ func (s *Started) startPolling(ctx context.Context, cfg config.Worker, setup wor
 		hooks.Options(&wopts)
 	}
 	w := worker.New(s.Client, cfg.TaskQueue, wopts)
+	acts.UseClient(s.Client) // a campaign's CheckTaskLoops reads its loops through it
 	Register(w, acts, cfg.Versioning.Behavior)
 	if hooks.Register != nil {
 		hooks.Register(w)

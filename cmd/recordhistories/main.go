@@ -297,6 +297,7 @@ func startWorkers(ctx context.Context, c client.Client, cfg activities.Config) (
 	if err != nil {
 		return recorder{}, stop, fmt.Errorf("activities: %w", err)
 	}
+	acts.UseClient(c) // a campaign's CheckTaskLoops reads its loops through it
 	w := worker.New(c, taskQueue, worker.Options{
 		MaxHeartbeatThrottleInterval: workerapp.HeartbeatThrottle, DefaultHeartbeatThrottleInterval: workerapp.HeartbeatThrottle,
 	})

@@ -28,7 +28,7 @@ const maxVerifiesKept = 20
 // Ralph child run on its own branch; the merge is the MergeTask activity of
 // the worker's own git; continue-as-new carries every task's state.
 func Campaign(ctx workflow.Context, input json.RawMessage, cont *CampaignContinuation) (*CampaignResult, error) {
-	c := &campaign{byID: map[string]*taskState{}}
+	c := &campaign{byID: map[string]*taskState{}, ends: workflow.GetSignalChannel(ctx, workflows.SignalTaskEnded)}
 	if err := c.register(ctx); err != nil {
 		return nil, err
 	}
@@ -91,7 +91,9 @@ type campaign struct {
 	// stack; the campaign finishes, continues as new or ends cancelled only
 	// once it returned.
 	merging bool
-	wave    waveState // a planning campaign's waves (waves.go)
+	// ends receives the loops' SignalTaskEnded (CampaignNoDrain, nodrain.go).
+	ends workflow.ReceiveChannel
+	wave waveState // a planning campaign's waves (waves.go)
 }
 
 type decision struct {
@@ -142,11 +144,16 @@ func (c *campaign) resume(ctx workflow.Context, k *CampaignContinuation) error {
 	if k.Wave != nil {
 		c.wave = *k.Wave
 	}
+	defer c.watchCarried(ctx)
 	for i := range k.Tasks {
 		t := &k.Tasks[i]
 		t.WorkflowID = workflowID(c.settings.ID, t)
 		c.tasks = append(c.tasks, t)
 		c.byID[t.Task.ID] = t
+		if t.Phase == TaskRunning { // its loop outlived the run that started it
+			t.carried = true
+			c.running++
+		}
 		if c.limits.CampaignHeldApart {
 			switch {
 			case t.Phase == TaskAwaitingApproval:
@@ -178,6 +185,7 @@ func (c *campaign) run(ctx workflow.Context) (*CampaignResult, error) {
 		if ctx.Err() != nil {
 			return nil, c.cancelled(ctx)
 		}
+		c.takeEnds(ctx)
 		c.blockOrphans()
 		c.checkBudget(ctx)
 		drain := workflow.GetInfo(ctx).GetContinueAsNewSuggested()
@@ -209,8 +217,11 @@ func (c *campaign) run(ctx workflow.Context) (*CampaignResult, error) {
 				return nil, c.continueAsNew(ctx)
 			}
 		}
+		if c.mayMove(ctx) {
+			return nil, c.continueAsNew(ctx) // the running loops go on
+		}
 		c.dirty = false
-		if err := workflow.Await(ctx, func() bool { return c.dirty }); err != nil {
+		if err := workflow.Await(ctx, func() bool { return c.dirty || c.ends.Len() > 0 || c.mayMove(ctx) }); err != nil {
 			return nil, c.cancelled(ctx)
 		}
 	}
@@ -307,10 +318,16 @@ func (c *campaign) startGo(ctx workflow.Context, t *taskState) {
 	if left := c.budget.TokensLeft(c.usage); left > 0 && c.limits.CampaignShares {
 		t.share = c.share(left) // reserved now, with the loops starting beside it
 	}
+	t.carried = false
 	c.running++
+	n := t.Go
 	workflow.Go(ctx, func(ctx workflow.Context) {
-		defer func() { c.running--; c.dirty = true }()
+		defer func() { c.dirty = true }()
 		res, err := c.runGo(ctx, t, back)
+		if t.Phase != TaskRunning || t.Go != n {
+			return // the loop's own report ended the go first
+		}
+		defer func() { c.running-- }()
 		if c.prepareHeld(ctx, t, was, evidence, err) {
 			return
 		}
@@ -366,9 +383,17 @@ func (c *campaign) runGo(ctx workflow.Context, t *taskState, back *report.Report
 		back.NextSteps = append([]string{"Resolve the conflict markers committed in " + strings.Join(prep.Conflicts, ", ") +
 			" keeping both this task's intent and what the integration branch holds."}, back.NextSteps...)
 	}
+	start := &workflows.TaskStart{Campaign: c.settings.ID, PreviousReport: back, CampaignObjective: c.settings.Objective}
+	policy := enumspb.PARENT_CLOSE_POLICY_REQUEST_CANCEL
+	if c.limits.CampaignNoDrain {
+		// The loop outlives this run's continue-as-new and tells whichever
+		// run is current how it ended.
+		policy = enumspb.PARENT_CLOSE_POLICY_ABANDON
+		start.ReportEnd, start.Task, start.Go = true, t.Task.ID, t.Go
+	}
 	opts := workflow.ChildWorkflowOptions{
 		WorkflowID:          t.WorkflowID,
-		ParentClosePolicy:   enumspb.PARENT_CLOSE_POLICY_REQUEST_CANCEL,
+		ParentClosePolicy:   policy,
 		WaitForCancellation: true,
 		StaticSummary:       "campaign " + c.settings.ID + ": task " + t.Task.ID,
 	}
@@ -377,7 +402,7 @@ func (c *campaign) runGo(ctx workflow.Context, t *taskState, back *report.Report
 	}
 	var res workflows.Result
 	child := workflow.ExecuteChildWorkflow(workflow.WithChildOptions(ctx, opts), workflows.WorkflowName, c.childInput(ctx, t, objective),
-		nil, &workflows.TaskStart{Campaign: c.settings.ID, PreviousReport: back, CampaignObjective: c.settings.Objective})
+		nil, start)
 	if child.GetChildWorkflowExecution().Get(ctx, nil) == nil {
 		c.deliverKept(ctx, t, child)
 	}
@@ -451,48 +476,43 @@ func (c *campaign) goEnded(ctx workflow.Context, t *taskState, res *workflows.Re
 		t.Phase, t.LastFailure = TaskCancelled, "the campaign's budget was spent before the task's loop started"
 		return
 	}
-	if err != nil {
-		// The whole run's usage where the loop's error carries it (a
-		// failed or cancelled Ralph); else the failed round's, as before.
-		spent, whole := workflows.RunUsageOf(err)
-		if !whole {
-			spent = failedUsage(err)
-		}
-		t.Usage, c.usage = t.Usage.Add(spent), c.usage.Add(spent)
-		if ctx.Err() != nil || temporal.IsCanceledError(err) {
-			t.Phase, t.LastFailure = TaskCancelled, "the loop was cancelled"
-			return
-		}
-		t.Phase, t.LastFailure = TaskFailed, runes.Prefix(err.Error(), 2000)
+	end := workflows.TaskEndOf(res, err)
+	if err != nil && ctx.Err() != nil {
+		end.Status = workflows.OutcomeCancelled
+	}
+	c.applyEnd(t, end)
+}
+
+// applyEnd records what a task's loop came to, told by the loop's child
+// future or by the loop itself (SignalTaskEnded): its usage, then its phase.
+// An error end (failed, cancelled) carries the whole run's usage where the
+// loop's error held it, else the failed round's.
+func (c *campaign) applyEnd(t *taskState, e workflows.TaskEnded) {
+	t.Usage, c.usage = t.Usage.Add(e.Usage), c.usage.Add(e.Usage)
+	switch e.Status {
+	case workflows.OutcomeCancelled:
+		t.Phase, t.LastFailure = TaskCancelled, "the loop was cancelled"
+		return
+	case workflows.OutcomeFailed:
+		t.Phase, t.LastFailure = TaskFailed, runes.Prefix(e.Failure, maxFailureChars)
 		return
 	}
-	t.Usage, c.usage = t.Usage.Add(res.Usage), c.usage.Add(res.Usage)
-	t.Round = res.RoundsStarted
-	switch res.Status {
+	t.Round = e.Rounds
+	switch e.Status {
 	case report.OutcomeComplete:
-		if res.Checkpoint == nil || res.Checkpoint.Commit == "" {
+		if e.Commit == "" {
 			t.Phase, t.LastFailure = TaskFailed, "the loop completed without a checkpoint commit"
 			return
 		}
-		t.Commit, t.Phase = res.Checkpoint.Commit, TaskQueued
+		t.Commit, t.Phase = e.Commit, TaskQueued
 		c.queue = append(c.queue, t.Task.ID)
 	case report.OutcomeBlocked:
-		t.Phase, t.LastFailure = TaskBlocked, "the loop reported blocked: "+reportBlocker(res.Report)
+		t.Phase, t.LastFailure = TaskBlocked, "the loop reported blocked: "+e.Blocker
 	case report.OutcomeStopped:
 		t.Phase, t.LastFailure = TaskCancelled, "the loop was stopped"
 	default:
-		t.Phase, t.LastFailure = TaskFailed, fmt.Sprintf("the loop ended %s (%s) after %d round(s)", res.Status, res.Limit, res.RoundsStarted)
+		t.Phase, t.LastFailure = TaskFailed, fmt.Sprintf("the loop ended %s (%s) after %d round(s)", e.Status, e.Limit, e.Rounds)
 	}
-}
-
-func reportBlocker(r *report.Report) string {
-	if r == nil {
-		return "(no report)"
-	}
-	if r.Blocker != "" {
-		return r.Blocker
-	}
-	return r.Summary
 }
 
 // nextBatch takes up to mergeBatch queued tasks off the queue (one with
@@ -793,17 +813,27 @@ func (c *campaign) result(status string) *CampaignResult {
 	return res
 }
 
-// cancelled ends a cancelled campaign once every task loop it started has
-// taken its cancel (each child's running round stops first).
+// cancelled ends a cancelled campaign once every running loop has taken
+// its cancel (each child's running round stops first): those this run
+// started through their child futures, those an earlier run started asked
+// by workflow id, their ends told by their reports (or watchCarried).
 func (c *campaign) cancelled(ctx workflow.Context) error {
 	dctx, _ := workflow.NewDisconnectedContext(ctx)
-	_ = workflow.Await(dctx, func() bool { return c.running == 0 && !c.merging })
+	c.cancelCarried(dctx)
+	for {
+		c.takeEnds(dctx)
+		if c.running == 0 && !c.merging {
+			break
+		}
+		_ = workflow.Await(dctx, func() bool { return (c.running == 0 && !c.merging) || c.ends.Len() > 0 })
+	}
 	c.finished = workflows.OutcomeCancelled
 	c.upsert(dctx)
 	return temporal.NewCanceledError()
 }
 
 func (c *campaign) continueAsNew(ctx workflow.Context) error {
+	c.takeEnds(ctx) // what arrived in this workflow task is carried applied
 	return workflow.NewContinueAsNewError(ctx, CampaignWorkflowName, nil, c.continuation())
 }
 
@@ -874,6 +904,9 @@ func appendNew(list []string, items ...string) []string {
 
 // recordVerify counts a verify of the queue and keeps the last ones.
 func (c *campaign) recordVerify(v MergeVerify) {
+	if !c.limits.CampaignVerifyTimes {
+		v.Started, v.DurationMs = time.Time{}, 0 // a campaign recorded before them carries none
+	}
 	switch {
 	case v.Discarded != "":
 		c.verifyDiscarded++
@@ -1000,7 +1033,9 @@ func (c *campaign) startHolding(ctx workflow.Context, t *taskState) {
 func (c *campaign) startQueue(ctx workflow.Context) {
 	workflow.Go(ctx, func(ctx workflow.Context) {
 		for {
-			if err := workflow.Await(ctx, func() bool { return c.queueReady() || c.recheck }); err != nil {
+			// A continue-as-new that is due carries the queue (CampaignNoDrain)
+			// rather than wait for it to empty: no next stack is taken.
+			if err := workflow.Await(ctx, func() bool { return (c.queueReady() && !c.moveDue(ctx)) || c.recheck }); err != nil {
 				return // cancelled: the main loop ends the campaign
 			}
 			c.merging = true

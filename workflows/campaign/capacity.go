@@ -78,9 +78,12 @@ func skeletonBytes(t Task) int {
 // most, measured.
 var skeletonBase = func() int {
 	s := taskState{Phase: TaskAwaitingApproval, Go: 99, Round: 999, MergeAttempts: 99, Source: 99, Commit: strings.Repeat("0", 40)}
+	running := s
+	running.Phase, running.share = TaskRunning, 999999999 // a running task carries its share instead
 	s.Usage.ModelCalls, s.Usage.ToolCalls, s.Usage.PromptTokens, s.Usage.CompletionTokens = 999999999, 999999999, 999999999, 999999999
 	raw, _ := json.Marshal(s) // a task's state always encodes
-	return len(raw) + len(`"",`)
+	alt, _ := json.Marshal(running)
+	return max(len(raw), len(alt)) + len(`"",`)
 }()
 
 // checkCarried refuses tasks whose worst-case carried state, with the

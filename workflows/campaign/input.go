@@ -97,6 +97,9 @@ func parseCampaignInput(raw []byte, limits activities.Limits, id string) (campai
 	if st.MergeLanes, err = parseCount(fieldMergeLanes, fields[fieldMergeLanes], max(limits.MaxMergeLanes, 1), DefaultMergeLanes, "RALPH_MAX_MERGE_LANES"); err != nil {
 		return campaignStart{}, err
 	}
+	if st.MergeLanes == 1 {
+		st.MergeLanes = 0 // one lane, kept out of the settings: they encode as before lanes
+	}
 	if st.MergeLanes > 1 && (st.Approve == ApproveMerge || st.Approve == ApprovePlanMerge) {
 		return campaignStart{}, inputErr(fieldMergeLanes, "must be 1 with approve %q: each merge waits for a person, and lanes stacked on it would wait with it", st.Approve)
 	}

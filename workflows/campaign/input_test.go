@@ -23,7 +23,7 @@ func TestParseCampaignInputDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := campaignSettings{ID: "camp", Branch: "ralph/campaigns/camp/integration", MaxParallel: 2, VerifyCommand: "make check",
-		MaxMergeAttempts: 3, MergeBatch: 1, MergeLanes: 1, Approve: ApproveNone}
+		MaxMergeAttempts: 3, MergeBatch: 1, Approve: ApproveNone}
 	if !reflect.DeepEqual(s.settings, want) || len(s.tasks) != 2 || s.tasks[1].DependsOn[0] != "a" {
 		t.Fatalf("got %+v %+v", s.settings, s.tasks)
 	}

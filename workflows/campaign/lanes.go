@@ -96,8 +96,11 @@ func (c *campaign) laneRef(n int) string {
 // order, until no lane is in flight and the queue is empty or paused.
 func (c *campaign) runLanes(ctx workflow.Context) error {
 	defer c.discardLanes(ctx, 0, "the campaign was cancelled") // only a cancel leaves lanes
-	for len(c.lanes) > 0 || c.queueReady() {
-		if c.canOpenLane() {
+	// A continue-as-new that is due (CampaignNoDrain) opens no lane: those
+	// in flight settle, the rest of the queue is carried.
+	open := func() bool { return c.canOpenLane() && !c.moveDue(ctx) }
+	for len(c.lanes) > 0 || (c.queueReady() && !c.moveDue(ctx)) {
+		if open() {
 			c.openLane(ctx)
 			continue
 		}
@@ -105,7 +108,7 @@ func (c *campaign) runLanes(ctx workflow.Context) error {
 			c.discardLanes(ctx, i+1, fmt.Sprintf("lane %d before it failed the verify", c.lanes[i].n))
 			continue
 		}
-		if err := workflow.Await(ctx, func() bool { return c.frontDone() || c.canOpenLane() || c.redBehind() > 0 }); err != nil {
+		if err := workflow.Await(ctx, func() bool { return c.frontDone() || open() || c.redBehind() > 0 }); err != nil {
 			return c.queueCancelled(ctx)
 		}
 		if c.frontDone() {

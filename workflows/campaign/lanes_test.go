@@ -212,7 +212,7 @@ type laneRun struct {
 func runLaneCampaign(t *testing.T, f *treeLine, tasks string, extra string, statusAt time.Duration) laneRun {
 	t.Helper()
 	limits := campaignLimits()
-	limits.CampaignTaskFaults, limits.CampaignHeadRed = true, true // what a worker records today
+	limits.CampaignTaskFaults, limits.CampaignHeadRed, limits.CampaignVerifyTimes = true, true, true // what a worker records today
 	env := newCampaignEnv(limits)
 	env.RegisterActivityWithOptions(f.merge, activity.RegisterOptions{Name: activities.MergeTaskName})
 	env.RegisterWorkflowWithOptions(f.child, workflow.RegisterOptions{Name: workflows.WorkflowName})

@@ -20,7 +20,8 @@ type campaignSettings struct {
 	VerifyCommand    string `json:"verifyCommand"`
 	MaxMergeAttempts int    `json:"maxMergeAttempts"`
 	MergeBatch       int    `json:"mergeBatch"`
-	// MergeLanes: 0 in campaigns from before lanes, one lane like 1.
+	// MergeLanes above 1: speculative lanes; 0 is one lane (a campaign
+	// from before lanes, or mergeLanes 1).
 	MergeLanes     int      `json:"mergeLanes,omitempty"`
 	Approve        string   `json:"approve"`
 	ProtectedPaths []string `json:"protectedPaths,omitempty"`
@@ -63,12 +64,17 @@ type taskState struct {
 	Evidence []string
 	// preparing: the go's branch is prepared and its loop not started yet;
 	// a stop or guidance sent meanwhile is kept here and delivered when the
-	// loop starts (never carried: a continue-as-new waits for running goes).
+	// loop starts (never carried: a continue-as-new waits for preparations).
 	preparing    bool
 	keptGuidance []string
 	keptStop     *workflows.StopRequest
-	// share is the tokens reserved for the go when it started (0: none).
+	// share is the tokens reserved for the go when it started (0: none);
+	// carried with a running task.
 	share int
+	// carried: the task's loop runs, started by an earlier run of the
+	// campaign (CampaignNoDrain): no child future here, its end comes by
+	// its report or watchCarried.
+	carried bool
 	// approved: a held merge was approved and waits in the queue to land.
 	approved bool
 }
@@ -85,6 +91,7 @@ type carriedTask struct {
 	Def                          *Task
 	DiffStat, Held, HeldOn       string
 	Evidence                     []string
+	Share                        int
 }
 
 func (t taskState) MarshalJSON() ([]byte, error) {
@@ -97,8 +104,12 @@ func (t taskState) MarshalJSON() ([]byte, error) {
 	if d := t.Task; d.Objective != "" || d.DependsOn != nil || d.VerifyCommand != "" || d.MaxRounds != nil || d.ProtectedPaths != nil {
 		def = &d
 	}
-	return json.Marshal([]any{t.Task.ID, t.Phase, t.Go, t.Round, t.MergeAttempts, commit, t.MergeCommit, t.LastFailure,
-		[4]int{u.ModelCalls, u.ToolCalls, u.PromptTokens, u.CompletionTokens}, t.Source, def, t.DiffStat, t.Held, t.HeldOn, t.Evidence})
+	fields := []any{t.Task.ID, t.Phase, t.Go, t.Round, t.MergeAttempts, commit, t.MergeCommit, t.LastFailure,
+		[4]int{u.ModelCalls, u.ToolCalls, u.PromptTokens, u.CompletionTokens}, t.Source, def, t.DiffStat, t.Held, t.HeldOn, t.Evidence}
+	if t.share > 0 && t.Phase == TaskRunning { // a loop carried running keeps its share
+		fields = append(fields, t.share)
+	}
+	return json.Marshal(fields)
 }
 
 // legacyTaskState is the object form an earlier build carried.
@@ -130,13 +141,16 @@ func (t *taskState) UnmarshalJSON(data []byte) error {
 	}
 	var c carriedTask
 	fields := []any{&c.ID, &c.Phase, &c.Go, &c.Round, &c.MergeAttempts, &c.Commit, &c.MergeCommit, &c.Failure,
-		&c.Usage, &c.Source, &c.Def, &c.DiffStat, &c.Held, &c.HeldOn, &c.Evidence}
+		&c.Usage, &c.Source, &c.Def, &c.DiffStat, &c.Held, &c.HeldOn, &c.Evidence, &c.Share}
 	var raw []json.RawMessage
 	if err := json.Unmarshal(data, &raw); err != nil {
 		return err
 	}
-	if len(raw) == len(fields)-1 {
+	if len(raw) == len(fields)-2 {
 		raw = append(raw, json.RawMessage("null")) // before evidence was carried
+	}
+	if len(raw) == len(fields)-1 {
+		raw = append(raw, json.RawMessage("0")) // no share carried
 	}
 	if len(raw) != len(fields) {
 		return fmt.Errorf("a carried task has %d fields, want %d", len(raw), len(fields))
@@ -149,7 +163,7 @@ func (t *taskState) UnmarshalJSON(data []byte) error {
 	*t = taskState{Source: c.Source, Phase: c.Phase, Go: c.Go, Round: c.Round,
 		Commit: c.Commit, MergeCommit: c.MergeCommit, MergeAttempts: c.MergeAttempts, LastFailure: c.Failure,
 		Usage:    usage.Usage{ModelCalls: c.Usage[0], ToolCalls: c.Usage[1], PromptTokens: c.Usage[2], CompletionTokens: c.Usage[3]},
-		DiffStat: c.DiffStat, Held: c.Held, HeldOn: c.HeldOn, Evidence: c.Evidence}
+		DiffStat: c.DiffStat, Held: c.Held, HeldOn: c.HeldOn, Evidence: c.Evidence, share: c.Share}
 	if c.Def != nil {
 		t.Task = *c.Def
 	}

@@ -223,7 +223,8 @@ type GoInfo struct {
 
 // MergeVerify is one verify of the merge queue: the tasks of the stack it
 // checked, the merged tip and how the verify command ended; when its merge
-// step started and how long it took, as the campaign saw it. With
+// step started and how long it took, as the campaign saw it
+// (CampaignVerifyTimes). With
 // mergeLanes above 1, Lane numbers the lane (the campaign's count) and
 // Discarded says why a lane's verify was thrown away (a lane before it
 // failed, the head moved); a discarded verify may not have ended.
@@ -232,8 +233,8 @@ type MergeVerify struct {
 	Commit     string    `json:"commit"`
 	ExitCode   int       `json:"exitCode"`
 	Passed     bool      `json:"passed"`
-	Started    time.Time `json:"started"`
-	DurationMs int64     `json:"durationMs"`
+	Started    time.Time `json:"started,omitzero"`
+	DurationMs int64     `json:"durationMs,omitempty"`
 	Lane       int       `json:"lane,omitempty"`
 	Discarded  string    `json:"discarded,omitempty"`
 }
