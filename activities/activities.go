@@ -172,14 +172,21 @@ func (a *Activities) Register(r worker.ActivityRegistry) {
 	r.RegisterActivityWithOptions(a.CheckTaskLoops, activity.RegisterOptions{Name: CheckTaskLoopsName})
 }
 
+// WithCurrentBehaviours switches on every campaign behaviour this build
+// has: a run records them in its limits, so a history recorded before one
+// existed replays without it.
+func WithCurrentBehaviours(l Limits) Limits {
+	l.CampaignShares, l.CampaignEvidence, l.CampaignHeldApart, l.CampaignQueueApart = true, true, true, true
+	l.CampaignTaskFaults, l.CampaignHeadRed, l.CampaignGitBound = true, true, true
+	l.CampaignNoDrain, l.CampaignVerifyTimes = true, true
+	return l
+}
+
 // ResolveLimits returns the deployment's limits. The workflow runs it once
 // per run as a local activity, so the limits are recorded in history and a
 // replay never depends on the current worker's configuration.
 func (a *Activities) ResolveLimits(context.Context) (Limits, error) {
-	l := a.cfg.Limits
-	l.CampaignShares, l.CampaignEvidence, l.CampaignHeldApart, l.CampaignQueueApart = true, true, true, true
-	l.CampaignTaskFaults, l.CampaignHeadRed, l.CampaignGitBound = true, true, true
-	l.CampaignNoDrain, l.CampaignVerifyTimes = true, true
+	l := WithCurrentBehaviours(a.cfg.Limits)
 	// Only a worker with a receiver makes runs notify: the events, never the URL.
 	if a.cfg.NotifyURL != "" {
 		l.NotifyEvents = a.cfg.NotifyEvents
