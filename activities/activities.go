@@ -35,6 +35,9 @@ const (
 type Activities struct {
 	cfg Config
 	git *gitws.Git // nil when git checkpoints are off
+	// laneCaches are passing lane verifies' tool caches awaiting their
+	// lane's landing (campaign_lanes.go).
+	laneCaches laneCaches
 	// client reads a campaign's task loops (CheckTaskLoops); nil until the
 	// worker hands it over (UseClient).
 	client client.Client
@@ -175,7 +178,7 @@ func (a *Activities) Register(r worker.ActivityRegistry) {
 func WithCurrentBehaviours(l Limits) Limits {
 	l.CampaignShares, l.CampaignEvidence, l.CampaignHeldApart, l.CampaignQueueApart = true, true, true, true
 	l.CampaignTaskFaults, l.CampaignHeadRed, l.CampaignGitBound = true, true, true
-	l.CampaignNoDrain = true
+	l.CampaignNoDrain, l.CampaignVerifyTimes = true, true
 	return l
 }
 

@@ -86,6 +86,15 @@ type MergeTaskInput struct {
 	// ProtectedPaths: no merge may carry a change to these (the campaign's
 	// and its tasks').
 	ProtectedPaths []string `json:"protectedPaths,omitempty"`
+	// Lane is a speculative lane's step (LaneMerge, LaneVerify; SPEC 41),
+	// "" the whole step as before. Onto, kept on OntoRef, is the commit a
+	// lane's merge stacks onto instead of the integration head (the
+	// previous lane's tip); HoldRef keeps the lane's tip, Tip is the tip a
+	// lane's verify checks.
+	Lane    string `json:"lane,omitempty"`
+	Onto    string `json:"onto,omitempty"`
+	OntoRef string `json:"ontoRef,omitempty"`
+	Tip     string `json:"tip,omitempty"`
 	// TaskFaults: a task whose branch is missing or no longer holds its
 	// commit is left out and named in Faults, and the rest merges; without
 	// it (a campaign recorded before) such a task fails the whole step.
@@ -308,6 +317,12 @@ func (a *Activities) MergeTask(ctx context.Context, in MergeTaskInput) (MergeTas
 	if err := checkMergeInput(in); err != nil {
 		return MergeTaskOutput{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeBadRoundInput, nil)
 	}
+	if err := checkLane(in); err != nil {
+		return MergeTaskOutput{}, err
+	}
+	if in.Lane == LaneVerify {
+		return a.verifyLane(ctx, in)
+	}
 	mergeWorkspace := filepath.Join(campaignDir(in.Line.Campaign), "merge")
 	lock, err := a.lockWorkspace(ctx, mergeWorkspace, func() {})
 	if err != nil {
@@ -325,7 +340,7 @@ func (a *Activities) MergeTask(ctx context.Context, in MergeTaskInput) (MergeTas
 	}
 	switch {
 	case in.Land != "":
-		return a.landKept(ctx, c, in, head)
+		return a.landKeptLane(ctx, c, in, head)
 	case in.VerifyHead:
 		return a.verifyHead(ctx, c, in, head)
 	}
@@ -333,17 +348,21 @@ func (a *Activities) MergeTask(ctx context.Context, in MergeTaskInput) (MergeTas
 	for i, t := range in.Tasks {
 		tasks[i] = c.task(t)
 	}
+	base, err := a.mergeBase(ctx, c, in, head)
+	if err != nil {
+		return MergeTaskOutput{}, err
+	}
 	var done []gitws.Merge
 	var faults []gitws.StackFault
 	stack := tasks
 	if in.TaskFaults {
-		if done, stack, faults, err = a.git.Sift(ctx, c.scratch, head, tasks); err != nil {
+		if done, stack, faults, err = a.git.Sift(ctx, c.scratch, base, tasks); err != nil {
 			return MergeTaskOutput{}, err
 		}
 	}
-	tip, merges, conflict := head, []gitws.Merge(nil), (*gitws.Conflict)(nil)
+	tip, merges, conflict := base, []gitws.Merge(nil), (*gitws.Conflict)(nil)
 	if len(stack) > 0 {
-		if tip, merges, conflict, err = a.git.MergeStack(ctx, c.scratch, in.Line.Campaign, head, stack); err != nil {
+		if tip, merges, conflict, err = a.git.MergeStack(ctx, c.scratch, in.Line.Campaign, base, stack); err != nil {
 			return MergeTaskOutput{}, campaignStepError(err)
 		}
 	}
@@ -365,9 +384,12 @@ func (a *Activities) MergeTask(ctx context.Context, in MergeTaskInput) (MergeTas
 		out.Outcome, out.ConflictTask, out.ConflictPaths = MergeConflict, stack[conflict.Index].ID, conflict.Paths
 		return out, nil
 	}
-	if tip == head {
+	if tip == base {
 		out.Outcome = MergeLanded // every task was already there
 		return out, nil
+	}
+	if in.Lane == LaneMerge {
+		return a.keepLane(ctx, c, in, out, base)
 	}
 	return a.verifyMerge(ctx, c, in, out)
 }

@@ -71,3 +71,46 @@ func TestToolCacheLine(t *testing.T) {
 		}
 	}
 }
+
+// A lane's verify starts warm like any merge verify; what a passing one
+// wrote becomes the campaign line's cache only when the lane lands (in
+// its own step), a red one's never.
+func TestLaneVerifyCacheOnlyWhenTheLaneLands(t *testing.T) {
+	f := protectedFixture(t, fakeopenai.Script{}, protection{mode: sandbox.ModeBwrap})
+	in, head := gamedMerge(t, f, nil)
+	lineDir := filepath.Join(f.cfg.SessionDir, "homes", ".toolcache", "lines", "campaign-c1")
+	mark := func(name string) string { return filepath.Join(lineDir, "xdg", name) }
+	ref := "refs/ralph/campaigns/c1/lanes/1"
+
+	merge := in
+	merge.Lane, merge.HoldRef = activities.LaneMerge, ref
+	lane := f.merge(merge)
+	if lane.Outcome != activities.MergeHeld {
+		t.Fatalf("the lane's merge: %+v", lane)
+	}
+	verify := func(command string) activities.MergeTaskOutput {
+		v := in
+		v.Lane, v.HoldRef, v.Tip, v.Onto, v.VerifyCommand = activities.LaneVerify, ref, lane.Tip, head, command
+		return f.merge(v)
+	}
+	if out := verify(`echo red > "$XDG_CACHE_HOME/red-mark"; exit 1`); out.Outcome != activities.MergeRed {
+		t.Fatalf("want a red lane: %+v", out)
+	}
+	if out := verify(`test ! -e "$XDG_CACHE_HOME/red-mark" && echo landed > "$XDG_CACHE_HOME/landed-mark"`); out.Outcome != activities.MergeHeld {
+		t.Fatalf("want a passing lane: %+v", out.Verification)
+	}
+	if _, err := os.Stat(lineDir); !os.IsNotExist(err) {
+		t.Fatalf("a lane's verify wrote the line before the lane landed: %v", err)
+	}
+	land := in
+	land.HoldRef, land.Land, land.LandOn = ref, lane.Tip, head
+	if out := f.merge(land); out.Outcome != activities.MergeLanded {
+		t.Fatalf("the lane's landing: %+v", out)
+	}
+	if b, err := os.ReadFile(mark("landed-mark")); err != nil || string(b) != "landed\n" {
+		t.Fatalf("the landed lane's cache is not the line's: %q, %v", b, err)
+	}
+	if _, err := os.Stat(mark("red-mark")); !os.IsNotExist(err) {
+		t.Fatalf("the red lane's write reached the line: %v", err)
+	}
+}

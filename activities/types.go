@@ -129,6 +129,10 @@ type Limits struct {
 	// carries them; recorded like CampaignShares so a campaign started
 	// before it keeps cancelling its loops at the move and draining them.
 	CampaignNoDrain bool `json:"campaignNoDrain,omitempty"`
+	// CampaignVerifyTimes: each verify record of a campaign's queue has its
+	// start and duration; recorded like CampaignShares, since the records
+	// cross continue-as-new.
+	CampaignVerifyTimes bool `json:"campaignVerifyTimes,omitempty"`
 	// Git is the worker's RALPH_GIT when checkpoints are on ("" when off):
 	// a campaign needs local or remote.
 	Git string `json:"git,omitempty"`
@@ -140,6 +144,9 @@ type Limits struct {
 	// failure that is not the task's before the queue pauses; 0 (histories
 	// from before it) retries without end.
 	MergeRetryMinutes int `json:"mergeRetryMinutes,omitempty"`
+	// MaxMergeLanes is the ceiling of a campaign's mergeLanes (speculative
+	// lanes, SPEC 41); 0 in histories from before lanes: one lane.
+	MaxMergeLanes int `json:"maxMergeLanes,omitempty"`
 	// MaxWaves is the ceiling of a planned campaign's maxWaves
 	// (RALPH_MAX_WAVES), MaxWaveTasks of one wave's plan
 	// (RALPH_MAX_WAVE_TASKS); 0 in histories from before planning.
@@ -195,6 +202,7 @@ func DefaultLimits() Limits {
 		MaxCampaignParallel:     8,
 		MaxCampaignTasks:        5000,
 		MergeRetryMinutes:       30,
+		MaxMergeLanes:           8,
 		MaxWaves:                20,
 		MaxWaveTasks:            30,
 		Candidates:              1,

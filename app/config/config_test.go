@@ -79,12 +79,13 @@ func TestLoadWorkerValues(t *testing.T) {
 			"RALPH_MAX_CAMPAIGN_PARALLEL": "5", "RALPH_MAX_CAMPAIGN_TASKS": "40", "RALPH_FALLBACK_MODELS": " gpt-b, qwen2.5-coder:32b ,,",
 			"RALPH_GIT": "local", "RALPH_CANDIDATES": "2", "RALPH_MAX_CANDIDATES": "3", "RALPH_CANDIDATE_AGENTS": "builtin",
 			"RALPH_CANDIDATE_MODELS": "m1, m2", "RALPH_CANDIDATE_SCORE": "verify", "RALPH_MAX_WAVES": "7", "RALPH_MAX_WAVE_TASKS": "12",
+			"RALPH_MAX_MERGE_LANES": "3",
 		}, func(t *testing.T, w Worker) {
 			want := activities.Limits{MaxRounds: 12, MaxHandoffChars: 100, MaxObjectiveChars: 77, RoundTimeoutSeconds: 600,
 				HeartbeatTimeoutSeconds: 10, RoundAttempts: 2, RoundsPerRun: 4, VerifyCommand: "go test ./...",
 				MaxRunTokens: 5000, MaxRunMinutes: 90, MaxIdleRounds: 2, SearchAttributes: false,
 				MaxWaitMinutes: 15, MaxDeferrals: 4, MaxPauseHours: 48, MaxCampaignParallel: 5, MaxCampaignTasks: 40, MergeRetryMinutes: 30,
-				MaxWaves: 7, MaxWaveTasks: 12, Candidates: 2, MaxCandidates: 3, CandidateAgents: []string{"builtin"}, CandidateModels: []string{"m1", "m2"}, CandidateScore: "verify"}
+				MaxMergeLanes: 3, MaxWaves: 7, MaxWaveTasks: 12, Candidates: 2, MaxCandidates: 3, CandidateAgents: []string{"builtin"}, CandidateModels: []string{"m1", "m2"}, CandidateScore: "verify"}
 			if got := strings.Join(w.Activities.Agent.FallbackModels, "|"); got != "gpt-b|qwen2.5-coder:32b" {
 				t.Errorf("fallback models = %q", got)
 			}
@@ -246,6 +247,8 @@ func TestLoadWorkerErrors(t *testing.T) {
 		{"candidates over ceiling", nil, MapEnv{"RALPH_GIT": "local", "RALPH_CANDIDATES": "5"}, []string{"RALPH_CANDIDATES=5", "RALPH_MAX_CANDIDATES=4"}},
 		{"candidates ceiling", nil, MapEnv{"RALPH_MAX_CANDIDATES": "17"}, []string{"RALPH_MAX_CANDIDATES=17 is over 16"}},
 		{"campaign parallel ceiling", nil, MapEnv{"RALPH_MAX_CAMPAIGN_PARALLEL": "1001"}, []string{"RALPH_MAX_CAMPAIGN_PARALLEL=1001 is over 1000", "2,000"}},
+		{"merge lanes ceiling", nil, MapEnv{"RALPH_MAX_MERGE_LANES": "17"}, []string{"RALPH_MAX_MERGE_LANES=17 is over 16", "verify in flight"}},
+		{"merge lanes none", nil, MapEnv{"RALPH_MAX_MERGE_LANES": "0"}, []string{"RALPH_MAX_MERGE_LANES=\"0\": must be a positive integer"}},
 		{"campaign tasks ceiling", nil, MapEnv{"RALPH_MAX_CAMPAIGN_TASKS": "5001"}, []string{"RALPH_MAX_CAMPAIGN_TASKS=5001 is over 5000", "1 MiB"}},
 		{"wave tasks ceiling", nil, MapEnv{"RALPH_MAX_WAVE_TASKS": "1001"}, []string{"RALPH_MAX_WAVE_TASKS=1001 is over 1000"}},
 		{"max waves", nil, MapEnv{"RALPH_MAX_WAVES": "0"}, []string{"RALPH_MAX_WAVES"}},

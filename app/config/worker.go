@@ -354,6 +354,8 @@ func workerSettings() []setting {
 			intp: func(w *Worker) *int { return &lim(w).MaxCampaignTasks }},
 		{flag: "merge-retry-minutes", env: "RALPH_MERGE_RETRY_MINUTES", usage: "how long each git step of a campaign (a merge, a task's preparation, an approved merge's landing) retries a failure that is not the task's (credentials, disk, network) before the campaign pauses",
 			intp: func(w *Worker) *int { return &lim(w).MergeRetryMinutes }},
+		{flag: "max-merge-lanes", env: "RALPH_MAX_MERGE_LANES", usage: "ceiling of a campaign's mergeLanes (prefixes of its merge queue verified at once; at most 16)",
+			intp: func(w *Worker) *int { return &lim(w).MaxMergeLanes }},
 		{flag: "max-waves", env: "RALPH_MAX_WAVES", usage: "ceiling of a planned campaign's maxWaves (planning rounds, each followed by its tasks)",
 			intp: func(w *Worker) *int { return &lim(w).MaxWaves }},
 		{flag: "max-wave-tasks", env: "RALPH_MAX_WAVE_TASKS", usage: "most tasks one wave's plan may hold (at most 1000)",
@@ -766,6 +768,9 @@ func (w *Worker) finish() error {
 	if lim.MaxCampaignTasks > MaxCampaignTasksCeiling {
 		return fmt.Errorf("RALPH_MAX_CAMPAIGN_TASKS=%d is over %d: a campaign carries every task's state across continue-as-new within 1 MiB", lim.MaxCampaignTasks, MaxCampaignTasksCeiling)
 	}
+	if lim.MaxMergeLanes > MaxMergeLanesCeiling {
+		return fmt.Errorf("RALPH_MAX_MERGE_LANES=%d is over %d: each lane is a verify in flight and a line of the status", lim.MaxMergeLanes, MaxMergeLanesCeiling)
+	}
 	if lim.MaxWaveTasks > MaxWaveTasksCeiling {
 		return fmt.Errorf("RALPH_MAX_WAVE_TASKS=%d is over %d: a wave's plan is one activity result, kept in the campaign's state", lim.MaxWaveTasks, MaxWaveTasksCeiling)
 	}
@@ -784,6 +789,7 @@ func (w *Worker) finish() error {
 const (
 	MaxCampaignParallelCeiling = 1000
 	MaxCampaignTasksCeiling    = 5000
+	MaxMergeLanesCeiling       = 16
 	MaxWaveTasksCeiling        = 1000
 )
 

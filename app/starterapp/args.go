@@ -55,6 +55,7 @@ type command struct {
 	task      string
 	// Campaign flags (0 and "": not set, the file's or the default applies).
 	parallel, batch, mergeAttempts int
+	lanes                          int
 	maxWaves                       int // --max-waves of a planning campaign
 	approveMode, base, branch      string
 	cfg                            config.Starter

@@ -118,7 +118,7 @@ func checkCampaign(cmd *command, fs *flag.FlagSet, _ io.Reader) error {
 	for _, f := range []struct {
 		value int
 		dst   **int
-	}{{cmd.parallel, &in.MaxParallel}, {cmd.batch, &in.MergeBatch}, {cmd.mergeAttempts, &in.MaxMergeAttempts},
+	}{{cmd.parallel, &in.MaxParallel}, {cmd.batch, &in.MergeBatch}, {cmd.lanes, &in.MergeLanes}, {cmd.mergeAttempts, &in.MaxMergeAttempts},
 		{cmd.maxTokens, &in.MaxTokens}, {cmd.maxMinutes, &in.MaxMinutes}} {
 		if f.value > 0 {
 			n := f.value

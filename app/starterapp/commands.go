@@ -187,6 +187,7 @@ var campaignFlags = []flagDecl{
 	{name: "verify", usage: "the command the merged tree must pass before the integration branch moves, and each task's default verify command (default: the worker's RALPH_VERIFY_COMMAND)", text: func(c *command) *string { return &c.verify }},
 	{name: "approve", usage: "merge: each verified merge waits for `starter approve` or `starter reject` (default none); with --objective also plan (each wave's plan waits) or plan,merge", text: func(c *command) *string { return &c.approveMode }},
 	{name: "batch", usage: "merge up to this many queued tasks as one stack, verified once at its tip (mergeBatch; default 1)", count: func(c *command) *int { return &c.batch }},
+	{name: "lanes", usage: "verify up to this many prefixes of the merge queue at once, landing them in queue order (mergeLanes; default 1, at most the worker's RALPH_MAX_MERGE_LANES)", count: func(c *command) *int { return &c.lanes }},
 	{name: "max-merge-attempts", usage: "failed merges before a task is blocked (default 3)", count: func(c *command) *int { return &c.mergeAttempts }},
 	{name: "base", usage: "the branch the integration branch starts from (default: the remote's default branch)", text: func(c *command) *string { return &c.base }},
 	{name: "branch", usage: "the integration branch (default ralph/campaigns/<id>/integration)", text: func(c *command) *string { return &c.branch }},

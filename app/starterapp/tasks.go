@@ -14,6 +14,6 @@ func readTaskFile(path string, data []byte, withinFile bool) (campaign.CampaignI
 	}
 	x := f.Fields
 	return campaign.CampaignInput{Tasks: f.Tasks, Base: x.Base, Branch: x.Branch, MaxParallel: x.MaxParallel,
-		VerifyCommand: x.VerifyCommand, MaxMergeAttempts: x.MaxMergeAttempts, MergeBatch: x.MergeBatch,
+		VerifyCommand: x.VerifyCommand, MaxMergeAttempts: x.MaxMergeAttempts, MergeBatch: x.MergeBatch, MergeLanes: x.MergeLanes,
 		Approve: x.Approve, MaxTokens: x.MaxTokens, MaxMinutes: x.MaxMinutes, ProtectedPaths: x.ProtectedPaths}, nil
 }

@@ -164,14 +164,14 @@ func TestParseCampaignCommands(t *testing.T) {
 		t.Errorf("campaign from %s: id %q, input %+v", md, cmd.workflowID, cmd.campaign)
 	}
 	// Flags win over the file's fields; the rest of the file stays.
-	cmd, err = parse("campaign", "--tasks", obj, "--id", "feat-1", "--parallel", "3", "--batch", "2", "--max-merge-attempts", "4",
+	cmd, err = parse("campaign", "--tasks", obj, "--id", "feat-1", "--parallel", "3", "--batch", "2", "--lanes", "3", "--max-merge-attempts", "4",
 		"--approve", "merge", "--base", "dev", "--max-tokens", "9000", "--max-minutes", "60", "--json")
 	if err != nil {
 		t.Fatal(err)
 	}
 	got, _ := json.Marshal(cmd.campaign)
 	want := `{"tasks":[{"id":"a","objective":"x"}],"base":"dev","branch":"from-file","maxParallel":3,"verifyCommand":"make check",` +
-		`"maxMergeAttempts":4,"mergeBatch":2,"approve":"merge","maxTokens":9000,"maxMinutes":60}`
+		`"maxMergeAttempts":4,"mergeBatch":2,"mergeLanes":3,"approve":"merge","maxTokens":9000,"maxMinutes":60}`
 	if cmd.workflowID != "feat-1" || string(got) != want || !cmd.jsonOut {
 		t.Errorf("id %q, input\n got %s\nwant %s", cmd.workflowID, got, want)
 	}

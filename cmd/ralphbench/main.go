@@ -35,7 +35,7 @@ import (
 var allSections = []string{"overhead", "scale", "cancel", "crash", "prompt", "history", "encryption"}
 
 // Scenarios that run only when named in -only (they take long).
-var extraSections = []string{"churn", "ratelimit", "agents", "campaign", "candidates", "warmverify"}
+var extraSections = []string{"churn", "ratelimit", "agents", "campaign", "candidates", "lanes", "warmverify"}
 
 func main() {
 	os.Exit(run())
@@ -67,6 +67,7 @@ type options struct {
 	off                         []string // -overhead-off, checked
 	agentRounds                 int
 	agentKinds, agentCLIDir     string
+	mergeLanes                  string
 	campaignTasks               int
 	warmMerges                  int
 	settings                    map[string]string // -worker-env
@@ -104,6 +105,7 @@ func parseFlags() options {
 	flag.StringVar(&o.rlBefore, "ratelimit-before-bin", "", "a worker binary built from an earlier commit, measured as \"before\" in the rate-limit scenario")
 	flag.IntVar(&o.agentRounds, "agents-rounds", 6, "rounds per provider of the agent providers' fixed-cost benchmark")
 	flag.IntVar(&o.campaignTasks, "campaign-tasks", 12, "one-round tasks of each campaign the campaign benchmark runs")
+	flag.StringVar(&o.mergeLanes, "lanes", "1,2,4", "comma-separated mergeLanes values the lanes benchmark runs, one campaign each")
 	flag.IntVar(&o.warmMerges, "warmverify-merges", 5, "warm merges the warm-verifies benchmark measures after its cold one")
 	flag.StringVar(&o.agentKinds, "agents", "builtin,claude-code,codex,opencode", "RALPH_AGENT values the agents benchmark measures")
 	flag.StringVar(&o.agentCLIDir, "agents-cli-dir", "/opt/ralph-agents/node_modules/.bin", "where the agent CLIs are (scripts/install-agent-clis.sh)")
@@ -413,6 +415,17 @@ func (s *stack) steps(ctx context.Context, o options) []step {
 		}},
 		{"campaign", benchCommand("campaign", fmt.Sprintf("-campaign-tasks %d", o.campaignTasks)), func() (bench.Section, error) {
 			return h.Campaign(ctx, bench.CampaignConfig{Tasks: o.campaignTasks, Parallel: []int{1, 2, 4}})
+		}},
+		{"lanes", benchCommand("lanes", "-lanes "+o.mergeLanes), func() (bench.Section, error) {
+			var lanes []int
+			for _, f := range strings.Split(o.mergeLanes, ",") {
+				n, err := strconv.Atoi(strings.TrimSpace(f))
+				if err != nil || n < 1 {
+					return bench.Section{}, fmt.Errorf("-lanes %q: %q is not a positive count", o.mergeLanes, f)
+				}
+				lanes = append(lanes, n)
+			}
+			return h.Lanes(ctx, bench.LanesConfig{Tasks: 16, Loop: 5 * time.Second, Verify: "sleep 10", Parallel: 8, Lanes: lanes})
 		}},
 		{"warmverify", benchCommand("warmverify", fmt.Sprintf("-warmverify-merges %d", o.warmMerges)), func() (bench.Section, error) {
 			return h.WarmVerify(ctx, bench.WarmVerifyConfig{Repo: o.repo, Merges: o.warmMerges, Command: bench.DefaultWarmVerifyCommand, File: "report/report.go"})

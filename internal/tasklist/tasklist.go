@@ -40,6 +40,7 @@ type Fields struct {
 	VerifyCommand    string
 	MaxMergeAttempts *int
 	MergeBatch       *int
+	MergeLanes       *int
 	Approve          string
 	MaxTokens        *int
 	MaxMinutes       *int
@@ -55,7 +56,7 @@ type File struct {
 // Empty says the file set no campaign field (tasks only).
 func (f Fields) Empty() bool {
 	return f.Base == "" && f.Branch == "" && f.MaxParallel == nil && f.VerifyCommand == "" && f.MaxMergeAttempts == nil &&
-		f.MergeBatch == nil && f.Approve == "" && f.MaxTokens == nil && f.MaxMinutes == nil && f.ProtectedPaths == nil
+		f.MergeBatch == nil && f.MergeLanes == nil && f.Approve == "" && f.MaxTokens == nil && f.MaxMinutes == nil && f.ProtectedPaths == nil
 }
 
 // taskIDPattern is a task id (docs/campaigns.md).
@@ -216,6 +217,8 @@ func (t *treeReader) campaign(n *yaml.Node) {
 			in.MaxMergeAttempts = t.count(v, key)
 		case "mergeBatch":
 			in.MergeBatch = t.count(v, key)
+		case "mergeLanes":
+			in.MergeLanes = t.count(v, key)
 		case "maxTokens":
 			in.MaxTokens = t.count(v, key)
 		case "maxMinutes":
@@ -226,7 +229,7 @@ func (t *treeReader) campaign(n *yaml.Node) {
 			return false
 		}
 		return true
-	}, "tasks, base, branch, maxParallel, verifyCommand, maxMergeAttempts, mergeBatch, approve, maxTokens, maxMinutes, protectedPaths")
+	}, "tasks, base, branch, maxParallel, verifyCommand, maxMergeAttempts, mergeBatch, mergeLanes, approve, maxTokens, maxMinutes, protectedPaths")
 	if !seen {
 		t.fail(n, "the object has no \"tasks\" list")
 	}

@@ -61,8 +61,13 @@ type campaign struct {
 	stopping bool
 	finished string // the result status once finished
 	verifies []MergeVerify
-	// verifyCount and verifyFailed count every verify of the queue.
-	verifyCount, verifyFailed int
+	// verifyCount and verifyFailed count every verify of the queue,
+	// verifyDiscarded the lanes' verifies thrown away.
+	verifyCount, verifyFailed, verifyDiscarded int
+	// lanes are the speculative lanes in flight (mergeLanes > 1), front
+	// first; laneCount numbers them.
+	lanes     []*lane
+	laneCount int
 	// sources are the tasks files tasks were read from (taskState.Source).
 	sources []activities.TasksSource
 	// running counts the task loops (and their preparation) in flight;
@@ -135,6 +140,7 @@ func (c *campaign) resume(ctx workflow.Context, k *CampaignContinuation) error {
 	c.usage, c.budget, c.paused, c.stopping, c.verifies = k.Usage, k.Budget, k.Paused, k.Stopping, k.Verifies
 	c.verifyCount, c.verifyFailed, c.sources = k.VerifyCount, k.VerifyFailed, k.Sources
 	c.pauseReason, c.pauses, c.pauseOutput = k.PauseReason, k.Pauses, k.PauseOutput
+	c.laneCount, c.verifyDiscarded = k.LaneCount, k.VerifyDiscarded
 	if k.Wave != nil {
 		c.wave = *k.Wave
 	}
@@ -554,6 +560,7 @@ func (c *campaign) land(ctx workflow.Context, batch []*taskState) error {
 		in.HoldRef = c.holdRef(batch[0])
 	}
 	var out activities.MergeTaskOutput
+	started := workflow.Now(ctx)
 	if err := workflow.ExecuteActivity(c.mergeOptions(ctx, "merge "+strings.Join(ids, ", ")), activities.MergeTaskName, in).Get(ctx, &out); err != nil {
 		if ctx.Err() != nil {
 			return c.queueCancelled(ctx)
@@ -576,7 +583,8 @@ func (c *campaign) land(ctx workflow.Context, batch []*taskState) error {
 		c.head = out.Head // the head moves only on a landed merge
 	}
 	if out.Verification != nil {
-		c.recordVerify(MergeVerify{Tasks: ids, Commit: out.Tip, ExitCode: out.Verification.ExitCode, Passed: out.Verification.Passed()})
+		c.recordVerify(MergeVerify{Tasks: ids, Commit: out.Tip, ExitCode: out.Verification.ExitCode, Passed: out.Verification.Passed(),
+			Started: started, DurationMs: workflow.Now(ctx).Sub(started).Milliseconds()})
 	}
 	switch out.Outcome {
 	case activities.MergeLanded:
@@ -834,7 +842,7 @@ func (c *campaign) continuation() *CampaignContinuation {
 	k := &CampaignContinuation{Limits: c.limits, Settings: c.settings, Queue: c.queue, Head: c.head, Usage: c.usage,
 		Budget: c.budget, Paused: c.paused, Stopping: c.stopping, Verifies: c.verifies,
 		VerifyCount: c.verifyCount, VerifyFailed: c.verifyFailed, Sources: c.sources, PauseReason: c.pauseReason, Pauses: c.pauses,
-		PauseOutput: c.pauseOutput}
+		PauseOutput: c.pauseOutput, LaneCount: c.laneCount, VerifyDiscarded: c.verifyDiscarded}
 	for _, t := range c.tasks {
 		k.Tasks = append(k.Tasks, *t)
 	}
@@ -896,9 +904,17 @@ func appendNew(list []string, items ...string) []string {
 
 // recordVerify counts a verify of the queue and keeps the last ones.
 func (c *campaign) recordVerify(v MergeVerify) {
-	c.verifyCount++
-	if !v.Passed {
+	if !c.limits.CampaignVerifyTimes {
+		v.Started, v.DurationMs = time.Time{}, 0 // a campaign recorded before them carries none
+	}
+	switch {
+	case v.Discarded != "":
+		c.verifyDiscarded++
+	case !v.Passed:
+		c.verifyCount++
 		c.verifyFailed++
+	default:
+		c.verifyCount++
 	}
 	c.verifies = append(c.verifies, v)
 	if len(c.verifies) > maxVerifiesKept {
@@ -1026,6 +1042,8 @@ func (c *campaign) startQueue(ctx workflow.Context) {
 			var err error
 			if c.recheck {
 				err = c.recheckHead(ctx) // resume after a head-red pause
+			} else if c.settings.MergeLanes > 1 {
+				err = c.runLanes(ctx)
 			} else {
 				err = c.land(ctx, c.nextBatch())
 			}

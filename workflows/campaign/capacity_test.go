@@ -461,3 +461,29 @@ func TestFailedLoopChargesItsWholeRun(t *testing.T) {
 		t.Fatalf("campaign usage = %+v, want the failed run's whole 207/40", res.Usage)
 	}
 }
+
+// TestCampaignStatusWithFullLanesFits: the most lanes a worker allows
+// (RALPH_MAX_MERGE_LANES' ceiling), each verifying a stack of the largest
+// mergeBatch of the longest task ids, beside 5,000 listed-phase tasks: the
+// status summary still fits within 64 KiB, each lane listing its first
+// task ids and its count.
+func TestCampaignStatusWithFullLanesFits(t *testing.T) {
+	c := &campaign{limits: campaignLimits(), byID: map[string]*taskState{}, settings: campaignSettings{ID: "camp",
+		Branch: "ralph/campaigns/camp/integration", MaxParallel: 8, VerifyCommand: "make check", MaxMergeAttempts: 3,
+		MergeBatch: maxMergeBatchCeiling, MergeLanes: 16, Approve: ApproveNone}}
+	for i := range capacityTasks {
+		s := &taskState{Task: Task{ID: fmt.Sprintf("%s%05d", strings.Repeat("t", 58), i)}, Phase: TaskMerging}
+		c.tasks = append(c.tasks, s)
+		c.byID[s.Task.ID] = s
+	}
+	for n := range 16 {
+		l := &lane{n: n + 1, batch: c.tasks[n*maxMergeBatchCeiling : (n+1)*maxMergeBatchCeiling], onto: strings.Repeat("a", 40), merged: true}
+		l.merge.Tip, l.merge.Outcome = strings.Repeat("b", 40), activities.MergeHeld
+		c.lanes = append(c.lanes, l)
+	}
+	s := c.snapshot()
+	if size := encodedSize(s); size > maxStatusBytes || len(s.Lanes) != 16 || len(s.Lanes[0].Tasks) != maxLaneTasksListed ||
+		s.Lanes[0].TaskCount != maxMergeBatchCeiling || s.Lanes[15].State != laneVerifying {
+		t.Fatalf("status of %d bytes (bound %d), lanes %d, first %+v", size, maxStatusBytes, len(s.Lanes), s.Lanes[0])
+	}
+}

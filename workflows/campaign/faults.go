@@ -88,13 +88,15 @@ func (c *campaign) headRed(ctx workflow.Context, t *taskState, _ activities.Merg
 func (c *campaign) verifyHead(ctx workflow.Context, protected []string) (activities.MergeTaskOutput, error) {
 	in := activities.MergeTaskInput{Line: c.line(), VerifyCommand: c.settings.VerifyCommand, VerifyHead: true, ProtectedPaths: protected}
 	var out activities.MergeTaskOutput
+	started := workflow.Now(ctx)
 	if err := workflow.ExecuteActivity(c.mergeOptions(ctx, "verify the integration head"), activities.MergeTaskName, in).Get(ctx, &out); err != nil {
 		return out, err
 	}
 	if out.Verification == nil {
 		return out, temporal.NewNonRetryableApplicationError("the head's verify returned no verification", activities.ErrTypeCampaignGit, nil)
 	}
-	c.recordVerify(MergeVerify{Tasks: []string{}, Commit: out.Head, ExitCode: out.Verification.ExitCode, Passed: out.Verification.Passed()})
+	c.recordVerify(MergeVerify{Tasks: []string{}, Commit: out.Head, ExitCode: out.Verification.ExitCode, Passed: out.Verification.Passed(),
+		Started: started, DurationMs: workflow.Now(ctx).Sub(started).Milliseconds()})
 	return out, nil
 }
 

@@ -25,7 +25,7 @@ const (
 
 func campaignKeys() []string {
 	return []string{fieldObjective, fieldMaxWaves, fieldTasks, fieldTasksFile, fieldBase, fieldBranch, fieldMaxParallel, fieldVerifyCommand, fieldMaxMergeAttempts,
-		fieldMergeBatch, fieldApprove, fieldMaxTokens, fieldMaxMinutes, fieldProtected}
+		fieldMergeBatch, fieldMergeLanes, fieldApprove, fieldMaxTokens, fieldMaxMinutes, fieldProtected}
 }
 
 func taskKeys() []string {
@@ -93,6 +93,15 @@ func parseCampaignInput(raw []byte, limits activities.Limits, id string) (campai
 	}
 	if st.Approve, err = parseApprove(fields[fieldApprove]); err != nil {
 		return campaignStart{}, err
+	}
+	if st.MergeLanes, err = parseCount(fieldMergeLanes, fields[fieldMergeLanes], max(limits.MaxMergeLanes, 1), DefaultMergeLanes, "RALPH_MAX_MERGE_LANES"); err != nil {
+		return campaignStart{}, err
+	}
+	if st.MergeLanes == 1 {
+		st.MergeLanes = 0 // one lane, kept out of the settings: they encode as before lanes
+	}
+	if st.MergeLanes > 1 && (st.Approve == ApproveMerge || st.Approve == ApprovePlanMerge) {
+		return campaignStart{}, inputErr(fieldMergeLanes, "must be 1 with approve %q: each merge waits for a person, and lanes stacked on it would wait with it", st.Approve)
 	}
 	if st.MaxWaves, err = parseMaxWaves(fields[fieldMaxWaves], *st, limits); err != nil {
 		return campaignStart{}, err

@@ -52,6 +52,9 @@ func TestParseCampaignInputErrors(t *testing.T) {
 		{"maxWaves over ceiling", `{"objective":"o","verifyCommand":"x","maxWaves":21}`, "maxWaves: must be between 1 and 20 (RALPH_MAX_WAVES)"},
 		{"empty objective", `{"objective":"  ","verifyCommand":"x"}`, "objective:"},
 		{"branch", `{"tasks":[` + ok + `],"verifyCommand":"x","branch":"a..b"}`, "branch: \"a..b\" is not a branch name"},
+		{"lanes over ceiling", `{"tasks":[` + ok + `],"verifyCommand":"x","mergeLanes":9}`, "mergeLanes: must be between 1 and 8 (RALPH_MAX_MERGE_LANES)"},
+		{"lanes with approvals", `{"tasks":[` + ok + `],"verifyCommand":"x","mergeLanes":2,"approve":"merge"}`, `mergeLanes: must be 1 with approve "merge"`},
+		{"lanes with planned approvals", `{"objective":"do it","verifyCommand":"x","mergeLanes":2,"approve":"plan,merge"}`, `mergeLanes: must be 1 with approve "plan,merge"`},
 		{"task re-allows", `{"tasks":[{"id":"a","objective":"x","protectedPaths":["docs/**","!.github/**"]}],"verifyCommand":"x","protectedPaths":[".github/**"]}`,
 			`tasks[0] (a).protectedPaths[1]: "!.github/**": a task's protected paths add to the campaign's`},
 	}

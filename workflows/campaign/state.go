@@ -13,16 +13,19 @@ import (
 // campaignSettings is a campaign's validated input with every default
 // resolved; it never changes after the start.
 type campaignSettings struct {
-	ID               string   `json:"id"`
-	Base             string   `json:"base,omitempty"`
-	Branch           string   `json:"branch"`
-	MaxParallel      int      `json:"maxParallel"`
-	VerifyCommand    string   `json:"verifyCommand"`
-	MaxMergeAttempts int      `json:"maxMergeAttempts"`
-	MergeBatch       int      `json:"mergeBatch"`
-	Approve          string   `json:"approve"`
-	ProtectedPaths   []string `json:"protectedPaths,omitempty"`
-	TasksFile        string   `json:"tasksFile,omitempty"`
+	ID               string `json:"id"`
+	Base             string `json:"base,omitempty"`
+	Branch           string `json:"branch"`
+	MaxParallel      int    `json:"maxParallel"`
+	VerifyCommand    string `json:"verifyCommand"`
+	MaxMergeAttempts int    `json:"maxMergeAttempts"`
+	MergeBatch       int    `json:"mergeBatch"`
+	// MergeLanes above 1: speculative lanes; 0 is one lane (a campaign
+	// from before lanes, or mergeLanes 1).
+	MergeLanes     int      `json:"mergeLanes,omitempty"`
+	Approve        string   `json:"approve"`
+	ProtectedPaths []string `json:"protectedPaths,omitempty"`
+	TasksFile      string   `json:"tasksFile,omitempty"`
 	// Objective and MaxWaves: a planning campaign (SPEC 40, waves.go).
 	Objective string `json:"objective,omitempty"`
 	MaxWaves  int    `json:"maxWaves,omitempty"`

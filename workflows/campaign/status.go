@@ -39,6 +39,7 @@ func (c *campaign) snapshot() CampaignStatus {
 	if s.Verifies == nil {
 		s.Verifies = []MergeVerify{}
 	}
+	s.VerifyDiscarded, s.Lanes = c.verifyDiscarded, c.laneStatus()
 	for _, t := range c.tasks {
 		s.Counts[t.Phase]++
 		if !listed(t.Phase) {

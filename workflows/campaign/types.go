@@ -1,6 +1,8 @@
 package campaign
 
 import (
+	"time"
+
 	"github.com/ralph-temporal/ralph/activities"
 	"github.com/ralph-temporal/ralph/internal/tasklist"
 	"github.com/ralph-temporal/ralph/usage"
@@ -25,6 +27,7 @@ const (
 	fieldMaxParallel      = "maxParallel"
 	fieldMaxMergeAttempts = "maxMergeAttempts"
 	fieldMergeBatch       = "mergeBatch"
+	fieldMergeLanes       = "mergeLanes"
 	fieldApprove          = "approve"
 	fieldID               = "id"
 	fieldDependsOn        = "dependsOn"
@@ -35,6 +38,7 @@ const (
 	DefaultCampaignParallel   = 2
 	DefaultMaxMergeAttempts   = 3
 	DefaultMergeBatch         = 1
+	DefaultMergeLanes         = 1
 	ApproveNone               = "none"
 	ApproveMerge              = "merge"
 	campaignWorkspacePrefix   = "campaigns/"
@@ -55,9 +59,12 @@ type CampaignInput struct {
 	VerifyCommand    string `json:"verifyCommand,omitempty"`
 	MaxMergeAttempts *int   `json:"maxMergeAttempts,omitempty"`
 	MergeBatch       *int   `json:"mergeBatch,omitempty"`
-	Approve          string `json:"approve,omitempty"`
-	MaxTokens        *int   `json:"maxTokens,omitempty"`
-	MaxMinutes       *int   `json:"maxMinutes,omitempty"`
+	// MergeLanes is how many prefixes of the merge queue are verified at
+	// once (speculative lanes; ceiling RALPH_MAX_MERGE_LANES).
+	MergeLanes *int   `json:"mergeLanes,omitempty"`
+	Approve    string `json:"approve,omitempty"`
+	MaxTokens  *int   `json:"maxTokens,omitempty"`
+	MaxMinutes *int   `json:"maxMinutes,omitempty"`
 	// ProtectedPaths no task's loop may change and no merge may carry a
 	// change to (each task may add its own).
 	ProtectedPaths []string `json:"protectedPaths,omitempty"`
@@ -157,12 +164,16 @@ type CampaignStatus struct {
 	// is draining the running loops; Verifies are the merge queue's last
 	// verifies (a bisection's halves included), newest last, VerifyCount
 	// and VerifyFailed count them all.
-	Outcome       string                 `json:"outcome"`
-	StopRequested bool                   `json:"stopRequested"`
-	Verifies      []MergeVerify          `json:"verifies"`
-	VerifyCount   int                    `json:"verifyCount"`
-	VerifyFailed  int                    `json:"verifyFailed"`
-	Budget        workflows.BudgetStatus `json:"budget"`
+	Outcome       string        `json:"outcome"`
+	StopRequested bool          `json:"stopRequested"`
+	Verifies      []MergeVerify `json:"verifies"`
+	VerifyCount   int           `json:"verifyCount"`
+	VerifyFailed  int           `json:"verifyFailed"`
+	// VerifyDiscarded counts the lanes' verifies thrown away (in neither
+	// count above); Lanes are the speculative lanes in flight, front first.
+	VerifyDiscarded int                    `json:"verifyDiscarded,omitempty"`
+	Lanes           []LaneStatus           `json:"lanes,omitempty"`
+	Budget          workflows.BudgetStatus `json:"budget"`
 	// Wave, Waves, Plan and PlannerUsage: a planning campaign's waves
 	// (waves.go).
 	WaveStatus
@@ -211,12 +222,21 @@ type GoInfo struct {
 }
 
 // MergeVerify is one verify of the merge queue: the tasks of the stack it
-// checked, the merged tip and how the verify command ended.
+// checked, the merged tip and how the verify command ended; when its merge
+// step started and how long it took, as the campaign saw it
+// (CampaignVerifyTimes). With
+// mergeLanes above 1, Lane numbers the lane (the campaign's count) and
+// Discarded says why a lane's verify was thrown away (a lane before it
+// failed, the head moved); a discarded verify may not have ended.
 type MergeVerify struct {
-	Tasks    []string `json:"tasks"`
-	Commit   string   `json:"commit"`
-	ExitCode int      `json:"exitCode"`
-	Passed   bool     `json:"passed"`
+	Tasks      []string  `json:"tasks"`
+	Commit     string    `json:"commit"`
+	ExitCode   int       `json:"exitCode"`
+	Passed     bool      `json:"passed"`
+	Started    time.Time `json:"started,omitzero"`
+	DurationMs int64     `json:"durationMs,omitempty"`
+	Lane       int       `json:"lane,omitempty"`
+	Discarded  string    `json:"discarded,omitempty"`
 }
 
 // TaskResult is one task in the campaign's result.
@@ -260,5 +280,23 @@ type CampaignContinuation struct {
 	PauseReason  string                   `json:"pauseReason,omitempty"`
 	Pauses       int                      `json:"pauses,omitempty"`
 	PauseOutput  string                   `json:"pauseOutput,omitempty"`
-	Wave         *waveState               `json:"wave,omitempty"`
+	// LaneCount numbers the lanes (their refs), VerifyDiscarded counts the
+	// discarded verifies.
+	LaneCount       int        `json:"laneCount,omitempty"`
+	VerifyDiscarded int        `json:"verifyDiscarded,omitempty"`
+	Wave            *waveState `json:"wave,omitempty"`
+}
+
+// LaneStatus is a speculative lane in flight: its number, the tasks of the
+// stack it adds to the prefix (the first maxLaneTasksListed, TaskCount in
+// all), the commit it merged onto, its tip, its state (merging, verifying,
+// passed, red, conflict, failed) and when its verify started.
+type LaneStatus struct {
+	Lane      int       `json:"lane"`
+	Tasks     []string  `json:"tasks"`
+	TaskCount int       `json:"taskCount"`
+	Onto      string    `json:"onto"`
+	Tip       string    `json:"tip"`
+	State     string    `json:"state"`
+	Started   time.Time `json:"started"`
 }
