@@ -148,26 +148,6 @@ func TreeFault(err error) bool {
 	return errors.As(err, &big) || errors.As(err, &mem)
 }
 
-// checkMerge refuses the merge of commit onto base when the tree it would
-// write passes the workspace bounds: git merge-tree computes that tree in
-// the object store alone (conflict markers included), before the merge
-// writes a byte of it.
-func (g *Git) checkMerge(ctx context.Context, dir, base, commit, what string) error {
-	if g.cfg.MaxTreeBytes <= 0 && g.cfg.MaxTreeFiles <= 0 {
-		return nil
-	}
-	out, err := g.run(ctx, dir, cmdOpts{}, "merge-tree", "--write-tree", "--no-messages", base, commit)
-	var ge *gitError
-	if err != nil && !(errors.As(err, &ge) && ge.exitCode == 1) { // 1: it conflicts, the tree is still written
-		return fmt.Errorf("compute the merge of %s onto %s: %w", shortID(commit), shortID(base), err)
-	}
-	tree, _, _ := strings.Cut(out, "\n")
-	if len(tree) < 40 {
-		return fmt.Errorf("compute the merge of %s onto %s: git merge-tree printed %q", shortID(commit), shortID(base), runesPrefix(out, 200))
-	}
-	return g.checkTree(ctx, dir, tree, what)
-}
-
 func runesPrefix(s string, n int) string {
 	if len(s) > n {
 		return s[:n] + "…"

@@ -1,0 +1,89 @@
+package gitws
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ralph-temporal/ralph/devenv/testkit"
+)
+
+// A scratch made from the cache holds the refs asked for, the cache's
+// objects by link, and neither the cache's path nor its refs: its .git
+// is a real directory, as a clone's.
+func TestScratchFromTheCache(t *testing.T) {
+	ctx := context.Background()
+	bare, _ := campaignRemote(t)
+	g := newGit(t, ModeRemote, bare)
+	scratch := filepath.Join(t.TempDir(), "scratch")
+	line := Line{URL: bare, Branch: "main"}
+	missing := ScratchRef{Repo: bare, Ref: "refs/heads/no-such-branch", Into: scratchTaskRefPrefix + "x"}
+	if err := g.ScratchFrom(ctx, scratch, bare, []ScratchRef{line.ScratchRef(), missing}); err != nil {
+		t.Fatal(err)
+	}
+	want := testkit.Git(t, bare, "rev-parse", "main")
+	if got := testkit.Git(t, scratch, "rev-parse", scratchIntegrationRef); got != want {
+		t.Fatalf("the scratch's integration ref = %s, want %s", got, want)
+	}
+	if head, err := g.Integration(ctx, scratch, line); err != nil || head != want {
+		t.Fatalf("Integration = %s, %v; want %s", head, err, want)
+	}
+	if refs := testkit.Git(t, scratch, "for-each-ref", "--format=%(refname)"); refs != scratchIntegrationRef {
+		t.Errorf("the scratch holds refs %q, want only %s", refs, scratchIntegrationRef)
+	}
+	cache := g.cacheFor(bare).dir
+	for _, name := range []string{"config", "packed-refs", "objects/info/alternates"} {
+		data, _ := os.ReadFile(filepath.Join(scratch, ".git", name))
+		if strings.Contains(string(data), cache) || strings.Contains(string(data), g.cacheRoot) {
+			t.Errorf("the scratch's .git/%s names the cache: %q", name, data)
+		}
+	}
+	assertNeutral(t, "the cache", cache)
+	assertNeutral(t, "the scratch", scratch)
+}
+
+// A git command in a scratch that finds an object missing marks the
+// scratch's cache damaged (the next step rebuilds it) and is the worker's
+// failure, never the task's tree's.
+func TestScratchMarksItsCacheDamaged(t *testing.T) {
+	ctx := context.Background()
+	bare, _ := campaignRemote(t)
+	g := newGit(t, ModeRemote, bare)
+	scratch := filepath.Join(t.TempDir(), "scratch")
+	line := Line{URL: bare, Branch: "main"}
+	if err := g.ScratchFrom(ctx, scratch, bare, []ScratchRef{line.ScratchRef()}); err != nil {
+		t.Fatal(err)
+	}
+	head := testkit.Git(t, bare, "rev-parse", "main")
+	packs, _ := filepath.Glob(filepath.Join(scratch, ".git", "objects", "pack", "*"))
+	for _, p := range packs {
+		if err := os.Remove(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err := g.TreeSize(ctx, scratch, head)
+	if err == nil {
+		t.Fatal("TreeSize of a scratch without objects succeeded")
+	}
+	var tt *TaskTreeError
+	if errors.As(taskTreeError(ctx, "t", err), &tt) {
+		t.Errorf("a missing object was taken for the task's tree: %v", err)
+	}
+	marker := filepath.Join(g.cacheFor(bare).dir, damagedMarker)
+	if _, serr := os.Lstat(marker); serr != nil {
+		t.Fatalf("the cache was not marked damaged after %v: %v", err, serr)
+	}
+	// The next scratch rebuilds it.
+	if err := g.ScratchFrom(ctx, scratch, bare, []ScratchRef{line.ScratchRef()}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(marker); !os.IsNotExist(err) {
+		t.Errorf("the rebuilt cache keeps the damage mark (%v)", err)
+	}
+	if _, err := g.TreeSize(ctx, scratch, head); err != nil {
+		t.Errorf("TreeSize in the new scratch: %v", err)
+	}
+}
