@@ -189,7 +189,7 @@ func (g *Git) cacheFetch(ctx context.Context, c objectCache, refs []ScratchRef) 
 // the fetch tried again (a new task's branch, before its first go).
 func (g *Git) fetchInto(ctx context.Context, c objectCache, repo string, wanted []ScratchRef) ([]ScratchRef, error) {
 	for len(wanted) > 0 {
-		args := []string{"-c", "transfer.unpackLimit=1", "fetch", "-q", "--no-tags", "--no-write-fetch-head", "--recurse-submodules=no", "--", repo}
+		args := []string{"-c", "transfer.unpackLimit=1", "-c", "fetch.unpackLimit=1", "fetch", "-q", "--no-tags", "--no-write-fetch-head", "--recurse-submodules=no", "--", repo}
 		for _, r := range wanted {
 			args = append(args, "+"+r.Ref+":"+mirrorRef(repo, r.Ref))
 		}
@@ -398,6 +398,9 @@ type scratchState struct {
 func scratchKey(repo, ref, into string) string { return repo + "\x00" + ref + "\x00" + into }
 
 func (g *Git) remember(dir string, c objectCache, refs []ScratchRef, found map[ScratchRef]string) {
+	if g.scratches == nil {
+		return
+	}
 	st := &scratchState{cache: c, heads: map[string]string{}}
 	for _, r := range refs {
 		st.heads[scratchKey(r.Repo, r.Ref, r.Into)] = found[r]
@@ -409,6 +412,9 @@ func (g *Git) remember(dir string, c objectCache, refs []ScratchRef, found map[S
 // A ref found missing answers once: a step that creates it (Integration)
 // asks the source again.
 func (g *Git) prefetched(dir, repo, ref, into string) (string, bool) {
+	if g.scratches == nil {
+		return "", false
+	}
 	v, ok := g.scratches.Load(dir)
 	if !ok {
 		return "", false
@@ -425,13 +431,17 @@ func (g *Git) prefetched(dir, repo, ref, into string) (string, bool) {
 }
 
 // ForgetScratch drops what ScratchFrom remembered of dir (its step ended).
-func (g *Git) ForgetScratch(dir string) { g.scratches.Delete(dir) }
+func (g *Git) ForgetScratch(dir string) {
+	if g.scratches != nil {
+		g.scratches.Delete(dir)
+	}
+}
 
 // noteDamage marks the cache of the scratch dir damaged when err says an
 // object git needed is missing or unreadable: the cache is rebuilt by the
 // next step, and err stays the worker's (never the task's fault).
 func (g *Git) noteDamage(dir string, err error) {
-	if !objectDamage(err) {
+	if g.scratches == nil || !objectDamage(err) {
 		return
 	}
 	if v, ok := g.scratches.Load(dir); ok {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/ralph-temporal/ralph/devenv/testkit"
@@ -85,5 +86,49 @@ func TestScratchMarksItsCacheDamaged(t *testing.T) {
 	}
 	if _, err := g.TreeSize(ctx, scratch, head); err != nil {
 		t.Errorf("TreeSize in the new scratch: %v", err)
+	}
+}
+
+// A round's candidates share one pack of the base (linked when the worker
+// is root), holding exactly the objects of the base and its history; the
+// next round's base replaces it.
+func TestCandidatesShareOnePackOfTheBase(t *testing.T) {
+	ctx := context.Background()
+	g := newGit(t, ModeLocal, "")
+	dir := workspace(t, "ws")
+	cp, r2 := roundOne(t, g, dir)
+	cands := t.TempDir()
+	var inodes []uint64
+	for _, k := range []string{"1", "2"} {
+		cdir := filepath.Join(cands, k)
+		if err := g.StartCandidate(ctx, dir, cdir, cp.Commit); err != nil {
+			t.Fatal(err)
+		}
+		packs, _ := filepath.Glob(filepath.Join(cdir, ".git", "objects", "pack", "*.pack"))
+		if len(packs) != 1 {
+			t.Fatalf("candidate %s holds %d packs, want the round's one", k, len(packs))
+		}
+		var st syscall.Stat_t
+		if err := syscall.Stat(packs[0], &st); err != nil {
+			t.Fatal(err)
+		}
+		inodes = append(inodes, st.Ino)
+		want := testkit.Git(t, dir, "rev-list", "--objects", cp.Commit)
+		if got := testkit.Git(t, cdir, "rev-list", "--objects", "--all"); got != want {
+			t.Errorf("candidate %s holds objects\n%s\nwant the base's\n%s", k, got, want)
+		}
+	}
+	if os.Geteuid() == 0 && inodes[0] != inodes[1] {
+		t.Errorf("the candidates' packs are two files (%d, %d), want one linked", inodes[0], inodes[1])
+	}
+	p := prepare(t, g, dir, r2)
+	write(t, dir, "two.txt", "round two\n")
+	cp2 := checkpoint(t, g, dir, p, r2, handoff("continue", "two"))
+	if err := g.StartCandidate(ctx, dir, filepath.Join(cands, "3"), cp2.Commit); err != nil {
+		t.Fatal(err)
+	}
+	bases, _ := filepath.Glob(filepath.Join(g.cacheRoot, "candidates", "*", "*"))
+	if len(bases) != 1 || filepath.Base(bases[0]) != cp2.Commit {
+		t.Errorf("the shared packs are %v, want the new base's alone", bases)
 	}
 }
