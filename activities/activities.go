@@ -156,6 +156,7 @@ func (a *Activities) Register(r worker.ActivityRegistry) {
 	r.RegisterActivityWithOptions(a.ResolveLimits, activity.RegisterOptions{Name: ResolveLimitsName})
 	r.RegisterActivityWithOptions(a.RunRound, activity.RegisterOptions{Name: RunRoundName})
 	r.RegisterActivityWithOptions(a.ReviewCompletion, activity.RegisterOptions{Name: ReviewCompletionName})
+	r.RegisterActivityWithOptions(a.PlanWave, activity.RegisterOptions{Name: PlanWaveName})
 	r.RegisterActivityWithOptions(a.PrepareTask, activity.RegisterOptions{Name: PrepareTaskName})
 	r.RegisterActivityWithOptions(a.MergeTask, activity.RegisterOptions{Name: MergeTaskName})
 	r.RegisterActivityWithOptions(a.ReadTasks, activity.RegisterOptions{Name: ReadTasksName})
@@ -169,6 +170,7 @@ func (a *Activities) Register(r worker.ActivityRegistry) {
 func (a *Activities) ResolveLimits(context.Context) (Limits, error) {
 	l := a.cfg.Limits
 	l.CampaignShares, l.CampaignEvidence, l.CampaignHeldApart, l.CampaignQueueApart = true, true, true, true
+	l.CampaignTaskFaults, l.CampaignHeadRed, l.CampaignGitBound = true, true, true
 	// Only a worker with a receiver makes runs notify: the events, never the URL.
 	if a.cfg.NotifyURL != "" {
 		l.NotifyEvents = a.cfg.NotifyEvents

@@ -85,6 +85,13 @@ type MergeTaskInput struct {
 	// ProtectedPaths: no merge may carry a change to these (the campaign's
 	// and its tasks').
 	ProtectedPaths []string `json:"protectedPaths,omitempty"`
+	// TaskFaults: a task whose branch is missing or no longer holds its
+	// commit is left out and named in Faults, and the rest merges; without
+	// it (a campaign recorded before) such a task fails the whole step.
+	TaskFaults bool `json:"taskFaults,omitempty"`
+	// VerifyHead: no merge; the verify command runs on the integration head
+	// alone (Tasks empty), as on a merged tip: outcome verified or red.
+	VerifyHead bool `json:"verifyHead,omitempty"`
 }
 
 // Merge outcomes.
@@ -98,6 +105,9 @@ const (
 	// conflicted (Refused says why: its tree passed a bound, or git was
 	// killed or failed on it); it goes back like a conflict.
 	MergeRefused = "refused"
+	// MergeVerified: the integration head alone passed the verify command
+	// (VerifyHead).
+	MergeVerified = "verified"
 )
 
 // MergedTask is one task of a landed or held stack.
@@ -121,6 +131,15 @@ type MergeTaskOutput struct {
 	// Verification is the verify command's run on the tip.
 	Verification *report.Verification `json:"verification,omitempty"`
 	DiffStat     string               `json:"diffStat,omitempty"`
+	// Faults are the tasks left out of the stack (TaskFaults), each with
+	// what was wrong with its branch; Outcome is the rest's.
+	Faults []TaskFault `json:"faults,omitempty"`
+}
+
+// TaskFault is a task a merge step left out: why it cannot merge.
+type TaskFault struct {
+	ID     string `json:"id"`
+	Reason string `json:"reason"`
 }
 
 // campaignDir is where a campaign's worker-owned files live under the
@@ -284,8 +303,8 @@ func (a *Activities) PrepareTask(ctx context.Context, in PrepareTaskInput) (Prep
 func (a *Activities) MergeTask(ctx context.Context, in MergeTaskInput) (MergeTaskOutput, error) {
 	stop := campaignHeartbeat(ctx)
 	defer stop()
-	if len(in.Tasks) == 0 {
-		return MergeTaskOutput{}, temporal.NewNonRetryableApplicationError("MergeTask needs at least one task", ErrTypeBadRoundInput, nil)
+	if err := checkMergeInput(in); err != nil {
+		return MergeTaskOutput{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeBadRoundInput, nil)
 	}
 	mergeWorkspace := filepath.Join(campaignDir(in.Line.Campaign), "merge")
 	lock, err := a.lockWorkspace(ctx, mergeWorkspace, func() {})
@@ -302,30 +321,46 @@ func (a *Activities) MergeTask(ctx context.Context, in MergeTaskInput) (MergeTas
 	if err != nil {
 		return MergeTaskOutput{}, campaignStepError(err)
 	}
-	if in.Land != "" {
+	switch {
+	case in.Land != "":
 		return a.landKept(ctx, c, in, head)
+	case in.VerifyHead:
+		return a.verifyHead(ctx, c, in, head)
 	}
 	tasks := make([]gitws.TaskBranch, len(in.Tasks))
 	for i, t := range in.Tasks {
 		tasks[i] = c.task(t)
 	}
-	tip, merges, conflict, err := a.git.MergeStack(ctx, c.scratch, in.Line.Campaign, head, tasks)
-	if err != nil {
-		return MergeTaskOutput{}, campaignStepError(err)
+	var done []gitws.Merge
+	var faults []gitws.StackFault
+	stack := tasks
+	if in.TaskFaults {
+		if done, stack, faults, err = a.git.Sift(ctx, c.scratch, head, tasks); err != nil {
+			return MergeTaskOutput{}, err
+		}
+	}
+	tip, merges, conflict := head, []gitws.Merge(nil), (*gitws.Conflict)(nil)
+	if len(stack) > 0 {
+		if tip, merges, conflict, err = a.git.MergeStack(ctx, c.scratch, in.Line.Campaign, head, stack); err != nil {
+			return MergeTaskOutput{}, campaignStepError(err)
+		}
 	}
 	if err := c.keepTaskBranches(ctx, tasks); err != nil {
 		return MergeTaskOutput{}, err
 	}
-	out := MergeTaskOutput{Head: head, Tip: tip, Merged: mergedTasks(merges)}
+	out := MergeTaskOutput{Head: head, Tip: tip, Merged: mergedTasks(append(done, merges...)), Faults: taskFaults(faults)}
+	for _, f := range faults {
+		activity.GetLogger(ctx).Warn("A task's branch cannot merge: the task is left out of the stack", "task", f.Task, "reason", f.Reason)
+	}
 	if conflict != nil && conflict.Refused != nil {
-		activity.GetLogger(ctx).Warn("A task's tree did not merge: the task goes back", "task", in.Tasks[conflict.Index].ID,
+		activity.GetLogger(ctx).Warn("A task's tree did not merge: the task goes back", "task", stack[conflict.Index].ID,
 			"reason", conflict.Refused.Reason(), "error", conflict.Refused.Err)
-		out.Outcome, out.ConflictTask, out.Refused = MergeRefused, in.Tasks[conflict.Index].ID,
+		out.Outcome, out.ConflictTask, out.Refused = MergeRefused, stack[conflict.Index].ID,
 			conflict.Refused.Reason()+": "+conflict.Refused.Err.Error()
 		return out, nil
 	}
 	if conflict != nil {
-		out.Outcome, out.ConflictTask, out.ConflictPaths = MergeConflict, in.Tasks[conflict.Index].ID, conflict.Paths
+		out.Outcome, out.ConflictTask, out.ConflictPaths = MergeConflict, stack[conflict.Index].ID, conflict.Paths
 		return out, nil
 	}
 	if tip == head {
@@ -333,6 +368,46 @@ func (a *Activities) MergeTask(ctx context.Context, in MergeTaskInput) (MergeTas
 		return out, nil
 	}
 	return a.verifyMerge(ctx, c, in, out)
+}
+
+// checkMergeInput refuses a MergeTask input no mode fits, naming why.
+func checkMergeInput(in MergeTaskInput) error {
+	switch {
+	case in.VerifyHead && len(in.Tasks) > 0:
+		return errors.New("MergeTask: verifyHead takes no tasks (it verifies the integration head alone)")
+	case in.VerifyHead && (in.Land != "" || in.Hold):
+		return errors.New("MergeTask: verifyHead neither holds nor lands")
+	case !in.VerifyHead && len(in.Tasks) == 0:
+		return errors.New("MergeTask needs at least one task")
+	}
+	return nil
+}
+
+// verifyHead runs the verify command on the integration head alone, in the
+// sandbox with the protected paths, exactly as on a merged tip: the queue
+// asks whether a red merge was the task's or the head's.
+func (a *Activities) verifyHead(ctx context.Context, c *campaignGit, in MergeTaskInput, head string) (MergeTaskOutput, error) {
+	out := MergeTaskOutput{Head: head, Tip: head, Merged: []MergedTask{}}
+	if err := a.git.CheckoutHead(ctx, c.scratch, head); err != nil {
+		return MergeTaskOutput{}, campaignStepError(err)
+	}
+	var err error
+	if out.Verification, err = a.verifyTree(ctx, c.scratch, in.VerifyCommand, a.protectedSets(in.ProtectedPaths)); err != nil {
+		return MergeTaskOutput{}, err
+	}
+	out.Outcome = MergeVerified
+	if !out.Verification.Passed() {
+		out.Outcome = MergeRed
+	}
+	return out, nil
+}
+
+func taskFaults(faults []gitws.StackFault) []TaskFault {
+	var out []TaskFault
+	for _, f := range faults {
+		out = append(out, TaskFault{ID: f.Task, Reason: f.Reason})
+	}
+	return out
 }
 
 // verifyMerge runs the verify command on the merged tip out.Tip in the

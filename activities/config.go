@@ -39,6 +39,9 @@ type Config struct {
 	// ReviewModel is the independent reviewer's model on the same endpoint
 	// (RALPH_REVIEW_MODEL); empty means Agent.Model.
 	ReviewModel string
+	// PlanModel is a campaign planner's model (RALPH_PLAN_MODEL); empty
+	// means the round's (Agent.Model, or Agents.Model for a CLI).
+	PlanModel string
 	// Agents chooses the provider of rounds and reviews: the builtin
 	// session or a coding-agent CLI (docs/agents.md).
 	Agents cli.Settings

@@ -140,7 +140,7 @@ func (a *Activities) runRoundSession(ctx context.Context, at *attempt, in RoundI
 		ProtectedPaths: in.ProtectedPaths,
 		Deferrable:     in.Deferrable,
 		Guidance:       in.Guidance,
-		Candidate:      spec.Number, Candidates: spec.Of,
+		Candidate:      spec.Number, Candidates: spec.Of, CampaignObjective: in.CampaignObjective,
 	}, agent.Observers(at.transcript, at.hb, tally, providerWarnings(at.logger, in.Round)))
 	tally.record(activity.GetMetricsHandler(ctx), roundOutcome(res, err), res.Usage, time.Since(started))
 	at.logger.Info("Round ended", "round", in.Round, "sessionId", at.sessionID, "outcome", agent.Outcome(err),

@@ -111,6 +111,18 @@ type Limits struct {
 	// are answered while a merge and its verify run; recorded like
 	// CampaignShares so a campaign started before it keeps its commands.
 	CampaignQueueApart bool `json:"campaignQueueApart,omitempty"`
+	// CampaignTaskFaults: a task of a merge stack whose branch is missing
+	// or no longer holds its commit is sent back alone and the rest lands
+	// (else the whole step failed); recorded like CampaignShares.
+	CampaignTaskFaults bool `json:"campaignTaskFaults,omitempty"`
+	// CampaignHeadRed: a single task's red merge has the queue verify the
+	// integration head alone; a red head pauses the queue (head-red)
+	// charging no merge attempt; recorded like CampaignShares.
+	CampaignHeadRed bool `json:"campaignHeadRed,omitempty"`
+	// CampaignGitBound: PrepareTask and the landing of an approved merge
+	// retry for MergeRetryMinutes too, then pause the queue (pauseReason
+	// git) as a merge does; recorded like CampaignShares.
+	CampaignGitBound bool `json:"campaignGitBound,omitempty"`
 	// Git is the worker's RALPH_GIT when checkpoints are on ("" when off):
 	// a campaign needs local or remote.
 	Git string `json:"git,omitempty"`
@@ -122,6 +134,11 @@ type Limits struct {
 	// failure that is not the task's before the queue pauses; 0 (histories
 	// from before it) retries without end.
 	MergeRetryMinutes int `json:"mergeRetryMinutes,omitempty"`
+	// MaxWaves is the ceiling of a planned campaign's maxWaves
+	// (RALPH_MAX_WAVES), MaxWaveTasks of one wave's plan
+	// (RALPH_MAX_WAVE_TASKS); 0 in histories from before planning.
+	MaxWaves     int `json:"maxWaves,omitempty"`
+	MaxWaveTasks int `json:"maxWaveTasks,omitempty"`
 	// Approve is the approval mode of runs whose input does not say
 	// (RALPH_APPROVE: none, complete, rounds:N); "" is none.
 	Approve string `json:"approve,omitempty"`
@@ -172,6 +189,8 @@ func DefaultLimits() Limits {
 		MaxCampaignParallel:     8,
 		MaxCampaignTasks:        5000,
 		MergeRetryMinutes:       30,
+		MaxWaves:                20,
+		MaxWaveTasks:            30,
 		Candidates:              1,
 		MaxCandidates:           4,
 	}
@@ -210,6 +229,9 @@ type RoundInput struct {
 	// Guidance is an operator's text (the guide update, or a rejection's
 	// reason) that this round's prompt carries under its own heading.
 	Guidance string `json:"guidance,omitempty"`
+	// CampaignObjective is a planned campaign's objective, rendered as
+	// context under its own heading beside the task's objective.
+	CampaignObjective string `json:"campaignObjective,omitempty"`
 	// Candidate makes this attempt one of the round's candidates: it works
 	// a clone of the workspace at the round's base, not the workspace.
 	Candidate *CandidateSpec `json:"candidate,omitempty"`

@@ -33,8 +33,11 @@ type finisherKey struct {
 // session's own copy.
 func finishingTool(name string, maxChars int, choosing bool) (openai.Tool, error) {
 	def, err := finishers.Get(finisherKey{name, maxChars, choosing}, func() (openai.Tool, error) {
-		if name == SubmitReviewTool {
+		switch name {
+		case SubmitReviewTool:
 			return submitReviewDefinition(maxChars, choosing)
+		case SubmitPlanTool:
+			return submitPlanDefinition()
 		}
 		return submitReportDefinition(maxChars)
 	})

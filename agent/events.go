@@ -8,6 +8,7 @@ import (
 
 	"github.com/ralph-temporal/ralph/agent/wire"
 	"github.com/ralph-temporal/ralph/internal/netproxy"
+	"github.com/ralph-temporal/ralph/internal/plan"
 	"github.com/ralph-temporal/ralph/report"
 	"github.com/ralph-temporal/ralph/usage"
 )
@@ -136,6 +137,7 @@ type Event struct {
 	Outcome string         `json:"outcome,omitempty"`
 	Report  *report.Report `json:"report,omitempty"`
 	Review  *report.Review `json:"review,omitempty"`
+	Plan    *plan.Plan     `json:"plan,omitempty"`
 	Usage   *usage.Usage   `json:"usage,omitempty"`
 	Error   string         `json:"error,omitempty"`
 }

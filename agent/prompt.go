@@ -35,6 +35,7 @@ type roundData struct {
 	ContextTokens     int
 	VerifyCommand     string
 	Guidance          string
+	CampaignObjective string
 	// Candidate of Candidates: the round runs several fresh agents.
 	Candidate, Candidates int
 }
@@ -63,6 +64,7 @@ func (r *round) roundPrompt() (string, error) {
 		d.Previous = prev
 	}
 	d.Guidance = r.req.Guidance
+	d.CampaignObjective = r.req.CampaignObjective
 	d.Candidate, d.Candidates = r.req.Candidate, r.req.Candidates
 	return render(textRound, d)
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ralph-temporal/ralph/internal/plan"
 	"github.com/ralph-temporal/ralph/report"
 	"github.com/ralph-temporal/ralph/usage"
 )
@@ -44,10 +45,17 @@ type Request struct {
 	// accepted completion instead of a worker: read-only tools, its own
 	// prompt, and submit_review instead of submit_report.
 	Review *ReviewSubject
+	// Plan, when set, makes this session a campaign wave's planner: the
+	// reviewer's read-only tools and checkout, its own prompt, and
+	// submit_plan instead of submit_report (plan.go).
+	Plan *PlanSubject
 	// Deferrable lets provider limits end the session as a deferral
 	// (*DeferredError) instead of a failure: off for runs whose recorded
 	// limits predate deferrals, which keep the old behaviour.
 	Deferrable bool
+	// CampaignObjective is a planned campaign's objective: the round
+	// prompt shows it as context under its own heading (empty: none).
+	CampaignObjective string
 	// Guidance is an operator's text for this round (its prompt shows it
 	// under "Guidance from the operator"); empty: none.
 	Guidance string
@@ -70,6 +78,10 @@ func (r Request) validate() error {
 		return fmt.Errorf("session request: token budget is negative (%d)", r.TokenBudget)
 	case r.VerifyCommand != "" && strings.TrimSpace(r.VerifyCommand) == "":
 		return fmt.Errorf("session request: verify command is only whitespace")
+	case r.Plan != nil && r.Review != nil:
+		return fmt.Errorf("session request: a session plans or reviews, not both")
+	case r.Plan != nil && r.Plan.Wave < 1:
+		return fmt.Errorf("session request: wave %d is out of range", r.Plan.Wave)
 	}
 	return nil
 }
@@ -93,6 +105,8 @@ type Result struct {
 	Restored []string
 	// Review is a reviewer session's verdict (Model and SessionID filled).
 	Review *report.Review
+	// Plan is a planner session's validated plan.
+	Plan *plan.Plan
 	// Model is the model that produced the report (on a deferral or a
 	// failure: the model in use when the session ended).
 	Model string

@@ -119,6 +119,13 @@ func (r reviewer) texts() roleTexts {
 // a read-only workspace (no bubblewrap), every path is protected instead,
 // so all their changes are restored.
 func (reviewer) workspace(cfg Config, req Request) (*tools.Workspace, *tools.ProtectedSnapshot, error) {
+	return readOnlyWorkspace(cfg, req)
+}
+
+// readOnlyWorkspace opens a workspace its session's commands cannot
+// change: read-only under bubblewrap, every path protected (restored)
+// otherwise. The reviewer's and the planner's.
+func readOnlyWorkspace(cfg Config, req Request) (*tools.Workspace, *tools.ProtectedSnapshot, error) {
 	opts := []tools.Option{tools.WithSandbox(cfg.Sandbox), tools.ReadOnly()}
 	if cfg.Sandbox.Mode() != sandbox.ModeBwrap {
 		sets := append(slices.Clone(req.ProtectedPaths), everything)

@@ -41,6 +41,9 @@ func roleFor(req Request) role {
 	if req.Review != nil {
 		return reviewer{subject: req.Review}
 	}
+	if req.Plan != nil {
+		return planner{subject: req.Plan}
+	}
 	return worker{}
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/ralph-temporal/ralph/agent/tools"
 	"github.com/ralph-temporal/ralph/internal/netproxy"
+	"github.com/ralph-temporal/ralph/internal/plan"
 	"github.com/ralph-temporal/ralph/report"
 	"github.com/ralph-temporal/ralph/usage"
 )
@@ -43,6 +44,7 @@ type round struct {
 	verification   *report.Verification
 	lastRejection  string
 	review         *report.Review // a reviewer's accepted verdict
+	plan           *plan.Plan     // a planner's accepted plan
 
 	snap     *tools.ProtectedSnapshot // protected paths as the round found them (nil: none)
 	restored map[string]bool          // every protected path restored so far
@@ -127,11 +129,14 @@ func (r *round) end(rep report.Report, err error, inUse string) Result {
 	end := Event{Kind: EventSessionEnd, Outcome: Outcome(err), Model: model}
 	total := r.usage
 	end.Usage = &total
-	if err == nil && r.review != nil {
+	switch {
+	case err == nil && r.review != nil:
 		end.Review = r.review
-	} else if err == nil {
+	case err == nil && r.plan != nil:
+		end.Plan = r.plan
+	case err == nil:
 		end.Report = &rep
-	} else {
+	default:
 		end.Error = Redact(err.Error(), r.cfg.APIKey)
 	}
 	r.emit(end)
@@ -140,6 +145,7 @@ func (r *round) end(rep report.Report, err error, inUse string) Result {
 	if err == nil {
 		res.Verification = r.verification
 		res.Review = r.review
+		res.Plan = r.plan
 	}
 	return res
 }

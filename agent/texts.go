@@ -41,6 +41,13 @@ const (
 	textChoiceSystem = "choice_system.tmpl"
 	textChoice       = "choice.tmpl"
 	textSubmitChoice = "submit_choice.tmpl"
+	// A campaign wave's planner.
+	textPlanSystem        = "plan_system.tmpl"
+	textPlan              = "plan.tmpl"
+	textPlanReminder      = "plan_reminder.tmpl"
+	textPlanFinalReminder = "plan_final_reminder.tmpl"
+	textPlanHandoff       = "plan_handoff.tmpl"
+	textSubmitPlan        = "submit_plan.tmpl"
 )
 
 // render fills one text. The templates are fixed, so an error here is a

@@ -1,6 +1,12 @@
 package workflows
 
-import "github.com/ralph-temporal/ralph/report"
+import (
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/ralph-temporal/ralph/report"
+)
 
 // What a Ralph run shares with the Campaign workflow (package
 // workflows/campaign) that may start it: the names both answer to and the
@@ -21,11 +27,14 @@ const (
 const SearchAttrCampaign = "RalphCampaign"
 
 // TaskStart is what a Campaign passes to a task's Ralph run beside its
-// input: the campaign it belongs to and, on a later go, the report the
-// campaign wrote naming what failed. Only a parent workflow may pass it.
+// input: the campaign it belongs to, on a later go the report the campaign
+// wrote naming what failed, and for a planned campaign (SPEC 40) the
+// campaign's objective, shown in every round's prompt as context beside the
+// task's own. Only a parent workflow may pass it.
 type TaskStart struct {
-	Campaign       string         `json:"campaign"`
-	PreviousReport *report.Report `json:"previousReport,omitempty"`
+	Campaign          string         `json:"campaign"`
+	PreviousReport    *report.Report `json:"previousReport,omitempty"`
+	CampaignObjective string         `json:"campaignObjective,omitempty"`
 }
 
 // fieldApprove and ApproveNone are the input field and mode a run shares
@@ -34,3 +43,14 @@ const (
 	fieldApprove = "approve"
 	ApproveNone  = "none"
 )
+
+// takeCampaignObjective keeps a planned campaign's objective for every
+// round's prompt, bounded as an objective is.
+func (l *loop) takeCampaignObjective(objective string) error {
+	objective = strings.TrimSpace(objective)
+	if n := utf8.RuneCountInString(objective); n > l.limits.MaxObjectiveChars {
+		return invalidInput(fmt.Sprintf("task start: the campaign's objective is %d characters, over the limit of %d", n, l.limits.MaxObjectiveChars))
+	}
+	l.campaignObjective = objective
+	return nil
+}

@@ -105,6 +105,9 @@ type loop struct {
 	people  people
 	// candidates is how many fresh agents each round runs (candidates.go).
 	candidates int
+	// campaignObjective is a planned campaign's objective, the context of
+	// the task's own in every round's prompt (empty: none).
+	campaignObjective string
 }
 
 // begin resolves the deployment limits (recorded in history) and validates a
@@ -145,6 +148,9 @@ func (l *loop) begin(ctx workflow.Context, input json.RawMessage) error {
 func (l *loop) startTask(ctx workflow.Context, start *TaskStart) error {
 	if workflow.GetInfo(ctx).ParentWorkflowExecution == nil {
 		return invalidInput("task start: the third argument is accepted only from a Campaign starting its task's loop")
+	}
+	if err := l.takeCampaignObjective(start.CampaignObjective); err != nil {
+		return err
 	}
 	if start.PreviousReport == nil {
 		return nil
@@ -192,6 +198,7 @@ func (l *loop) resume(ctx workflow.Context, c *Continuation) error {
 	l.deferrals, l.deferredSpent = c.Deferrals, c.DeferredUsage
 	l.approve, l.people.pending = c.Approve, c.Guidance
 	l.candidates = c.Candidates
+	l.campaignObjective = c.CampaignObjective
 	l.status.Round = c.NextRound - 1
 	// A continued run is past starting: it runs, or holds a carried pause.
 	l.status.Phase = PhaseRunning
@@ -495,6 +502,7 @@ func (l *loop) roundInput(ctx workflow.Context, round int) activities.RoundInput
 		Rewound:        resetRun(ctx),
 		Guidance:       l.people.take(round),
 	}
+	in.CampaignObjective = l.campaignObjective
 	if l.checkpoint != nil {
 		in.Checkpoint = l.checkpoint.Commit
 	}
@@ -650,6 +658,7 @@ func (l *loop) continueAsNew(ctx workflow.Context, nextRound int) error {
 		FirstRequestTokens: l.firstRequestTokens,
 		Approve:            l.approve, Guidance: l.people.pending,
 	}
+	cont.CampaignObjective = l.campaignObjective
 	if l.candidates > 1 { // one agent a round is what runs before candidates carried
 		cont.Candidates = l.candidates
 	}

@@ -300,4 +300,6 @@ type Continuation struct {
 	// continued as new: the next run ends before its first round.
 	StopRequested bool   `json:"stopRequested,omitempty"`
 	StopReason    string `json:"stopReason,omitempty"`
+	// CampaignObjective is a planned campaign's objective (TaskStart).
+	CampaignObjective string `json:"campaignObjective,omitempty"`
 }

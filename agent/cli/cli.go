@@ -32,8 +32,9 @@ const DefaultIdle = 600 * time.Second
 // Settings are the deployment's agent-provider settings.
 type Settings struct {
 	// Agent is the provider of every round (RALPH_AGENT); Review of every
-	// review (RALPH_REVIEW_AGENT, empty: Agent).
-	Agent, Review string
+	// review (RALPH_REVIEW_AGENT, empty: Agent); Plan of every campaign
+	// wave's planner (RALPH_PLAN_AGENT, empty: Agent).
+	Agent, Review, Plan string
 	// Command overrides the CLI binary (RALPH_AGENT_COMMAND).
 	Command string
 	// Model is the model the CLI asks for (RALPH_AGENT_MODEL; empty: RALPH_MODEL).
@@ -70,14 +71,22 @@ func (s Settings) ReviewAgent() string {
 	return s.Review
 }
 
+// PlanAgent is the provider of campaign planners.
+func (s Settings) PlanAgent() string {
+	if s.Plan == "" {
+		return s.Agent
+	}
+	return s.Plan
+}
+
 // Validate checks the values (not the machine: see Check).
 func (s Settings) Validate() error {
-	checks := []struct{ name, value string }{{"RALPH_AGENT", s.Agent}, {"RALPH_REVIEW_AGENT", s.Review}}
+	checks := []struct{ name, value string }{{"RALPH_AGENT", s.Agent}, {"RALPH_REVIEW_AGENT", s.Review}, {"RALPH_PLAN_AGENT", s.Plan}}
 	for _, c := range s.Candidates {
 		checks = append(checks, struct{ name, value string }{"RALPH_CANDIDATE_AGENTS", c})
 	}
 	for _, v := range checks {
-		if v.value == "" && v.name == "RALPH_REVIEW_AGENT" {
+		if v.value == "" && (v.name == "RALPH_REVIEW_AGENT" || v.name == "RALPH_PLAN_AGENT") {
 			continue
 		}
 		if !slices.Contains(Kinds(), v.value) {

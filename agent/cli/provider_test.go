@@ -21,6 +21,7 @@ import (
 	"github.com/ralph-temporal/ralph/agent/cli"
 	"github.com/ralph-temporal/ralph/devenv/testkit"
 	"github.com/ralph-temporal/ralph/internal/fakeopenai"
+	"github.com/ralph-temporal/ralph/internal/plan"
 	"github.com/ralph-temporal/ralph/internal/sandbox"
 	"github.com/ralph-temporal/ralph/report"
 	"github.com/ralph-temporal/ralph/usage"
@@ -607,6 +608,52 @@ func reviewThroughTheCLI(t *testing.T, kind string) {
 	}
 	if _, err := os.Stat(filepath.Join(r.workspace, "changed.txt")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the reviewer's shell changed the workspace: %v", err)
+	}
+}
+
+func TestPlanThroughTheCLIOpencode(t *testing.T)   { planThroughTheCLI(t, cli.Opencode) }
+func TestPlanThroughTheCLICodex(t *testing.T)      { planThroughTheCLI(t, cli.Codex) }
+func TestPlanThroughTheCLIClaudeCode(t *testing.T) { planThroughTheCLI(t, cli.ClaudeCode) }
+
+// planThroughTheCLI: a campaign planner's session on a CLI reads the
+// checkout with its shell (read-only there) and hands its plan through
+// submit_plan, checked by the builtin planner's rules: a cycle goes back
+// with the rule, the fixed plan ends the session.
+func planThroughTheCLI(t *testing.T, kind string) {
+	tries := 0
+	script := fakeopenai.AgentScript{Command: func(int) string { return "cat hello.txt; touch changed.txt" },
+		Plan: func(string) fakeopenai.PlanArgs {
+			tries++
+			p := fakeopenai.PlanArgs{Status: "tasks", Summary: "Greet twice.", Tasks: []fakeopenai.PlanTask{
+				{ID: "hello", Objective: "Print hello."}, {ID: "bye", Objective: "Print bye.", DependsOn: []string{"hello"}}}}
+			if tries == 1 {
+				p.Tasks[0].DependsOn = []string{"bye"}
+			}
+			return p
+		}}
+	r := newRig(t, kind, fakeopenai.Script{Rule: script.Rule})
+	if err := os.WriteFile(filepath.Join(r.workspace, "hello.txt"), []byte("hello\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	subject := &agent.PlanSubject{Wave: 1, Head: "abc", Rules: plan.Rules{MaxTasks: 5}}
+	res, _, err := r.run(ctx, agent.Request{SessionID: "p1", Objective: "Greet.", Round: 1, Plan: subject})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Plan == nil || len(res.Plan.Tasks) != 2 || tries != 2 {
+		t.Fatalf("plan %+v after %d submissions", res.Plan, tries)
+	}
+	refused := false
+	for _, req := range r.srv.Requests() {
+		refused = refused || strings.Contains(req.LastToolOutput(), `rule \"no cycle\"`) || strings.Contains(req.LastToolOutput(), `rule "no cycle"`)
+	}
+	if !refused {
+		t.Error("the model never read the refusal naming the cycle")
+	}
+	if _, err := os.Stat(filepath.Join(r.workspace, "changed.txt")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the planner's shell changed the checkout: %v", err)
 	}
 }
 

@@ -19,14 +19,14 @@ func (s Settings) command(kind string, d Dialect) string {
 	return d.Binary()
 }
 
-// CheckAll checks every CLI the settings use (the round's and the
-// reviewer's), for the start line; builtin needs no check.
+// CheckAll checks every CLI the settings use (the round's, the reviewer's
+// and the planner's), for the start line; builtin needs no check.
 func (s Settings) CheckAll(ctx context.Context) ([]Found, error) {
 	if err := s.Validate(); err != nil {
 		return nil, err
 	}
 	var found []Found
-	for i, kind := range append([]string{s.Agent, s.ReviewAgent()}, s.Candidates...) {
+	for i, kind := range append([]string{s.Agent, s.ReviewAgent(), s.PlanAgent()}, s.Candidates...) {
 		d, ok := Lookup(kind)
 		if !ok || slices.ContainsFunc(found, func(f Found) bool { return f.Dialect.Name() == kind }) {
 			continue
@@ -35,7 +35,9 @@ func (s Settings) CheckAll(ctx context.Context) ([]Found, error) {
 		switch {
 		case i == 1:
 			setting = "RALPH_REVIEW_AGENT"
-		case i > 1:
+		case i == 2:
+			setting = "RALPH_PLAN_AGENT"
+		case i > 2:
 			setting = "RALPH_CANDIDATE_AGENTS"
 		}
 		f, err := check(ctx, setting, kind, s.command(kind, d))

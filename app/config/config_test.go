@@ -78,13 +78,13 @@ func TestLoadWorkerValues(t *testing.T) {
 			"RALPH_MAX_WAIT_MINUTES": "15", "RALPH_MAX_DEFERRALS": "4", "RALPH_MAX_PAUSE_HOURS": "48",
 			"RALPH_MAX_CAMPAIGN_PARALLEL": "5", "RALPH_MAX_CAMPAIGN_TASKS": "40", "RALPH_FALLBACK_MODELS": " gpt-b, qwen2.5-coder:32b ,,",
 			"RALPH_GIT": "local", "RALPH_CANDIDATES": "2", "RALPH_MAX_CANDIDATES": "3", "RALPH_CANDIDATE_AGENTS": "builtin",
-			"RALPH_CANDIDATE_MODELS": "m1, m2", "RALPH_CANDIDATE_SCORE": "verify",
+			"RALPH_CANDIDATE_MODELS": "m1, m2", "RALPH_CANDIDATE_SCORE": "verify", "RALPH_MAX_WAVES": "7", "RALPH_MAX_WAVE_TASKS": "12",
 		}, func(t *testing.T, w Worker) {
 			want := activities.Limits{MaxRounds: 12, MaxHandoffChars: 100, MaxObjectiveChars: 77, RoundTimeoutSeconds: 600,
 				HeartbeatTimeoutSeconds: 10, RoundAttempts: 2, RoundsPerRun: 4, VerifyCommand: "go test ./...",
 				MaxRunTokens: 5000, MaxRunMinutes: 90, MaxIdleRounds: 2, SearchAttributes: false,
 				MaxWaitMinutes: 15, MaxDeferrals: 4, MaxPauseHours: 48, MaxCampaignParallel: 5, MaxCampaignTasks: 40, MergeRetryMinutes: 30,
-				Candidates: 2, MaxCandidates: 3, CandidateAgents: []string{"builtin"}, CandidateModels: []string{"m1", "m2"}, CandidateScore: "verify"}
+				MaxWaves: 7, MaxWaveTasks: 12, Candidates: 2, MaxCandidates: 3, CandidateAgents: []string{"builtin"}, CandidateModels: []string{"m1", "m2"}, CandidateScore: "verify"}
 			if got := strings.Join(w.Activities.Agent.FallbackModels, "|"); got != "gpt-b|qwen2.5-coder:32b" {
 				t.Errorf("fallback models = %q", got)
 			}
@@ -102,9 +102,12 @@ func TestLoadWorkerValues(t *testing.T) {
 			}
 		}},
 		{"agent providers", nil, MapEnv{"RALPH_AGENT": "opencode", "RALPH_AGENT_COMMAND": "/opt/oc", "RALPH_AGENT_MODEL": "m2",
-			"RALPH_AGENT_IDLE_SECONDS": "90", "RALPH_REVIEW_AGENT": "claude-code", "ANTHROPIC_BASE_URL": "http://127.0.0.1:9",
-			"ANTHROPIC_API_KEY": "sk-ant-x", "RALPH_AGENT_MAX_INFLIGHT": "2", "RALPH_AGENT_MAX_REQUEST_MB": "8"}, func(t *testing.T, w Worker) {
-			want := cli.Settings{Agent: "opencode", Review: "claude-code", Command: "/opt/oc", Model: "m2", Idle: 90 * time.Second,
+			"RALPH_AGENT_IDLE_SECONDS": "90", "RALPH_REVIEW_AGENT": "claude-code", "RALPH_PLAN_AGENT": "codex", "RALPH_PLAN_MODEL": "planner",
+			"ANTHROPIC_BASE_URL": "http://127.0.0.1:9", "ANTHROPIC_API_KEY": "sk-ant-x", "RALPH_AGENT_MAX_INFLIGHT": "2", "RALPH_AGENT_MAX_REQUEST_MB": "8"}, func(t *testing.T, w Worker) {
+			if w.Activities.PlanModel != "planner" {
+				t.Errorf("plan model = %q", w.Activities.PlanModel)
+			}
+			want := cli.Settings{Agent: "opencode", Review: "claude-code", Plan: "codex", Command: "/opt/oc", Model: "m2", Idle: 90 * time.Second,
 				AnthropicBaseURL: "http://127.0.0.1:9", AnthropicAPIKey: "sk-ant-x", MaxInflight: 2, MaxRequestMB: 8}
 			if !reflect.DeepEqual(w.Activities.Agents, want) {
 				t.Errorf("agents = %+v, want %+v", w.Activities.Agents, want)
@@ -244,6 +247,8 @@ func TestLoadWorkerErrors(t *testing.T) {
 		{"candidates ceiling", nil, MapEnv{"RALPH_MAX_CANDIDATES": "17"}, []string{"RALPH_MAX_CANDIDATES=17 is over 16"}},
 		{"campaign parallel ceiling", nil, MapEnv{"RALPH_MAX_CAMPAIGN_PARALLEL": "1001"}, []string{"RALPH_MAX_CAMPAIGN_PARALLEL=1001 is over 1000", "2,000"}},
 		{"campaign tasks ceiling", nil, MapEnv{"RALPH_MAX_CAMPAIGN_TASKS": "5001"}, []string{"RALPH_MAX_CAMPAIGN_TASKS=5001 is over 5000", "1 MiB"}},
+		{"wave tasks ceiling", nil, MapEnv{"RALPH_MAX_WAVE_TASKS": "1001"}, []string{"RALPH_MAX_WAVE_TASKS=1001 is over 1000"}},
+		{"max waves", nil, MapEnv{"RALPH_MAX_WAVES": "0"}, []string{"RALPH_MAX_WAVES"}},
 		{"candidates without git", nil, MapEnv{"RALPH_CANDIDATES": "2"}, []string{"RALPH_CANDIDATES=2", "RALPH_GIT=local or remote"}},
 		{"candidate agent", nil, MapEnv{"RALPH_CANDIDATE_AGENTS": "builtin,aider"}, []string{"RALPH_CANDIDATE_AGENTS", `"aider" is not a provider`}},
 		{"candidate score", nil, MapEnv{"RALPH_CANDIDATE_SCORE": "tests"}, []string{"RALPH_CANDIDATE_SCORE", "none or verify"}},
@@ -271,6 +276,7 @@ func TestLoadWorkerErrors(t *testing.T) {
 		{"log level", nil, MapEnv{"RALPH_LOG_LEVEL": "loud"}, []string{"RALPH_LOG_LEVEL", "loud"}},
 		{"agent", nil, MapEnv{"RALPH_AGENT": "aider"}, []string{"RALPH_AGENT", `"aider"`, "builtin, claude-code, codex, opencode"}},
 		{"review agent", nil, MapEnv{"RALPH_REVIEW_AGENT": "gemini"}, []string{"RALPH_REVIEW_AGENT", `"gemini"`}},
+		{"plan agent", nil, MapEnv{"RALPH_PLAN_AGENT": "gemini"}, []string{"RALPH_PLAN_AGENT", `"gemini"`}},
 		{"agent idle seconds", nil, MapEnv{"RALPH_AGENT_IDLE_SECONDS": "0"}, []string{"RALPH_AGENT_IDLE_SECONDS", `"0"`}},
 		{"wire api", nil, MapEnv{"RALPH_WIRE_API": "completions"}, []string{"RALPH_WIRE_API", "completions", "chat, responses"}},
 		{"reasoning effort", nil, MapEnv{"RALPH_REASONING_EFFORT": "max"}, []string{"RALPH_REASONING_EFFORT", `"max"`}},

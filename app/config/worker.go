@@ -297,6 +297,8 @@ func workerSettings() []setting {
 			strp: func(w *Worker) *string { return &w.Activities.UIURL }},
 		{flag: "review-model", env: "RALPH_REVIEW_MODEL", usage: "the reviewer's model on the same endpoint (empty: RALPH_MODEL)",
 			strp: func(w *Worker) *string { return &w.Activities.ReviewModel }},
+		{flag: "plan-model", env: "RALPH_PLAN_MODEL", usage: "a campaign planner's model (empty: the round's, RALPH_MODEL or RALPH_AGENT_MODEL)",
+			strp: func(w *Worker) *string { return &w.Activities.PlanModel }},
 		{flag: "review-diff-chars", env: "RALPH_REVIEW_DIFF_CHARS", usage: "max code points of the run's change (diff stat and patch) shown to the reviewer",
 			intp: func(w *Worker) *int { return &w.Activities.ReviewDiffChars }},
 		{flag: "sandbox", env: "RALPH_SANDBOX", usage: "auto, bwrap or off: how the model's commands are isolated",
@@ -348,8 +350,12 @@ func workerSettings() []setting {
 			intp: func(w *Worker) *int { return &lim(w).MaxCampaignParallel }},
 		{flag: "max-campaign-tasks", env: "RALPH_MAX_CAMPAIGN_TASKS", usage: "most tasks one campaign may hold (at most 5000)",
 			intp: func(w *Worker) *int { return &lim(w).MaxCampaignTasks }},
-		{flag: "merge-retry-minutes", env: "RALPH_MERGE_RETRY_MINUTES", usage: "how long a campaign's merge retries a git failure that is not the task's (credentials, disk, network) before its queue pauses",
+		{flag: "merge-retry-minutes", env: "RALPH_MERGE_RETRY_MINUTES", usage: "how long each git step of a campaign (a merge, a task's preparation, an approved merge's landing) retries a failure that is not the task's (credentials, disk, network) before the campaign pauses",
 			intp: func(w *Worker) *int { return &lim(w).MergeRetryMinutes }},
+		{flag: "max-waves", env: "RALPH_MAX_WAVES", usage: "ceiling of a planned campaign's maxWaves (planning rounds, each followed by its tasks)",
+			intp: func(w *Worker) *int { return &lim(w).MaxWaves }},
+		{flag: "max-wave-tasks", env: "RALPH_MAX_WAVE_TASKS", usage: "most tasks one wave's plan may hold (at most 1000)",
+			intp: func(w *Worker) *int { return &lim(w).MaxWaveTasks }},
 		{flag: "candidates", env: "RALPH_CANDIDATES", usage: "fresh agents each round runs at once on clones of the workspace, the verified one chosen (a run's candidates input overrides; more than 1 needs RALPH_GIT local or remote)",
 			intp: func(w *Worker) *int { return &lim(w).Candidates }},
 		{flag: "max-candidates", env: "RALPH_MAX_CANDIDATES", usage: "ceiling of a run's candidates (at most 16)",
@@ -395,6 +401,9 @@ func workerSettings() []setting {
 		{flag: "review-agent", env: "RALPH_REVIEW_AGENT", usage: "the reviewer's provider (unset: RALPH_AGENT)",
 			custom: enum(func(w *Worker) *string { return &w.Activities.Agents.Review }, cli.Kinds()...),
 			def:    func(w *Worker) string { return orNone(w.Activities.Agents.Review) }},
+		{flag: "plan-agent", env: "RALPH_PLAN_AGENT", usage: "a campaign planner's provider (unset: RALPH_AGENT)",
+			custom: enum(func(w *Worker) *string { return &w.Activities.Agents.Plan }, cli.Kinds()...),
+			def:    func(w *Worker) string { return orNone(w.Activities.Agents.Plan) }},
 		{env: "ANTHROPIC_BASE_URL", usage: "Anthropic Messages endpoint the gateway forwards claude-code's requests to",
 			strp: func(w *Worker) *string { return &w.Activities.Agents.AnthropicBaseURL }},
 		{env: "ANTHROPIC_API_KEY", usage: "Anthropic API key for claude-code (env only; never given to the CLI, never logged)", secret: true,
@@ -755,6 +764,9 @@ func (w *Worker) finish() error {
 	if lim.MaxCampaignTasks > MaxCampaignTasksCeiling {
 		return fmt.Errorf("RALPH_MAX_CAMPAIGN_TASKS=%d is over %d: a campaign carries every task's state across continue-as-new within 1 MiB", lim.MaxCampaignTasks, MaxCampaignTasksCeiling)
 	}
+	if lim.MaxWaveTasks > MaxWaveTasksCeiling {
+		return fmt.Errorf("RALPH_MAX_WAVE_TASKS=%d is over %d: a wave's plan is one activity result, kept in the campaign's state", lim.MaxWaveTasks, MaxWaveTasksCeiling)
+	}
 	if lim.Candidates > 1 && !w.Activities.Git.Enabled() {
 		return fmt.Errorf("RALPH_CANDIDATES=%d needs RALPH_GIT=local or remote: each candidate works a clone of the workspace", lim.Candidates)
 	}
@@ -770,6 +782,7 @@ func (w *Worker) finish() error {
 const (
 	MaxCampaignParallelCeiling = 1000
 	MaxCampaignTasksCeiling    = 5000
+	MaxWaveTasksCeiling        = 1000
 )
 
 // MaxCandidatesCeiling bounds RALPH_MAX_CANDIDATES, and so the status
@@ -868,6 +881,7 @@ func (w Worker) LogAttrs() []any {
 		slog.Duration("stopTimeout", w.StopTimeout),
 		slog.String("git", a.Git.Mode),
 		slog.String("reviewModel", a.ReviewModel),
+		slog.String("planModel", a.PlanModel),
 		slog.String("gitRemote", gitws.RedactURL(a.Git.Remote)),
 	}
 }

@@ -391,6 +391,9 @@ func campaignLines(st campaign.CampaignStatus) []string {
 	if st.StopRequested {
 		head += " (stop requested)"
 	}
+	if st.PauseReason != "" {
+		head += " (" + oneLine(clip(st.PauseReason+": "+lastLine(st.PauseOutput), 160)) + "; fix it, then starter resume)"
+	}
 	if st.Outcome != "" {
 		head += ", " + st.Outcome
 	}
@@ -399,6 +402,12 @@ func campaignLines(st campaign.CampaignStatus) []string {
 		lines = append(lines, "  "+taskLine(t, true))
 	}
 	return lines
+}
+
+// lastLine is s's last line that is not blank (a verify output's verdict).
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimRight(s, " \t\r\n"), "\n")
+	return lines[len(lines)-1]
 }
 
 // taskLine is one task: id, phase, go, round, merge attempts, then the

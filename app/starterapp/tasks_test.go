@@ -287,6 +287,16 @@ func TestCampaignPrinter(t *testing.T) {
 	}
 }
 
+// A queue that paused itself says why in the header: the reason and the
+// last line of its output (a verify's verdict), on one line.
+func TestCampaignLinesShowThePause(t *testing.T) {
+	st := campaign.CampaignStatus{Phase: "paused", PauseReason: "head-red", IntegrationBranch: "i", Head: "0123456789",
+		PauseOutput: "compiling\nFAIL: TestHead\tbroken\n\n"}
+	if got := campaignLines(st)[0]; got != "campaign paused: 0 of 0 merged into i at 0123456 (head-red: FAIL: TestHead broken; fix it, then starter resume)" {
+		t.Errorf("header = %q", got)
+	}
+}
+
 // A returned task shows its last failure on its line.
 func TestTaskLineShowsFailure(t *testing.T) {
 	line := taskLine(campaign.TaskStatus{ID: "b", Phase: campaign.TaskReturned, Go: 2, MergeAttempts: 1,

@@ -12,8 +12,9 @@ import (
 // shell tool the CLI offers (Bash, bash, exec_command, shell), then calls
 // the report tool the worker's MCP
 // server gave the CLI (its name ends in submit_report) with Report; a
-// reviewer's CLI approves through submit_review. A request without tools
-// (opencode's title request) gets a short text.
+// reviewer's CLI approves through submit_review, a planner's submits Plan
+// through submit_plan. A request without tools (opencode's title request)
+// gets a short text.
 type AgentScript struct {
 	// Command is what round runs first ("": report at once).
 	Command func(round int) string
@@ -24,6 +25,8 @@ type AgentScript struct {
 	Report func(round int, shellOutput string) ReportArgs
 	// Usage, when set, is every answer's usage.
 	Usage *openai.Usage
+	// Plan is a planner's plan, given the shell's output (nil: one task).
+	Plan func(shellOutput string) PlanArgs
 }
 
 // shellTools are the shell tools of the CLIs, as their models see them.
@@ -48,12 +51,15 @@ func (a AgentScript) answer(req Request) Response {
 	if len(results) > 0 {
 		last = results[len(results)-1]
 	}
-	if strings.Contains(last, "Report accepted") {
+	if strings.Contains(last, "Report accepted") || strings.Contains(last, "Plan accepted") {
 		return Text("Done.")
 	}
 	cmds := a.commands(round)
 	if review := req.OfferedTool("submit_review"); review != "" && (len(results) > 0 || len(cmds) == 0 || shell == "") {
 		return Tools(CallJSON(review, map[string]any{"verdict": "approve", "summary": "The objective is met.", "findings": []string{}}))
+	}
+	if plan := req.OfferedTool("submit_plan"); plan != "" && (len(results) >= len(cmds) || shell == "") {
+		return Tools(a.submitPlan(plan, last))
 	}
 	if len(results) < len(cmds) && shell != "" {
 		return Tools(ShellCall(shell, cmds[len(results)]))
@@ -62,6 +68,17 @@ func (a AgentScript) answer(req Request) Response {
 		return Text("no report tool was offered")
 	}
 	return Tools(SubmitReportNamed(report, a.Report(round, last)))
+}
+
+// submitPlan is the planner's submit_plan call under the CLI's name for it.
+func (a AgentScript) submitPlan(name, shellOutput string) Call {
+	p := PlanArgs{Status: "tasks", Summary: "One task.", Tasks: []PlanTask{{ID: "only", Objective: "Do the work."}}}
+	if a.Plan != nil {
+		p = a.Plan(shellOutput)
+	}
+	c := SubmitPlan(p)
+	c.Name = name
+	return c
 }
 
 func (a AgentScript) commands(round int) []string {

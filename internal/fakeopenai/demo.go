@@ -60,6 +60,9 @@ func DemoScript() Script {
 }
 
 func demoAnswer(req Request) Response {
+	if req.IsPlanner() {
+		return DemoPlanner(req) // the planning demo (plan.go)
+	}
 	if task, ok := campaignTaskOf(req); ok {
 		return campaignAnswer(req, task)
 	}

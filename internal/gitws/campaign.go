@@ -52,6 +52,9 @@ type TaskBranch struct {
 	// InWorkspace: Repo is the task's workspace (local mode), which is no
 	// repository until the task's first go.
 	InWorkspace bool
+	// Head is the branch's head when the step fetched it already (Sift),
+	// so MergeStack does not fetch it again; "" to fetch.
+	Head string
 }
 
 // Merge is one task merged onto the stack's tip.
@@ -273,10 +276,66 @@ func MergeMessage(campaign string, t TaskBranch) string {
 	return fmt.Sprintf("ralph: merge task %s\n\nRalph-Campaign: %s\nRalph-Task: %s\nRalph-Go: %d\n", t.ID, campaign, t.ID, t.Go)
 }
 
+// StackFault is a task Sift left out of a stack: its branch is missing or
+// no longer holds its loop's last checkpoint (deleted or force-pushed).
+type StackFault struct {
+	Task   string
+	Reason string
+}
+
+// Sift sorts a stack's tasks before it merges. First, a task whose commit
+// head holds already is merged (an earlier try landed it and its answer was
+// lost): whatever its branch became, it is never failed. Then a task whose
+// branch is missing or no longer holds its commit is a fault, left out. The
+// rest is returned to merge, each with the head its branch was fetched at.
+func (g *Git) Sift(ctx context.Context, dir, head string, tasks []TaskBranch) (done []Merge, rest []TaskBranch, faults []StackFault, err error) {
+	for _, t := range tasks {
+		if t.Commit != "" && g.isAncestor(ctx, dir, t.Commit, head) {
+			m, err := g.already(ctx, dir, head, t)
+			if err != nil {
+				return nil, nil, nil, err
+			}
+			done = append(done, m)
+			continue
+		}
+		got, err := g.TaskHead(ctx, dir, t)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		switch {
+		case t.Commit == "":
+			faults = append(faults, StackFault{Task: t.ID, Reason: "no checkpoint commit to merge"})
+		case got == "":
+			faults = append(faults, StackFault{Task: t.ID, Reason: fmt.Sprintf("its branch %s is missing (deleted?)", t.Branch)})
+		case !g.isAncestor(ctx, dir, t.Commit, got):
+			faults = append(faults, StackFault{Task: t.ID, Reason: fmt.Sprintf(
+				"its branch %s is at %s, which no longer holds the loop's last checkpoint %s (force-pushed or reset?)", t.Branch, shortID(got), shortID(t.Commit))})
+		default:
+			t.Head = got
+			rest = append(rest, t)
+		}
+	}
+	return done, rest, faults, nil
+}
+
+// already is the merge of t's commit that tip holds: its first-parent merge
+// commit, else tip itself (the commit came in another way).
+func (g *Git) already(ctx context.Context, dir, tip string, t TaskBranch) (Merge, error) {
+	commit, err := g.mergeOf(ctx, dir, tip, t.Commit)
+	if err != nil {
+		return Merge{}, err
+	}
+	if commit == "" {
+		commit = tip
+	}
+	return Merge{Task: t.ID, Commit: commit, Already: true}, nil
+}
+
 // MergeStack merges each task's commit, in order, onto head with
 // --no-ff in the scratch clone dir (the tasks' own commits stay as they
-// were) and returns the stack's tip and each merge. A task whose commit head
-// already holds is done and not merged again. On the first task that
+// were) and returns the stack's tip and each merge. A task whose commit the
+// tip already holds is done and not merged again (checked first, so a task
+// that landed is never failed for what its branch became). On the first task that
 // conflicts it stops and returns that conflict (the tip is the merges
 // before it); likewise on a task whose merge is refused or fails without
 // conflicting paths (Conflict.Refused: its tree passed a workspace bound,
@@ -288,20 +347,23 @@ func (g *Git) MergeStack(ctx context.Context, dir, campaign, head string, tasks 
 	tip := head
 	var merges []Merge
 	for i, t := range tasks {
-		got, err := g.TaskHead(ctx, dir, t)
-		if err != nil {
-			return "", nil, nil, err
-		}
-		if got == "" || got != t.Commit && !g.isAncestor(ctx, dir, t.Commit, got) {
-			return "", nil, nil, fmt.Errorf("task %s: its branch %s does not hold the loop's last checkpoint %s", t.ID, t.Branch, shortID(t.Commit))
-		}
-		if g.isAncestor(ctx, dir, t.Commit, tip) {
-			commit, err := g.mergeOf(ctx, dir, tip, t.Commit)
+		if t.Commit != "" && g.isAncestor(ctx, dir, t.Commit, tip) {
+			m, err := g.already(ctx, dir, tip, t)
 			if err != nil {
 				return "", nil, nil, err
 			}
-			merges = append(merges, Merge{Task: t.ID, Commit: commit, Already: true})
+			merges = append(merges, m)
 			continue
+		}
+		got := t.Head
+		if got == "" {
+			var err error
+			if got, err = g.TaskHead(ctx, dir, t); err != nil {
+				return "", nil, nil, err
+			}
+		}
+		if got == "" || got != t.Commit && !g.isAncestor(ctx, dir, t.Commit, got) {
+			return "", nil, nil, fmt.Errorf("task %s: its branch %s does not hold the loop's last checkpoint %s", t.ID, t.Branch, shortID(t.Commit))
 		}
 		// The merge is written in the object store alone (merge-tree, then
 		// commit-tree with both parents: what `git merge --no-ff` commits);
@@ -360,6 +422,18 @@ func (g *Git) mergeTree(ctx context.Context, dir, base, commit string) (string, 
 		return "", nil, fmt.Errorf("compute the merge of %s onto %s: %w", shortID(commit), shortID(base), err)
 	}
 	return fields[0], paths, nil
+}
+
+// CheckoutHead checks the integration head out in the scratch clone dir
+// (within the workspace bounds), for a merge or a verify of the head alone.
+func (g *Git) CheckoutHead(ctx context.Context, dir, head string) error {
+	if err := g.checkTree(ctx, dir, head, "the integration head "+shortID(head)); err != nil {
+		return err
+	}
+	if _, err := g.run(ctx, dir, cmdOpts{}, "checkout", "-q", "--detach", "--force", head); err != nil {
+		return fmt.Errorf("check out the integration head %s: %w", shortID(head), err)
+	}
+	return nil
 }
 
 // mergeOf finds the first-parent commit of tip that merged commit ("" when
@@ -527,4 +601,17 @@ func (g *Git) FileAt(ctx context.Context, dir, commit, path string, limit int64)
 		return nil, fmt.Errorf("read %s at %s: %w", path, shortID(commit), err)
 	}
 	return []byte(out), nil
+}
+
+// CheckoutCommit checks commit (fetched into the scratch clone dir) out
+// detached, within the tree bounds: a campaign planner's view of the
+// integration head. A tree over the bounds is a *TreeTooBigError.
+func (g *Git) CheckoutCommit(ctx context.Context, dir, commit, what string) error {
+	if err := g.checkTree(ctx, dir, commit, what); err != nil {
+		return err
+	}
+	if _, err := g.run(ctx, dir, cmdOpts{}, "checkout", "-q", "--detach", "--force", commit); err != nil {
+		return fmt.Errorf("check out %s at %s: %w", what, shortID(commit), err)
+	}
+	return nil
 }

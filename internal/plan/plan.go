@@ -32,6 +32,9 @@ type Rules struct {
 	MaxTasks  int      `json:"maxTasks"`
 	KnownIDs  []string `json:"knownIds,omitempty"`
 	MergedIDs []string `json:"mergedIds,omitempty"`
+	// MaxObjectiveChars bounds each task's objective (the deployment's
+	// RALPH_MAX_OBJECTIVE_CHARS; 0: DefaultMaxObjectiveChars).
+	MaxObjectiveChars int `json:"maxObjectiveChars,omitempty"`
 }
 
 // WaveReport is the campaign-written report of one wave: the only state
@@ -47,6 +50,9 @@ type WaveReport struct {
 	Verify *HeadVerify `json:"verify,omitempty"`
 	// Rejected is a person's reason for rejecting the last plan.
 	Rejected string `json:"rejected,omitempty"`
+	// Omitted counts the tasks Fit left out of Tasks (merged ones first)
+	// when even their names passed the handoff cap.
+	Omitted int `json:"omitted,omitempty"`
 }
 
 // TaskOutcome is one task of a wave as its report tells it.

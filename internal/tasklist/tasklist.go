@@ -61,6 +61,22 @@ func (f Fields) Empty() bool {
 // taskIDPattern is a task id (docs/campaigns.md).
 var taskIDPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
 
+// ValidID reports whether id is a task id: a path segment and a ref
+// component as is (docs/campaigns.md).
+func ValidID(id string) bool { return taskIDPattern.MatchString(id) }
+
+// CheckTask applies the rules every task meets wherever it comes from (a
+// file, a planner's plan): its id is a task id and it has an objective.
+func CheckTask(t Task) error {
+	switch {
+	case !ValidID(t.ID):
+		return fmt.Errorf("task id %q must be lower-case letters, digits and '-', starting with a letter or digit, at most 63 characters", t.ID)
+	case strings.TrimSpace(t.Objective) == "":
+		return fmt.Errorf("task %q has no objective", t.ID)
+	}
+	return nil
+}
+
 // fileError is a problem at a line of a task file.
 type fileError struct {
 	path string
@@ -376,13 +392,11 @@ func parseMarkdownTasks(path string, data []byte) (taskList, error) {
 func (l taskList) check(withinFile bool) (File, error) {
 	at := map[string]int{}
 	for _, t := range l.tasks {
-		switch {
-		case !taskIDPattern.MatchString(t.ID):
-			return File{}, &fileError{l.path, t.line, fmt.Sprintf("task id %q must be lower-case letters, digits and '-', starting with a letter or digit, at most 63 characters", t.ID)}
-		case at[t.ID] > 0:
+		if ValidID(t.ID) && at[t.ID] > 0 {
 			return File{}, &fileError{l.path, t.line, fmt.Sprintf("task id %q is already used at line %d", t.ID, at[t.ID])}
-		case strings.TrimSpace(t.Objective) == "":
-			return File{}, &fileError{l.path, t.line, fmt.Sprintf("task %q has no objective", t.ID)}
+		}
+		if err := CheckTask(t.Task); err != nil {
+			return File{}, &fileError{l.path, t.line, err.Error()}
 		}
 		at[t.ID] = t.line
 	}

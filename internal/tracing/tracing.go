@@ -26,6 +26,7 @@ const (
 	SpanVerify     = "ralph.verify"
 	SpanCheckpoint = "ralph.checkpoint"
 	SpanReview     = "ralph.review"
+	SpanPlan       = "ralph.plan"
 )
 
 // Ralph's own attribute keys.
@@ -41,6 +42,7 @@ const (
 	AttrCommit        = attribute.Key("ralph.checkpoint.commit")
 	AttrFilesChanged  = attribute.Key("ralph.checkpoint.files_changed")
 	AttrReviewVerdict = attribute.Key("ralph.review.verdict")
+	AttrPlanStatus    = attribute.Key("ralph.plan.status")
 )
 
 // OpenTelemetry GenAI semantic-convention keys.

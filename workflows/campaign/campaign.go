@@ -75,6 +75,11 @@ type campaign struct {
 	// task's) until resume; pauses counts them for their notifications.
 	pauseReason string
 	pauses      int
+	// pauseOutput says more of the pause (the head's verify output, the
+	// git step's error); recheck: resume asked the queue to verify a red
+	// head again (it stays paused until the head passes).
+	pauseOutput string
+	recheck     bool
 	// holding counts the approval waits running beside the queue.
 	holding int
 	// merging: the queue's coroutine (CampaignQueueApart) is landing a
@@ -126,7 +131,7 @@ func (c *campaign) resume(ctx workflow.Context, k *CampaignContinuation) error {
 	c.limits, c.settings, c.queue, c.head = k.Limits, k.Settings, k.Queue, k.Head
 	c.usage, c.budget, c.paused, c.stopping, c.verifies = k.Usage, k.Budget, k.Paused, k.Stopping, k.Verifies
 	c.verifyCount, c.verifyFailed, c.sources = k.VerifyCount, k.VerifyFailed, k.Sources
-	c.pauseReason, c.pauses = k.PauseReason, k.Pauses
+	c.pauseReason, c.pauses, c.pauseOutput = k.PauseReason, k.Pauses, k.PauseOutput
 	for i := range k.Tasks {
 		t := &k.Tasks[i]
 		t.WorkflowID = workflowID(c.settings.ID, t)
@@ -274,7 +279,8 @@ func (c *campaign) startGo(ctx workflow.Context, t *taskState) {
 	if t.Phase == TaskReturned {
 		back = c.backReport(t, t.LastFailure)
 	}
-	t.Evidence = nil // the back report lives only until the go it starts
+	was, evidence := t.Phase, t.Evidence // restored when git holds the go back
+	t.Evidence = nil                     // the back report lives only until the go it starts
 	t.Go++
 	t.Phase, t.Round = TaskRunning, 0
 	t.WorkflowID = workflowID(c.settings.ID, t)
@@ -286,6 +292,9 @@ func (c *campaign) startGo(ctx workflow.Context, t *taskState) {
 	workflow.Go(ctx, func(ctx workflow.Context) {
 		defer func() { c.running--; c.dirty = true }()
 		res, err := c.runGo(ctx, t, back)
+		if c.prepareHeld(ctx, t, was, evidence, err) {
+			return
+		}
 		c.goEnded(ctx, t, res, err)
 	})
 }
@@ -316,8 +325,8 @@ func (c *campaign) runGo(ctx workflow.Context, t *taskState, back *report.Report
 	if t.Source > 0 {
 		in.From = &c.sources[t.Source-1]
 	}
-	if err := workflow.ExecuteActivity(c.gitOptions(ctx, "prepare "+t.Task.ID), activities.PrepareTaskName, in).Get(ctx, &prep); err != nil {
-		return nil, err
+	if err := workflow.ExecuteActivity(c.prepareOptions(ctx, "prepare "+t.Task.ID), activities.PrepareTaskName, in).Get(ctx, &prep); err != nil {
+		return nil, c.prepareFailed(ctx, err)
 	}
 	objective := t.Task.Objective
 	if prep.Task != nil {
@@ -500,7 +509,8 @@ func (c *campaign) land(ctx workflow.Context, batch []*taskState) error {
 		batch[0].approved = false
 		return c.landHeld(ctx, batch[0])
 	}
-	in := activities.MergeTaskInput{Line: c.line(), VerifyCommand: c.settings.VerifyCommand, Hold: c.settings.Approve == ApproveMerge}
+	in := activities.MergeTaskInput{Line: c.line(), VerifyCommand: c.settings.VerifyCommand, Hold: c.settings.Approve == ApproveMerge,
+		TaskFaults: c.limits.CampaignTaskFaults}
 	ids := make([]string, len(batch))
 	for i, t := range batch {
 		in.Tasks = append(in.Tasks, c.taskRef(t))
@@ -522,6 +532,11 @@ func (c *campaign) land(ctx workflow.Context, batch []*taskState) error {
 		for _, t := range batch {
 			t.Phase, t.LastFailure = TaskFailed, "merge step failed: "+runes.Prefix(err.Error(), 2000)
 		}
+		return nil
+	}
+	// One task's fault is one task's: it goes back alone, the rest is what
+	// out's outcome is about.
+	if batch, ids = c.leaveOut(ctx, batch, ids, out.Faults); len(batch) == 0 {
 		return nil
 	}
 	if out.Outcome == activities.MergeLanded {
@@ -578,6 +593,11 @@ func (c *campaign) landWithout(ctx workflow.Context, batch []*taskState, out act
 // command, or bisects a stack to find which of its tasks did.
 func (c *campaign) landRed(ctx workflow.Context, batch []*taskState, out activities.MergeTaskOutput) error {
 	if len(batch) == 1 {
+		if c.headRedOn() {
+			if paused, err := c.headRed(ctx, batch[0], out); paused || err != nil {
+				return err
+			}
+		}
 		v := out.Verification
 		if c.limits.CampaignEvidence {
 			// One sentence naming the command (shortened), the exit code
@@ -640,6 +660,11 @@ func (c *campaign) landHeld(ctx workflow.Context, t *taskState) error {
 	if err := workflow.ExecuteActivity(c.mergeOptions(ctx, "land "+t.Task.ID), activities.MergeTaskName, in).Get(ctx, &landed); err != nil {
 		if ctx.Err() != nil {
 			return c.queueCancelled(ctx)
+		}
+		if c.limits.CampaignGitBound && c.limits.MergeRetryMinutes > 0 && !tasksFault(err) {
+			t.approved = true // lands, not merges, after resume
+			c.holdStep(ctx, []*taskState{t}, "landing task "+t.Task.ID+"'s approved merge", err)
+			return nil
 		}
 		t.Phase, t.LastFailure = TaskFailed, "landing the approved merge failed: "+runes.Prefix(err.Error(), 2000)
 		return nil
@@ -761,7 +786,8 @@ func (c *campaign) continueAsNew(ctx workflow.Context) error {
 func (c *campaign) continuation() *CampaignContinuation {
 	k := &CampaignContinuation{Limits: c.limits, Settings: c.settings, Queue: c.queue, Head: c.head, Usage: c.usage,
 		Budget: c.budget, Paused: c.paused, Stopping: c.stopping, Verifies: c.verifies,
-		VerifyCount: c.verifyCount, VerifyFailed: c.verifyFailed, Sources: c.sources, PauseReason: c.pauseReason, Pauses: c.pauses}
+		VerifyCount: c.verifyCount, VerifyFailed: c.verifyFailed, Sources: c.sources, PauseReason: c.pauseReason, Pauses: c.pauses,
+		PauseOutput: c.pauseOutput}
 	for _, t := range c.tasks {
 		k.Tasks = append(k.Tasks, *t)
 	}
@@ -773,7 +799,7 @@ func (c *campaign) phase() string {
 	switch {
 	case c.finished != "":
 		return workflows.PhaseFinished
-	case c.paused:
+	case c.paused || c.pauseReason != "": // a head-red pause holds the queue alone
 		return workflows.PhasePaused
 	}
 	return workflows.PhaseRunning
@@ -872,14 +898,17 @@ func tasksFault(err error) bool {
 // (nothing is marked failed), the campaign's phase is paused with the
 // reason, and resume retries it.
 func (c *campaign) holdQueue(ctx workflow.Context, batch []*taskState, err error) {
+	c.holdStep(ctx, batch, "the merge step", err)
+}
+
+// holdStep is holdQueue for the git step named.
+func (c *campaign) holdStep(ctx workflow.Context, batch []*taskState, step string, err error) {
 	ids := make([]string, len(batch))
 	for i, t := range batch {
 		t.Phase, ids[i] = TaskQueued, t.Task.ID
 	}
 	c.queue = append(ids, c.queue...)
-	c.paused, c.pauseReason = true, "git: the merge step kept failing for "+fmt.Sprint(c.limits.MergeRetryMinutes)+" minutes: "+runes.Prefix(activityProblem(err), 1000)
-	c.upsert(ctx)
-	c.notifyPaused(ctx)
+	c.pauseGit(ctx, step, err)
 }
 
 // holdApart keeps a verified merge for approval beside the queue: the task
@@ -938,12 +967,16 @@ func (c *campaign) startHolding(ctx workflow.Context, t *taskState) {
 func (c *campaign) startQueue(ctx workflow.Context) {
 	workflow.Go(ctx, func(ctx workflow.Context) {
 		for {
-			if err := workflow.Await(ctx, c.queueReady); err != nil {
+			if err := workflow.Await(ctx, func() bool { return c.queueReady() || c.recheck }); err != nil {
 				return // cancelled: the main loop ends the campaign
 			}
-			batch := c.nextBatch()
 			c.merging = true
-			err := c.land(ctx, batch)
+			var err error
+			if c.recheck {
+				err = c.recheckHead(ctx) // resume after a head-red pause
+			} else {
+				err = c.land(ctx, c.nextBatch())
+			}
 			c.merging, c.dirty = false, true
 			if err != nil {
 				return // only a cancel: the main loop ends the campaign
@@ -960,7 +993,7 @@ func (c *campaign) queueReady() bool {
 // queueBusy: the queue's coroutine is landing a stack or is about to take
 // one; the campaign neither finishes nor continues as new meanwhile.
 func (c *campaign) queueBusy() bool {
-	return c.limits.CampaignQueueApart && (c.merging || c.queueReady())
+	return c.limits.CampaignQueueApart && (c.merging || c.queueReady() || c.recheck)
 }
 
 // queueCancelled ends a merge step the campaign's cancel interrupted: the

@@ -78,14 +78,25 @@ func (c *campaign) validateResume() error {
 	if err := c.open(); err != nil {
 		return err
 	}
-	if !c.paused {
+	switch {
+	case c.recheck:
+		return errors.New("the campaign is checking its integration head again after a resume; the status query says when it is done")
+	case !c.paused && c.pauseReason == "":
 		return errors.New("the campaign is not paused")
 	}
 	return nil
 }
 
+// onResume ends an operator's pause and a git pause at once; a head-red
+// pause ends only once the queue verified the head again and it passed
+// (still red: the queue stays paused and notifies again).
 func (c *campaign) onResume(ctx workflow.Context) (CampaignAck, error) {
-	c.paused, c.pauseReason, c.dirty = false, "", true
+	if c.pauseReason == PauseHeadRed {
+		c.paused, c.recheck, c.dirty = false, true, true
+		c.upsert(ctx)
+		return c.ack(), nil
+	}
+	c.paused, c.pauseReason, c.pauseOutput, c.dirty = false, "", "", true
 	c.upsert(ctx)
 	return c.ack(), nil
 }

@@ -207,6 +207,15 @@ func parseTask(field string, raw json.RawMessage, limits activities.Limits) (Tas
 	if t.ProtectedPaths, err = parseProtected(fields[fieldProtected]); err != nil {
 		return Task{}, prefixed(field, err)
 	}
+	// The loop and the merge get one list, the campaign's then the task's,
+	// where the last match wins: a task's "!" would re-allow a path the
+	// campaign protects.
+	for i, p := range t.ProtectedPaths {
+		if strings.HasPrefix(p, "!") {
+			return Task{}, &workflows.InputError{Field: fmt.Sprintf("%s.%s[%d]", field, fieldProtected, i),
+				Problem: fmt.Sprintf("%q: a task's protected paths add to the campaign's; a \"!\" pattern would re-allow what the campaign protects", p)}
+		}
+	}
 	return t, nil
 }
 

@@ -46,6 +46,8 @@ func TestParseCampaignInputErrors(t *testing.T) {
 		{"parallel over ceiling", `{"tasks":[` + ok + `],"verifyCommand":"x","maxParallel":9}`, "maxParallel: must be between 1 and 8 (RALPH_MAX_CAMPAIGN_PARALLEL)"},
 		{"approve", `{"tasks":[` + ok + `],"verifyCommand":"x","approve":"all"}`, `approve: must be "none" or "merge"`},
 		{"branch", `{"tasks":[` + ok + `],"verifyCommand":"x","branch":"a..b"}`, "branch: \"a..b\" is not a branch name"},
+		{"task re-allows", `{"tasks":[{"id":"a","objective":"x","protectedPaths":["docs/**","!.github/**"]}],"verifyCommand":"x","protectedPaths":[".github/**"]}`,
+			`tasks[0] (a).protectedPaths[1]: "!.github/**": a task's protected paths add to the campaign's`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -63,6 +63,14 @@ func (c *campaign) notifyPaused(ctx workflow.Context) {
 	}
 	run := workflow.GetInfo(ctx).WorkflowExecution
 	c.pauses++
-	notifyDetached(ctx, activities.NotifyInput{Event: EventPaused, WorkflowID: run.ID, RunID: run.RunID, Seq: c.pauses, Status: workflows.PhasePaused,
-		Text: fmt.Sprintf("Campaign %s paused its merge queue: %s (resume it when fixed)", run.ID, runes.Prefix(c.pauseReason, 300))})
+	text := fmt.Sprintf("Campaign %s paused its merge queue: %s (resume it when fixed)", run.ID, runes.Prefix(c.pauseReason, 300))
+	switch c.pauseReason {
+	case PauseHeadRed:
+		// The output is the repository's (and so the models'): quoted.
+		text = fmt.Sprintf("Campaign %s paused its merge queue: head-red: the integration head fails the verify command on its own; its output ends: %s (resume checks the head again)",
+			run.ID, activities.QuoteModelText(runes.Suffix(c.pauseOutput, 300)))
+	case PauseGit:
+		text = fmt.Sprintf("Campaign %s paused: git: %s (resume it when fixed)", run.ID, activities.QuoteModelText(runes.Prefix(c.pauseOutput, 300)))
+	}
+	notifyDetached(ctx, activities.NotifyInput{Event: EventPaused, WorkflowID: run.ID, RunID: run.RunID, Seq: c.pauses, Status: workflows.PhasePaused, Text: text})
 }

@@ -33,7 +33,7 @@ func listed(phase string) bool {
 // snapshot is the status summary: counts, head, usage, verifies and the
 // active and failing tasks, cut to fit within maxStatusBytes.
 func (c *campaign) snapshot() CampaignStatus {
-	s := CampaignStatus{Phase: c.phase(), PauseReason: c.pauseReason, Counts: map[string]int{}, Total: len(c.tasks), Tasks: []TaskStatus{},
+	s := CampaignStatus{Phase: c.phase(), PauseReason: c.pauseReason, PauseOutput: c.pauseOutput, Counts: map[string]int{}, Total: len(c.tasks), Tasks: []TaskStatus{},
 		IntegrationBranch: c.settings.Branch, Head: c.head, Usage: c.usage, Outcome: c.finished, StopRequested: c.stopping,
 		Verifies: slices.Clone(c.verifies), VerifyCount: c.verifyCount, VerifyFailed: c.verifyFailed, Budget: c.budget.Status()}
 	if s.Verifies == nil {

@@ -129,8 +129,12 @@ type TaskStatus struct {
 type CampaignStatus struct {
 	Phase string `json:"phase"` // running, paused, finished
 	// PauseReason says why the merge queue paused itself ("" for an
-	// operator's pause): a git step's failure that is not a task's.
+	// operator's pause): git (a git step kept failing for a reason that is
+	// not a task's) or head-red (the integration head fails the verify
+	// command on its own); PauseOutput says more: the step's error, or the
+	// head's verify output (its last 2,000 characters).
 	PauseReason       string         `json:"pauseReason,omitempty"`
+	PauseOutput       string         `json:"pauseOutput,omitempty"`
 	Counts            map[string]int `json:"counts"`
 	Total             int            `json:"total"`
 	Tasks             []TaskStatus   `json:"tasks"`
@@ -238,4 +242,5 @@ type CampaignContinuation struct {
 	Sources      []activities.TasksSource `json:"sources,omitempty"`
 	PauseReason  string                   `json:"pauseReason,omitempty"`
 	Pauses       int                      `json:"pauses,omitempty"`
+	PauseOutput  string                   `json:"pauseOutput,omitempty"`
 }
