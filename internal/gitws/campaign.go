@@ -389,6 +389,7 @@ func (g *Git) MergeStack(ctx context.Context, dir, campaign, head string, tasks 
 		if tip, err = g.commitTree(ctx, dir, tree, MergeMessage(campaign, t), tip, t.Commit); err != nil {
 			return "", nil, nil, fmt.Errorf("merge task %s: %w", t.ID, err)
 		}
+		g.inBounds.alias(tree, tip)
 		merges = append(merges, Merge{Task: t.ID, Commit: tip})
 	}
 	if tip != head {

@@ -32,6 +32,9 @@ type Git struct {
 	// scratches what ScratchFrom set up in each step's scratch.
 	cacheRoot string
 	scratches *sync.Map // dir → *scratchState
+	// inBounds spares a tree sum of what an earlier one found within the
+	// workspace bounds (treesize.go).
+	inBounds *boundedIDs
 }
 
 // New returns a Git for cfg (already validated). hooksDir is created empty:
@@ -59,7 +62,8 @@ func New(cfg Config, hooksDir string) (*Git, error) {
 		return nil, fmt.Errorf("the git hooks directory %s must be empty", hooksDir)
 	}
 	return &Git{cfg: cfg, hooksDir: hooksDir, authorName: name, authorEmail: email, dirs: newDirCache(defaultDirCacheBytes),
-		bound: newBound(cfg.memoryMB()), cacheRoot: filepath.Join(filepath.Dir(hooksDir), cacheDirName), scratches: &sync.Map{}}, nil
+		bound: newBound(cfg.memoryMB()), cacheRoot: filepath.Join(filepath.Dir(hooksDir), cacheDirName), scratches: &sync.Map{},
+		inBounds: &boundedIDs{}}, nil
 }
 
 // Config is the policy this Git runs.
