@@ -307,7 +307,7 @@ func (g *Git) Sift(ctx context.Context, dir, head string, tasks []TaskBranch) (d
 			faults = append(faults, StackFault{Task: t.ID, Reason: "no checkpoint commit to merge"})
 		case got == "":
 			faults = append(faults, StackFault{Task: t.ID, Reason: fmt.Sprintf("its branch %s is missing (deleted?)", t.Branch)})
-		case !g.isAncestor(ctx, dir, t.Commit, got):
+		case got != t.Commit && !g.isAncestor(ctx, dir, t.Commit, got):
 			faults = append(faults, StackFault{Task: t.ID, Reason: fmt.Sprintf(
 				"its branch %s is at %s, which no longer holds the loop's last checkpoint %s (force-pushed or reset?)", t.Branch, shortID(got), shortID(t.Commit))})
 		default:
