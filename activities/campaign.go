@@ -183,7 +183,10 @@ type campaignGit struct {
 	local   bool
 }
 
-func (a *Activities) campaignGit(ctx context.Context, in CampaignLine, scratchName string) (*campaignGit, error) {
+// campaignGit prepares one campaign step's scratch repository, starting
+// with the integration branch and the branches of tasks (from the worker's
+// object cache: internal/gitws/cache.go).
+func (a *Activities) campaignGit(ctx context.Context, in CampaignLine, scratchName string, tasks ...CampaignTask) (*campaignGit, error) {
 	if a.git == nil {
 		return nil, temporal.NewNonRetryableApplicationError(
 			"a campaign needs RALPH_GIT=local or remote on the worker; this worker has RALPH_GIT=off", ErrTypeCampaignGit, nil)
@@ -203,7 +206,13 @@ func (a *Activities) campaignGit(ctx context.Context, in CampaignLine, scratchNa
 			return nil, err
 		}
 	}
-	if err := a.git.Scratch(ctx, dir); err != nil {
+	refs := []gitws.ScratchRef{c.line.ScratchRef()}
+	for _, t := range tasks {
+		if ref, ok := c.task(t).ScratchRef(); ok {
+			refs = append(refs, ref)
+		}
+	}
+	if err := a.git.ScratchFrom(ctx, dir, c.line.URL, refs); err != nil {
 		c.remove(ctx)
 		return nil, err
 	}
@@ -214,6 +223,7 @@ func (a *Activities) campaignGit(ctx context.Context, in CampaignLine, scratchNa
 // (a deferred call runs on an error, a cancel and a panic too): a merged
 // tree never outlives the activity that wrote it.
 func (c *campaignGit) remove(ctx context.Context) {
+	c.a.git.ForgetScratch(c.scratch)
 	if err := os.RemoveAll(c.scratch); err != nil {
 		activity.GetLogger(ctx).Warn("Could not remove a campaign step's scratch clone", "dir", c.scratch, "error", err)
 	}
@@ -264,7 +274,7 @@ func (a *Activities) PrepareTask(ctx context.Context, in PrepareTaskInput) (Prep
 		return PrepareTaskOutput{}, err
 	}
 	defer lock.release()
-	c, err := a.campaignGit(ctx, in.Line, "prepare-"+in.Task.ID)
+	c, err := a.campaignGit(ctx, in.Line, "prepare-"+in.Task.ID, in.Task)
 	if err != nil {
 		return PrepareTaskOutput{}, err
 	}
@@ -329,7 +339,7 @@ func (a *Activities) MergeTask(ctx context.Context, in MergeTaskInput) (MergeTas
 		return MergeTaskOutput{}, err
 	}
 	defer lock.release()
-	c, err := a.campaignGit(ctx, in.Line, "merge")
+	c, err := a.campaignGit(ctx, in.Line, "merge", in.Tasks...)
 	if err != nil {
 		return MergeTaskOutput{}, err
 	}

@@ -17,7 +17,8 @@ type Config struct {
 	Limits Limits
 	// WorkspaceRoot holds every workspace: <root>/<RoundInput.Workspace>.
 	WorkspaceRoot string
-	// SessionDir holds transcripts and workspace locks, outside every workspace.
+	// SessionDir holds transcripts, workspace locks and the git object cache
+	// (internal/gitws/cache.go), outside every workspace.
 	SessionDir string
 	// Agent is handed to every session as is: the model endpoint, the
 	// session's bounds and the tool limits.

@@ -465,7 +465,7 @@ func workerSettings() []setting {
 			secp: func(w *Worker) *time.Duration { return &w.ConnectTimeout }},
 		{flag: "workspace-root", env: "RALPH_WORKSPACE_ROOT", usage: "directory holding every workspace",
 			strp: func(w *Worker) *string { return &w.Activities.WorkspaceRoot }},
-		{flag: "session-dir", env: "RALPH_SESSION_DIR", usage: "transcripts and workspace locks, outside every workspace",
+		{flag: "session-dir", env: "RALPH_SESSION_DIR", usage: "transcripts, workspace locks and the worker's git object cache (git-cache/), outside every workspace",
 			strp: func(w *Worker) *string { return &w.Activities.SessionDir }},
 		{flag: "task-queue", env: "RALPH_TASK_QUEUE", usage: "task queue to poll",
 			strp: func(w *Worker) *string { return &w.TaskQueue }},

@@ -116,7 +116,9 @@ func TestAttributesAreTheWorkers(t *testing.T) {
 		t.Fatal(err)
 	}
 	assertNeutral(t, "the bring-up scratch", up)
-	assertBytes(t, "the bring-up scratch", filepath.Join(up, "a.txt"), content)
+	// A bring-up that conflicts nowhere writes its merge in the object
+	// store alone: no file of the task's tree is written out to convert.
+	assertUnwritten(t, "the bring-up scratch", filepath.Join(up, "a.txt"))
 	cand := filepath.Join(root, "candidates", "1")
 	if err := g.StartCandidate(ctx, ws, cand, cp.Commit); err != nil {
 		t.Fatal(err)
@@ -280,7 +282,11 @@ func TestSparseBlobUnderEncodingNotConverted(t *testing.T) {
 	if err := g.StartCandidate(ctx, ws, cand, cp2.Commit); err != nil {
 		t.Fatal(err)
 	}
-	for what, dir := range map[string]string{"the merge scratch": scratch, "the bring-up scratch": up, "a candidate's clone": cand} {
+	assertUnwritten(t, "the bring-up scratch", filepath.Join(up, "blob.bin"))
+	if used := diskBytes(t, up); used > 16<<20 {
+		t.Errorf("the bring-up scratch holds %d MB on disk, want a little", used>>20)
+	}
+	for what, dir := range map[string]string{"the merge scratch": scratch, "a candidate's clone": cand} {
 		assertZeros(t, what, filepath.Join(dir, "blob.bin"))
 		// The blob once, its objects compressed: a conversion would write
 		// it twice over (UTF-16LE doubles every byte).
@@ -341,6 +347,13 @@ func assertZeros(t *testing.T, what, path string) {
 	}
 	if used := blocksOf(t, path); used > sparseSize+1<<20 {
 		t.Errorf("%s: blob.bin takes %d bytes on disk, want at most %d", what, used, sparseSize)
+	}
+}
+
+func assertUnwritten(t *testing.T, what, path string) {
+	t.Helper()
+	if _, err := os.Lstat(path); !os.IsNotExist(err) {
+		t.Errorf("%s: %s was written out (%v)", what, filepath.Base(path), err)
 	}
 }
 

@@ -80,14 +80,24 @@ func (g *Git) Scratch(ctx context.Context, dir string) error {
 	if err := os.RemoveAll(dir); err != nil {
 		return fmt.Errorf("clear the scratch clone %s: %w", dir, err)
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("create the scratch clone %s: %w", dir, err)
+	// What `git init --template=` writes, without a git command: the
+	// directory is the worker's and was empty a moment ago.
+	gitDir := filepath.Join(dir, ".git")
+	for _, d := range []string{"objects/info", "objects/pack", "refs/heads", "refs/tags"} {
+		if err := os.MkdirAll(filepath.Join(gitDir, d), 0o755); err != nil {
+			return fmt.Errorf("create the scratch clone %s: %w", dir, err)
+		}
 	}
-	if _, err := g.run(ctx, dir, cmdOpts{}, "init", "-q", "--template=", "."); err != nil {
-		return fmt.Errorf("initialise the scratch clone: %w", err)
+	for name, content := range map[string]string{"HEAD": "ref: refs/heads/main\n", "config": scratchConfig} {
+		if err := os.WriteFile(filepath.Join(gitDir, name), []byte(content), 0o644); err != nil {
+			return fmt.Errorf("initialise the scratch clone: %w", err)
+		}
 	}
 	return nil
 }
+
+// scratchConfig is a scratch repository's configuration: git init's.
+const scratchConfig = "[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = false\n\tlogallrefupdates = true\n"
 
 // InitBare creates the bare repository of a local-mode campaign at dir
 // unless it exists, reading the worker's attributes (NeutralAttributes).
@@ -109,6 +119,9 @@ func (g *Git) InitBare(ctx context.Context, dir string) error {
 // fetch copies ref of repo into the scratch ref into and returns its commit;
 // "" when repo has no such ref.
 func (g *Git) fetch(ctx context.Context, dir, repo, ref, into string) (string, error) {
+	if commit, ok := g.prefetched(dir, repo, ref, into); ok {
+		return commit, nil // ScratchFrom brought it with the scratch
+	}
 	out, err := g.run(ctx, dir, cmdOpts{}, "ls-remote", "--", repo, ref)
 	if err != nil {
 		return "", fmt.Errorf("list %s of %s: %w", ref, RedactURL(repo), err)
@@ -210,6 +223,22 @@ func (g *Git) TaskHead(ctx context.Context, dir string, t TaskBranch) (string, e
 	return g.fetch(ctx, dir, t.Repo, "refs/heads/"+t.Branch, scratchTaskRefPrefix+t.ID)
 }
 
+// ScratchRef is the integration branch as a scratch starts with it.
+func (l Line) ScratchRef() ScratchRef {
+	return ScratchRef{Repo: l.URL, Ref: "refs/heads/" + l.Branch, Into: scratchIntegrationRef}
+}
+
+// ScratchRef is the task's branch as a scratch starts with it (false: a
+// local-mode task's workspace is no repository yet).
+func (t TaskBranch) ScratchRef() (ScratchRef, bool) {
+	if t.InWorkspace {
+		if _, err := os.Lstat(filepath.Join(t.Repo, ".git")); err != nil {
+			return ScratchRef{}, false
+		}
+	}
+	return ScratchRef{Repo: t.Repo, Ref: "refs/heads/" + t.Branch, Into: scratchTaskRefPrefix + t.ID}, true
+}
+
 // Publish points the task's branch at commit (a descendant of old, or a new
 // branch when old is ""). A task branch on the remote moves by
 // compare-and-swap; a local-mode task's branch is its workspace's checked
@@ -278,7 +307,7 @@ func (g *Git) Sift(ctx context.Context, dir, head string, tasks []TaskBranch) (d
 			faults = append(faults, StackFault{Task: t.ID, Reason: "no checkpoint commit to merge"})
 		case got == "":
 			faults = append(faults, StackFault{Task: t.ID, Reason: fmt.Sprintf("its branch %s is missing (deleted?)", t.Branch)})
-		case !g.isAncestor(ctx, dir, t.Commit, got):
+		case got != t.Commit && !g.isAncestor(ctx, dir, t.Commit, got):
 			faults = append(faults, StackFault{Task: t.ID, Reason: fmt.Sprintf(
 				"its branch %s is at %s, which no longer holds the loop's last checkpoint %s (force-pushed or reset?)", t.Branch, shortID(got), shortID(t.Commit))})
 		default:
@@ -312,7 +341,7 @@ func (g *Git) already(ctx context.Context, dir, tip string, t TaskBranch) (Merge
 // conflicting paths (Conflict.Refused: its tree passed a workspace bound,
 // or git was killed or failed on it), which is the task's fault.
 func (g *Git) MergeStack(ctx context.Context, dir, campaign, head string, tasks []TaskBranch) (string, []Merge, *Conflict, error) {
-	if err := g.CheckoutHead(ctx, dir, head); err != nil {
+	if err := g.checkTree(ctx, dir, head, "the integration head "+shortID(head)); err != nil {
 		return "", nil, nil, err
 	}
 	tip := head
@@ -333,42 +362,67 @@ func (g *Git) MergeStack(ctx context.Context, dir, campaign, head string, tasks 
 				return "", nil, nil, err
 			}
 		}
-		if got == "" || !g.isAncestor(ctx, dir, t.Commit, got) {
+		if got == "" || got != t.Commit && !g.isAncestor(ctx, dir, t.Commit, got) {
 			return "", nil, nil, fmt.Errorf("task %s: its branch %s does not hold the loop's last checkpoint %s", t.ID, t.Branch, shortID(t.Commit))
 		}
-		err := g.checkMerge(ctx, dir, tip, t.Commit, fmt.Sprintf("the merge of task %s's commit %s onto %s", t.ID, shortID(t.Commit), shortID(tip)))
+		// The merge is written in the object store alone (merge-tree, then
+		// commit-tree with both parents: what `git merge --no-ff` commits);
+		// only the stack's final tip is checked out, for the verify.
+		what := fmt.Sprintf("the merge of task %s's commit %s onto %s", t.ID, shortID(t.Commit), shortID(tip))
+		tree, paths, err := g.mergeTree(ctx, dir, tip, t.Commit)
 		if err == nil {
-			_, err = g.run(ctx, dir, cmdOpts{env: g.identity()}, "merge", "-q", "--no-ff", "--no-edit", "-m", MergeMessage(campaign, t), t.Commit)
+			err = g.checkTree(ctx, dir, tree, what)
 		}
 		if err != nil {
-			var paths []string
-			if !TreeFault(err) {
-				var perr error
-				if paths, perr = g.conflicted(ctx, dir); perr != nil {
-					return "", nil, nil, perr
-				}
+			// The task's tree is refused, or git failed on it: that is the
+			// task's, sent back like a conflict; the worker's own failures
+			// stay errors.
+			var tt *TaskTreeError
+			if errors.As(taskTreeError(ctx, t.ID, err), &tt) {
+				return tip, merges, &Conflict{Index: i, Refused: tt}, nil
 			}
-			if len(paths) == 0 {
-				// Nothing conflicts: the task's tree is refused, or git
-				// failed on it. That is the task's, sent back like a
-				// conflict; the worker's own failures stay errors.
-				var tt *TaskTreeError
-				if errors.As(taskTreeError(ctx, t.ID, err), &tt) {
-					return tip, merges, &Conflict{Index: i, Refused: tt}, nil
-				}
-				return "", nil, nil, fmt.Errorf("merge task %s: %w", t.ID, err)
-			}
-			if _, err := g.run(ctx, dir, cmdOpts{}, "merge", "--abort"); err != nil {
-				return "", nil, nil, fmt.Errorf("abort the conflicting merge of task %s: %w", t.ID, err)
-			}
+			return "", nil, nil, fmt.Errorf("merge task %s: %w", t.ID, err)
+		}
+		if len(paths) > 0 {
 			return tip, merges, &Conflict{Index: i, Paths: paths}, nil
 		}
-		if tip, err = g.head(ctx, dir); err != nil {
-			return "", nil, nil, err
+		if tip, err = g.commitTree(ctx, dir, tree, MergeMessage(campaign, t), tip, t.Commit); err != nil {
+			return "", nil, nil, fmt.Errorf("merge task %s: %w", t.ID, err)
 		}
+		g.inBounds.alias(tree, tip)
 		merges = append(merges, Merge{Task: t.ID, Commit: tip})
 	}
+	if tip != head {
+		if _, err := g.run(ctx, dir, cmdOpts{}, "checkout", "-q", "--detach", "--force", tip); err != nil {
+			return "", nil, nil, fmt.Errorf("check out the merged tip %s: %w", shortID(tip), err)
+		}
+	}
 	return tip, merges, nil, nil
+}
+
+// mergeTree computes the merge of commit onto base in the object store
+// (git merge-tree, the ort strategy `git merge` uses) and returns the tree
+// it wrote, conflict markers included, and the conflicting paths.
+func (g *Git) mergeTree(ctx context.Context, dir, base, commit string) (string, []string, error) {
+	out, err := g.run(ctx, dir, cmdOpts{}, "merge-tree", "--write-tree", "--name-only", "-z", "--no-messages", base, commit)
+	var ge *gitError
+	if err != nil && !(errors.As(err, &ge) && ge.exitCode == 1) { // 1: it conflicts, the tree is still written
+		return "", nil, fmt.Errorf("compute the merge of %s onto %s: %w", shortID(commit), shortID(base), err)
+	}
+	fields := strings.Split(out, "\x00")
+	if len(fields[0]) < 40 {
+		return "", nil, fmt.Errorf("compute the merge of %s onto %s: git merge-tree printed %q", shortID(commit), shortID(base), runesPrefix(out, 200))
+	}
+	var paths []string
+	for _, p := range fields[1:] {
+		if p != "" {
+			paths = append(paths, p)
+		}
+	}
+	if err != nil && len(paths) == 0 {
+		return "", nil, fmt.Errorf("compute the merge of %s onto %s: %w", shortID(commit), shortID(base), err)
+	}
+	return fields[0], paths, nil
 }
 
 // CheckoutHead checks the integration head out in the scratch clone dir
@@ -427,17 +481,29 @@ func (g *Git) BringUp(ctx context.Context, dir, campaign, integration, head stri
 	if err := g.checkTree(ctx, dir, t.Commit, fmt.Sprintf("task %s's commit %s", t.ID, shortID(t.Commit))); err != nil {
 		return "", nil, taskTreeError(ctx, t.ID, err)
 	}
-	if _, err := g.run(ctx, dir, cmdOpts{}, "checkout", "-q", "--detach", "--force", t.Commit); err != nil {
-		return "", nil, taskTreeError(ctx, t.ID, fmt.Errorf("check out task %s at %s: %w", t.ID, shortID(t.Commit), err))
-	}
 	if g.isAncestor(ctx, dir, head, t.Commit) {
 		return t.Commit, nil, nil
 	}
-	if err := g.checkMerge(ctx, dir, t.Commit, head, fmt.Sprintf("task %s brought onto %s", t.ID, shortID(head))); err != nil {
+	tree, conflicts, err := g.mergeTree(ctx, dir, t.Commit, head)
+	if err == nil {
+		err = g.checkTree(ctx, dir, tree, fmt.Sprintf("task %s brought onto %s", t.ID, shortID(head)))
+	}
+	if err != nil {
 		return "", nil, taskTreeError(ctx, t.ID, err)
 	}
 	msg := fmt.Sprintf("ralph: bring task %s onto %s\n\nRalph-Campaign: %s\nRalph-Task: %s\n", t.ID, integration, campaign, t.ID)
-	_, err := g.run(ctx, dir, cmdOpts{env: g.identity()}, "merge", "-q", "--no-ff", "--no-edit", "-m", msg, head)
+	if len(conflicts) == 0 {
+		// A clean merge needs no work tree: its commit is what `git merge
+		// --no-ff` would write.
+		commit, err := g.commitTree(ctx, dir, tree, msg, t.Commit, head)
+		return commit, nil, err
+	}
+	// Conflicts are committed as the work tree holds them after `git
+	// merge`, markers and all.
+	if _, err := g.run(ctx, dir, cmdOpts{}, "checkout", "-q", "--detach", "--force", t.Commit); err != nil {
+		return "", nil, taskTreeError(ctx, t.ID, fmt.Errorf("check out task %s at %s: %w", t.ID, shortID(t.Commit), err))
+	}
+	_, err = g.run(ctx, dir, cmdOpts{env: g.identity()}, "merge", "-q", "--no-ff", "--no-edit", "-m", msg, head)
 	if err == nil {
 		commit, err := g.head(ctx, dir)
 		return commit, nil, err

@@ -2,10 +2,14 @@ package gitws
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
+	"sync"
 )
 
 // A round's candidates (several fresh agents on one round) each work a
@@ -51,44 +55,84 @@ func (g *Git) CommitEdits(ctx context.Context, dir string, r Round) (string, err
 // candidateBaseRef holds the round's base in a candidate's repository.
 const candidateBaseRef = "refs/ralph/base"
 
-// candidateUploadPack packs a candidate's objects the cheap way: no delta
-// search (a clone copied the files; packing 2,000 incompressible blobs with
-// git's defaults took three times its CPU) and the fastest compression
-// level. The clone is thrown away when its attempt ends.
-const candidateUploadPack = "git -c pack.window=0 -c pack.compression=1 upload-pack"
-
 // StartCandidate makes dir a repository of its own holding only base and
 // its history, checked out (detached) at base. What an earlier attempt left
 // in dir goes: a candidate's retry starts over at the base, as a round's
-// does. The objects are fetched, never cloned: a clone would copy every
+// does. The objects come from one pack of base's history the round's
+// candidates share (basePack), never from a clone: a clone would copy every
 // object of the workspace (other candidates' work, abandoned attempts) and
-// name the workspace's path in its reflog and origin; the fetch's source is
-// passed on the command line and stored nowhere.
+// name the workspace's path in its reflog and origin.
 func (g *Git) StartCandidate(ctx context.Context, main, dir, base string) error {
 	if err := os.RemoveAll(dir); err != nil {
 		return fmt.Errorf("remove an earlier attempt's candidate tree: %w", err)
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	// git init's layout, without a git command; no reflog: its entries
+	// would carry the worker's identity and host.
+	if err := g.Scratch(ctx, dir); err != nil {
 		return fmt.Errorf("create the candidate's tree: %w", err)
 	}
-	if _, err := g.run(ctx, dir, cmdOpts{}, "init", "-q", "--template=", "."); err != nil {
-		return fmt.Errorf("initialise the candidate's repository: %w", err)
-	}
-	// No reflog: its entries would carry the worker's identity and host.
-	if _, err := g.run(ctx, dir, cmdOpts{}, "config", "core.logAllRefUpdates", "false"); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, ".git", "config"), []byte(candidateConfig), 0o644); err != nil {
 		return fmt.Errorf("configure the candidate's repository: %w", err)
 	}
-	if _, err := g.run(ctx, dir, cmdOpts{}, "fetch", "-q", "--no-tags", "--no-write-fetch-head", "--recurse-submodules=no",
-		"--upload-pack="+candidateUploadPack, "--", main, "+"+base+":"+candidateBaseRef); err != nil {
-		return fmt.Errorf("fetch the round's base %s for a candidate: %w", shortID(base), err)
-	}
-	if err := g.checkTree(ctx, dir, base, "the round's base "+shortID(base)); err != nil {
+	if err := g.basePack(ctx, main, dir, base); err != nil {
 		return err
 	}
+	if err := writePackedRefs(dir, []ScratchRef{{Into: candidateBaseRef}}, map[ScratchRef]string{{Into: candidateBaseRef}: base}); err != nil {
+		return err
+	}
+	if err := g.checkTree(ctx, dir, base, "the round's base "+shortID(base)); err != nil {
+		return g.dropBasePack(main, base, err)
+	}
 	if _, err := g.run(ctx, dir, cmdOpts{}, "checkout", "-q", "--detach", base); err != nil {
-		return fmt.Errorf("check out the round's base %s: %w", shortID(base), err)
+		return g.dropBasePack(main, base, fmt.Errorf("check out the round's base %s: %w", shortID(base), err))
 	}
 	return nil
+}
+
+// candidateConfig is a candidate repository's configuration: git init's,
+// without a reflog.
+const candidateConfig = "[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = false\n\tlogallrefupdates = false\n"
+
+// basePack gives the candidate repository dir the objects of base and its
+// history, and nothing else of the workspace main: one pack written once
+// per round (pack-objects of base, without delta search and at the fastest
+// compression: a candidate's clone is thrown away when its attempt ends)
+// under the worker's session directory, linked (or copied: see
+// linkObjects) into each candidate's object store.
+func (g *Git) basePack(ctx context.Context, main, dir, base string) error {
+	sum := sha256.Sum256([]byte(main))
+	shared := filepath.Join(g.cacheRoot, "candidates", hex.EncodeToString(sum[:12]))
+	mu, _ := cacheLocks.LoadOrStore(shared, &sync.Mutex{})
+	mu.(*sync.Mutex).Lock()
+	defer mu.(*sync.Mutex).Unlock()
+	packDir := filepath.Join(shared, base)
+	if packs, _ := filepath.Glob(filepath.Join(packDir, "pack-*.idx")); len(packs) == 0 {
+		// An earlier round's pack is of no use to this one.
+		if err := os.RemoveAll(shared); err != nil {
+			return fmt.Errorf("clear the candidates' shared pack: %w", err)
+		}
+		if err := os.MkdirAll(packDir, 0o700); err != nil {
+			return fmt.Errorf("create the candidates' shared pack: %w", err)
+		}
+		if _, err := g.run(ctx, main, cmdOpts{stdin: base + "\n"}, "-c", "pack.window=0", "-c", "pack.compression=1",
+			"pack-objects", "--revs", "-q", filepath.Join(packDir, "pack")); err != nil {
+			_ = os.RemoveAll(packDir)
+			return fmt.Errorf("pack the round's base %s for the candidates: %w", shortID(base), err)
+		}
+	}
+	return linkObjects(packDir, filepath.Join(dir, ".git", "objects", "pack"))
+}
+
+// dropBasePack removes the candidates' shared pack of base after a
+// candidate failed on it, so the next attempt writes it anew.
+func (g *Git) dropBasePack(main, base string, err error) error {
+	sum := sha256.Sum256([]byte(main))
+	shared := filepath.Join(g.cacheRoot, "candidates", hex.EncodeToString(sum[:12]))
+	mu, _ := cacheLocks.LoadOrStore(shared, &sync.Mutex{})
+	mu.(*sync.Mutex).Lock()
+	defer mu.(*sync.Mutex).Unlock()
+	_ = os.RemoveAll(filepath.Join(shared, base))
+	return err
 }
 
 // FinishCandidate commits what the candidate's tree dir holds onto base and

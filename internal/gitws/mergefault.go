@@ -48,6 +48,8 @@ func taskTreeError(ctx context.Context, task string, err error) error {
 	}
 	var ge *gitError
 	switch {
+	case objectDamage(err):
+		return err // the worker's object cache, not the tree (cache.go)
 	case TreeFault(err), errors.Is(err, context.DeadlineExceeded):
 	case errors.As(err, &ge) && !strings.Contains(ge.output, "No space left on device"):
 	default:

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -27,6 +28,13 @@ type Git struct {
 	dirs *dirCache
 	// bound holds every git command to RALPH_GIT_MEMORY_MB and Pids.
 	bound *bound
+	// cacheRoot holds the object caches of campaign steps (cache.go), and
+	// scratches what ScratchFrom set up in each step's scratch.
+	cacheRoot string
+	scratches *sync.Map // dir → *scratchState
+	// inBounds spares a tree sum of what an earlier one found within the
+	// workspace bounds (treesize.go).
+	inBounds *boundedIDs
 }
 
 // New returns a Git for cfg (already validated). hooksDir is created empty:
@@ -54,7 +62,8 @@ func New(cfg Config, hooksDir string) (*Git, error) {
 		return nil, fmt.Errorf("the git hooks directory %s must be empty", hooksDir)
 	}
 	return &Git{cfg: cfg, hooksDir: hooksDir, authorName: name, authorEmail: email, dirs: newDirCache(defaultDirCacheBytes),
-		bound: newBound(cfg.memoryMB())}, nil
+		bound: newBound(cfg.memoryMB()), cacheRoot: filepath.Join(filepath.Dir(hooksDir), cacheDirName), scratches: &sync.Map{},
+		inBounds: &boundedIDs{}}, nil
 }
 
 // Config is the policy this Git runs.
@@ -175,8 +184,9 @@ func (g *Git) run(parent context.Context, dir string, opts cmdOpts, args ...stri
 		} else {
 			return "", fmt.Errorf("git %s: %s", shown, redactText(err.Error(), g.cfg.Remote))
 		}
-		return stdout.String(), &gitError{args: shown, exitCode: code,
-			output: redactText(stderr.String()+stdout.String(), g.cfg.Remote)}
+		gerr := &gitError{args: shown, exitCode: code, output: redactText(stderr.String()+stdout.String(), g.cfg.Remote)}
+		g.noteDamage(dir, gerr)
+		return stdout.String(), gerr
 	}
 	return stdout.String(), nil
 }

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // Before the worker's git materialises a tree (checkout, clone, merge,
@@ -121,7 +122,7 @@ func (g *Git) TreeSize(ctx context.Context, dir, rev string) (TreeSize, error) {
 // (*TreeTooBigError naming what it is); nil within them or unbounded.
 func (g *Git) checkTree(ctx context.Context, dir, rev, what string) error {
 	maxB, maxF := g.cfg.MaxTreeBytes, g.cfg.MaxTreeFiles
-	if maxB <= 0 && maxF <= 0 {
+	if maxB <= 0 && maxF <= 0 || g.inBounds.holds(rev) {
 		return nil
 	}
 	size, err := g.sumTree(ctx, dir, rev, maxB, maxF)
@@ -135,9 +136,51 @@ func (g *Git) checkTree(ctx context.Context, dir, rev, what string) error {
 	case maxF > 0 && size.Entries > maxF:
 		e.Bound, e.Limit = SettingWorkspaceMaxFiles, maxF
 	default:
+		g.inBounds.add(rev)
 		return nil
 	}
 	return e
+}
+
+// boundedIDs are the commits and trees a sum found within the workspace
+// bounds. An object id names the same tree forever, so the queue's next
+// step (whose integration head is the tip the last one summed) need not
+// read it again.
+type boundedIDs struct {
+	mu  sync.Mutex
+	ids map[string]bool
+}
+
+// maxBoundedIDs bounds the set; when full it starts again empty.
+const maxBoundedIDs = 4096
+
+func (b *boundedIDs) holds(rev string) bool {
+	if b == nil || !isObjectID(rev) {
+		return false
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.ids[rev]
+}
+
+func (b *boundedIDs) add(rev string) {
+	if b == nil || !isObjectID(rev) {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.ids == nil || len(b.ids) >= maxBoundedIDs {
+		b.ids = map[string]bool{}
+	}
+	b.ids[rev] = true
+}
+
+// alias records that commit's tree is tree, already found within the
+// bounds.
+func (b *boundedIDs) alias(tree, commit string) {
+	if b.holds(tree) {
+		b.add(commit)
+	}
 }
 
 // TreeFault reports whether err says the tree itself is at fault: too big
@@ -146,26 +189,6 @@ func TreeFault(err error) bool {
 	var big *TreeTooBigError
 	var mem *MemoryBoundError
 	return errors.As(err, &big) || errors.As(err, &mem)
-}
-
-// checkMerge refuses the merge of commit onto base when the tree it would
-// write passes the workspace bounds: git merge-tree computes that tree in
-// the object store alone (conflict markers included), before the merge
-// writes a byte of it.
-func (g *Git) checkMerge(ctx context.Context, dir, base, commit, what string) error {
-	if g.cfg.MaxTreeBytes <= 0 && g.cfg.MaxTreeFiles <= 0 {
-		return nil
-	}
-	out, err := g.run(ctx, dir, cmdOpts{}, "merge-tree", "--write-tree", "--no-messages", base, commit)
-	var ge *gitError
-	if err != nil && !(errors.As(err, &ge) && ge.exitCode == 1) { // 1: it conflicts, the tree is still written
-		return fmt.Errorf("compute the merge of %s onto %s: %w", shortID(commit), shortID(base), err)
-	}
-	tree, _, _ := strings.Cut(out, "\n")
-	if len(tree) < 40 {
-		return fmt.Errorf("compute the merge of %s onto %s: git merge-tree printed %q", shortID(commit), shortID(base), runesPrefix(out, 200))
-	}
-	return g.checkTree(ctx, dir, tree, what)
 }
 
 func runesPrefix(s string, n int) string {
