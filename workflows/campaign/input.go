@@ -55,18 +55,8 @@ func parseCampaignInput(raw []byte, limits activities.Limits, id string) (campai
 	}
 	var s campaignStart
 	st := &s.settings
-	if st.Objective, err = parseWaveObjective(fields, limits); err != nil {
+	if err := parseWork(fields, limits, &s); err != nil {
 		return campaignStart{}, err
-	}
-	if st.Objective != "" {
-		// A planning campaign: its planners write the tasks (waves.go).
-	} else if st.TasksFile, err = parseTasksFile(fields[fieldTasks], fields[fieldTasksFile]); err != nil {
-		return campaignStart{}, err
-	}
-	if st.Objective == "" && st.TasksFile == "" {
-		if s.tasks, err = parseInlineTasks(fields[fieldTasks], limits, nil); err != nil {
-			return campaignStart{}, err
-		}
 	}
 	st.ID = id
 	if st.Base, err = parseBranch(fieldBase, fields[fieldBase], ""); err != nil {
@@ -85,23 +75,8 @@ func parseCampaignInput(raw []byte, limits activities.Limits, id string) (campai
 	if st.VerifyCommand == "" {
 		return campaignStart{}, inputErr(fieldVerifyCommand, "is required: the merged tree's gate (the worker sets no RALPH_VERIFY_COMMAND)")
 	}
-	if st.MaxMergeAttempts, err = parseCount(fieldMaxMergeAttempts, fields[fieldMaxMergeAttempts], maxMergeAttemptsCeiling, DefaultMaxMergeAttempts, "the largest accepted"); err != nil {
+	if err := parseQueue(fields, limits, st); err != nil {
 		return campaignStart{}, err
-	}
-	if st.MergeBatch, err = parseCount(fieldMergeBatch, fields[fieldMergeBatch], maxMergeBatchCeiling, DefaultMergeBatch, "the largest accepted"); err != nil {
-		return campaignStart{}, err
-	}
-	if st.Approve, err = parseApprove(fields[fieldApprove]); err != nil {
-		return campaignStart{}, err
-	}
-	if st.MergeLanes, err = parseCount(fieldMergeLanes, fields[fieldMergeLanes], max(limits.MaxMergeLanes, 1), DefaultMergeLanes, "RALPH_MAX_MERGE_LANES"); err != nil {
-		return campaignStart{}, err
-	}
-	if st.MergeLanes == 1 {
-		st.MergeLanes = 0 // one lane, kept out of the settings: they encode as before lanes
-	}
-	if st.MergeLanes > 1 && (st.Approve == ApproveMerge || st.Approve == ApprovePlanMerge) {
-		return campaignStart{}, inputErr(fieldMergeLanes, "must be 1 with approve %q: each merge waits for a person, and lanes stacked on it would wait with it", st.Approve)
 	}
 	if st.MaxWaves, err = parseMaxWaves(fields[fieldMaxWaves], *st, limits); err != nil {
 		return campaignStart{}, err
@@ -119,6 +94,46 @@ func parseCampaignInput(raw []byte, limits activities.Limits, id string) (campai
 		return campaignStart{}, err
 	}
 	return s, nil
+}
+
+// parseWork reads what the campaign works on: an objective its planners
+// split (waves.go), a tasksFile, or an inline task list.
+func parseWork(fields map[string]json.RawMessage, limits activities.Limits, s *campaignStart) error {
+	st := &s.settings
+	var err error
+	if st.Objective, err = parseWaveObjective(fields, limits); err != nil || st.Objective != "" {
+		return err
+	}
+	if st.TasksFile, err = parseTasksFile(fields[fieldTasks], fields[fieldTasksFile]); err != nil || st.TasksFile != "" {
+		return err
+	}
+	s.tasks, err = parseInlineTasks(fields[fieldTasks], limits, nil)
+	return err
+}
+
+// parseQueue reads the merge queue's settings: attempts, batch, approvals
+// and lanes.
+func parseQueue(fields map[string]json.RawMessage, limits activities.Limits, st *campaignSettings) error {
+	var err error
+	if st.MaxMergeAttempts, err = parseCount(fieldMaxMergeAttempts, fields[fieldMaxMergeAttempts], maxMergeAttemptsCeiling, DefaultMaxMergeAttempts, "the largest accepted"); err != nil {
+		return err
+	}
+	if st.MergeBatch, err = parseCount(fieldMergeBatch, fields[fieldMergeBatch], maxMergeBatchCeiling, DefaultMergeBatch, "the largest accepted"); err != nil {
+		return err
+	}
+	if st.Approve, err = parseApprove(fields[fieldApprove]); err != nil {
+		return err
+	}
+	if st.MergeLanes, err = parseCount(fieldMergeLanes, fields[fieldMergeLanes], max(limits.MaxMergeLanes, 1), DefaultMergeLanes, "RALPH_MAX_MERGE_LANES"); err != nil {
+		return err
+	}
+	if st.MergeLanes == 1 {
+		st.MergeLanes = 0 // one lane, kept out of the settings: they encode as before lanes
+	}
+	if st.MergeLanes > 1 && (st.Approve == ApproveMerge || st.Approve == ApprovePlanMerge) {
+		return inputErr(fieldMergeLanes, "must be 1 with approve %q: each merge waits for a person, and lanes stacked on it would wait with it", st.Approve)
+	}
+	return nil
 }
 
 // objectFields decodes a JSON object and refuses keys allowed does not list.
