@@ -42,6 +42,7 @@ cluster_tests=(
   RateLimitWaitIsDurableAndVisible PauseListResumeStop UpdatesWithTheTemporalCLI TemporalCLI ScheduledStart # visibility
   RollingUpgradeKeepsRunsPinned AutoUpgradeMovesARunningRun RewindAPinnedRunWhoseBuildIsGone RewindToRoundOne # versioning, reset
   Campaign # child workflows, signals to them, a killed worker mid-merge
+  Waves # a planning campaign: planner activities, plans approved and replaced by update
 )
 
 step() { printf '\n== %s (%s)\n' "$1" "$(date -u +%H:%M:%S)"; }

@@ -130,6 +130,7 @@ func TestRealStackWaves(t *testing.T) {
 		res.Waves[0].Approval != "replaced" || strings.Join(res.Waves[0].Tasks, ",") != "a,blk" || res.Waves[1].Approval != "approved" {
 		t.Fatalf("result %+v", res)
 	}
+	recordCampaign(t, e, id, campaignStatus(t, e, id))
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	second := w.prompts[2][0]
