@@ -178,7 +178,7 @@ func (a *Activities) Register(r worker.ActivityRegistry) {
 func WithCurrentBehaviours(l Limits) Limits {
 	l.CampaignShares, l.CampaignEvidence, l.CampaignHeldApart, l.CampaignQueueApart = true, true, true, true
 	l.CampaignTaskFaults, l.CampaignHeadRed, l.CampaignGitBound = true, true, true
-	l.CampaignNoDrain, l.CampaignVerifyTimes = true, true
+	l.CampaignNoDrain, l.CampaignVerifyTimes, l.CampaignGitHeartbeat = true, true, true
 	return l
 }
 

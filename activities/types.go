@@ -133,6 +133,10 @@ type Limits struct {
 	// start and duration; recorded like CampaignShares, since the records
 	// cross continue-as-new.
 	CampaignVerifyTimes bool `json:"campaignVerifyTimes,omitempty"`
+	// CampaignGitHeartbeat: a campaign's git steps (prepare, merge, lanes)
+	// use HeartbeatTimeoutSeconds, as rounds do, instead of a fixed minute,
+	// so a lost worker's merge is retried as soon as a round would be.
+	CampaignGitHeartbeat bool `json:"campaignGitHeartbeat,omitempty"`
 	// Git is the worker's RALPH_GIT when checkpoints are on ("" when off):
 	// a campaign needs local or remote.
 	Git string `json:"git,omitempty"`

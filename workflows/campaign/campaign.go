@@ -344,9 +344,13 @@ func (c *campaign) taskRef(t *taskState) activities.CampaignTask {
 }
 
 func (c *campaign) gitOptions(ctx workflow.Context, summary string) workflow.Context {
+	heartbeat := time.Minute
+	if c.limits.CampaignGitHeartbeat && c.limits.HeartbeatTimeoutSeconds > 0 {
+		heartbeat = time.Duration(c.limits.HeartbeatTimeoutSeconds) * time.Second
+	}
 	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: time.Hour,
-		HeartbeatTimeout:    time.Minute,
+		HeartbeatTimeout:    heartbeat,
 		Summary:             summary,
 		RetryPolicy: &temporal.RetryPolicy{
 			InitialInterval: time.Second, MaximumInterval: time.Minute,
