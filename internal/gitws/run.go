@@ -35,6 +35,8 @@ type Git struct {
 	// inBounds spares a tree sum of what an earlier one found within the
 	// workspace bounds (treesize.go).
 	inBounds *boundedIDs
+	// noTreeCopy checks every scratch out in full (tests compare both ways).
+	noTreeCopy bool
 }
 
 // New returns a Git for cfg (already validated). hooksDir is created empty:
