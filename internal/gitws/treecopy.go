@@ -52,6 +52,10 @@ func (g *Git) LendTreesTo(uid, gid int) {
 	}
 }
 
+// lendSettle outlasts the tick of the clock the kernel stamps ctimes with
+// (1-10 ms).
+const lendSettle = 15 * time.Millisecond
+
 // treeCopy is one private copy: dir/tree, dir/index, dir/ralph-tree.
 type treeCopy struct{ dir string }
 
@@ -239,7 +243,7 @@ func (g *Git) linkCopy(ctx context.Context, tc treeCopy, dir, commit string) (ma
 	}
 	// A change stamped within the clock's tick of the link would carry the
 	// same ctime: nothing of the command runs before that tick is over.
-	if wait := time.Until(newest.Add(settleFine)); wait > 0 {
+	if wait := time.Until(newest.Add(lendSettle)); wait > 0 {
 		time.Sleep(wait)
 	}
 	return files, nil
