@@ -38,6 +38,13 @@ type queueBench struct {
 }
 
 func newQueueBench(b *testing.B, large bool) *queueBench {
+	return newQueueBenchIn(b, large, sandbox.ModeOff)
+}
+
+// newQueueBenchIn is newQueueBench with the sandbox in mode: bwrap, as a
+// root worker deploys it, makes merge verifies run as another uid (and lends
+// them tree copies: internal/gitws/treecopy.go).
+func newQueueBenchIn(b *testing.B, large bool, mode string) *queueBench {
 	b.Helper()
 	dir := b.TempDir()
 	q := &queueBench{b: b, bare: filepath.Join(dir, "remote.git"), seed: filepath.Join(dir, "seed"),
@@ -58,7 +65,7 @@ func newQueueBench(b *testing.B, large bool) *queueBench {
 
 	cfg := activities.DefaultConfig()
 	cfg.WorkspaceRoot, cfg.SessionDir = filepath.Join(dir, "workspaces"), filepath.Join(dir, "sessions")
-	cfg.Git.Mode, cfg.Git.Remote, cfg.Sandbox.Mode = gitws.ModeRemote, q.bare, sandbox.ModeOff
+	cfg.Git.Mode, cfg.Git.Remote, cfg.Sandbox.Mode = gitws.ModeRemote, q.bare, mode
 	cfg.Agent.BaseURL, cfg.Agent.APIKey, cfg.Agent.Model = "http://127.0.0.1:1", testKey, "unused" // no model is called
 	acts, err := activities.New(cfg)
 	if err != nil {
@@ -152,6 +159,18 @@ func BenchmarkQueueCostDemo(b *testing.B) {
 // of 10,000 files and 100 MB.
 func BenchmarkQueueCostLarge(b *testing.B) {
 	q := newQueueBench(b, true)
+	q.run(q.merge)
+}
+
+// BenchmarkQueueCostDemoJailed and BenchmarkQueueCostLargeJailed: the same
+// with the verify in bubblewrap, as another uid (a root worker's setting).
+func BenchmarkQueueCostDemoJailed(b *testing.B) {
+	q := newQueueBenchIn(b, false, sandbox.ModeBwrap)
+	q.run(q.merge)
+}
+
+func BenchmarkQueueCostLargeJailed(b *testing.B) {
+	q := newQueueBenchIn(b, true, sandbox.ModeBwrap)
 	q.run(q.merge)
 }
 

@@ -243,6 +243,7 @@ func isObjectID(s string) bool {
 // each found ref set as its Into. The heads found are remembered for
 // fetch, so the step's own fetches of those refs cost no git command.
 func (g *Git) ScratchFrom(ctx context.Context, dir, url string, refs []ScratchRef) error {
+	g.ForgetScratch(dir) // a tree copy still lent to dir comes back first
 	if err := g.Scratch(ctx, dir); err != nil {
 		return err
 	}
@@ -393,6 +394,8 @@ type scratchState struct {
 	cache objectCache
 	mu    sync.Mutex
 	heads map[string]string // scratchKey → commit
+	// lent is the tree copy checked out in the scratch (treecopy.go).
+	lent *lent
 }
 
 func scratchKey(repo, ref, into string) string { return repo + "\x00" + ref + "\x00" + into }
@@ -431,9 +434,21 @@ func (g *Git) prefetched(dir, repo, ref, into string) (string, bool) {
 }
 
 // ForgetScratch drops what ScratchFrom remembered of dir (its step ended).
+// A tree copy lent to the scratch is given back first (checked and
+// marked), so call it before the scratch is removed.
 func (g *Git) ForgetScratch(dir string) {
-	if g.scratches != nil {
-		g.scratches.Delete(dir)
+	if g.scratches == nil {
+		return
+	}
+	if v, ok := g.scratches.LoadAndDelete(dir); ok {
+		st := v.(*scratchState)
+		st.mu.Lock()
+		l := st.lent
+		st.lent = nil
+		st.mu.Unlock()
+		if l != nil {
+			l.giveBack()
+		}
 	}
 }
 

@@ -393,7 +393,7 @@ func (g *Git) MergeStack(ctx context.Context, dir, campaign, head string, tasks 
 		merges = append(merges, Merge{Task: t.ID, Commit: tip})
 	}
 	if tip != head {
-		if _, err := g.run(ctx, dir, cmdOpts{}, "checkout", "-q", "--detach", "--force", tip); err != nil {
+		if err := g.checkoutScratch(ctx, dir, tip); err != nil {
 			return "", nil, nil, fmt.Errorf("check out the merged tip %s: %w", shortID(tip), err)
 		}
 	}
@@ -431,7 +431,7 @@ func (g *Git) CheckoutHead(ctx context.Context, dir, head string) error {
 	if err := g.checkTree(ctx, dir, head, "the integration head "+shortID(head)); err != nil {
 		return err
 	}
-	if _, err := g.run(ctx, dir, cmdOpts{}, "checkout", "-q", "--detach", "--force", head); err != nil {
+	if err := g.checkoutScratch(ctx, dir, head); err != nil {
 		return fmt.Errorf("check out the integration head %s: %w", shortID(head), err)
 	}
 	return nil
@@ -611,7 +611,7 @@ func (g *Git) CheckoutCommit(ctx context.Context, dir, commit, what string) erro
 	if err := g.checkTree(ctx, dir, commit, what); err != nil {
 		return err
 	}
-	if _, err := g.run(ctx, dir, cmdOpts{}, "checkout", "-q", "--detach", "--force", commit); err != nil {
+	if err := g.checkoutScratch(ctx, dir, commit); err != nil {
 		return fmt.Errorf("check out %s at %s: %w", what, shortID(commit), err)
 	}
 	return nil

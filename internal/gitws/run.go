@@ -35,6 +35,10 @@ type Git struct {
 	// inBounds spares a tree sum of what an earlier one found within the
 	// workspace bounds (treesize.go).
 	inBounds *boundedIDs
+	// treeOwner, when set, is the uid and gid commands run as (not the
+	// worker's): scratches are then linked from private tree copies
+	// (treecopy.go) lent to that uid.
+	treeOwner *[2]int
 }
 
 // New returns a Git for cfg (already validated). hooksDir is created empty:

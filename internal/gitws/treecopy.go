@@ -1,0 +1,302 @@
+package gitws
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// The verify's checkout, incremental (SPEC 41, "the queue's own cost"): a
+// merge scratch used to write its whole tree out, every merge. Now a root
+// worker whose commands run as another uid keeps, per scratch directory, a
+// private copy of the last tree it checked out there (under the cache root
+// in the session directory, which no command sees), brings it to the next
+// commit with `git read-tree --reset -u` (only the paths that changed are
+// written, and a path whose size or mtime no longer matches the copy's
+// index is written again), and lends its files to the scratch by hard link.
+// The command may write them in place, as in a checkout of its own, so the
+// copy is checked when the scratch is given back:
+//   - the copy is written only by the worker's git, from git objects, never
+//     from a scratch; git replaces a file by unlink and create, so updating
+//     the copy never writes an inode a scratch still links;
+//   - when lending, the worker records each linked file's inode and ctime,
+//     which every write, truncation, chmod, chown, touch or new link sets
+//     and no process can set back (utimensat sets only atime and mtime);
+//     when the scratch is given back (ForgetScratch, before it is removed,
+//     after every process of the verify was killed), every file whose
+//     ctime or inode moved is removed from the copy, and the next update
+//     writes it again from the objects;
+//   - the copy's marker is removed before an update and written when the
+//     scratch is given back: a copy an update or a lend left half way (a
+//     killed worker) is rebuilt from nothing.
+// A worker whose commands run as itself checks out in full, as before.
+
+// treeCopyMarker names, in a copy's directory, the file holding the commit
+// its tree and index hold.
+const treeCopyMarker = "ralph-tree"
+
+// LendTreesTo makes scratches linked from private tree copies whose files
+// belong, while lent, to uid and gid: the commands' (the sandbox's), which
+// are not the worker's. A worker that is not root never lends.
+func (g *Git) LendTreesTo(uid, gid int) {
+	if os.Geteuid() == 0 && uid != 0 {
+		g.treeOwner = &[2]int{uid, gid}
+	}
+}
+
+// lendSettle outlasts the tick of the clock the kernel stamps ctimes with
+// (1-10 ms).
+const lendSettle = 15 * time.Millisecond
+
+// treeCopy is one private copy: dir/tree, dir/index, dir/ralph-tree.
+type treeCopy struct{ dir string }
+
+func (t treeCopy) tree() string   { return filepath.Join(t.dir, "tree") }
+func (t treeCopy) index() string  { return filepath.Join(t.dir, "index") }
+func (t treeCopy) marker() string { return filepath.Join(t.dir, treeCopyMarker) }
+
+// lentFile is a copy's file as it was lent.
+type lentFile struct {
+	ino   uint64
+	ctime syscall.Timespec
+}
+
+// lent is a copy lent to a scratch until ForgetScratch gives it back.
+type lent struct {
+	copy   treeCopy
+	commit string
+	files  map[string]lentFile // relative path → as lent
+	unlock func()
+}
+
+// treeCopyFor is the copy serving the scratch dir (ok false: check out in
+// full).
+func (g *Git) treeCopyFor(dir string) (treeCopy, *scratchState, bool) {
+	if g.treeOwner == nil || g.scratches == nil {
+		return treeCopy{}, nil, false
+	}
+	v, ok := g.scratches.Load(dir)
+	if !ok {
+		return treeCopy{}, nil, false
+	}
+	st := v.(*scratchState)
+	sum := sha256.Sum256([]byte(st.cache.dir + "\x00" + dir))
+	return treeCopy{dir: filepath.Join(g.cacheRoot, "trees", hex.EncodeToString(sum[:12]))}, st, true
+}
+
+// checkoutScratch checks commit out detached in the scratch dir (fresh from
+// ScratchFrom: nothing but .git in it), lent from the private copy where
+// there is one, else written in full. The caller checked the tree's bounds.
+func (g *Git) checkoutScratch(ctx context.Context, dir, commit string) error {
+	if tc, st, ok := g.treeCopyFor(dir); ok && st.lent == nil {
+		err := g.lendCopy(ctx, tc, st, dir, commit)
+		if err == nil || ctx.Err() != nil {
+			return err
+		}
+		// The copy failed (another file system, git killed): the full
+		// checkout below over a cleared work tree still gives the right tree.
+		if err := clearWorkTree(dir); err != nil {
+			return err
+		}
+	}
+	_, err := g.run(ctx, dir, cmdOpts{}, "checkout", "-q", "--detach", "--force", commit)
+	return err
+}
+
+// lendCopy brings the copy to commit and links it into dir; the copy stays
+// locked and unmarked until giveBack.
+func (g *Git) lendCopy(ctx context.Context, tc treeCopy, st *scratchState, dir, commit string) error {
+	unlock, err := objectCache{dir: tc.dir}.lock()
+	if err != nil {
+		return err
+	}
+	l := &lent{copy: tc, commit: commit, unlock: unlock}
+	if err := g.updateCopy(ctx, tc, dir, commit); err != nil {
+		unlock()
+		return err
+	}
+	if l.files, err = g.linkCopy(ctx, tc, dir, commit); err != nil {
+		unlock() // unmarked: rebuilt next time
+		return err
+	}
+	st.lent = l
+	return nil
+}
+
+// updateCopy makes the copy hold commit's tree, from the scratch's objects,
+// its files the commands' uid's.
+func (g *Git) updateCopy(ctx context.Context, tc treeCopy, dir, commit string) error {
+	if !pathExists(tc.marker()) {
+		if err := os.RemoveAll(tc.dir); err != nil {
+			return fmt.Errorf("remove the damaged tree copy %s: %w", tc.dir, err)
+		}
+	}
+	if err := os.MkdirAll(tc.tree(), 0o700); err != nil {
+		return fmt.Errorf("create the tree copy: %w", err)
+	}
+	if err := os.Remove(tc.marker()); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("open the tree copy: %w", err)
+	}
+	// checkStat=minimal: the owner changes below, ctime with every lend.
+	if _, err := g.run(ctx, dir, cmdOpts{env: tc.env(dir)}, "-c", "core.checkStat=minimal", "-c", "core.trustctime=false",
+		"read-tree", "--reset", "-u", commit); err != nil {
+		return fmt.Errorf("bring the tree copy to %s: %w", shortID(commit), err)
+	}
+	return g.ownTree(tc.tree())
+}
+
+// env points the scratch's git at the copy's work tree and index.
+func (tc treeCopy) env(dir string) []string {
+	return []string{"GIT_DIR=" + filepath.Join(dir, ".git"), "GIT_WORK_TREE=" + tc.tree(), "GIT_INDEX_FILE=" + tc.index()}
+}
+
+// ownTree gives the copy's files (those git just wrote) to the commands'
+// uid, as the sandbox gives a checkout's; its directories stay the
+// worker's.
+func (g *Git) ownTree(root string) error {
+	uid, gid := g.treeOwner[0], g.treeOwner[1]
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return err
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		if s := fi.Sys().(*syscall.Stat_t); int(s.Uid) != uid || int(s.Gid) != gid {
+			return os.Lchown(path, uid, gid)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("give the tree copy to uid %d: %w", uid, err)
+	}
+	return nil
+}
+
+// linkCopy gives the scratch dir the copy's tree (exactly its index's
+// entries: files by hard link, symlinks and submodule directories made
+// anew), its index and a detached HEAD at commit. It returns each linked
+// file as lent.
+func (g *Git) linkCopy(ctx context.Context, tc treeCopy, dir, commit string) (map[string]lentFile, error) {
+	out, err := g.run(ctx, dir, cmdOpts{env: tc.env(dir)}, "ls-files", "-s", "-z")
+	if err != nil {
+		return nil, fmt.Errorf("list the tree copy: %w", err)
+	}
+	files := map[string]lentFile{}
+	made := map[string]bool{".": true}
+	var newest time.Time
+	for _, rec := range strings.Split(out, "\x00") {
+		if rec == "" {
+			continue
+		}
+		meta, name, ok := strings.Cut(rec, "\t")
+		mode, _, _ := strings.Cut(meta, " ")
+		if !ok || name == ".git" || strings.HasPrefix(name, ".git/") {
+			return nil, fmt.Errorf("the tree copy's index holds %q", rec)
+		}
+		rel := filepath.FromSlash(name)
+		if parent := filepath.Dir(rel); !made[parent] {
+			if err := os.MkdirAll(filepath.Join(dir, parent), 0o755); err != nil {
+				return nil, fmt.Errorf("link the tree copy: %w", err)
+			}
+			made[parent] = true
+		}
+		src, dst := filepath.Join(tc.tree(), rel), filepath.Join(dir, rel)
+		switch mode {
+		case "100644", "100755":
+			if err = os.Link(src, dst); err == nil {
+				var f lentFile
+				if f, err = lentState(src); err == nil {
+					files[rel] = f
+					newest = later(newest, f.ctime)
+				}
+			}
+		case "120000":
+			var target string
+			if target, err = os.Readlink(src); err == nil {
+				err = os.Symlink(target, dst)
+			}
+		case "160000":
+			err = os.Mkdir(dst, 0o755)
+		default:
+			err = fmt.Errorf("mode %s", mode)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("link %s from the tree copy: %w", name, err)
+		}
+	}
+	index := filepath.Join(dir, ".git", "index")
+	if err := errors.Join(copyFile(tc.index(), index), os.Chmod(index, 0o644)); err != nil {
+		return nil, fmt.Errorf("give the scratch the copy's index: %w", err)
+	}
+	if err := writeGitFile(dir, "HEAD", []byte(commit+"\n")); err != nil {
+		return nil, fmt.Errorf("detach the scratch's HEAD: %w", err)
+	}
+	// A change stamped within the clock's tick of the link would carry the
+	// same ctime: nothing of the command runs before that tick is over.
+	if wait := time.Until(newest.Add(lendSettle)); wait > 0 {
+		time.Sleep(wait)
+	}
+	return files, nil
+}
+
+func lentState(path string) (lentFile, error) {
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return lentFile{}, err
+	}
+	s := fi.Sys().(*syscall.Stat_t)
+	return lentFile{ino: s.Ino, ctime: s.Ctim}, nil
+}
+
+func later(t time.Time, ts syscall.Timespec) time.Time {
+	if u := time.Unix(ts.Sec, ts.Nsec); u.After(t) {
+		return u
+	}
+	return t
+}
+
+// giveBack ends the lend of the scratch's copy: every file changed through
+// a link (its ctime or inode moved) leaves the copy, then the copy is
+// marked whole again. Called before the scratch is removed (which moves
+// every ctime again).
+func (l *lent) giveBack() {
+	defer l.unlock()
+	for rel, was := range l.files {
+		path := filepath.Join(l.copy.tree(), rel)
+		if now, err := lentState(path); err != nil || now != was {
+			if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return // unmarked: rebuilt next time
+			}
+		}
+	}
+	_ = os.WriteFile(l.copy.marker(), []byte(l.commit+"\n"), 0o400)
+}
+
+// clearWorkTree removes everything of the scratch dir but its .git.
+func clearWorkTree(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return fmt.Errorf("clear the scratch: %w", err)
+	}
+	for _, e := range entries {
+		if e.Name() != ".git" {
+			if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+				return fmt.Errorf("clear the scratch: %w", err)
+			}
+		}
+	}
+	if err := os.Remove(filepath.Join(dir, ".git", "index")); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("clear the scratch: %w", err)
+	}
+	return nil
+}
