@@ -601,8 +601,9 @@ func campaignStepError(err error) error {
 // campaignHeartbeat heartbeats every few seconds until stopped, so a lost
 // worker's step is retried soon and a cancel reaches it.
 func campaignHeartbeat(ctx context.Context) func() {
-	done := make(chan struct{})
+	done, exited := make(chan struct{}), make(chan struct{})
 	go func() {
+		defer close(exited)
 		t := time.NewTicker(2 * time.Second)
 		defer t.Stop()
 		for {
@@ -616,5 +617,7 @@ func campaignHeartbeat(ctx context.Context) func() {
 			}
 		}
 	}()
-	return func() { close(done) }
+	// Stopping waits for the goroutine: no heartbeat is recorded after the
+	// activity returned (the SDK's test environment races on one).
+	return func() { close(done); <-exited }
 }
