@@ -1,6 +1,9 @@
 package cli
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
 
 // The finishing tool's arguments are read from every wire the gateway
 // relays, streamed or whole, so a vouched submission matches whatever
@@ -57,5 +60,30 @@ func TestSplitObjectKeepsTheBody(t *testing.T) {
 		if _, err := splitObject([]byte(bad)); err == nil {
 			t.Errorf("%s split without error", bad)
 		}
+	}
+}
+
+// A CLI may run the finishing tool as soon as its block streamed, before
+// the answer's last event, where the gateway notes the call: a submission
+// waits for the answer being relayed, and is refused at once when none is.
+func TestVouchWaitsForTheAnswerBeingRelayed(t *testing.T) {
+	args := `{"status":"continue","summary":"ok"}`
+	g := &gateway{reportTool: "submit_report", relayed: map[string]int{}}
+	if g.vouch(args) {
+		t.Fatal("a submission no answer called was vouched for")
+	}
+	g.relaying = 1
+	go func() {
+		time.Sleep(50 * time.Millisecond)
+		g.note([]toolCall{{name: "mcp__ralph__submit_report", args: args}})
+		g.mu.Lock()
+		g.relaying--
+		g.mu.Unlock()
+	}()
+	if !g.vouch(args) {
+		t.Fatal("a submission made while its answer was relayed was refused")
+	}
+	if g.vouch(args) {
+		t.Fatal("one call vouched for two submissions")
 	}
 }

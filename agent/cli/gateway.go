@@ -59,7 +59,15 @@ type gateway struct {
 	// relayed counts the finishing tool's calls in relayed answers, by
 	// canonical arguments: each vouches for one submission.
 	relayed map[string]int
+	// relaying counts answers being relayed: a CLI may run a tool call as
+	// soon as its block streamed, before the answer's last event, where
+	// the gateway notes the calls (vouch waits for them).
+	relaying int
 }
+
+// vouchWait bounds how long a submission waits for the answers being
+// relayed to be noted.
+const vouchWait = 5 * time.Second
 
 // gatewayLimits bound what one attempt may have the gateway hold.
 type gatewayLimits struct {
@@ -92,14 +100,22 @@ func (g *gateway) note(calls []toolCall) {
 // vouch reports whether a relayed answer called the finishing tool with
 // args, using that call up: it vouches for one submission only.
 func (g *gateway) vouch(args string) bool {
-	g.mu.Lock()
-	defer g.mu.Unlock()
 	c := canonicalArgs(args)
-	if g.relayed[c] == 0 {
-		return false
+	deadline := time.Now().Add(vouchWait)
+	for {
+		g.mu.Lock()
+		if g.relayed[c] > 0 {
+			g.relayed[c]--
+			g.mu.Unlock()
+			return true
+		}
+		busy := g.relaying > 0
+		g.mu.Unlock()
+		if !busy || time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
-	g.relayed[c]--
-	return true
 }
 
 // fail ends the round at the gateway with err (the first one wins).
@@ -365,6 +381,14 @@ func (g *gateway) answer(w http.ResponseWriter, resp *http.Response, model strin
 // one cut before its usage (or one without any) is booked under
 // usage.estimated: the request's estimate and the tokens relayed.
 func (g *gateway) relay(w http.ResponseWriter, resp *http.Response, model string, estimate int) {
+	g.mu.Lock()
+	g.relaying++
+	g.mu.Unlock()
+	defer func() {
+		g.mu.Lock()
+		g.relaying--
+		g.mu.Unlock()
+	}()
 	started := time.Now()
 	_, span := g.cfg.Tracing.StartChat(g.ctx, model)
 	defer span.End()
