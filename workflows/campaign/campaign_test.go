@@ -297,7 +297,7 @@ func TestCampaignPauseAddTasksAndStop(t *testing.T) {
 	}, workflow.RegisterOptions{Name: workflows.WorkflowName})
 
 	var paused, added TaskStatus
-	var addRefused string
+	var addRefused, pauseReason string
 	env.RegisterDelayedCallback(func() {
 		env.UpdateWorkflow(workflows.UpdatePause, "p", noopUpdate())
 		env.UpdateWorkflow(UpdateAddTasks, "bad", &testsuite.TestUpdateCallback{OnReject: func(err error) { addRefused = err.Error() },
@@ -307,6 +307,11 @@ func TestCampaignPauseAddTasksAndStop(t *testing.T) {
 	env.RegisterDelayedCallback(func() {
 		paused = campaignTask(t, env, "b") // a finished at 1 h; b may not start while paused
 		added = campaignTask(t, env, "c")
+		if v, err := env.QueryWorkflow(workflows.StatusQueryName); err == nil {
+			var st CampaignStatus
+			_ = v.Get(&st)
+			pauseReason = st.Phase + "/" + st.PauseReason
+		}
 		env.UpdateWorkflow(workflows.UpdateResume, "r", noopUpdate())
 	}, 90*time.Minute)
 	env.RegisterDelayedCallback(func() {
@@ -318,8 +323,8 @@ func TestCampaignPauseAddTasksAndStop(t *testing.T) {
 	if err := env.GetWorkflowResult(&res); err != nil {
 		t.Fatal(err)
 	}
-	if paused.Phase != TaskWaiting || added.Phase != TaskWaiting || !strings.Contains(addRefused, `"a" is used by another task`) {
-		t.Fatalf("while paused: b %+v, c %+v, refusal %q", paused, added, addRefused)
+	if paused.Phase != TaskWaiting || added.Phase != TaskWaiting || !strings.Contains(addRefused, `"a" is used by another task`) || pauseReason != "paused/operator" {
+		t.Fatalf("while paused: b %+v, c %+v, refusal %q, phase/pauseReason %q", paused, added, addRefused, pauseReason)
 	}
 	// After the resume b started; the stop reached it; a merged; c never started.
 	want := fmt.Sprint([]TaskResult{{ID: "a", Phase: TaskMerged, MergeCommit: "merge-a@1"},

@@ -18,6 +18,9 @@ import (
 const (
 	PauseGit     = "git"
 	PauseHeadRed = "head-red"
+	// PauseOperator is status's name for an operator's pause (the pause
+	// update); the queue's own reasons above win when both hold.
+	PauseOperator = "operator"
 )
 
 // maxPauseOutput cuts pauseOutput (a verify output keeps its end).

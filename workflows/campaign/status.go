@@ -36,6 +36,9 @@ func (c *campaign) snapshot() CampaignStatus {
 	s := CampaignStatus{Phase: c.phase(), PauseReason: c.pauseReason, PauseOutput: c.pauseOutput, Counts: map[string]int{}, Total: len(c.tasks), Tasks: []TaskStatus{},
 		IntegrationBranch: c.settings.Branch, Head: c.head, Usage: c.usage, Outcome: c.finished, StopRequested: c.stopping,
 		Verifies: slices.Clone(c.verifies), VerifyCount: c.verifyCount, VerifyFailed: c.verifyFailed, Budget: c.budget.Status(), WaveStatus: c.waveStatus()}
+	if s.PauseReason == "" && c.paused {
+		s.PauseReason = PauseOperator
+	}
 	if s.Verifies == nil {
 		s.Verifies = []MergeVerify{}
 	}

@@ -145,11 +145,12 @@ type TaskStatus struct {
 // them. The tasks query pages the whole list, the task query answers one.
 type CampaignStatus struct {
 	Phase string `json:"phase"` // running, paused, awaiting-plan-approval, finished
-	// PauseReason says why the merge queue paused itself ("" for an
-	// operator's pause): git (a git step kept failing for a reason that is
-	// not a task's) or head-red (the integration head fails the verify
-	// command on its own); PauseOutput says more: the step's error, or the
-	// head's verify output (its last 2,000 characters).
+	// PauseReason says why the campaign is paused: operator (the pause
+	// update), or why the merge queue paused itself: git (a git step kept
+	// failing for a reason that is not a task's) or head-red (the
+	// integration head fails the verify command on its own); PauseOutput
+	// says more: the step's error, or the head's verify output (its last
+	// 2,000 characters).
 	PauseReason       string         `json:"pauseReason,omitempty"`
 	PauseOutput       string         `json:"pauseOutput,omitempty"`
 	Counts            map[string]int `json:"counts"`
