@@ -114,7 +114,7 @@ func (g *Git) checkoutScratch(ctx context.Context, dir, commit string) error {
 // lendCopy brings the copy to commit and links it into dir; the copy stays
 // locked and unmarked until giveBack.
 func (g *Git) lendCopy(ctx context.Context, tc treeCopy, st *scratchState, dir, commit string) error {
-	unlock, err := objectCache{dir: tc.dir}.lock()
+	unlock, err := objectCache(tc).lock() // the same directory lock as a cache
 	if err != nil {
 		return err
 	}
