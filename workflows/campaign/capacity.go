@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/ralph-temporal/ralph/activities"
+	"github.com/ralph-temporal/ralph/internal/plan"
 	"github.com/ralph-temporal/ralph/internal/runes"
 	"github.com/ralph-temporal/ralph/workflows"
 )
@@ -175,7 +176,7 @@ func (c *campaign) checkFileTasks(out activities.ReadTasksOutput) ([]Task, error
 			}
 		}
 	}
-	if cycle := findCycle(all); cycle != nil {
+	if cycle := plan.FindCycle(all); cycle != nil {
 		return nil, inputErr(fieldDependsOn, "has a cycle: %s", strings.Join(cycle, " -> "))
 	}
 	return all[len(c.tasks):], nil

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/ralph-temporal/ralph/activities"
+	"github.com/ralph-temporal/ralph/internal/plan"
 	"github.com/ralph-temporal/ralph/workflows"
 )
 
@@ -192,7 +193,7 @@ func parseTasks(raw json.RawMessage, limits activities.Limits, existing []Task, 
 			}
 		}
 	}
-	if cycle := findCycle(append(append([]Task{}, existing...), tasks...)); cycle != nil {
+	if cycle := plan.FindCycle(append(append([]Task{}, existing...), tasks...)); cycle != nil {
 		return nil, inputErr(fieldDependsOn, "has a cycle: %s", strings.Join(cycle, " -> "))
 	}
 	return tasks, nil
@@ -256,46 +257,6 @@ func prefixed(field string, err error) error {
 		return &workflows.InputError{Field: field + "." + ie.Field, Problem: ie.Problem}
 	}
 	return err
-}
-
-// findCycle returns a dependency cycle (its ids, the first repeated at the
-// end) or nil, visiting tasks in list order so the answer is stable.
-func findCycle(tasks []Task) []string {
-	deps := map[string][]string{}
-	for _, t := range tasks {
-		deps[t.ID] = t.DependsOn
-	}
-	state := map[string]int{} // 1 visiting, 2 done
-	var path []string
-	var visit func(id string) []string
-	visit = func(id string) []string {
-		switch state[id] {
-		case 1:
-			for i, p := range path {
-				if p == id {
-					return append(append([]string{}, path[i:]...), id)
-				}
-			}
-		case 2:
-			return nil
-		}
-		state[id] = 1
-		path = append(path, id)
-		for _, d := range deps[id] {
-			if c := visit(d); c != nil {
-				return c
-			}
-		}
-		path = path[:len(path)-1]
-		state[id] = 2
-		return nil
-	}
-	for _, t := range tasks {
-		if c := visit(t.ID); c != nil {
-			return c
-		}
-	}
-	return nil
 }
 
 func parseBranch(field string, raw json.RawMessage, def string) (string, error) {
