@@ -63,15 +63,18 @@ func (a *Activities) RunRound(ctx context.Context, in RoundInput) (out RoundOutp
 	if err := checkRoundInput(in); err != nil {
 		return RoundOutput{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeBadRoundInput, nil)
 	}
+	steps := newStepClock()
 	ctx, at, err := a.openAttempt(ctx, opening{span: tracing.SpanRound, round: in.Round, workspace: in.Workspace, transcript: transcriptPrefix(in)})
 	if err != nil {
 		return RoundOutput{}, err
 	}
 	defer func() { at.close(err, tracing.AttrReportStatus.String(string(out.Report.Status))) }()
+	steps.mark("lock")
 	ws, err := a.beginWorkspace(ctx, at.dir, in, at.before())
 	if err != nil {
 		return RoundOutput{}, at.setupFailed(ctx, err)
 	}
+	steps.mark("prepare")
 	dir := at.dir
 	var cand *candidateTree
 	if in.Candidate != nil {
@@ -85,8 +88,10 @@ func (a *Activities) RunRound(ctx context.Context, in RoundInput) (out RoundOutp
 			return RoundOutput{}, at.setupFailed(ctx, err)
 		}
 		dir = cand.dir
+		steps.mark("tree")
 	}
 	who, res, err := a.runRoundSession(ctx, at, in, dir)
+	steps.mark("session")
 	if cand != nil {
 		at.candidate = &CandidateFailure{Provider: who.provider, Model: who.model}
 		if err != nil {
@@ -111,7 +116,10 @@ func (a *Activities) RunRound(ctx context.Context, in RoundInput) (out RoundOutp
 			return RoundOutput{}, err
 		}
 		out.Candidate.Agent, out.Candidate.Model = who.provider, who.model
+		steps.mark("keep")
 		a.scoreCandidate(ctx, cand, in, res.Report, out.Candidate)
+		steps.mark("score")
+		at.logger.Info("Candidate steps", append([]any{"round", in.Round, "candidate", in.Candidate.Number}, steps.fields()...)...)
 	} else if out.Checkpoint, out.WorkspaceChanged, err = ws.finish(ctx, res.Report, details); err != nil {
 		return RoundOutput{}, err
 	}

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"strconv"
 	"time"
 
@@ -32,8 +33,10 @@ func (h *Harness) Candidates(ctx context.Context, cfg CandidatesConfig) (Section
 	}
 	tbl := Table{Header: []string{"candidates", "round ms p50 (min–max)", "model calls per round", "× one candidate"}}
 	var base time.Duration
+	steps := map[int]stepTimes{}
 	for _, k := range cfg.Counts {
-		rounds, calls, err := h.candidateRuns(ctx, cfg, k)
+		steps[k] = stepTimes{}
+		rounds, calls, err := h.candidateRuns(ctx, cfg, k, steps[k])
 		if err != nil {
 			tbl.Add(strconv.Itoa(k), "failed: "+err.Error())
 			continue
@@ -45,15 +48,16 @@ func (h *Harness) Candidates(ctx context.Context, cfg CandidatesConfig) (Section
 		tbl.Add(strconv.Itoa(k), spread(rounds), strconv.Itoa(calls/(cfg.Runs*cfg.Rounds)),
 			fmt.Sprintf("%.2f", float64(p50)/float64(base)))
 	}
-	sec.Tables = []Table{tbl}
+	sec.Tables = []Table{tbl, stepsTable(cfg.Counts, steps)}
 	sec.Notes = append(sec.Notes, "A real round is as long as its slowest needed candidate: with a verified complete the rest are "+
 		"cancelled at once, otherwise the round waits for every candidate. Tokens grow with the count (each candidate is a whole session).")
 	return sec, nil
 }
 
 // candidateRuns returns each run's time per round at k candidates, and
-// the model calls the server answered.
-func (h *Harness) candidateRuns(ctx context.Context, cfg CandidatesConfig, k int) ([]time.Duration, int, error) {
+// the model calls the server answered; it adds where the rounds' time went
+// (their histories and the worker's log) to steps.
+func (h *Harness) candidateRuns(ctx context.Context, cfg CandidatesConfig, k int, steps stepTimes) ([]time.Duration, int, error) {
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Minute)
 	defer cancel()
 	model := fakeopenai.NewServer(fakeopenai.Script{Rule: func(req fakeopenai.Request) fakeopenai.Response {
@@ -64,7 +68,8 @@ func (h *Harness) candidateRuns(ctx context.Context, cfg CandidatesConfig, k int
 	}})
 	defer model.Close()
 	queue := h.name(fmt.Sprintf("candidates-%d", k))
-	w, err := h.StartWorkerProc(ctx, h.Dev, queue, model.BaseURL(), map[string]string{"RALPH_GIT": "local", "RALPH_MAX_CANDIDATES": "8"})
+	// Info: the worker logs each candidate's steps (addWorkerSteps).
+	w, err := h.StartWorkerProc(ctx, h.Dev, queue, model.BaseURL(), map[string]string{"RALPH_GIT": "local", "RALPH_MAX_CANDIDATES": "8", "RALPH_LOG_LEVEL": "info"})
 	if err != nil {
 		return nil, 0, err
 	}
@@ -87,6 +92,14 @@ func (h *Harness) candidateRuns(ctx context.Context, cfg CandidatesConfig, k int
 			return nil, 0, fmt.Errorf("run %s ended %s after %d rounds", id, res.Status, res.RoundsStarted)
 		}
 		perRound = append(perRound, time.Since(start)/time.Duration(cfg.Rounds))
+		spans, err := historySpans(ctx, h.Dev.Client, id)
+		if err != nil {
+			return nil, 0, err
+		}
+		addHistorySteps(steps, spans)
+	}
+	if err := addWorkerSteps(steps, filepath.Join(h.Dir, queue+"-worker.log")); err != nil { // StartWorkerProc's log
+		return nil, 0, err
 	}
 	h.logf("candidates: %d per round, %v per round", k, perRound)
 	return perRound, len(model.Requests()), nil
