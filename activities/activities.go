@@ -38,6 +38,8 @@ type Activities struct {
 	// laneCaches are passing lane verifies' tool caches awaiting their
 	// lane's landing (campaign_lanes.go).
 	laneCaches laneCaches
+	// released wakes rounds waiting for a workspace lock (lock.go).
+	released lockReleases
 	// client reads a campaign's task loops (CheckTaskLoops); nil until the
 	// worker hands it over (UseClient).
 	client client.Client

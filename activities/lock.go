@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"time"
 
@@ -23,7 +24,39 @@ const lockPollInterval = 250 * time.Millisecond
 // outside every workspace. The kernel drops them when the process dies, so
 // a killed worker never leaves a workspace locked.
 type workspaceLock struct {
-	files []*os.File
+	files    []*os.File
+	released *lockReleases
+}
+
+// lockReleases wakes this worker's rounds waiting for a lock whenever one of
+// its own locks is released: a round's candidates queue for the workspace
+// one after another to start their trees, and each waiting out
+// lockPollInterval behind its sibling cost a 3-candidate round about half a
+// second. Another process's release is still seen by polling. The zero
+// value is ready.
+type lockReleases struct {
+	mu sync.Mutex
+	ch chan struct{}
+}
+
+// next is closed at the next release.
+func (r *lockReleases) next() <-chan struct{} {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.ch == nil {
+		r.ch = make(chan struct{})
+	}
+	return r.ch
+}
+
+// announce wakes every waiter.
+func (r *lockReleases) announce() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.ch != nil {
+		close(r.ch)
+		r.ch = nil
+	}
 }
 
 // lockWorkspace takes a shared lock on each ancestor of the workspace and an
@@ -32,7 +65,7 @@ type workspaceLock struct {
 // on "a" and "a/b" thus exclude each other, while "a/b" and "a/c" run side by
 // side. waiting is called once if the lock is busy.
 func (a *Activities) lockWorkspace(ctx context.Context, workspace string, waiting func()) (*workspaceLock, error) {
-	l := &workspaceLock{}
+	l := &workspaceLock{released: &a.released}
 	steps := append(ancestors(workspace), workspace)
 	for i, name := range steps {
 		how := syscall.LOCK_SH
@@ -56,7 +89,7 @@ func (a *Activities) acquire(ctx context.Context, name string, how int, waiting 
 		return nil, fmt.Errorf("open the workspace lock %s: %w", path, err)
 	}
 	told := false
-	err = wait.Until(ctx, lockPollInterval, func(context.Context) error {
+	err = wait.UntilWoken(ctx, lockPollInterval, a.released.next, func(context.Context) error {
 		err := syscall.Flock(int(f.Fd()), how|syscall.LOCK_NB)
 		if err != nil && !errors.Is(err, syscall.EWOULDBLOCK) && !errors.Is(err, syscall.EINTR) {
 			return wait.Final(fmt.Errorf("lock the workspace %q (%s): %w", name, path, err))
@@ -82,6 +115,9 @@ func (a *Activities) acquire(ctx context.Context, name string, how int, waiting 
 func (l *workspaceLock) release() {
 	for i := len(l.files) - 1; i >= 0; i-- {
 		l.files[i].Close()
+	}
+	if len(l.files) > 0 && l.released != nil {
+		l.released.announce()
 	}
 	l.files = nil
 }

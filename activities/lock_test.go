@@ -105,3 +105,52 @@ func TestRunRoundWaitsForBusyWorkspace(t *testing.T) {
 		t.Errorf("a session started while the workspace was busy: %v", files)
 	}
 }
+
+// A round's candidates queue for the workspace one after another: each must
+// get it as soon as the one before releases it, not a poll interval later
+// (that cost a 3-candidate round about half a second).
+func TestWorkspaceLockWakesTheNextWaiterAtRelease(t *testing.T) {
+	base := t.TempDir()
+	cfg := DefaultConfig()
+	cfg.Agent.Model = "m"
+	cfg.WorkspaceRoot, cfg.SessionDir = filepath.Join(base, "w"), filepath.Join(base, "s")
+	a, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	held, err := a.lockWorkspace(context.Background(), "ws", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const waiters = 2
+	waiting, got := make(chan struct{}, waiters), make(chan time.Time, waiters)
+	for range waiters {
+		go func() {
+			l, err := a.lockWorkspace(context.Background(), "ws", func() { waiting <- struct{}{} })
+			if err != nil {
+				t.Error(err)
+				got <- time.Time{}
+				return
+			}
+			got <- time.Now()
+			time.Sleep(10 * time.Millisecond) // the candidate's own step under the lock
+			l.release()
+		}()
+	}
+	for range waiters {
+		<-waiting
+	}
+	released := time.Now()
+	held.release()
+	var last time.Time
+	for range waiters {
+		if at := <-got; at.After(last) {
+			last = at
+		}
+	}
+	// Polling alone would make the first waiter wait up to lockPollInterval
+	// and the second another one behind it.
+	if took := last.Sub(released); took >= lockPollInterval*4/5 {
+		t.Fatalf("both waiters had the lock %v after the release, want well under the poll interval %v", took, lockPollInterval)
+	}
+}

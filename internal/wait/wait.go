@@ -14,9 +14,21 @@ import (
 // It returns nil; the error a check wrapped with Final (unwrapped); or, when
 // ctx ends first, a *TimedOut holding ctx's error and the check's last one.
 func Until(ctx context.Context, interval time.Duration, check func(context.Context) error) error {
+	return UntilWoken(ctx, interval, nil, check)
+}
+
+// UntilWoken is Until that also asks check again as soon as the channel
+// wake returned before the check is closed (wake nil: the interval alone).
+// It suits what this process can announce (a lock it released) but
+// another process changes silently: the interval still catches those.
+func UntilWoken(ctx context.Context, interval time.Duration, wake func() <-chan struct{}, check func(context.Context) error) error {
 	t := time.NewTimer(interval)
 	defer t.Stop()
 	for {
+		var woken <-chan struct{} // nil blocks forever
+		if wake != nil {
+			woken = wake()
+		}
 		err := check(ctx)
 		if err == nil {
 			return nil
@@ -33,6 +45,7 @@ func Until(ctx context.Context, interval time.Duration, check func(context.Conte
 		case <-ctx.Done():
 			return &TimedOut{Ctx: ctx.Err(), Last: err}
 		case <-t.C:
+		case <-woken:
 		}
 	}
 }

@@ -69,3 +69,23 @@ func TestSleepEndsWithTheContext(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestUntilWokenAsksAgainAtTheWakeNotTheInterval(t *testing.T) {
+	wake := make(chan struct{})
+	calls := 0
+	start := time.Now()
+	go func() { time.Sleep(20 * time.Millisecond); close(wake) }()
+	err := UntilWoken(context.Background(), time.Hour, func() <-chan struct{} { return wake }, func(context.Context) error {
+		calls++
+		if calls == 1 {
+			return errors.New("busy")
+		}
+		return nil
+	})
+	if err != nil || calls != 2 {
+		t.Fatalf("err %v after %d calls, want nil after 2", err, calls)
+	}
+	if took := time.Since(start); took > time.Minute {
+		t.Fatalf("took %v: it waited for the interval, not the wake", took)
+	}
+}
