@@ -45,6 +45,14 @@ type CandidateSpec struct {
 	ScoreVerify bool `json:"scoreVerify,omitempty"`
 }
 
+// GetNumber is the spec's Number, 0 for none (a plain round).
+func (s *CandidateSpec) GetNumber() int {
+	if s == nil {
+		return 0
+	}
+	return s.Number
+}
+
 // CandidateWork is what a candidate attempt adds to its round output.
 type CandidateWork struct {
 	// Agent is the provider that ran it and Model the model it was
@@ -94,9 +102,10 @@ type candidateTree struct {
 	ref       string
 }
 
-// beginCandidate makes the candidate's tree at the prepared workspace's
+// beginCandidate names the candidate's tree at the prepared workspace's
 // base. Call it holding the workspace's lock: in local mode a person's
-// uncommitted edits are committed first, so every candidate starts from them.
+// uncommitted edits are committed first, so every candidate starts from
+// them. The tree itself is made by start, under the candidate's own lock.
 func (a *Activities) beginCandidate(ctx context.Context, w *workspaceRound, spec CandidateSpec, details FailureDetails) (*candidateTree, error) {
 	if w.git == nil {
 		return nil, temporal.NewNonRetryableApplicationError(
@@ -110,13 +119,21 @@ func (a *Activities) beginCandidate(ctx context.Context, w *workspaceRound, spec
 		}
 	}
 	name := filepath.Join(CandidatesDir, names.Flat(w.round.WorkflowID), fmt.Sprintf("round-%d-%d", w.round.Round, spec.Number))
-	c := &candidateTree{spec: spec, workspace: w, name: name, dir: filepath.Join(a.cfg.WorkspaceRoot, name), base: base,
-		ref: gitws.CandidateRef(w.round.WorkflowID, w.round.Round, spec.Number)}
-	if err := w.git.StartCandidate(ctx, w.dir, c.dir, base); err != nil {
-		c.remove(ctx) // a half-made clone (a refused base included) goes too
-		return nil, w.stepError(ctx, err, details)
+	return &candidateTree{spec: spec, workspace: w, name: name, dir: filepath.Join(a.cfg.WorkspaceRoot, name), base: base,
+		ref: gitws.CandidateRef(w.round.WorkflowID, w.round.Round, spec.Number)}, nil
+}
+
+// start makes the candidate's repository at its base. It only reads the
+// workspace's objects (of base, a commit no one moves), so it runs under
+// the candidate's own lock, not the workspace's: the round's other
+// candidates start theirs meanwhile instead of queueing behind it. A
+// half-made one (a refused base included) is the caller's to remove.
+func (c *candidateTree) start(ctx context.Context, details FailureDetails) error {
+	w := c.workspace
+	if err := w.git.StartCandidate(ctx, w.dir, c.dir, c.base); err != nil {
+		return w.stepError(ctx, err, details)
 	}
-	return c, nil
+	return nil
 }
 
 // finish commits the candidate's tree, keeps the commit on its ref and

@@ -87,6 +87,10 @@ func (a *Activities) RunRound(ctx context.Context, in RoundInput) (out RoundOutp
 		if err = a.relock(ctx, at, cand.name); err != nil {
 			return RoundOutput{}, at.setupFailed(ctx, err)
 		}
+		steps.mark("edits")
+		if err = cand.start(ctx, at.before()); err != nil {
+			return RoundOutput{}, at.setupFailed(ctx, err)
+		}
 		dir = cand.dir
 		steps.mark("tree")
 	}
@@ -119,10 +123,12 @@ func (a *Activities) RunRound(ctx context.Context, in RoundInput) (out RoundOutp
 		steps.mark("keep")
 		a.scoreCandidate(ctx, cand, in, res.Report, out.Candidate)
 		steps.mark("score")
-		at.logger.Info("Candidate steps", append([]any{"round", in.Round, "candidate", in.Candidate.Number}, steps.fields()...)...)
 	} else if out.Checkpoint, out.WorkspaceChanged, err = ws.finish(ctx, res.Report, details); err != nil {
 		return RoundOutput{}, err
+	} else {
+		steps.mark("keep")
 	}
+	at.logger.Info("Round steps", append([]any{"round", in.Round, "candidate", in.Candidate.GetNumber()}, steps.fields()...)...)
 	if len(out.Restored) > 0 {
 		at.logger.Info("Restored protected paths the session changed", "round", in.Round, "paths", out.Restored)
 	}

@@ -3,7 +3,7 @@ package activities
 import "time"
 
 // stepClock times an attempt's steps one after another, so the worker's
-// log says where a candidate's time went (the candidates benchmark reads
+// log says where a round's time went (the candidates benchmark reads
 // it): each mark is the time since the previous one.
 type stepClock struct {
 	last  time.Time

@@ -37,16 +37,17 @@ var historySteps = []string{
 	"round: first scheduled → next round's first scheduled",
 }
 
-// The worker's own steps of a candidate attempt (its "Candidate steps" log
-// line), in order.
-var workerSteps = []string{"lock", "prepare", "tree", "session", "keep", "score"}
+// The worker's own steps of a round attempt (its "Round steps" log line),
+// in order; a plain round has no edits, tree nor score.
+var workerSteps = []string{"lock", "prepare", "edits", "tree", "session", "keep", "score"}
 
 var workerStepNames = map[string]string{
 	"lock":    "worker: open the attempt and take the workspace lock",
 	"prepare": "worker: prepare the workspace (git)",
-	"tree":    "worker: the candidate's repository (commit edits, start candidate, relock)",
+	"edits":   "worker: commit the workspace's edits, trade its lock for the candidate's",
+	"tree":    "worker: the candidate's repository (StartCandidate)",
 	"session": "worker: the session (sandbox, model calls, hand-off)",
-	"keep":    "worker: commit and keep the candidate (checkpoint, ref, diff stat)",
+	"keep":    "worker: commit the hand-off (a candidate: checkpoint, ref, diff stat)",
 	"score":   "worker: score it (RALPH_CANDIDATE_SCORE)",
 }
 
@@ -148,7 +149,7 @@ func addHistorySteps(st stepTimes, spans []*activitySpan) {
 	}
 }
 
-// addWorkerSteps adds every "Candidate steps" line of a worker's JSON log.
+// addWorkerSteps adds every "Round steps" line of a worker's JSON log.
 func addWorkerSteps(st stepTimes, logPath string) error {
 	f, err := os.Open(logPath)
 	if err != nil {
@@ -159,7 +160,7 @@ func addWorkerSteps(st stepTimes, logPath string) error {
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
 		var line map[string]any
-		if json.Unmarshal(sc.Bytes(), &line) != nil || line["msg"] != "Candidate steps" {
+		if json.Unmarshal(sc.Bytes(), &line) != nil || line["msg"] != "Round steps" {
 			continue
 		}
 		for _, name := range workerSteps {

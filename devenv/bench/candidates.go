@@ -68,7 +68,7 @@ func (h *Harness) candidateRuns(ctx context.Context, cfg CandidatesConfig, k int
 	}})
 	defer model.Close()
 	queue := h.name(fmt.Sprintf("candidates-%d", k))
-	// Info: the worker logs each candidate's steps (addWorkerSteps).
+	// Info: the worker logs each round's steps (addWorkerSteps).
 	w, err := h.StartWorkerProc(ctx, h.Dev, queue, model.BaseURL(), map[string]string{"RALPH_GIT": "local", "RALPH_MAX_CANDIDATES": "8", "RALPH_LOG_LEVEL": "info"})
 	if err != nil {
 		return nil, 0, err
