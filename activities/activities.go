@@ -179,13 +179,14 @@ func (a *Activities) Register(r worker.ActivityRegistry) {
 	r.RegisterActivityWithOptions(a.CheckTaskLoops, activity.RegisterOptions{Name: CheckTaskLoopsName})
 }
 
-// WithCurrentBehaviours switches on every campaign behaviour this build
+// WithCurrentBehaviours switches on every campaign (and candidates) behaviour this build
 // has: a run records them in its limits, so a history recorded before one
 // existed replays without it.
 func WithCurrentBehaviours(l Limits) Limits {
 	l.CampaignShares, l.CampaignEvidence, l.CampaignHeldApart, l.CampaignQueueApart = true, true, true, true
 	l.CampaignTaskFaults, l.CampaignHeadRed, l.CampaignGitBound = true, true, true
 	l.CampaignNoDrain, l.CampaignVerifyTimes, l.CampaignGitHeartbeat = true, true, true
+	l.CandidateAdoptLocal = true
 	return l
 }
 

@@ -137,6 +137,12 @@ type Limits struct {
 	// use HeartbeatTimeoutSeconds, as rounds do, instead of a fixed minute,
 	// so a lost worker's merge is retried as soon as a round would be.
 	CampaignGitHeartbeat bool `json:"campaignGitHeartbeat,omitempty"`
+	// CandidateAdoptLocal: a round's chosen candidate is adopted by a local
+	// activity, in the workflow task that chose it, instead of an activity
+	// of its own (a dispatch and a workflow task fewer per round; SPEC 41's
+	// 3-candidate round). Recorded like CampaignShares, so a run started
+	// before it replays its AdoptCandidate activities.
+	CandidateAdoptLocal bool `json:"candidateAdoptLocal,omitempty"`
 	// Git is the worker's RALPH_GIT when checkpoints are on ("" when off):
 	// a campaign needs local or remote.
 	Git string `json:"git,omitempty"`

@@ -305,6 +305,14 @@ func (l *loop) adopt(ctx workflow.Context, round int, c *candidate) error {
 	}
 	in := activities.AdoptInput{Workspace: l.workspace, Round: round, MaxRounds: l.maxRounds,
 		Base: c.out.Checkpoint.Parent, Commit: c.out.Checkpoint.Commit, Ref: c.out.Candidate.Ref}
+	if l.limits.CandidateAdoptLocal {
+		// A few git commands: run them in the workflow task that chose,
+		// rather than paying a dispatch and another workflow task.
+		lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
+			StartToCloseTimeout: opts.StartToCloseTimeout, RetryPolicy: opts.RetryPolicy, Summary: opts.Summary,
+		})
+		return workflow.ExecuteLocalActivity(lctx, activities.AdoptCandidateName, in).Get(ctx, nil)
+	}
 	return workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, opts), activities.AdoptCandidateName, in).Get(ctx, nil)
 }
 

@@ -34,13 +34,15 @@ type play struct {
 // candidates plays RunRound per candidate (plays[round][number]) and
 // AdoptCandidate.
 type candidates struct {
-	mu        sync.Mutex
-	plays     map[int]map[int]play
-	inputs    []activities.RoundInput
-	adopted   []activities.AdoptInput
-	cancelled []string // activity ids
-	choice    int
-	reviews   []activities.ReviewInput
+	mu      sync.Mutex
+	plays   map[int]map[int]play
+	inputs  []activities.RoundInput
+	adopted []activities.AdoptInput
+	// adoptedLocally: each adoption ran as a local activity.
+	adoptedLocally []bool
+	cancelled      []string // activity ids
+	choice         int
+	reviews        []activities.ReviewInput
 }
 
 func spentBy(k int) usage.Usage {
@@ -93,10 +95,11 @@ func (c *candidates) review(_ context.Context, in activities.ReviewInput) (activ
 		Findings: []string{}}, Usage: usage.Usage{ModelCalls: 1}}, nil
 }
 
-func (c *candidates) adopt(_ context.Context, in activities.AdoptInput) error {
+func (c *candidates) adopt(ctx context.Context, in activities.AdoptInput) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.adopted = append(c.adopted, in)
+	c.adoptedLocally = append(c.adoptedLocally, activity.GetInfo(ctx).IsLocalActivity)
 	return nil
 }
 
@@ -391,5 +394,34 @@ func TestCandidatesNameTheDefaultProviderAndModel(t *testing.T) {
 	// The chosen one's model is the one that produced its report.
 	if !chosen.Chosen || chosen.Provider != "builtin" || chosen.Model != "m" || chosen.Ref != "" {
 		t.Errorf("chosen candidate %+v, want builtin and its output's model", chosen)
+	}
+}
+
+// With CandidateAdoptLocal (every run a current worker starts) the chosen
+// candidate is adopted by a local activity in the workflow task that chose
+// it, round after round; without it (a run recorded before) by an activity.
+func TestCandidatesAdoptLocallyWhenTheLimitsSaySo(t *testing.T) {
+	for _, local := range []bool{false, true} {
+		c := &candidates{plays: map[int]map[int]play{
+			1: {1: {status: report.StatusContinue, diff: 9}, 2: {status: report.StatusContinue, diff: 3}, 3: {status: report.StatusBlocked}},
+			2: {1: {status: report.StatusComplete, diff: 5}, 2: {status: report.StatusContinue, delay: time.Hour}, 3: {status: "fail"}},
+		}}
+		limits := candidateLimits()
+		limits.CandidateAdoptLocal = local
+		env := newCandidatesEnv(t, limits, c)
+		res, err := execute(t, env, `{"objective":"fix it","verifyCommand":"make test"}`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Status != report.OutcomeComplete || res.RoundsStarted != 2 || res.Checkpoint == nil || res.Checkpoint.Commit != "r2k1" {
+			t.Fatalf("local %v: result %+v", local, res)
+		}
+		commits := []string{}
+		for _, in := range c.adopted {
+			commits = append(commits, in.Commit)
+		}
+		if fmt.Sprint(commits) != "[r1k2 r2k1]" || fmt.Sprint(c.adoptedLocally) != fmt.Sprint([]bool{local, local}) {
+			t.Fatalf("local %v: adopted %v (locally %v), want r1k2 then r2k1, each local %v", local, commits, c.adoptedLocally, local)
+		}
 	}
 }

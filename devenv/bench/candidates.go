@@ -49,6 +49,9 @@ func (h *Harness) Candidates(ctx context.Context, cfg CandidatesConfig) (Section
 			fmt.Sprintf("%.2f", float64(p50)/float64(base)))
 	}
 	sec.Tables = []Table{tbl, stepsTable(cfg.Counts, steps)}
+	sec.Notes = append(sec.Notes, "The steps table: the history's rows per round, the worker's per attempt (its Round steps log line). "+
+		"Runs of a current worker adopt the chosen candidate in a local activity (Limits.CandidateAdoptLocal): no AdoptCandidate "+
+		"activity, its time is inside \"between rounds\".")
 	sec.Notes = append(sec.Notes, "A real round is as long as its slowest needed candidate: with a verified complete the rest are "+
 		"cancelled at once, otherwise the round waits for every candidate. Tokens grow with the count (each candidate is a whole session).")
 	return sec, nil
