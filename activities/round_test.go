@@ -296,11 +296,12 @@ func TestResolveLimits(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got activities.Limits
-	// Every worker since SPEC 39 records that its campaigns share budgets.
+	// Every worker since SPEC 39 records that its campaigns share budgets
+	// (and since SPEC 41 that it adopts candidates locally).
 	want := f.cfg.Limits
 	want.CampaignShares, want.CampaignEvidence, want.CampaignHeldApart, want.CampaignQueueApart = true, true, true, true
 	want.CampaignTaskFaults, want.CampaignHeadRed, want.CampaignGitBound, want.CampaignNoDrain = true, true, true, true
-	want.CampaignVerifyTimes, want.CampaignGitHeartbeat = true, true
+	want.CampaignVerifyTimes, want.CampaignGitHeartbeat, want.CandidateAdoptLocal = true, true, true
 	if err := val.Get(&got); err != nil || !reflect.DeepEqual(got, want) || got.MaxRounds != 7 {
 		t.Errorf("limits = %+v, %v; want %+v", got, err, want)
 	}
