@@ -5,6 +5,7 @@
 //	go run ./cmd/ralphbench                      # everything, dev server
 //	go run ./cmd/ralphbench -only overhead,cancel
 //	go run ./cmd/ralphbench -with-cluster                # also the PostgreSQL-backed server
+//	go run ./cmd/ralphbench -only section41              # SPEC 41's benchmarks in one run
 package main
 
 import (

@@ -3,6 +3,7 @@ package bench
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"os/exec"
 	"path/filepath"
@@ -58,6 +59,7 @@ func (h *Harness) QueueCost(ctx context.Context, cfg QueueCostConfig) (Section, 
 		return sec, err
 	}
 	var results []benchResult
+	var failed []error
 	for _, name := range names {
 		iters := cfg.DemoIters
 		if strings.Contains(name, "Large") {
@@ -66,7 +68,9 @@ func (h *Harness) QueueCost(ctx context.Context, cfg QueueCostConfig) (Section, 
 		h.logf("queuecost: %s, %d steps", name, iters)
 		r, err := runBenchmark(ctx, bin, pkgDir, name, iters)
 		if err != nil {
-			return sec, err
+			// The others still run: one failure leaves its goal unmeasured.
+			failed = append(failed, err)
+			r = benchResult{Name: name, Failed: true}
 		}
 		results = append(results, r)
 		sec.Goals = append(sec.Goals, queueCostGoal(r))
@@ -75,7 +79,7 @@ func (h *Harness) QueueCost(ctx context.Context, cfg QueueCostConfig) (Section, 
 	sec.Notes = append(sec.Notes, "git-cpu-ms: the CPU time of the child processes (the worker's git, and about 10 ms of the benchmark's own "+
 		"git making each task) per step: on a shared machine the wall clock is mostly waiting.",
 		"took: the benchmark's whole run, the repository's generation included.")
-	return sec, nil
+	return sec, errors.Join(failed...)
 }
 
 // benchResult is one line of `go test -bench` output, and how long the
@@ -85,6 +89,7 @@ type benchResult struct {
 	N       int
 	Metrics []benchMetric // in the order printed
 	Took    time.Duration
+	Failed  bool // it did not finish (the section's error says why)
 }
 
 type benchMetric struct {
@@ -184,6 +189,10 @@ func queueCostTable(rs []benchResult) Table {
 	t := Table{Header: append([]string{"benchmark", "repository", "steps"}, append(units, "took s")...)}
 	for _, r := range rs {
 		row := []string{strings.TrimPrefix(r.Name, "Benchmark"), repoSize(r.Name), strconv.Itoa(r.N)}
+		if r.Failed {
+			t.Add(append(row[:2], "failed")...)
+			continue
+		}
 		for _, u := range units {
 			cell := "–"
 			if v, ok := r.Metric(u); ok {

@@ -56,3 +56,15 @@ func TestQueueCostGoalsFromTheNumbers(t *testing.T) {
 		}
 	}
 }
+
+func TestQueueCostFailedBenchmarkKeepsItsRow(t *testing.T) {
+	demo, _ := parseBenchOutput(benchOutput, "BenchmarkQueueCostDemo")
+	failed := benchResult{Name: "BenchmarkPrepareTaskLarge", Failed: true}
+	if g := queueCostGoal(failed); g.Verdict() != "not measured" {
+		t.Errorf("a failed benchmark's goal: %+v (%s)", g, g.Verdict())
+	}
+	tbl := queueCostTable([]benchResult{demo, failed}).Markdown()
+	if !strings.Contains(tbl, "| PrepareTaskLarge | 10,000 files, 100 MB | failed |") || !strings.Contains(tbl, "| 171 ") {
+		t.Errorf("table:\n%s", tbl)
+	}
+}

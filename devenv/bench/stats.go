@@ -170,7 +170,11 @@ func (s Section) Markdown() string {
 		b.WriteString("\n")
 	}
 	for _, g := range s.Goals {
-		fmt.Fprintf(&b, "- goal: %s — %s: **%s**\n", g.What, or(g.Measured, "no numbers"), g.Verdict())
+		if g.Measured == "" {
+			fmt.Fprintf(&b, "- goal: %s: **%s**\n", g.What, g.Verdict())
+			continue
+		}
+		fmt.Fprintf(&b, "- goal: %s — %s: **%s**\n", g.What, g.Measured, g.Verdict())
 	}
 	for _, n := range s.Notes {
 		fmt.Fprintf(&b, "- %s\n", n)
@@ -179,12 +183,4 @@ func (s Section) Markdown() string {
 		b.WriteString("\n")
 	}
 	return b.String()
-}
-
-// or is s, or alt when s is empty.
-func or(s, alt string) string {
-	if s == "" {
-		return alt
-	}
-	return s
 }
