@@ -523,11 +523,12 @@ func goalsSummary(secs []bench.Section) string {
 	for _, sec := range secs {
 		for _, n := range sec.Notes {
 			if strings.HasPrefix(n, "**benchmark failed:**") || strings.HasPrefix(n, "skipped: ") {
-				fmt.Fprintf(&b, "\n- %s: %s", sec.Title, n)
+				first, _, _ := strings.Cut(n, "\n") // the section above has the rest
+				fmt.Fprintf(&b, "\n- %s: %s", sec.Title, first)
 			}
 		}
 	}
-	b.WriteString("\n")
+	b.WriteString("\n\n")
 	return b.String()
 }
 
