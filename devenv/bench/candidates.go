@@ -32,6 +32,7 @@ func (h *Harness) Candidates(ctx context.Context, cfg CandidatesConfig) (Section
 	}
 	tbl := Table{Header: []string{"candidates", "round ms p50 (min–max)", "model calls per round", "× one candidate"}}
 	var base time.Duration
+	p50s := map[int]time.Duration{}
 	for _, k := range cfg.Counts {
 		rounds, calls, err := h.candidateRuns(ctx, cfg, k)
 		if err != nil {
@@ -39,6 +40,7 @@ func (h *Harness) Candidates(ctx context.Context, cfg CandidatesConfig) (Section
 			continue
 		}
 		p50 := Median(rounds)
+		p50s[k] = p50
 		if base == 0 {
 			base = p50
 		}
@@ -46,9 +48,25 @@ func (h *Harness) Candidates(ctx context.Context, cfg CandidatesConfig) (Section
 			fmt.Sprintf("%.2f", float64(p50)/float64(base)))
 	}
 	sec.Tables = []Table{tbl}
+	sec.Goals = append(sec.Goals, candidatesGoalOf(p50s))
 	sec.Notes = append(sec.Notes, "A real round is as long as its slowest needed candidate: with a verified complete the rest are "+
 		"cancelled at once, otherwise the round waits for every candidate. Tokens grow with the count (each candidate is a whole session).")
 	return sec, nil
+}
+
+// candidatesGoal is SPEC 41's goal: a 3-candidate round at most 0.2 s more
+// than a 1-candidate round with an instant model.
+const candidatesGoal = 200 * time.Millisecond
+
+// candidatesGoalOf judges the goal from the round p50 per candidate count.
+func candidatesGoalOf(p50s map[int]time.Duration) Goal {
+	g := Goal{What: fmt.Sprintf("a 3-candidate round at most %s more than a 1-candidate round (instant model)", candidatesGoal)}
+	one, three := p50s[1], p50s[3]
+	if one > 0 && three > 0 {
+		g.Measured = fmt.Sprintf("round p50 %s ms against %s ms: %+.0f ms", ms(three), ms(one), float64(three-one)/float64(time.Millisecond))
+		g.Met = three-one <= candidatesGoal
+	}
+	return g
 }
 
 // candidateRuns returns each run's time per round at k candidates, and
