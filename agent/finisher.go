@@ -82,3 +82,8 @@ func inlineItems(schema *jsonschema.Definition) {
 		schema.Defs = nil
 	}
 }
+
+// IsFinishingTool says a tool of that name ends a session when accepted.
+func IsFinishingTool(name string) bool {
+	return name == SubmitReportTool || name == SubmitReviewTool || name == SubmitPlanTool
+}
