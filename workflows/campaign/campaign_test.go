@@ -83,7 +83,7 @@ func (f *fakeLine) child(ctx workflow.Context, input json.RawMessage, _ *workflo
 
 func TestCampaignBisectsARedStack(t *testing.T) {
 	f := &fakeLine{reports: map[string]*report.Report{}}
-	limits := campaignLimits()
+	limits := queueApartLimits()
 	env := newCampaignEnv(limits)
 	env.RegisterActivityWithOptions(f.merge, activity.RegisterOptions{Name: activities.MergeTaskName})
 	env.RegisterWorkflowWithOptions(f.child, workflow.RegisterOptions{Name: workflows.WorkflowName})
@@ -131,7 +131,7 @@ func TestCampaignBisectsARedStack(t *testing.T) {
 }
 
 func TestCampaignBlocksDependentsAndStopsAfterMaxMergeAttempts(t *testing.T) {
-	limits := campaignLimits()
+	limits := queueApartLimits()
 	env := newCampaignEnv(limits)
 	merges := 0
 	env.RegisterActivityWithOptions(func(_ context.Context, in activities.MergeTaskInput) (activities.MergeTaskOutput, error) {
@@ -175,7 +175,7 @@ func newCampaignEnv(limits activities.Limits) *testsuite.TestWorkflowEnvironment
 
 func TestCampaignApprovalHoldsAMergeUntilApproved(t *testing.T) {
 	f := &fakeLine{reports: map[string]*report.Report{}}
-	limits := campaignLimits()
+	limits := queueApartLimits()
 	env := newCampaignEnv(limits)
 	var calls []activities.MergeTaskInput
 	env.RegisterActivityWithOptions(func(_ context.Context, in activities.MergeTaskInput) (activities.MergeTaskOutput, error) {
@@ -245,7 +245,7 @@ func noopUpdate() *testsuite.TestUpdateCallback {
 }
 
 func TestCampaignCancelReachesEveryLoop(t *testing.T) {
-	env := newCampaignEnv(campaignLimits())
+	env := newCampaignEnv(queueApartLimits())
 	var mu sync.Mutex
 	cancelled := map[string]bool{}
 	env.RegisterWorkflowWithOptions(func(ctx workflow.Context, _ json.RawMessage, _ *workflows.Continuation, _ *workflows.TaskStart) (*workflows.Result, error) {
@@ -272,7 +272,7 @@ func TestCampaignCancelReachesEveryLoop(t *testing.T) {
 // stop signals the running loops, lets queued merges land and ends stopped.
 func TestCampaignPauseAddTasksAndStop(t *testing.T) {
 	f := &fakeLine{reports: map[string]*report.Report{}}
-	env := newCampaignEnv(campaignLimits())
+	env := newCampaignEnv(queueApartLimits())
 	env.RegisterActivityWithOptions(f.merge, activity.RegisterOptions{Name: activities.MergeTaskName})
 	var mu sync.Mutex
 	stopped := map[string]bool{}
@@ -336,7 +336,7 @@ func TestCampaignPauseAddTasksAndStop(t *testing.T) {
 }
 
 func TestCampaignNotifiesReturnedMergedAndItsEnd(t *testing.T) {
-	limits := campaignLimits()
+	limits := queueApartLimits()
 	limits.NotifyEvents = []string{EventMerged, EventReturned, CampaignComplete}
 	env := newCampaignEnv(limits)
 	merges := 0

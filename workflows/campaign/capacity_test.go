@@ -83,7 +83,7 @@ func TestCampaignOf5000TasksStaysUnder1MiB(t *testing.T) {
 	}
 
 	m := &payloadMeter{max: map[string]int{}}
-	limits := activities.WithCurrentBehaviours(campaignLimits()) // as a new campaign runs
+	limits := activities.WithCurrentBehaviours(queueApartLimits()) // as a new campaign runs
 	limits.MaxCampaignTasks, limits.MaxObjectiveChars, limits.MaxCampaignParallel = capacityTasks, 8000, 8
 	env := newCampaignEnv(limits)
 	// Checking 5,000 tasks takes the workflow about 15 ms (150 ms under the
@@ -225,7 +225,7 @@ func TestCampaignOf5000TasksStaysUnder1MiB(t *testing.T) {
 // continuation, the result and every query answer are measured within
 // their bounds.
 func TestCampaignWorstCaseStateStaysUnder1MiB(t *testing.T) {
-	c := &campaign{limits: campaignLimits(), byID: map[string]*taskState{}, settings: campaignSettings{ID: "camp",
+	c := &campaign{limits: queueApartLimits(), byID: map[string]*taskState{}, settings: campaignSettings{ID: "camp",
 		Branch: "ralph/campaigns/camp/integration", MaxParallel: 8, VerifyCommand: "make check", MaxMergeAttempts: 3, MergeBatch: 1, Approve: ApproveNone}}
 	c.sources = []activities.TasksSource{{Commit: strings.Repeat("b", 40), Path: "plan/tasks.md"}}
 	failure := strings.Repeat("<&>\x01", maxFailureChars/4)
@@ -298,7 +298,7 @@ func TestCarriedTaskReadsTheEarlierObjectForm(t *testing.T) {
 
 // TestInlineTasksOver1MiBAreRefused names the limit and tasksFile.
 func TestInlineTasksOver1MiBAreRefused(t *testing.T) {
-	limits := campaignLimits()
+	limits := queueApartLimits()
 	limits.MaxCampaignTasks, limits.MaxObjectiveChars = 5000, 8000
 	var tasks []string
 	for i := range 300 {
@@ -338,7 +338,7 @@ func TestInlineTasksOver1MiBAreRefused(t *testing.T) {
 // TestProtectedPathsReachTheLoopAndTheMerge: the campaign's protected paths
 // and a task's own reach that task's loop input and its MergeTask input.
 func TestProtectedPathsReachTheLoopAndTheMerge(t *testing.T) {
-	env := newCampaignEnv(campaignLimits())
+	env := newCampaignEnv(queueApartLimits())
 	var mu sync.Mutex
 	loops := map[string][]any{}
 	var merged [][]string
@@ -380,7 +380,7 @@ func TestBudgetIsSharedAcrossLoops(t *testing.T) {
 	for _, shares := range []bool{true, false} {
 		t.Run(fmt.Sprint("shares=", shares), func(t *testing.T) {
 			f := &fakeLine{reports: map[string]*report.Report{}}
-			limits := campaignLimits()
+			limits := queueApartLimits()
 			limits.CampaignShares = shares
 			env := newCampaignEnv(limits)
 			env.RegisterActivityWithOptions(f.merge, activity.RegisterOptions{Name: activities.MergeTaskName})
@@ -443,7 +443,7 @@ func TestBudgetIsSharedAcrossLoops(t *testing.T) {
 // only the failed round (SPEC 39: a failed loop's usage counts).
 func TestFailedLoopChargesItsWholeRun(t *testing.T) {
 	f := &fakeLine{reports: map[string]*report.Report{}}
-	env := newCampaignEnv(campaignLimits())
+	env := newCampaignEnv(queueApartLimits())
 	env.RegisterActivityWithOptions(f.merge, activity.RegisterOptions{Name: activities.MergeTaskName})
 	env.RegisterWorkflowWithOptions(func(ctx workflow.Context, _ json.RawMessage, _ *workflows.Continuation, _ *workflows.TaskStart) (*workflows.Result, error) {
 		return nil, temporal.NewNonRetryableApplicationError("round 3 failed", workflows.ErrTypeRoundFailed, nil,
@@ -468,7 +468,7 @@ func TestFailedLoopChargesItsWholeRun(t *testing.T) {
 // status summary still fits within 64 KiB, each lane listing its first
 // task ids and its count.
 func TestCampaignStatusWithFullLanesFits(t *testing.T) {
-	c := &campaign{limits: campaignLimits(), byID: map[string]*taskState{}, settings: campaignSettings{ID: "camp",
+	c := &campaign{limits: queueApartLimits(), byID: map[string]*taskState{}, settings: campaignSettings{ID: "camp",
 		Branch: "ralph/campaigns/camp/integration", MaxParallel: 8, VerifyCommand: "make check", MaxMergeAttempts: 3,
 		MergeBatch: maxMergeBatchCeiling, MergeLanes: 16, Approve: ApproveNone}}
 	for i := range capacityTasks {

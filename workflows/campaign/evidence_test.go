@@ -25,7 +25,7 @@ import (
 // and whose evidence holds the exit code and the output's last 2,000+
 // characters, its end included.
 func TestReturnedTaskSeesTheVerifyOutputOfALongCommand(t *testing.T) {
-	limits := campaignLimits()
+	limits := queueApartLimits()
 	limits.CampaignEvidence = true
 	env := newCampaignEnv(limits)
 	command := "make check " + strings.Repeat("--flag=value ", 38) // ~500 characters
@@ -79,7 +79,7 @@ func TestReturnedTaskSeesTheVerifyOutputOfALongCommand(t *testing.T) {
 // paused, pauseReason, a paused notification) without failing the task;
 // resume retries the merge, which lands.
 func TestGitFailureRetriesThenPausesTheQueue(t *testing.T) {
-	limits := campaignLimits()
+	limits := queueApartLimits()
 	limits.MergeRetryMinutes = 30
 	limits.NotifyEvents = []string{EventPaused}
 	env := newCampaignEnv(limits)
@@ -147,7 +147,7 @@ func TestGitFailureRetriesThenPausesTheQueue(t *testing.T) {
 func TestApprovalWaitHoldsOnlyItsTask(t *testing.T) {
 	for _, end := range []string{"approve", "timeout", "stop"} {
 		t.Run(end, func(t *testing.T) {
-			limits := campaignLimits()
+			limits := queueApartLimits()
 			limits.CampaignHeldApart = true
 			limits.NotifyEvents = []string{workflows.EventAwaitingApproval}
 			if end == "timeout" {

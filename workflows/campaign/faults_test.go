@@ -88,7 +88,7 @@ func statusAt(t *testing.T, env *testsuite.TestWorkflowEnvironment, at time.Dura
 func TestOneBadBranchInABatchOfFour(t *testing.T) {
 	for _, faults := range []bool{true, false} {
 		t.Run(fmt.Sprintf("taskFaults=%v", faults), func(t *testing.T) {
-			limits := campaignLimits()
+			limits := queueApartLimits()
 			limits.CampaignTaskFaults = faults
 			env := newCampaignEnv(limits)
 			l := newLoops(env, map[string]int{"z": 1, "a": 2, "b": 2, "c": 2, "d": 2})
@@ -209,7 +209,7 @@ func (h *redHead) merge(_ context.Context, in activities.MergeTaskInput) (activi
 // the head is still red checks it again and stays paused (notified again);
 // resume after it turned green lands a, then b and c, on their first go.
 func TestRedHeadPausesTheQueue(t *testing.T) {
-	limits := campaignLimits()
+	limits := queueApartLimits()
 	limits.CampaignHeadRed, limits.CampaignEvidence = true, true
 	limits.NotifyEvents = []string{EventPaused, EventReturned}
 	env := newCampaignEnv(limits)
@@ -290,7 +290,7 @@ func TestRedHeadPausesTheQueue(t *testing.T) {
 // notification) with the task waiting where it was (go 0, not failed), and
 // no attempt after the bound. resume starts the same go, which merges.
 func TestPrepareFailingPastTheBoundPauses(t *testing.T) {
-	limits := campaignLimits()
+	limits := queueApartLimits()
 	limits.CampaignGitBound, limits.MergeRetryMinutes = true, 30
 	limits.NotifyEvents = []string{EventPaused}
 	env := newCampaignEnv(limits)
@@ -369,7 +369,7 @@ func TestPrepareFailingPastTheBoundPauses(t *testing.T) {
 // git naming the landing) with the task queued and still approved; resume
 // lands the kept tip without merging or asking again.
 func TestApprovedLandingPastTheBoundPauses(t *testing.T) {
-	limits := campaignLimits()
+	limits := queueApartLimits()
 	limits.CampaignHeldApart, limits.CampaignGitBound, limits.MergeRetryMinutes = true, true, 30
 	limits.NotifyEvents = []string{EventPaused}
 	env := newCampaignEnv(limits)
@@ -445,7 +445,7 @@ func TestApprovedLandingPastTheBoundPauses(t *testing.T) {
 // new carries both pauses (reason, output, the held-back task at the
 // queue's front, no merge attempt charged) into its next run.
 func TestHeadRedPauseCrossesContinueAsNew(t *testing.T) {
-	limits := campaignLimits()
+	limits := queueApartLimits()
 	limits.CampaignHeadRed = true
 	env := newCampaignEnv(limits)
 	newLoops(env, nil)

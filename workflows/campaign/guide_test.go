@@ -19,7 +19,7 @@ import (
 
 func TestCampaignGuideReachesTheRunningLoops(t *testing.T) {
 	f := &fakeLine{reports: map[string]*report.Report{}}
-	limits := campaignLimits()
+	limits := queueApartLimits()
 	env := newCampaignEnv(limits)
 	env.RegisterActivityWithOptions(f.merge, activity.RegisterOptions{Name: activities.MergeTaskName})
 	var mu sync.Mutex
@@ -72,7 +72,7 @@ func TestCampaignGuideReachesTheRunningLoops(t *testing.T) {
 // loop gets the stop.
 func TestStopAndGuideDuringPreparationAreKept(t *testing.T) {
 	f := &fakeLine{reports: map[string]*report.Report{}}
-	env := newCampaignEnv(campaignLimits())
+	env := newCampaignEnv(queueApartLimits())
 	env.RegisterActivityWithOptions(f.merge, activity.RegisterOptions{Name: activities.MergeTaskName})
 	// a's branch takes 10 s to prepare, b's 40 s.
 	env.OnActivity(activities.PrepareTaskName, mock.Anything, mock.MatchedBy(func(in activities.PrepareTaskInput) bool { return in.Task.ID == "a" })).

@@ -4,7 +4,22 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/testsuite"
+
+	"github.com/ralph-temporal/ralph/activities"
 )
+
+// queueApartLimits are the deployment's default limits (remote git, no
+// deployment verify command) with one campaign behaviour on: the queue
+// beside the main loop (CampaignQueueApart). A test switches on or off the
+// behaviours it tests; activities.WithCurrentBehaviours switches on all of
+// them, as a worker resolving a new campaign's limits does.
+func queueApartLimits() activities.Limits {
+	l := activities.DefaultLimits()
+	l.Git = "remote"
+	l.VerifyCommand = ""
+	l.CampaignQueueApart = true
+	return l
+}
 
 // updateResult is what a test's update came to.
 type updateResult struct {

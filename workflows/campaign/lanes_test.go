@@ -211,7 +211,7 @@ type laneRun struct {
 
 func runLaneCampaign(t *testing.T, f *treeLine, tasks string, extra string, statusAt time.Duration) laneRun {
 	t.Helper()
-	limits := campaignLimits()
+	limits := queueApartLimits()
 	limits.CampaignTaskFaults, limits.CampaignHeadRed, limits.CampaignVerifyTimes = true, true, true // what a worker records today
 	env := newCampaignEnv(limits)
 	env.RegisterActivityWithOptions(f.merge, activity.RegisterOptions{Name: activities.MergeTaskName})

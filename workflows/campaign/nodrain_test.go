@@ -39,7 +39,7 @@ func times(n int) usage.Usage {
 // noDrainLimits are a campaign's limits as a worker resolves them since
 // CampaignNoDrain, with room for 8 loops at once.
 func noDrainLimits() activities.Limits {
-	l := campaignLimits()
+	l := queueApartLimits()
 	l.CampaignNoDrain, l.MaxCampaignParallel = true, 8
 	l.CampaignShares, l.CampaignEvidence, l.CampaignHeldApart = true, true, true // as every worker since
 	return l

@@ -25,7 +25,7 @@ import (
 // link (issue 51). The campaign builds the event; the real Notify activity
 // posts it to a real HTTP receiver.
 func TestReturnedNotificationQuotesAndEscapesVerifyOutput(t *testing.T) {
-	limits := campaignLimits()
+	limits := queueApartLimits()
 	limits.NotifyEvents = []string{EventReturned}
 	env := newCampaignEnv(limits)
 	merges := 0

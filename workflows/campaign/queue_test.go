@@ -86,7 +86,7 @@ func (q *slowQueue) child(ctx workflow.Context, _ json.RawMessage, _ *workflows.
 func TestQueueRunsBesideTheLoops(t *testing.T) {
 	for _, apart := range []bool{true, false} {
 		t.Run(fmt.Sprintf("apart=%v", apart), func(t *testing.T) {
-			limits := campaignLimits()
+			limits := queueApartLimits()
 			limits.CampaignQueueApart = apart
 			env := newCampaignEnv(limits)
 			q := newSlowQueue(env, map[string]int{"a": 1, "b": 4, "c": 2, "e": 2})
@@ -167,7 +167,7 @@ func TestQueueRunsBesideTheLoops(t *testing.T) {
 // cancel, the merge is cancelled (it does not land), nothing waits out its
 // ten minutes.
 func TestQueueApartCancelledDuringAMerge(t *testing.T) {
-	env := newCampaignEnv(campaignLimits())
+	env := newCampaignEnv(queueApartLimits())
 	q := newSlowQueue(env, map[string]int{"a": 1, "b": 60, "c": 60})
 	env.RegisterDelayedCallback(env.CancelWorkflow, 5*time.Minute)
 	in := `{"tasks":[{"id":"a","objective":"a"},{"id":"b","objective":"b"},{"id":"c","objective":"c"}],"verifyCommand":"check","maxParallel":2}`
@@ -188,7 +188,7 @@ func TestQueueApartCancelledDuringAMerge(t *testing.T) {
 // return (and for the queue to land what queued meanwhile): no task is
 // carried merging, d is carried waiting.
 func TestQueueApartContinuesAsNewAfterTheMerge(t *testing.T) {
-	env := newCampaignEnv(campaignLimits())
+	env := newCampaignEnv(queueApartLimits())
 	q := newSlowQueue(env, map[string]int{"a": 1, "b": 2})
 	env.RegisterDelayedCallback(func() { env.SetContinueAsNewSuggested(true) }, 90*time.Second)
 	in := `{"tasks":[{"id":"a","objective":"a"},{"id":"b","objective":"b"},{"id":"c","objective":"c"},{"id":"d","objective":"d"}],"verifyCommand":"check","maxParallel":2}`

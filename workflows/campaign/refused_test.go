@@ -18,7 +18,7 @@ import (
 // it) goes back with the named reason like a conflicting one, and after
 // maxMergeAttempts it is blocked: the merge is not retried for ever.
 func TestCampaignSendsBackARefusedTaskTree(t *testing.T) {
-	env := newCampaignEnv(campaignLimits())
+	env := newCampaignEnv(queueApartLimits())
 	merges := 0
 	const why = "tree too big (RALPH_WORKSPACE_MAX_MB): task a's commit 1a2b holds more than 16 MB of files"
 	env.RegisterActivityWithOptions(func(_ context.Context, in activities.MergeTaskInput) (activities.MergeTaskOutput, error) {

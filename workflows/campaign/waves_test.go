@@ -163,7 +163,7 @@ func TestWavesPlanRunAndCompleteVerified(t *testing.T) {
 			Task{ID: "c", Objective: "do c", DependsOn: []string{"a"}}),
 		completePlan("the objective is met"),
 	}}
-	env := newWavesEnv(campaignLimits(), w)
+	env := newWavesEnv(queueApartLimits(), w)
 	var during CampaignStatus
 	env.RegisterDelayedCallback(func() { during = campaignStatus(t, env) }, 30*time.Second)
 	res := runWaves(t, env, `{"objective":"make the parser fast","verifyCommand":"make check","maxParallel":3,"maxTokens":90000}`)
@@ -210,7 +210,7 @@ func TestWavesPlanRunAndCompleteVerified(t *testing.T) {
 func TestWavesRedHeadGoesToTheNextPlanner(t *testing.T) {
 	w := &waves{plans: []plan.Plan{completePlan("nothing to do"), tasksPlan("fix the test", Task{ID: "fix", Objective: "fix it"}),
 		completePlan("fixed")}, verifies: []int{2}}
-	env := newWavesEnv(campaignLimits(), w)
+	env := newWavesEnv(queueApartLimits(), w)
 	res := runWaves(t, env, `{"objective":"keep it green","verifyCommand":"make check"}`)
 	if res.Status != CampaignComplete || len(res.Waves) != 3 || res.Waves[0].Verify != "failed (exit 2)" || res.Waves[2].Verify != "passed" {
 		t.Fatalf("result %+v", res)
@@ -230,7 +230,7 @@ func TestWavesRedHeadGoesToTheNextPlanner(t *testing.T) {
 func TestWavesBlockedPlanner(t *testing.T) {
 	w := &waves{plans: []plan.Plan{tasksPlan("try", Task{ID: "blocked-x", Objective: "x"}, Task{ID: "y", Objective: "y", DependsOn: []string{"blocked-x"}}),
 		{Status: plan.StatusBlocked, Summary: "stuck", Blocker: "the API key is missing from the repository"}}}
-	env := newWavesEnv(campaignLimits(), w)
+	env := newWavesEnv(queueApartLimits(), w)
 	res := runWaves(t, env, `{"objective":"call the API","verifyCommand":"make check"}`)
 	if res.Status != CampaignBlocked || res.Blocker != "the API key is missing from the repository" || len(res.Waves) != 2 || len(w.verified) != 0 {
 		t.Fatalf("result %+v", res)
@@ -249,7 +249,7 @@ func TestWavesEndPartialAtMaxWaves(t *testing.T) {
 	for i := range 5 {
 		w.plans = append(w.plans, tasksPlan(fmt.Sprint("more ", i), Task{ID: fmt.Sprintf("t%d", i), Objective: "more"}))
 	}
-	env := newWavesEnv(campaignLimits(), w)
+	env := newWavesEnv(queueApartLimits(), w)
 	res := runWaves(t, env, `{"objective":"endless","verifyCommand":"make check","maxWaves":2}`)
 	if res.Status != CampaignPartial || len(res.Waves) != 2 || len(w.inputs) != 2 || len(res.Tasks) != 2 || res.Tasks[1].Phase != TaskMerged {
 		t.Fatalf("result %+v after %d planners", res, len(w.inputs))
@@ -266,7 +266,7 @@ func TestWavesPlanApproval(t *testing.T) {
 		tasksPlan("second try", Task{ID: "a", Objective: "do a better"}),
 		completePlan("done"),
 	}}
-	limits := campaignLimits()
+	limits := queueApartLimits()
 	limits.NotifyEvents = []string{workflows.EventAwaitingApproval}
 	env := newWavesEnv(limits, w)
 	var mu sync.Mutex
@@ -335,7 +335,7 @@ func TestWavesPlanApproval(t *testing.T) {
 // campaign ends stopped.
 func TestWavesStopEndsAPlanWait(t *testing.T) {
 	w := &waves{plans: []plan.Plan{tasksPlan("try", Task{ID: "a", Objective: "do a"})}}
-	env := newWavesEnv(campaignLimits(), w)
+	env := newWavesEnv(queueApartLimits(), w)
 	sendUpdate(env, time.Minute, workflows.UpdateStop, workflows.StopRequest{Reason: "not now"})
 	res := runWaves(t, env, `{"objective":"ship it","verifyCommand":"make check","approve":"plan,merge"}`)
 	if res.Status != CampaignStopped || len(res.Waves) != 1 || res.Waves[0].Approval != "stopped" || len(res.Tasks) != 0 {
@@ -353,7 +353,7 @@ func TestWavesContinueAsNewInTheMiddleOfAWave(t *testing.T) {
 		tasksPlan("two", Task{ID: "b", Objective: "do b", DependsOn: []string{"a"}}, Task{ID: "c", Objective: "do c"}),
 		completePlan("done"),
 	}, loopTime: 10 * time.Minute}
-	env := newWavesEnv(campaignLimits(), w)
+	env := newWavesEnv(queueApartLimits(), w)
 	// Wave 2's loops start at about 10 minutes and take 10.
 	env.RegisterDelayedCallback(func() { env.SetContinueAsNewSuggested(true) }, 15*time.Minute)
 	env.ExecuteWorkflow(CampaignWorkflowName, json.RawMessage(`{"objective":"o","verifyCommand":"make check","maxParallel":1}`), (*CampaignContinuation)(nil))
@@ -381,7 +381,7 @@ func TestWavesContinueAsNewInTheMiddleOfAWave(t *testing.T) {
 
 	// The continued run ends wave 2, reports it and completes.
 	w2 := &waves{plans: []plan.Plan{completePlan("done")}}
-	env2 := newWavesEnv(campaignLimits(), w2)
+	env2 := newWavesEnv(queueApartLimits(), w2)
 	env2.SetContinuedExecutionRunID("run-1")
 	env2.ExecuteWorkflow(CampaignWorkflowName, json.RawMessage(nil), &k)
 	var res CampaignResult
@@ -418,7 +418,7 @@ func TestWavesOf20Waves30TasksStayBounded(t *testing.T) {
 		}
 		w.plans = append(w.plans, tasksPlan(strings.Repeat("s", 2000), tasks...))
 	}
-	limits := campaignLimits()
+	limits := queueApartLimits()
 	env := newWavesEnv(limits, w)
 	var status CampaignStatus
 	statusBytes := 0
@@ -471,7 +471,7 @@ func TestWavesOf20Waves30TasksStayBounded(t *testing.T) {
 // retry helps) ends the campaign partial naming why; a plan nobody answers
 // within RALPH_APPROVAL_TIMEOUT_HOURS ends it stopped.
 func TestWavesPlannerFailureAndApprovalTimeout(t *testing.T) {
-	env := newCampaignEnv(campaignLimits())
+	env := newCampaignEnv(queueApartLimits())
 	env.RegisterActivityWithOptions(func(context.Context, activities.PlanWaveInput) (activities.PlanWaveOutput, error) {
 		return activities.PlanWaveOutput{}, temporal.NewNonRetryableApplicationError("the planner submitted no valid plan in 3 tries", activities.ErrTypeChildFailed, nil)
 	}, activity.RegisterOptions{Name: activities.PlanWaveName})
@@ -481,7 +481,7 @@ func TestWavesPlannerFailureAndApprovalTimeout(t *testing.T) {
 		t.Fatalf("result %+v", res)
 	}
 
-	limits := campaignLimits()
+	limits := queueApartLimits()
 	limits.ApprovalTimeoutHours = 2
 	w := &waves{plans: []plan.Plan{tasksPlan("try", Task{ID: "a", Objective: "do a"})}}
 	env = newWavesEnv(limits, w)
@@ -498,7 +498,7 @@ func TestWavesPlannerFailureAndApprovalTimeout(t *testing.T) {
 // for approve {} and each merge for approve {"task"}, as before.
 func TestWavesPlanAndMergeApprovals(t *testing.T) {
 	w := &waves{plans: []plan.Plan{tasksPlan("one task", Task{ID: "a", Objective: "do a"}), completePlan("done")}}
-	env := newWavesEnv(campaignLimits(), w)
+	env := newWavesEnv(queueApartLimits(), w)
 	var held CampaignStatus
 	plan1 := sendUpdate(env, time.Minute, workflows.UpdateApprove, TaskRequest{})
 	env.RegisterDelayedCallback(func() { held = campaignStatus(t, env) }, 5*time.Minute)
