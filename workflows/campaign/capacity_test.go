@@ -113,7 +113,7 @@ func TestCampaignOf5000TasksStaysUnder1MiB(t *testing.T) {
 	}, activity.RegisterOptions{Name: activities.PrepareTaskName})
 	var merges sync.Mutex
 	landed := 0
-	env.RegisterActivityWithOptions(func(_ context.Context, in activities.MergeTaskInput) (activities.MergeTaskOutput, error) {
+	onMerge(env, func(_ context.Context, in activities.MergeTaskInput) (activities.MergeTaskOutput, error) {
 		m.see("MergeTask input", in)
 		merges.Lock()
 		defer merges.Unlock()
@@ -126,8 +126,8 @@ func TestCampaignOf5000TasksStaysUnder1MiB(t *testing.T) {
 		out.Head = fmt.Sprintf("%040d", landed)
 		m.see("MergeTask output", out)
 		return out, nil
-	}, activity.RegisterOptions{Name: activities.MergeTaskName})
-	env.RegisterWorkflowWithOptions(func(ctx workflow.Context, input json.RawMessage, _ *workflows.Continuation, start *workflows.TaskStart) (*workflows.Result, error) {
+	})
+	onLoop(env, func(ctx workflow.Context, input json.RawMessage, _ *workflows.Continuation, start *workflows.TaskStart) (*workflows.Result, error) {
 		m.see("child input", input, (*workflows.Continuation)(nil), start)
 		var in map[string]any
 		if err := json.Unmarshal(input, &in); err != nil || len([]rune(in[fieldObjective].(string))) != capacityObjectiveChars {
@@ -139,7 +139,7 @@ func TestCampaignOf5000TasksStaysUnder1MiB(t *testing.T) {
 		}
 		return &workflows.Result{Status: report.OutcomeComplete, RoundsStarted: 1, Usage: usage.Usage{ModelCalls: 3, PromptTokens: 12345, CompletionTokens: 678},
 			Checkpoint: &activities.Checkpoint{Commit: fmt.Sprintf("%040x", len(id)) + ""}}, nil
-	}, workflow.RegisterOptions{Name: workflows.WorkflowName})
+	})
 
 	query := func(name string, args ...any) {
 		v, err := env.QueryWorkflow(name, args...)
@@ -342,27 +342,24 @@ func TestProtectedPathsReachTheLoopAndTheMerge(t *testing.T) {
 	var mu sync.Mutex
 	loops := map[string][]any{}
 	var merged [][]string
-	env.RegisterActivityWithOptions(func(_ context.Context, in activities.MergeTaskInput) (activities.MergeTaskOutput, error) {
+	onMerge(env, func(_ context.Context, in activities.MergeTaskInput) (activities.MergeTaskOutput, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		merged = append(merged, in.ProtectedPaths)
 		return activities.MergeTaskOutput{Outcome: activities.MergeLanded, Head: "h2",
 			Merged: []activities.MergedTask{{ID: in.Tasks[0].ID, Commit: "m-" + in.Tasks[0].ID}}}, nil
-	}, activity.RegisterOptions{Name: activities.MergeTaskName})
-	env.RegisterWorkflowWithOptions(func(ctx workflow.Context, input json.RawMessage, _ *workflows.Continuation, _ *workflows.TaskStart) (*workflows.Result, error) {
+	})
+	onLoop(env, func(ctx workflow.Context, input json.RawMessage, _ *workflows.Continuation, _ *workflows.TaskStart) (*workflows.Result, error) {
 		var in map[string]any
 		_ = json.Unmarshal(input, &in)
 		mu.Lock()
 		loops[workflow.GetInfo(ctx).WorkflowExecution.ID], _ = in[fieldProtected].([]any)
 		mu.Unlock()
 		return &workflows.Result{Status: report.OutcomeComplete, RoundsStarted: 1, Checkpoint: &activities.Checkpoint{Commit: "c"}}, nil
-	}, workflow.RegisterOptions{Name: workflows.WorkflowName})
+	})
 	in := `{"tasks":[{"id":"a","objective":"a","protectedPaths":["db/migrations/**"]},{"id":"b","objective":"b","dependsOn":["a"]}],
 		"verifyCommand":"check","protectedPaths":[".github/**"]}`
-	env.ExecuteWorkflow(CampaignWorkflowName, json.RawMessage(in), (*CampaignContinuation)(nil))
-	if err := env.GetWorkflowError(); err != nil {
-		t.Fatal(err)
-	}
+	runCampaign(t, env, in)
 	if fmt.Sprint(loops["camp/a"]) != "[.github/** db/migrations/**]" || fmt.Sprint(loops["camp/b"]) != "[.github/**]" {
 		t.Fatalf("loops got %v", loops)
 	}
@@ -383,10 +380,10 @@ func TestBudgetIsSharedAcrossLoops(t *testing.T) {
 			limits := queueApartLimits()
 			limits.CampaignShares = shares
 			env := newCampaignEnv(limits)
-			env.RegisterActivityWithOptions(f.merge, activity.RegisterOptions{Name: activities.MergeTaskName})
+			onMerge(env, f.merge)
 			var mu sync.Mutex
 			given := map[string]float64{}
-			env.RegisterWorkflowWithOptions(func(ctx workflow.Context, input json.RawMessage, _ *workflows.Continuation, _ *workflows.TaskStart) (*workflows.Result, error) {
+			onLoop(env, func(ctx workflow.Context, input json.RawMessage, _ *workflows.Continuation, _ *workflows.TaskStart) (*workflows.Result, error) {
 				var in map[string]any
 				_ = json.Unmarshal(input, &in)
 				id := workflow.GetInfo(ctx).WorkflowExecution.ID
@@ -400,20 +397,13 @@ func TestBudgetIsSharedAcrossLoops(t *testing.T) {
 				// Each loop spends what it was given (at most 250).
 				return &workflows.Result{Status: report.OutcomeComplete, RoundsStarted: 1, Usage: usage.Usage{PromptTokens: min(int(tokens), 250)},
 					Checkpoint: &activities.Checkpoint{Commit: strings.TrimPrefix(id, "camp/") + "@1"}}, nil
-			}, workflow.RegisterOptions{Name: workflows.WorkflowName})
+			})
 			var tasks []string
 			for i := range 8 {
 				tasks = append(tasks, fmt.Sprintf(`{"id":"t%d","objective":"o"}`, i))
 			}
 			in := `{"tasks":[` + strings.Join(tasks, ",") + `],"verifyCommand":"check","maxParallel":4,"maxTokens":1000}`
-			env.ExecuteWorkflow(CampaignWorkflowName, json.RawMessage(in), (*CampaignContinuation)(nil))
-			if err := env.GetWorkflowError(); err != nil {
-				t.Fatal(err)
-			}
-			var res CampaignResult
-			if err := env.GetWorkflowResult(&res); err != nil {
-				t.Fatal(err)
-			}
+			res := runCampaign(t, env, in)
 			want := 250.0
 			if !shares {
 				want = 1000
@@ -444,19 +434,12 @@ func TestBudgetIsSharedAcrossLoops(t *testing.T) {
 func TestFailedLoopChargesItsWholeRun(t *testing.T) {
 	f := &fakeLine{reports: map[string]*report.Report{}}
 	env := newCampaignEnv(queueApartLimits())
-	env.RegisterActivityWithOptions(f.merge, activity.RegisterOptions{Name: activities.MergeTaskName})
-	env.RegisterWorkflowWithOptions(func(ctx workflow.Context, _ json.RawMessage, _ *workflows.Continuation, _ *workflows.TaskStart) (*workflows.Result, error) {
+	onMerge(env, f.merge)
+	onLoop(env, func(ctx workflow.Context, _ json.RawMessage, _ *workflows.Continuation, _ *workflows.TaskStart) (*workflows.Result, error) {
 		return nil, temporal.NewNonRetryableApplicationError("round 3 failed", workflows.ErrTypeRoundFailed, nil,
 			workflows.RoundFailedDetails{FailedRound: 3, Usage: usage.Usage{PromptTokens: 7}, RunUsage: usage.Usage{PromptTokens: 207, CompletionTokens: 40}})
-	}, workflow.RegisterOptions{Name: workflows.WorkflowName})
-	env.ExecuteWorkflow(CampaignWorkflowName, json.RawMessage(`{"tasks":[{"id":"a","objective":"o"}],"verifyCommand":"check"}`), (*CampaignContinuation)(nil))
-	if err := env.GetWorkflowError(); err != nil {
-		t.Fatal(err)
-	}
-	var res CampaignResult
-	if err := env.GetWorkflowResult(&res); err != nil {
-		t.Fatal(err)
-	}
+	})
+	res := runCampaign(t, env, `{"tasks":[{"id":"a","objective":"o"}],"verifyCommand":"check"}`)
 	if res.Usage.PromptTokens != 207 || res.Usage.CompletionTokens != 40 {
 		t.Fatalf("campaign usage = %+v, want the failed run's whole 207/40", res.Usage)
 	}

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/mock"
-	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
@@ -50,9 +49,9 @@ func newSlowQueue(env *testsuite.TestWorkflowEnvironment, loopMinutes map[string
 		out.Head = "head-" + strings.Join(q.merges, "-")
 		return out, nil
 	}
-	env.RegisterActivityWithOptions(merge, activity.RegisterOptions{Name: activities.MergeTaskName})
+	onMerge(env, merge)
 	env.OnActivity(activities.MergeTaskName, mock.Anything, mock.Anything).After(mergeMinutes * time.Minute).Return(merge)
-	env.RegisterWorkflowWithOptions(q.child, workflow.RegisterOptions{Name: workflows.WorkflowName})
+	onLoop(env, q.child)
 	return q
 }
 
@@ -112,14 +111,7 @@ func TestQueueRunsBesideTheLoops(t *testing.T) {
 				}
 			}, 5*time.Minute+30*time.Second)
 			in := `{"tasks":[{"id":"a","objective":"a"},{"id":"b","objective":"b"},{"id":"c","objective":"c"},{"id":"e","objective":"e"}],"verifyCommand":"check","maxParallel":2}`
-			env.ExecuteWorkflow(CampaignWorkflowName, json.RawMessage(in), (*CampaignContinuation)(nil))
-			if err := env.GetWorkflowError(); err != nil {
-				t.Fatal(err)
-			}
-			var res CampaignResult
-			if err := env.GetWorkflowResult(&res); err != nil {
-				t.Fatal(err)
-			}
+			res := runCampaign(t, env, in)
 			if res.Status != CampaignComplete {
 				t.Fatalf("result %+v", res)
 			}

@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/mock"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
@@ -52,8 +51,8 @@ func newWavesEnv(limits activities.Limits, w *waves) *testsuite.TestWorkflowEnvi
 		w.planUsage = usage.Usage{ModelCalls: 1, PromptTokens: 100, CompletionTokens: 10}
 	}
 	env.RegisterActivityWithOptions(w.plan, activity.RegisterOptions{Name: activities.PlanWaveName})
-	env.RegisterActivityWithOptions(w.merge, activity.RegisterOptions{Name: activities.MergeTaskName})
-	env.RegisterWorkflowWithOptions(w.child, workflow.RegisterOptions{Name: workflows.WorkflowName})
+	onMerge(env, w.merge)
+	onLoop(env, w.child)
 	return env
 }
 
@@ -130,29 +129,6 @@ func completePlan(summary string) plan.Plan {
 	return plan.Plan{Status: plan.StatusComplete, Summary: summary, Evidence: []string{"make check passes on the head"}}
 }
 
-func runWaves(t *testing.T, env *testsuite.TestWorkflowEnvironment, input string) CampaignResult {
-	t.Helper()
-	env.ExecuteWorkflow(CampaignWorkflowName, json.RawMessage(input), (*CampaignContinuation)(nil))
-	var res CampaignResult
-	if err := env.GetWorkflowResult(&res); err != nil {
-		t.Fatal(err)
-	}
-	return res
-}
-
-func campaignStatus(t *testing.T, env *testsuite.TestWorkflowEnvironment) CampaignStatus {
-	t.Helper()
-	v, err := env.QueryWorkflow(workflows.StatusQueryName)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var s CampaignStatus
-	if err := v.Get(&s); err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
-
 // TestWavesPlanRunAndCompleteVerified: wave 1 plans three tasks (c after
 // a), they run with the campaign's objective beside their own and merge;
 // wave 2's planner sees the wave report and says complete; the head's
@@ -166,7 +142,7 @@ func TestWavesPlanRunAndCompleteVerified(t *testing.T) {
 	env := newWavesEnv(queueApartLimits(), w)
 	var during CampaignStatus
 	env.RegisterDelayedCallback(func() { during = campaignStatus(t, env) }, 30*time.Second)
-	res := runWaves(t, env, `{"objective":"make the parser fast","verifyCommand":"make check","maxParallel":3,"maxTokens":90000}`)
+	res := runCampaign(t, env, `{"objective":"make the parser fast","verifyCommand":"make check","maxParallel":3,"maxTokens":90000}`)
 
 	if res.Status != CampaignComplete || len(res.Waves) != 2 || res.Waves[1].Verify != "passed" || res.Waves[0].Status != plan.StatusTasks ||
 		strings.Join(res.Waves[0].Tasks, ",") != "a,b,c" || res.Waves[1].Status != plan.StatusComplete {
@@ -211,7 +187,7 @@ func TestWavesRedHeadGoesToTheNextPlanner(t *testing.T) {
 	w := &waves{plans: []plan.Plan{completePlan("nothing to do"), tasksPlan("fix the test", Task{ID: "fix", Objective: "fix it"}),
 		completePlan("fixed")}, verifies: []int{2}}
 	env := newWavesEnv(queueApartLimits(), w)
-	res := runWaves(t, env, `{"objective":"keep it green","verifyCommand":"make check"}`)
+	res := runCampaign(t, env, `{"objective":"keep it green","verifyCommand":"make check"}`)
 	if res.Status != CampaignComplete || len(res.Waves) != 3 || res.Waves[0].Verify != "failed (exit 2)" || res.Waves[2].Verify != "passed" {
 		t.Fatalf("result %+v", res)
 	}
@@ -231,7 +207,7 @@ func TestWavesBlockedPlanner(t *testing.T) {
 	w := &waves{plans: []plan.Plan{tasksPlan("try", Task{ID: "blocked-x", Objective: "x"}, Task{ID: "y", Objective: "y", DependsOn: []string{"blocked-x"}}),
 		{Status: plan.StatusBlocked, Summary: "stuck", Blocker: "the API key is missing from the repository"}}}
 	env := newWavesEnv(queueApartLimits(), w)
-	res := runWaves(t, env, `{"objective":"call the API","verifyCommand":"make check"}`)
+	res := runCampaign(t, env, `{"objective":"call the API","verifyCommand":"make check"}`)
 	if res.Status != CampaignBlocked || res.Blocker != "the API key is missing from the repository" || len(res.Waves) != 2 || len(w.verified) != 0 {
 		t.Fatalf("result %+v", res)
 	}
@@ -250,7 +226,7 @@ func TestWavesEndPartialAtMaxWaves(t *testing.T) {
 		w.plans = append(w.plans, tasksPlan(fmt.Sprint("more ", i), Task{ID: fmt.Sprintf("t%d", i), Objective: "more"}))
 	}
 	env := newWavesEnv(queueApartLimits(), w)
-	res := runWaves(t, env, `{"objective":"endless","verifyCommand":"make check","maxWaves":2}`)
+	res := runCampaign(t, env, `{"objective":"endless","verifyCommand":"make check","maxWaves":2}`)
 	if res.Status != CampaignPartial || len(res.Waves) != 2 || len(w.inputs) != 2 || len(res.Tasks) != 2 || res.Tasks[1].Phase != TaskMerged {
 		t.Fatalf("result %+v after %d planners", res, len(w.inputs))
 	}
@@ -271,12 +247,10 @@ func TestWavesPlanApproval(t *testing.T) {
 	env := newWavesEnv(limits, w)
 	var mu sync.Mutex
 	var events []string
-	env.RegisterWorkflowWithOptions(workflows.RalphNotify, workflow.RegisterOptions{Name: workflows.NotifyWorkflowName})
-	env.OnWorkflow(workflows.NotifyWorkflowName, mock.Anything, mock.Anything).Return(func(_ workflow.Context, in activities.NotifyInput) error {
+	onNotify(env, func(in activities.NotifyInput) {
 		mu.Lock()
 		defer mu.Unlock()
 		events = append(events, fmt.Sprintf("%s@%d/%d %s: %s", in.Event, in.Round, in.Seq, in.Status, in.Text))
-		return nil
 	})
 	var waiting, waiting2 CampaignStatus
 	var planned WavePlan
@@ -299,7 +273,7 @@ func TestWavesPlanApproval(t *testing.T) {
 	replaced := sendUpdate(env, 2*time.Minute+3*time.Second, workflows.UpdateApprove, TaskRequest{Tasks: []Task{
 		{ID: "p", Objective: "do p"}, {ID: "q", Objective: "do q", DependsOn: []string{"p"}}}})
 	approved := sendUpdate(env, 10*time.Minute, workflows.UpdateApprove, TaskRequest{})
-	res := runWaves(t, env, `{"objective":"ship it","verifyCommand":"make check","approve":"plan"}`)
+	res := runCampaign(t, env, `{"objective":"ship it","verifyCommand":"make check","approve":"plan"}`)
 
 	if waiting.Phase != PhaseAwaitingPlanApproval || waiting.Plan == nil || !waiting.Plan.AwaitingApproval || waiting.Plan.Summary != "first try" ||
 		len(planned.Tasks) != 1 || planned.Tasks[0].Objective != "do a" {
@@ -337,7 +311,7 @@ func TestWavesStopEndsAPlanWait(t *testing.T) {
 	w := &waves{plans: []plan.Plan{tasksPlan("try", Task{ID: "a", Objective: "do a"})}}
 	env := newWavesEnv(queueApartLimits(), w)
 	sendUpdate(env, time.Minute, workflows.UpdateStop, workflows.StopRequest{Reason: "not now"})
-	res := runWaves(t, env, `{"objective":"ship it","verifyCommand":"make check","approve":"plan,merge"}`)
+	res := runCampaign(t, env, `{"objective":"ship it","verifyCommand":"make check","approve":"plan,merge"}`)
 	if res.Status != CampaignStopped || len(res.Waves) != 1 || res.Waves[0].Approval != "stopped" || len(res.Tasks) != 0 {
 		t.Fatalf("result %+v", res)
 	}
@@ -475,7 +449,7 @@ func TestWavesPlannerFailureAndApprovalTimeout(t *testing.T) {
 	env.RegisterActivityWithOptions(func(context.Context, activities.PlanWaveInput) (activities.PlanWaveOutput, error) {
 		return activities.PlanWaveOutput{}, temporal.NewNonRetryableApplicationError("the planner submitted no valid plan in 3 tries", activities.ErrTypeChildFailed, nil)
 	}, activity.RegisterOptions{Name: activities.PlanWaveName})
-	res := runWaves(t, env, `{"objective":"o","verifyCommand":"make check"}`)
+	res := runCampaign(t, env, `{"objective":"o","verifyCommand":"make check"}`)
 	if res.Status != CampaignPartial || len(res.Waves) != 1 || res.Waves[0].Status != WaveFailed ||
 		!strings.Contains(res.Waves[0].Summary, "the planner submitted no valid plan in 3 tries") {
 		t.Fatalf("result %+v", res)
@@ -487,7 +461,7 @@ func TestWavesPlannerFailureAndApprovalTimeout(t *testing.T) {
 	env = newWavesEnv(limits, w)
 	var before CampaignStatus
 	env.RegisterDelayedCallback(func() { before = campaignStatus(t, env) }, 119*time.Minute)
-	res = runWaves(t, env, `{"objective":"o","verifyCommand":"make check","approve":"plan"}`)
+	res = runCampaign(t, env, `{"objective":"o","verifyCommand":"make check","approve":"plan"}`)
 	if before.Phase != PhaseAwaitingPlanApproval || res.Status != CampaignStopped || len(res.Waves) != 1 || res.Waves[0].Approval != "timed-out" ||
 		len(res.Tasks) != 0 {
 		t.Fatalf("before the timeout %s; result %+v", before.Phase, res)
@@ -505,7 +479,7 @@ func TestWavesPlanAndMergeApprovals(t *testing.T) {
 	planAsMerge := sendUpdate(env, 5*time.Minute+time.Second, workflows.UpdateApprove, TaskRequest{})
 	merge := sendUpdate(env, 5*time.Minute+2*time.Second, workflows.UpdateApprove, TaskRequest{Task: "a"})
 	plan2 := sendUpdate(env, 10*time.Minute, workflows.UpdateApprove, TaskRequest{})
-	res := runWaves(t, env, `{"objective":"o","verifyCommand":"make check","approve":"plan,merge"}`)
+	res := runCampaign(t, env, `{"objective":"o","verifyCommand":"make check","approve":"plan,merge"}`)
 	if plan1.rejected != nil || merge.rejected != nil || plan2.rejected != nil || planAsMerge.rejected == nil ||
 		!strings.Contains(planAsMerge.rejected.Error(), "no wave's plan awaits approval") {
 		t.Fatalf("answers: %v %v %v %v", plan1.rejected, planAsMerge.rejected, merge.rejected, plan2.rejected)
