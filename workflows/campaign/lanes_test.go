@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/mock"
-	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/ralph-temporal/ralph/activities"
@@ -211,11 +210,11 @@ type laneRun struct {
 
 func runLaneCampaign(t *testing.T, f *treeLine, tasks string, extra string, statusAt time.Duration) laneRun {
 	t.Helper()
-	limits := campaignLimits()
+	limits := queueApartLimits()
 	limits.CampaignTaskFaults, limits.CampaignHeadRed, limits.CampaignVerifyTimes = true, true, true // what a worker records today
 	env := newCampaignEnv(limits)
-	env.RegisterActivityWithOptions(f.merge, activity.RegisterOptions{Name: activities.MergeTaskName})
-	env.RegisterWorkflowWithOptions(f.child, workflow.RegisterOptions{Name: workflows.WorkflowName})
+	onMerge(env, f.merge)
+	onLoop(env, f.child)
 	takes := func(in activities.MergeTaskInput) time.Duration {
 		switch {
 		case in.Lane == activities.LaneMerge || in.Land != "":
