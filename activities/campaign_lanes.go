@@ -7,12 +7,14 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"sync"
 
 	"go.temporal.io/sdk/activity"
 
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/ralph-temporal/ralph/internal/gitws"
 	"github.com/ralph-temporal/ralph/internal/toolcache"
 )
 
@@ -146,8 +148,12 @@ func (a *Activities) verifyLane(ctx context.Context, in MergeTaskInput) (MergeTa
 // campaign line's.
 func (a *Activities) landKeptLane(ctx context.Context, c *campaignGit, in MergeTaskInput, head string) (MergeTaskOutput, error) {
 	out, err := a.landKept(ctx, c, in, head)
-	if err != nil || out.Outcome != MergeLanded || !laneRefPattern.MatchString(in.HoldRef) {
+	if err != nil || out.Outcome != MergeLanded {
 		return out, err
+	}
+	a.dropSpentRefs(ctx, c, in)
+	if !laneRefPattern.MatchString(in.HoldRef) {
+		return out, nil
 	}
 	if cache := a.laneCaches.landed(in.Line.Campaign, in.HoldRef); cache != nil {
 		if st, cerr := cache.Commit(); cerr != nil {
@@ -158,6 +164,43 @@ func (a *Activities) landKeptLane(ctx context.Context, c *campaignGit, in MergeT
 	}
 	return out, nil
 }
+
+// dropSpentRefs deletes, in the landing's own step, the queue's refs the
+// landing spent (docs/git.md, "What the queue keeps"): a lane's landing
+// the refs of every lane before it (each landed or discarded: lanes land
+// in queue order), not its own, which a lane behind it may still be
+// merging onto; a held merge's landing every held ref of its tasks. A
+// failure leaves them for the next landing: the merge has landed.
+func (a *Activities) dropSpentRefs(ctx context.Context, c *campaignGit, in MergeTaskInput) {
+	dir := path.Dir(in.HoldRef) + "/"
+	prefixes, spent := []string{dir}, func(string) bool { return true }
+	if laneRefPattern.MatchString(in.HoldRef) {
+		n, _ := strconv.Atoi(path.Base(in.HoldRef))
+		spent = func(ref string) bool {
+			k, err := strconv.Atoi(strings.TrimPrefix(ref, dir))
+			return err == nil && k < n
+		}
+	} else if held := heldDir(in.Line.Campaign); strings.HasPrefix(in.HoldRef, held) {
+		prefixes = prefixes[:0]
+		for _, t := range in.Tasks {
+			prefixes = append(prefixes, held+t.ID+"/")
+		}
+	} else {
+		return
+	}
+	dropped, err := a.git.DropRefs(ctx, c.scratch, c.line, prefixes, spent)
+	if err != nil {
+		activity.GetLogger(ctx).Warn("Could not delete the queue's spent refs: the next landing tries again", "error", err)
+		return
+	}
+	if len(dropped) > 0 {
+		activity.GetLogger(ctx).Info("Spent queue refs deleted", "refs", len(dropped))
+	}
+}
+
+// heldDir is where a campaign keeps merges awaiting approval, a directory
+// per task (the workflow's holdRef).
+func heldDir(campaign string) string { return gitws.CampaignRefPrefix + campaign + "/held/" }
 
 // laneCaches keeps each passing lane verify's tool cache copy on the worker
 // that ran it until its lane lands (it becomes the line's) or a later lane

@@ -150,3 +150,49 @@ func removeLocked(dir string) {
 		_ = os.Remove(dir + ".lock")
 	}
 }
+
+// DropRefs deletes, in the campaign's repository, each ref under one of
+// prefixes (each ending in "/") for which spent holds: one listing, then
+// one push when there is something to delete. It returns what it deleted.
+// The queue's own bookkeeping (lane refs, held merges) goes this way once
+// spent; task branches and candidate refs are never passed here.
+func (g *Git) DropRefs(ctx context.Context, dir string, l Line, prefixes []string, spent func(ref string) bool) ([]string, error) {
+	args := []string{"ls-remote", "--", l.URL}
+	for _, p := range prefixes {
+		if !strings.HasPrefix(p, CampaignRefPrefix) || !strings.HasSuffix(p, "/") {
+			return nil, fmt.Errorf("drop refs: %q is not a prefix under %s", p, CampaignRefPrefix)
+		}
+		args = append(args, p+"*")
+	}
+	out, err := g.run(ctx, dir, cmdOpts{}, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list the campaign's refs on %s: %w", RedactURL(l.URL), err)
+	}
+	var drop []string
+	for _, line := range strings.Split(out, "\n") {
+		_, ref, ok := strings.Cut(line, "\t")
+		if ok && underAny(ref, prefixes) && spent(ref) {
+			drop = append(drop, ref)
+		}
+	}
+	if len(drop) == 0 {
+		return nil, nil
+	}
+	push := []string{"push", "--porcelain", "--no-verify", "--", l.URL}
+	for _, ref := range drop {
+		push = append(push, ":"+ref)
+	}
+	if _, err := g.run(ctx, dir, cmdOpts{}, push...); err != nil {
+		return nil, fmt.Errorf("delete %d spent refs on %s: %w", len(drop), RedactURL(l.URL), err)
+	}
+	return drop, nil
+}
+
+func underAny(ref string, prefixes []string) bool {
+	for _, p := range prefixes {
+		if strings.HasPrefix(ref, p) {
+			return true
+		}
+	}
+	return false
+}
