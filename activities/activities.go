@@ -184,6 +184,7 @@ func WithCurrentBehaviours(l Limits) Limits {
 	l.CampaignShares, l.CampaignEvidence, l.CampaignHeldApart, l.CampaignQueueApart = true, true, true, true
 	l.CampaignTaskFaults, l.CampaignHeadRed, l.CampaignGitBound = true, true, true
 	l.CampaignNoDrain, l.CampaignVerifyTimes, l.CampaignGitHeartbeat = true, true, true
+	l.CampaignDropLanes = true
 	return l
 }
 

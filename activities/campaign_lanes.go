@@ -198,6 +198,16 @@ func (a *Activities) dropSpentRefs(ctx context.Context, c *campaignGit, in Merge
 	}
 }
 
+// dropLanes deletes every lane ref the campaign left (the last landed
+// lane's, and any a discarded lane's step kept after it was discarded).
+func (a *Activities) dropLanes(ctx context.Context, c *campaignGit, campaign, head string) (MergeTaskOutput, error) {
+	lanes := gitws.CampaignRefPrefix + campaign + "/lanes/"
+	if _, err := a.git.DropRefs(ctx, c.scratch, c.line, []string{lanes}, func(string) bool { return true }); err != nil {
+		return MergeTaskOutput{}, err
+	}
+	return MergeTaskOutput{Outcome: MergeDropped, Head: head, Merged: []MergedTask{}}, nil
+}
+
 // heldDir is where a campaign keeps merges awaiting approval, a directory
 // per task (the workflow's holdRef).
 func heldDir(campaign string) string { return gitws.CampaignRefPrefix + campaign + "/held/" }

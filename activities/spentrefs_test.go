@@ -81,4 +81,20 @@ func TestMergeTaskLandingDeletesSpentQueueRefs(t *testing.T) {
 	if !strings.Contains(refs("refs/heads/"), "tasks/sd") {
 		t.Fatalf("task sd's branch went with its held refs: %s", refs("refs/heads/"))
 	}
+
+	// The campaign's end deletes the last lane's ref, and nothing else.
+	branches = refs("refs/heads/")
+	if out := mergeStep(t, f, activities.MergeTaskInput{Line: campLine, DropLanes: true}); out.Outcome != activities.MergeDropped {
+		t.Fatalf("dropLanes = %+v", out)
+	}
+	if got := refs("refs/ralph/"); got != held+"stopped/1-1" {
+		t.Fatalf("after the campaign's end the queue's refs are\n%s\nwant only the stopped task's held merge", got)
+	}
+	if got := refs("refs/heads/"); got != branches {
+		t.Fatalf("dropLanes changed the branches:\n%s\nwere\n%s", got, branches)
+	}
+	if _, err := f.env.ExecuteActivity(activities.MergeTaskName, activities.MergeTaskInput{Line: campLine, DropLanes: true,
+		Tasks: []activities.CampaignTask{a}}); err == nil || !strings.Contains(err.Error(), "dropLanes takes no tasks") {
+		t.Fatalf("dropLanes with a task: %v, want refused", err)
+	}
 }
