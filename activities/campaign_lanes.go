@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"go.temporal.io/sdk/activity"
 
@@ -201,6 +202,7 @@ func (a *Activities) dropSpentRefs(ctx context.Context, c *campaignGit, in Merge
 // dropLanes deletes every lane ref the campaign left (the last landed
 // lane's, and any a discarded lane's step kept after it was discarded).
 func (a *Activities) dropLanes(ctx context.Context, c *campaignGit, campaign, head string) (MergeTaskOutput, error) {
+	a.laneCaches.ended(campaign)
 	lanes := gitws.CampaignRefPrefix + campaign + "/lanes/"
 	if _, err := a.git.DropRefs(ctx, c.scratch, c.line, []string{lanes}, func(string) bool { return true }); err != nil {
 		return MergeTaskOutput{}, err
@@ -216,7 +218,8 @@ func heldDir(campaign string) string { return gitws.CampaignRefPrefix + campaign
 // that ran it until its lane lands (it becomes the line's) or a later lane
 // of the campaign lands (it was discarded: removed). A landing on another
 // worker finds none and the line stays as it was; a copy left by a
-// campaign that ended is swept with the worker's stale copies.
+// campaign that ended goes with its DropLanes step on this worker, else
+// after staleParked.
 type laneCaches struct {
 	mu     sync.Mutex
 	parked map[string]parkedCache
@@ -226,6 +229,36 @@ type parkedCache struct {
 	campaign string
 	lane     int
 	copy     *toolcache.Copy
+	at       time.Time
+}
+
+// staleParked is how long a parked copy waits for its lane's landing:
+// lanes land minutes after their verify, so one older was discarded by a
+// campaign that landed nothing more here (its landing then keeps the
+// line's cache as it was).
+const staleParked = 6 * time.Hour
+
+// sweep removes the parked copies past staleParked; under p.mu.
+func (p *laneCaches) sweep() {
+	for key, c := range p.parked {
+		if time.Since(c.at) > staleParked {
+			_ = c.copy.Remove()
+			delete(p.parked, key)
+		}
+	}
+}
+
+// ended removes every copy the campaign parked here: it ended, no lane of
+// it will land (MergeTaskInput.DropLanes).
+func (p *laneCaches) ended(campaign string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for key, c := range p.parked {
+		if c.campaign == campaign {
+			_ = c.copy.Remove()
+			delete(p.parked, key)
+		}
+	}
 }
 
 func (p *laneCaches) park(campaign, ref string, c *toolcache.Copy) {
@@ -241,7 +274,8 @@ func (p *laneCaches) park(campaign, ref string, c *toolcache.Copy) {
 	if old, ok := p.parked[campaign+" "+ref]; ok {
 		_ = old.copy.Remove() // a retried verify's
 	}
-	p.parked[campaign+" "+ref] = parkedCache{campaign: campaign, lane: n, copy: c}
+	p.sweep()
+	p.parked[campaign+" "+ref] = parkedCache{campaign: campaign, lane: n, copy: c, at: time.Now()}
 }
 
 // landed takes the copy of the lane that landed and removes the copies of
@@ -250,6 +284,7 @@ func (p *laneCaches) landed(campaign, ref string) *toolcache.Copy {
 	n, _ := strconv.Atoi(path.Base(ref))
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.sweep()
 	var got *toolcache.Copy
 	for key, c := range p.parked {
 		switch {
