@@ -167,7 +167,7 @@ func (a *Activities) landKeptLane(ctx context.Context, c *campaignGit, in MergeT
 }
 
 // dropSpentRefs deletes, in the landing's own step, the queue's refs the
-// landing spent (docs/git.md, "What the queue keeps"): a lane's landing
+// landing spent (docs/git.md, "What is kept, and for how long"): a lane's landing
 // the refs of every lane before it (each landed or discarded: lanes land
 // in queue order), not its own, which a lane behind it may still be
 // merging onto; a held merge's landing every held ref of its tasks. A

@@ -13,7 +13,7 @@ import (
 )
 
 // Lifetimes of what the worker keeps for campaign steps under its cache
-// root (docs/git.md, "What the worker keeps, and for how long"): each is a
+// root (docs/git.md, "What is kept, and for how long"): each is a
 // speed-up rebuilt from the remote when missing, so none is kept once
 // nothing has used it for a while, and a pass at most every prunePass (on
 // a step that opens a cache, under its lock) removes what has not.
