@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -28,6 +29,10 @@ const (
 	// cacheIdle: a cache no step opened for this long (a local-mode
 	// campaign's repository that ended) is removed whole.
 	cacheIdle = 72 * time.Hour
+	// candidatePackIdle: a round's shared base pack (candidate.go) older
+	// than this is of no round still running (its candidates link it as
+	// they start), nor of a later one (each round writes its own).
+	candidatePackIdle = 24 * time.Hour
 	// prunePass: how often a cache is looked through.
 	prunePass = time.Hour
 )
@@ -130,6 +135,15 @@ func (g *Git) sweepIdle(copyIdle, idleCache time.Duration) {
 			continue
 		}
 		removeLocked(tc.dir)
+	}
+	packs, _ := filepath.Glob(filepath.Join(g.cacheRoot, candidatesDirName, "*"))
+	for _, dir := range packs {
+		if fi, err := os.Stat(dir); err == nil && time.Since(fi.ModTime()) > candidatePackIdle {
+			mu, _ := cacheLocks.LoadOrStore(dir, &sync.Mutex{}) // basePack's lock
+			mu.(*sync.Mutex).Lock()
+			_ = os.RemoveAll(dir)
+			mu.(*sync.Mutex).Unlock()
+		}
 	}
 	caches, _ := filepath.Glob(filepath.Join(g.cacheRoot, "*.git"))
 	for _, dir := range caches {

@@ -188,8 +188,8 @@ func TestTreeCopiesArePooled(t *testing.T) {
 
 // At worker start (New) the tree copies a killed worker left half written
 // are removed, those of the older per-scratch layout and those idle past
-// treeCopyIdle too; a copy another live worker holds, and a fresh one,
-// stay.
+// treeCopyIdle too, and a candidates' base pack a day old; a copy another
+// live worker holds, a fresh one and this round's pack stay.
 func TestWorkerStartRemovesKilledWorkersTreeCopies(t *testing.T) {
 	session := t.TempDir()
 	hooks := filepath.Join(session, "empty-hooks")
@@ -209,6 +209,14 @@ func TestWorkerStartRemovesKilledWorkersTreeCopies(t *testing.T) {
 	idle := mk("0123456789abcdef01234567-3", true)
 	age(t, filepath.Join(idle, treeCopyMarker), treeCopyIdle+time.Hour)
 	oldLayout := mk("fedcba9876543210fedcba98", true)
+	// The candidates' shared base packs of a round a day ago and of now.
+	pack := func(name string, ago time.Duration) string {
+		dir := filepath.Join(session, cacheDirName, candidatesDirName, name)
+		write(t, filepath.Join(dir, "b0"), "pack-1.pack", strings.Repeat("p", 1<<20))
+		age(t, dir, ago)
+		return dir
+	}
+	oldPack, newPack := pack("aaaaaaaaaaaaaaaaaaaaaaaa", candidatePackIdle+time.Hour), pack("bbbbbbbbbbbbbbbbbbbbbbbb", 0)
 
 	// The killed worker held its lock until it was killed; the live one
 	// holds its lock now.
@@ -230,21 +238,21 @@ func TestWorkerStartRemovesKilledWorkersTreeCopies(t *testing.T) {
 			_ = cmd.Wait()
 		}
 	}
-	before := duBytes(t, trees)
+	before := duBytes(t, filepath.Join(session, cacheDirName))
 	cfg := DefaultConfig()
 	cfg.Mode, cfg.Remote = ModeRemote, "https://example.invalid/r.git"
 	if _, err := New(cfg, hooks); err != nil {
 		t.Fatal(err)
 	}
-	for dir, want := range map[string]bool{fresh: true, held: true, killed: false, idle: false, oldLayout: false} {
+	for dir, want := range map[string]bool{fresh: true, held: true, killed: false, idle: false, oldLayout: false, oldPack: false, newPack: true} {
 		if pathExists(dir) != want {
 			t.Errorf("%s: exists %v, want %v", filepath.Base(dir), !want, want)
 		}
 	}
-	after := duBytes(t, trees)
-	t.Logf("tree copies: %d bytes before the start, %d after", before, after)
-	if before-after < 3<<20 {
-		t.Errorf("the start freed %d bytes, want the three copies' 3 MB", before-after)
+	after := duBytes(t, filepath.Join(session, cacheDirName))
+	t.Logf("git-cache: %d bytes before the start, %d after", before, after)
+	if before-after < 4<<20 {
+		t.Errorf("the start freed %d bytes, want the three copies' and the old pack's 4 MB", before-after)
 	}
 }
 

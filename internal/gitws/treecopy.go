@@ -98,8 +98,12 @@ func (g *Git) treeCopies(dir string) (string, *scratchState, bool) {
 	return filepath.Join(g.cacheRoot, treesDirName, hex.EncodeToString(sum[:12])), st, true
 }
 
-// treesDirName holds the tree copies beside the object caches.
-const treesDirName = "trees"
+// treesDirName holds the tree copies beside the object caches,
+// candidatesDirName the candidates' shared base packs.
+const (
+	treesDirName      = "trees"
+	candidatesDirName = "candidates"
+)
 
 // lentCopy is the copy lent to the scratch dir now.
 func (g *Git) lentCopy(dir string) (treeCopy, bool) {
