@@ -1,11 +1,16 @@
 package activities_test
 
 import (
+	"context"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ralph-temporal/ralph/activities"
+	"github.com/ralph-temporal/ralph/internal/gitws"
+	"github.com/ralph-temporal/ralph/internal/sandbox"
 )
 
 // The queue's own refs leave the campaign's repository in the landing
@@ -96,5 +101,44 @@ func TestMergeTaskLandingDeletesSpentQueueRefs(t *testing.T) {
 	if _, err := f.env.ExecuteActivity(activities.MergeTaskName, activities.MergeTaskInput{Line: campLine, DropLanes: true,
 		Tasks: []activities.CampaignTask{a}}); err == nil || !strings.Contains(err.Error(), "dropLanes takes no tasks") {
 		t.Fatalf("dropLanes with a task: %v, want refused", err)
+	}
+}
+
+// A scratch clone a killed worker left (a day old, its step long gone) is
+// removed when a worker starts; a fresh one, the task workspaces and the
+// campaign's repository stay.
+func TestWorkerStartRemovesKilledWorkersScratches(t *testing.T) {
+	var root string
+	dirs := map[string]bool{ // relative to the workspace root: stays?
+		"campaigns/camp/lane-7":          false,
+		"campaigns/camp/prepare-a":       false,
+		"campaigns/camp/merge":           true, // fresh: a live step's
+		"campaigns/camp/tasks/a":         true,
+		"campaigns/camp/integration.git": true,
+	}
+	newFixture(t, readsOnly(), context.Background(), func(c *activities.Config) {
+		c.Git.Mode, c.Sandbox.Mode = gitws.ModeLocal, sandbox.ModeOff
+		root = c.WorkspaceRoot
+		for rel := range dirs {
+			dir := filepath.Join(root, rel)
+			if err := os.MkdirAll(filepath.Join(dir, ".git"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, "big.bin"), make([]byte, 1<<20), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if rel != "campaigns/camp/merge" { // the rest a killed worker's, two days ago
+				old := time.Now().Add(-48 * time.Hour)
+				if err := os.Chtimes(dir, old, old); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	})
+	for rel, stays := range dirs {
+		_, err := os.Lstat(filepath.Join(root, rel, "big.bin"))
+		if (err == nil) != stays {
+			t.Errorf("%s: present %v, want %v", rel, err == nil, stays)
+		}
 	}
 }
