@@ -108,7 +108,12 @@ func (c objectCache) tryLock() func() {
 	}
 	f, err := os.OpenFile(c.dir+".lock", os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
 	if err == nil {
-		if err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		if err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err == nil && !stillNamed(f, c.dir+".lock") {
+			// A sweep removed the lock file between the open and the lock:
+			// a newcomer may hold the new one.
+			err = errors.New("the lock file was removed")
+		}
+		if err != nil {
 			f.Close()
 		}
 	}
@@ -117,6 +122,13 @@ func (c objectCache) tryLock() func() {
 		return nil
 	}
 	return func() { f.Close(); mu.(*sync.Mutex).Unlock() }
+}
+
+// stillNamed: path still names the open file f.
+func stillNamed(f *os.File, path string) bool {
+	a, err1 := f.Stat()
+	b, err2 := os.Lstat(path)
+	return err1 == nil && err2 == nil && os.SameFile(a, b)
 }
 
 // damage says why the cache cannot be trusted ("" when nothing was found):

@@ -134,7 +134,7 @@ func (g *Git) sweepIdle(copyIdle, idleCache time.Duration) {
 		if err == nil && treeCopyName.MatchString(name) && time.Since(fi.ModTime()) < copyIdle {
 			continue
 		}
-		removeLocked(tc.dir)
+		removeLocked(tc.dir, true)
 	}
 	packs, _ := filepath.Glob(filepath.Join(g.cacheRoot, candidatesDirName, "*"))
 	for _, dir := range packs {
@@ -148,19 +148,23 @@ func (g *Git) sweepIdle(copyIdle, idleCache time.Duration) {
 	caches, _ := filepath.Glob(filepath.Join(g.cacheRoot, "*.git"))
 	for _, dir := range caches {
 		if fi, err := os.Stat(dir); err == nil && time.Since(fi.ModTime()) > idleCache {
-			removeLocked(dir)
+			removeLocked(dir, false)
 		}
 	}
 }
 
-// removeLocked removes dir and its lock file when no one holds the lock.
-func removeLocked(dir string) {
+// removeLocked removes dir when no one holds its lock, and the lock file
+// too when dropLock: only for a lock nobody waits on (tree copies are
+// taken with tryLock). A cache's lock is waited on (lock): a waiter would
+// get a lock on the removed file while a newcomer locks a new one, so it
+// stays, an empty file per remote.
+func removeLocked(dir string, dropLock bool) {
 	unlock := objectCache{dir: dir}.tryLock()
 	if unlock == nil {
 		return
 	}
 	defer unlock()
-	if err := os.RemoveAll(dir); err == nil {
+	if err := os.RemoveAll(dir); err == nil && dropLock {
 		_ = os.Remove(dir + ".lock")
 	}
 }
