@@ -137,6 +137,10 @@ type Limits struct {
 	// use HeartbeatTimeoutSeconds, as rounds do, instead of a fixed minute,
 	// so a lost worker's merge is retried as soon as a round would be.
 	CampaignGitHeartbeat bool `json:"campaignGitHeartbeat,omitempty"`
+	// CampaignDropLanes: a campaign that used lanes ends with a MergeTask
+	// step deleting its leftover lane refs (MergeTaskInput.DropLanes);
+	// recorded like CampaignShares, since it adds a step to the history.
+	CampaignDropLanes bool `json:"campaignDropLanes,omitempty"`
 	// Git is the worker's RALPH_GIT when checkpoints are on ("" when off):
 	// a campaign needs local or remote.
 	Git string `json:"git,omitempty"`
