@@ -87,6 +87,7 @@ func New(cfg Config) (*Activities, error) {
 		if a.git, err = gitws.New(cfg.Git, filepath.Join(cfg.SessionDir, gitHooksDirName)); err != nil {
 			return nil, fmt.Errorf("activities config: %w", err)
 		}
+		sweepScratches(cfg.WorkspaceRoot)
 		// Commands running as another uid than the worker's: merge and lane
 		// verifies are lent their trees from private copies (gitws/treecopy.go).
 		if uid, gid := sb.UID(); sb.Mode() == sandbox.ModeBwrap && uid != os.Geteuid() {
@@ -186,7 +187,7 @@ func WithCurrentBehaviours(l Limits) Limits {
 	l.CampaignShares, l.CampaignEvidence, l.CampaignHeldApart, l.CampaignQueueApart = true, true, true, true
 	l.CampaignTaskFaults, l.CampaignHeadRed, l.CampaignGitBound = true, true, true
 	l.CampaignNoDrain, l.CampaignVerifyTimes, l.CampaignGitHeartbeat = true, true, true
-	l.CandidateAdoptLocal = true
+	l.CampaignDropLanes, l.CandidateAdoptLocal = true, true
 	return l
 }
 

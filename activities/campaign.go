@@ -102,6 +102,9 @@ type MergeTaskInput struct {
 	// VerifyHead: no merge; the verify command runs on the integration head
 	// alone (Tasks empty), as on a merged tip: outcome verified or red.
 	VerifyHead bool `json:"verifyHead,omitempty"`
+	// DropLanes: no merge; every lane ref of the campaign is deleted (Tasks
+	// empty): the campaign ended, no lane is in flight (outcome dropped).
+	DropLanes bool `json:"dropLanes,omitempty"`
 }
 
 // Merge outcomes.
@@ -118,6 +121,8 @@ const (
 	// MergeVerified: the integration head alone passed the verify command
 	// (MergeTaskInput.VerifyHead).
 	MergeVerified = "verified"
+	// MergeDropped: the campaign's lane refs are deleted (DropLanes).
+	MergeDropped = "dropped"
 )
 
 // MergedTask is one task of a landed or held stack.
@@ -349,6 +354,8 @@ func (a *Activities) MergeTask(ctx context.Context, in MergeTaskInput) (MergeTas
 		return MergeTaskOutput{}, campaignStepError(err)
 	}
 	switch {
+	case in.DropLanes:
+		return a.dropLanes(ctx, c, in.Line.Campaign, head)
 	case in.Land != "":
 		return a.landKeptLane(ctx, c, in, head)
 	case in.VerifyHead:
@@ -407,11 +414,13 @@ func (a *Activities) MergeTask(ctx context.Context, in MergeTaskInput) (MergeTas
 // checkMergeInput refuses a MergeTask input no mode fits, naming why.
 func checkMergeInput(in MergeTaskInput) error {
 	switch {
+	case in.DropLanes && (len(in.Tasks) > 0 || in.VerifyHead || in.Land != "" || in.Hold || in.Lane != ""):
+		return errors.New("MergeTask: dropLanes takes no tasks and neither merges, verifies, holds nor lands")
 	case in.VerifyHead && len(in.Tasks) > 0:
 		return errors.New("MergeTask: verifyHead takes no tasks (it verifies the integration head alone)")
 	case in.VerifyHead && (in.Land != "" || in.Hold):
 		return errors.New("MergeTask: verifyHead neither holds nor lands")
-	case !in.VerifyHead && len(in.Tasks) == 0:
+	case !in.VerifyHead && !in.DropLanes && len(in.Tasks) == 0:
 		return errors.New("MergeTask needs at least one task")
 	}
 	return nil

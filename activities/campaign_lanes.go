@@ -7,12 +7,15 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"sync"
+	"time"
 
 	"go.temporal.io/sdk/activity"
 
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/ralph-temporal/ralph/internal/gitws"
 	"github.com/ralph-temporal/ralph/internal/toolcache"
 )
 
@@ -146,8 +149,12 @@ func (a *Activities) verifyLane(ctx context.Context, in MergeTaskInput) (MergeTa
 // campaign line's.
 func (a *Activities) landKeptLane(ctx context.Context, c *campaignGit, in MergeTaskInput, head string) (MergeTaskOutput, error) {
 	out, err := a.landKept(ctx, c, in, head)
-	if err != nil || out.Outcome != MergeLanded || !laneRefPattern.MatchString(in.HoldRef) {
+	if err != nil || out.Outcome != MergeLanded {
 		return out, err
+	}
+	a.dropSpentRefs(ctx, c, in)
+	if !laneRefPattern.MatchString(in.HoldRef) {
+		return out, nil
 	}
 	if cache := a.laneCaches.landed(in.Line.Campaign, in.HoldRef); cache != nil {
 		if st, cerr := cache.Commit(); cerr != nil {
@@ -159,11 +166,60 @@ func (a *Activities) landKeptLane(ctx context.Context, c *campaignGit, in MergeT
 	return out, nil
 }
 
+// dropSpentRefs deletes, in the landing's own step, the queue's refs the
+// landing spent (docs/git.md, "What is kept, and for how long"): a lane's landing
+// the refs of every lane before it (each landed or discarded: lanes land
+// in queue order), not its own, which a lane behind it may still be
+// merging onto; a held merge's landing every held ref of its tasks. A
+// failure leaves them for the next landing: the merge has landed.
+func (a *Activities) dropSpentRefs(ctx context.Context, c *campaignGit, in MergeTaskInput) {
+	dir := path.Dir(in.HoldRef) + "/"
+	prefixes, spent := []string{dir}, func(string) bool { return true }
+	if laneRefPattern.MatchString(in.HoldRef) {
+		n, _ := strconv.Atoi(path.Base(in.HoldRef))
+		spent = func(ref string) bool {
+			k, err := strconv.Atoi(strings.TrimPrefix(ref, dir))
+			return err == nil && k < n
+		}
+	} else if held := heldDir(in.Line.Campaign); strings.HasPrefix(in.HoldRef, held) {
+		prefixes = prefixes[:0]
+		for _, t := range in.Tasks {
+			prefixes = append(prefixes, held+t.ID+"/")
+		}
+	} else {
+		return
+	}
+	dropped, err := a.git.DropRefs(ctx, c.scratch, c.line, prefixes, spent)
+	if err != nil {
+		activity.GetLogger(ctx).Warn("Could not delete the queue's spent refs: the next landing tries again", "error", err)
+		return
+	}
+	if len(dropped) > 0 {
+		activity.GetLogger(ctx).Info("Spent queue refs deleted", "refs", len(dropped))
+	}
+}
+
+// dropLanes deletes every lane ref the campaign left (the last landed
+// lane's, and any a discarded lane's step kept after it was discarded).
+func (a *Activities) dropLanes(ctx context.Context, c *campaignGit, campaign, head string) (MergeTaskOutput, error) {
+	a.laneCaches.ended(campaign)
+	lanes := gitws.CampaignRefPrefix + campaign + "/lanes/"
+	if _, err := a.git.DropRefs(ctx, c.scratch, c.line, []string{lanes}, func(string) bool { return true }); err != nil {
+		return MergeTaskOutput{}, err
+	}
+	return MergeTaskOutput{Outcome: MergeDropped, Head: head, Merged: []MergedTask{}}, nil
+}
+
+// heldDir is where a campaign keeps merges awaiting approval, a directory
+// per task (the workflow's holdRef).
+func heldDir(campaign string) string { return gitws.CampaignRefPrefix + campaign + "/held/" }
+
 // laneCaches keeps each passing lane verify's tool cache copy on the worker
 // that ran it until its lane lands (it becomes the line's) or a later lane
 // of the campaign lands (it was discarded: removed). A landing on another
 // worker finds none and the line stays as it was; a copy left by a
-// campaign that ended is swept with the worker's stale copies.
+// campaign that ended goes with its DropLanes step on this worker, else
+// after staleParked.
 type laneCaches struct {
 	mu     sync.Mutex
 	parked map[string]parkedCache
@@ -173,6 +229,36 @@ type parkedCache struct {
 	campaign string
 	lane     int
 	copy     *toolcache.Copy
+	at       time.Time
+}
+
+// staleParked is how long a parked copy waits for its lane's landing:
+// lanes land minutes after their verify, so one older was discarded by a
+// campaign that landed nothing more here (its landing then keeps the
+// line's cache as it was).
+const staleParked = 6 * time.Hour
+
+// sweep removes the parked copies past staleParked; under p.mu.
+func (p *laneCaches) sweep() {
+	for key, c := range p.parked {
+		if time.Since(c.at) > staleParked {
+			_ = c.copy.Remove()
+			delete(p.parked, key)
+		}
+	}
+}
+
+// ended removes every copy the campaign parked here: it ended, no lane of
+// it will land (MergeTaskInput.DropLanes).
+func (p *laneCaches) ended(campaign string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for key, c := range p.parked {
+		if c.campaign == campaign {
+			_ = c.copy.Remove()
+			delete(p.parked, key)
+		}
+	}
 }
 
 func (p *laneCaches) park(campaign, ref string, c *toolcache.Copy) {
@@ -188,7 +274,8 @@ func (p *laneCaches) park(campaign, ref string, c *toolcache.Copy) {
 	if old, ok := p.parked[campaign+" "+ref]; ok {
 		_ = old.copy.Remove() // a retried verify's
 	}
-	p.parked[campaign+" "+ref] = parkedCache{campaign: campaign, lane: n, copy: c}
+	p.sweep()
+	p.parked[campaign+" "+ref] = parkedCache{campaign: campaign, lane: n, copy: c, at: time.Now()}
 }
 
 // landed takes the copy of the lane that landed and removes the copies of
@@ -197,6 +284,7 @@ func (p *laneCaches) landed(campaign, ref string) *toolcache.Copy {
 	n, _ := strconv.Atoi(path.Base(ref))
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.sweep()
 	var got *toolcache.Copy
 	for key, c := range p.parked {
 		switch {

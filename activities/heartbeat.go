@@ -228,7 +228,7 @@ func submitsReport(m *openai.ChatCompletionMessage) bool {
 		return false
 	}
 	for _, c := range m.ToolCalls {
-		if c.Function.Name != agent.SubmitReportTool && c.Function.Name != agent.SubmitReviewTool {
+		if !agent.IsFinishingTool(c.Function.Name) {
 			return false
 		}
 	}

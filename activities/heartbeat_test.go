@@ -121,6 +121,8 @@ func TestOnlyAReportAnswerMayWaitForTheRoundsEnd(t *testing.T) {
 		{call("run_command", agent.SubmitReportTool), false},
 		{call(agent.SubmitReportTool), true},
 		{call(agent.SubmitReviewTool), true},
+		{call(agent.SubmitPlanTool), true},
+		{call(agent.SubmitPlanTool, "read_file"), false},
 	} {
 		if got := submitsReport(c.m); got != c.want {
 			t.Errorf("submitsReport(%+v) = %v, want %v", c.m, got, c.want)

@@ -80,7 +80,9 @@ func newQueueBenchIn(b *testing.B, large bool, mode string) *queueBench {
 
 func (q *queueBench) git(dir string, args ...string) string {
 	q.b.Helper()
-	cmd := exec.Command("git", append([]string{"-c", "user.name=b", "-c", "user.email=b@b"}, args...)...)
+	// No auto gc: after the large seed's 10,000 loose objects it would run
+	// detached, take CPU from the measured steps and race TempDir's cleanup.
+	cmd := exec.Command("git", append([]string{"-c", "user.name=b", "-c", "user.email=b@b", "-c", "gc.auto=0"}, args...)...)
 	cmd.Dir = dir
 	out, err := cmd.CombinedOutput()
 	if err != nil {

@@ -301,7 +301,7 @@ func TestResolveLimits(t *testing.T) {
 	want := f.cfg.Limits
 	want.CampaignShares, want.CampaignEvidence, want.CampaignHeldApart, want.CampaignQueueApart = true, true, true, true
 	want.CampaignTaskFaults, want.CampaignHeadRed, want.CampaignGitBound, want.CampaignNoDrain = true, true, true, true
-	want.CampaignVerifyTimes, want.CampaignGitHeartbeat, want.CandidateAdoptLocal = true, true, true
+	want.CampaignVerifyTimes, want.CampaignGitHeartbeat, want.CampaignDropLanes, want.CandidateAdoptLocal = true, true, true, true
 	if err := val.Get(&got); err != nil || !reflect.DeepEqual(got, want) || got.MaxRounds != 7 {
 		t.Errorf("limits = %+v, %v; want %+v", got, err, want)
 	}

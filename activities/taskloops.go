@@ -13,6 +13,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/ralph-temporal/ralph/internal/runes"
+	"github.com/ralph-temporal/ralph/internal/runusage"
 	"github.com/ralph-temporal/ralph/usage"
 )
 
@@ -152,22 +153,8 @@ func closeProblem(err error) string {
 // detailsUsage is the whole run's usage a Ralph failure or cancel carries
 // in its details (their runUsage field), nil when they carry none.
 func detailsUsage(err error) *usage.Usage {
-	var details interface{ Details(...any) error }
-	var appErr *temporal.ApplicationError
-	var canceled *temporal.CanceledError
-	switch {
-	case errors.As(err, &appErr) && appErr.HasDetails():
-		details = appErr
-	case errors.As(err, &canceled) && canceled.HasDetails():
-		details = canceled
-	default:
-		return nil
+	if u, ok := runusage.Of(err); ok {
+		return &u
 	}
-	var v struct {
-		RunUsage *usage.Usage `json:"runUsage"`
-	}
-	if details.Details(&v) != nil {
-		return nil
-	}
-	return v.RunUsage
+	return nil
 }

@@ -114,3 +114,40 @@ func TestLaneVerifyCacheOnlyWhenTheLaneLands(t *testing.T) {
 		t.Fatalf("the red lane's write reached the line: %v", err)
 	}
 }
+
+// A passing lane verify's cache copy waits on its worker for the lane's
+// landing; a lane that never lands (discarded, then the campaign ended)
+// leaves no copy on disk once the campaign's end step ran, nor its ref.
+func TestDiscardedLaneCacheGoesWithTheCampaign(t *testing.T) {
+	f := protectedFixture(t, fakeopenai.Script{}, protection{mode: sandbox.ModeBwrap})
+	in, head := gamedMerge(t, f, nil)
+	work := filepath.Join(f.cfg.SessionDir, "homes", ".toolcache", "work")
+	ref := "refs/ralph/campaigns/c1/lanes/1"
+	merge := in
+	merge.Lane, merge.HoldRef = activities.LaneMerge, ref
+	lane := f.merge(merge)
+	if lane.Outcome != activities.MergeHeld {
+		t.Fatalf("the lane's merge: %+v", lane)
+	}
+	v := in
+	v.Lane, v.HoldRef, v.Tip, v.Onto, v.VerifyCommand = activities.LaneVerify, ref, lane.Tip, head, `head -c 1000000 /dev/zero > "$XDG_CACHE_HOME/big"`
+	if out := f.merge(v); out.Outcome != activities.MergeHeld {
+		t.Fatalf("want a passing lane: %+v", out.Verification)
+	}
+	copies := func() int {
+		entries, err := os.ReadDir(work)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(entries)
+	}
+	if n := copies(); n != 1 {
+		t.Fatalf("%d copies wait in %s after a passing lane verify, want its one", n, work)
+	}
+	if out := f.merge(activities.MergeTaskInput{Line: in.Line, DropLanes: true}); out.Outcome != activities.MergeDropped {
+		t.Fatalf("the campaign's end step: %+v", out)
+	}
+	if n := copies(); n != 0 {
+		t.Fatalf("%d copies left in %s after the campaign ended", n, work)
+	}
+}

@@ -137,6 +137,10 @@ type Limits struct {
 	// use HeartbeatTimeoutSeconds, as rounds do, instead of a fixed minute,
 	// so a lost worker's merge is retried as soon as a round would be.
 	CampaignGitHeartbeat bool `json:"campaignGitHeartbeat,omitempty"`
+	// CampaignDropLanes: a campaign that used lanes ends with a MergeTask
+	// step deleting its leftover lane refs (MergeTaskInput.DropLanes);
+	// recorded like CampaignShares, since it adds a step to the history.
+	CampaignDropLanes bool `json:"campaignDropLanes,omitempty"`
 	// CandidateAdoptLocal: a round's chosen candidate is adopted by a local
 	// activity, in the workflow task that chose it, instead of an activity
 	// of its own (a dispatch and a workflow task fewer per round; SPEC 41's

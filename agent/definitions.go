@@ -24,7 +24,7 @@ var (
 )
 
 type finisherKey struct {
-	name     string // SubmitReportTool or SubmitReviewTool
+	name     string // SubmitReportTool, SubmitReviewTool or SubmitPlanTool
 	maxChars int
 	choosing bool // submit_review of a reviewer choosing between candidates
 }
@@ -33,13 +33,7 @@ type finisherKey struct {
 // session's own copy.
 func finishingTool(name string, maxChars int, choosing bool) (openai.Tool, error) {
 	def, err := finishers.Get(finisherKey{name, maxChars, choosing}, func() (openai.Tool, error) {
-		switch name {
-		case SubmitReviewTool:
-			return submitReviewDefinition(maxChars, choosing)
-		case SubmitPlanTool:
-			return submitPlanDefinition()
-		}
-		return submitReportDefinition(maxChars)
+		return finisherFor(name, choosing).definition(systemData{MaxHandoffChars: maxChars})
 	})
 	if err != nil {
 		return openai.Tool{}, err

@@ -11,11 +11,8 @@ import (
 // Every session gets its own finishing tool: changing one session's copy
 // changes neither the cached definition nor the next session's.
 func TestFinishingToolIsEachSessionsOwn(t *testing.T) {
-	for _, name := range []string{SubmitReportTool, SubmitReviewTool} {
-		fresh, err := submitReportDefinition(4242)
-		if name == SubmitReviewTool {
-			fresh, err = submitReviewDefinition(4242, false)
-		}
+	for _, name := range []string{SubmitReportTool, SubmitReviewTool, SubmitPlanTool} {
+		fresh, err := finisherFor(name, false).definition(systemData{MaxHandoffChars: 4242})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -2,13 +2,9 @@ package agent
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
-
-	openai "github.com/sashabaranov/go-openai"
-	"github.com/sashabaranov/go-openai/jsonschema"
 
 	"github.com/ralph-temporal/ralph/agent/tools"
 	"github.com/ralph-temporal/ralph/internal/plan"
@@ -48,32 +44,6 @@ type planTaskParams struct {
 	ID        string   `json:"id" description:"New task id: lower-case letters, digits and '-', at most 63 characters, unique across the campaign."`
 	Objective string   `json:"objective" description:"Everything the task's agent must do and how to check it, self-contained."`
 	DependsOn []string `json:"dependsOn" description:"Ids of tasks of this plan (or merged ones) that must merge first; [] when none."`
-}
-
-func submitPlanDefinition() (openai.Tool, error) {
-	schema, err := jsonschema.GenerateSchemaForType(planParams{})
-	if err != nil {
-		return openai.Tool{}, fmt.Errorf("generate the submit_plan schema: %w", err)
-	}
-	// The task's schema inline, not behind $ref: not every provider (nor
-	// every CLI's tool bridge) follows references.
-	tasks := schema.Properties["tasks"]
-	if def, ok := schema.Defs["planTaskParams"]; ok && tasks.Items != nil {
-		tasks.Items = &def
-		schema.Properties["tasks"] = tasks
-		schema.Defs = nil
-	}
-	encoded, err := json.Marshal(schema)
-	if err != nil {
-		return openai.Tool{}, fmt.Errorf("encode the submit_plan schema: %w", err)
-	}
-	description, err := render(textSubmitPlan, nil)
-	if err != nil {
-		return openai.Tool{}, err
-	}
-	return openai.Tool{Type: openai.ToolTypeFunction, Function: &openai.FunctionDefinition{
-		Name: SubmitPlanTool, Description: description, Parameters: json.RawMessage(encoded),
-	}}, nil
 }
 
 // RunPlan runs one planner session: RunSession with req.Plan set.

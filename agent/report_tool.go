@@ -1,12 +1,6 @@
 package agent
 
 import (
-	"encoding/json"
-	"fmt"
-
-	openai "github.com/sashabaranov/go-openai"
-	"github.com/sashabaranov/go-openai/jsonschema"
-
 	"github.com/ralph-temporal/ralph/report"
 )
 
@@ -24,27 +18,6 @@ type reportParams struct {
 	Evidence  []string `json:"evidence" description:"Concrete, checkable facts (commands run and their results, files). [] when none; at least one for complete."`
 	NextSteps []string `json:"nextSteps" description:"What the next worker should do. At least one for continue; [] for complete."`
 	Blocker   string   `json:"blocker" description:"What blocks the work; non-empty exactly when status is blocked, otherwise \"\"."`
-}
-
-func submitReportDefinition(maxHandoffChars int) (openai.Tool, error) {
-	schema, err := jsonschema.GenerateSchemaForType(reportParams{})
-	if err != nil {
-		return openai.Tool{}, fmt.Errorf("generate the submit_report schema: %w", err)
-	}
-	params, err := json.Marshal(schema)
-	if err != nil {
-		return openai.Tool{}, fmt.Errorf("encode the submit_report schema: %w", err)
-	}
-	description, err := render(textSubmitReport, systemData{MaxHandoffChars: maxHandoffChars})
-	if err != nil {
-		return openai.Tool{}, err
-	}
-	return openai.Tool{
-		Type: openai.ToolTypeFunction,
-		Function: &openai.FunctionDefinition{
-			Name: SubmitReportTool, Description: description, Parameters: json.RawMessage(params),
-		},
-	}, nil
 }
 
 // checkReport decodes and validates submit_report's arguments, returning the

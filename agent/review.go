@@ -2,13 +2,9 @@ package agent
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
-
-	openai "github.com/sashabaranov/go-openai"
-	"github.com/sashabaranov/go-openai/jsonschema"
 
 	"github.com/ralph-temporal/ralph/agent/tools"
 	"github.com/ralph-temporal/ralph/internal/sandbox"
@@ -67,29 +63,6 @@ type choiceParams struct {
 	Choice   int      `json:"choice" description:"The number of the candidate the next round starts from."`
 	Summary  string   `json:"summary" description:"Why this candidate, in one short paragraph. Non-empty, trimmed."`
 	Findings []string `json:"findings" description:"What the next worker should know about the chosen result; [] when none."`
-}
-
-func submitReviewDefinition(maxChars int, choosing bool) (openai.Tool, error) {
-	var params any = reviewParams{}
-	text := textSubmitReview
-	if choosing {
-		params, text = choiceParams{}, textSubmitChoice
-	}
-	schema, err := jsonschema.GenerateSchemaForType(params)
-	if err != nil {
-		return openai.Tool{}, fmt.Errorf("generate the submit_review schema: %w", err)
-	}
-	encoded, err := json.Marshal(schema)
-	if err != nil {
-		return openai.Tool{}, fmt.Errorf("encode the submit_review schema: %w", err)
-	}
-	description, err := render(text, systemData{MaxHandoffChars: maxChars})
-	if err != nil {
-		return openai.Tool{}, err
-	}
-	return openai.Tool{Type: openai.ToolTypeFunction, Function: &openai.FunctionDefinition{
-		Name: SubmitReviewTool, Description: description, Parameters: json.RawMessage(encoded),
-	}}, nil
 }
 
 // RunReview runs one independent reviewer session: RunSession with

@@ -25,19 +25,20 @@ type control struct {
 	paused        bool // a pause was accepted and no resume since
 }
 
-// update is one update a workflow handles: its handler and validator.
-type update struct {
-	name      string
-	handler   any
-	validator any
+// Update is one update a workflow handles: its handler and validator (nil:
+// every call accepted). Exported for the campaign's updates.
+type Update struct {
+	Name      string
+	Handler   any
+	Validator any
 }
 
-// setUpdates installs updates, each with its validator.
-func setUpdates(ctx workflow.Context, updates []update) error {
+// SetUpdates installs updates, each with its validator.
+func SetUpdates(ctx workflow.Context, updates []Update) error {
 	for _, u := range updates {
-		if err := workflow.SetUpdateHandlerWithOptions(ctx, u.name, u.handler,
-			workflow.UpdateHandlerOptions{Validator: u.validator}); err != nil {
-			return fmt.Errorf("register the %s update: %w", u.name, err)
+		if err := workflow.SetUpdateHandlerWithOptions(ctx, u.Name, u.Handler,
+			workflow.UpdateHandlerOptions{Validator: u.Validator}); err != nil {
+			return fmt.Errorf("register the %s update: %w", u.Name, err)
 		}
 	}
 	return nil
@@ -52,7 +53,7 @@ func (l *loop) register(ctx workflow.Context) error {
 	}); err != nil {
 		return fmt.Errorf("register the %s query: %w", StatusQueryName, err)
 	}
-	if err := setUpdates(ctx, []update{
+	if err := SetUpdates(ctx, []Update{
 		{UpdateStop, l.onStop, l.validateStop},
 		{UpdatePause, l.onPause, l.validatePause},
 		{UpdateResume, l.onResume, l.validateResume},

@@ -166,6 +166,12 @@ func (x *execution) drain() {
 // spawn is execute for a Process.
 func (w *Workspace) spawn(ctx context.Context, p Process, timeout time.Duration, outputCap int) (execOutcome, error) {
 	x := &execution{w: w, outputCap: outputCap, home: w.home, proc: &p}
+	if !w.reviewOnly {
+		// An agent CLI's own commands, like run_command's, start from the
+		// model's copy of the line's warm caches (a task's first round
+		// starts warm whatever the provider); no verify reads that copy.
+		x.cacheDir = w.cacheDir
+	}
 	defer x.release()
 	if err := x.prepare(false); err != nil {
 		return execOutcome{}, fmt.Errorf("spawn %s: %w", p.Argv[0], err)

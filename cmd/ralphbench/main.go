@@ -5,6 +5,7 @@
 //	go run ./cmd/ralphbench                      # everything, dev server
 //	go run ./cmd/ralphbench -only overhead,cancel
 //	go run ./cmd/ralphbench -with-cluster                # also the PostgreSQL-backed server
+//	go run ./cmd/ralphbench -only section41              # SPEC 41's benchmarks in one run
 package main
 
 import (
@@ -35,7 +36,11 @@ import (
 var allSections = []string{"overhead", "scale", "cancel", "crash", "prompt", "history", "encryption"}
 
 // Scenarios that run only when named in -only (they take long).
-var extraSections = []string{"churn", "ratelimit", "agents", "campaign", "candidates", "lanes", "warmverify"}
+var extraSections = []string{"churn", "ratelimit", "agents", "campaign", "candidates", "lanes", "queuecost", "warmverify"}
+
+// groups name several benchmarks at once in -only. section41 is SPEC 41's
+// benchmark side by side in one run (docs/benchmarks.md).
+var groups = map[string][]string{"section41": {"lanes", "queuecost", "candidates", "warmverify"}}
 
 func main() {
 	os.Exit(run())
@@ -67,17 +72,24 @@ type options struct {
 	off                         []string // -overhead-off, checked
 	agentRounds                 int
 	agentKinds, agentCLIDir     string
-	mergeLanes                  string
+	mergeLanes, lanesWorkers    string
+	lanesVerify                 string
+	lanesTasks                  int
+	lanesLoop                   time.Duration
+	queueCostBench              string
+	queueCostDemo, queueCostBig int
 	campaignTasks               int
 	warmMerges                  int
 	settings                    map[string]string // -worker-env
 	want                        map[string]bool   // the benchmarks named in -only
 	runsList, slotsList, hbList []int
+	lanesList, workersList      []int
 }
 
 func parseFlags() options {
 	var o options
-	flag.StringVar(&o.only, "only", strings.Join(allSections, ","), "comma-separated benchmarks to run: "+strings.Join(allSections, ",")+" (default), and "+strings.Join(extraSections, ","))
+	flag.StringVar(&o.only, "only", strings.Join(allSections, ","), "comma-separated benchmarks to run: "+strings.Join(allSections, ",")+" (default), and "+strings.Join(extraSections, ",")+
+		"; section41 names "+strings.Join(groups["section41"], ",")+" (SPEC 41's benchmark in one run)")
 	flag.StringVar(&o.clusterAddr, "cluster", "", "address of a running PostgreSQL-backed Temporal server to measure the overhead on beside the dev server")
 	flag.BoolVar(&o.withCluster, "with-cluster", false, "start a PostgreSQL-backed Temporal cluster (devenv/temporalserver) and measure the overhead on it beside the dev server")
 	flag.StringVar(&o.clusterNS, "cluster-namespace", "default", "namespace on -cluster")
@@ -85,7 +97,7 @@ func parseFlags() options {
 	flag.StringVar(&o.workerBin, "worker-bin", "", "use this worker binary instead of building ./worker")
 	flag.StringVar(&o.mdPath, "md", "", "write the Markdown report here (default: a file in the temp dir)")
 	flag.BoolVar(&o.keep, "keep", false, "keep the temp dir (workspaces, transcripts, worker logs)")
-	flag.DurationVar(&o.timeout, "timeout", 25*time.Minute, "bound on the whole run")
+	flag.DurationVar(&o.timeout, "timeout", 45*time.Minute, "bound on the whole run")
 	flag.IntVar(&o.rounds, "overhead-rounds", 20, "rounds per run in the overhead benchmark")
 	flag.IntVar(&o.reps, "overhead-reps", 10, "measured runs of each loop per server and eager setting")
 	flag.StringVar(&o.scaleRuns, "scale-runs", "10,25,50,100", "concurrent run counts of the scale benchmark")
@@ -106,6 +118,13 @@ func parseFlags() options {
 	flag.IntVar(&o.agentRounds, "agents-rounds", 6, "rounds per provider of the agent providers' fixed-cost benchmark")
 	flag.IntVar(&o.campaignTasks, "campaign-tasks", 12, "one-round tasks of each campaign the campaign benchmark runs")
 	flag.StringVar(&o.mergeLanes, "lanes", "1,2,4", "comma-separated mergeLanes values the lanes benchmark runs, one campaign each")
+	flag.IntVar(&o.lanesTasks, "lanes-tasks", 16, "tasks of each campaign the lanes benchmark runs")
+	flag.DurationVar(&o.lanesLoop, "lanes-loop", 5*time.Second, "how long each task's loop takes in the lanes benchmark (the scripted model's delay)")
+	flag.StringVar(&o.lanesVerify, "lanes-verify", "sleep 10", "the campaign's verify command in the lanes benchmark")
+	flag.StringVar(&o.lanesWorkers, "lanes-workers", "1,3", "comma-separated worker process counts the lanes benchmark runs every -lanes value on")
+	flag.StringVar(&o.queueCostBench, "queuecost-bench", bench.DefaultQueueCostPattern, "regexp of the Go benchmarks of ./activities the queuecost benchmark runs")
+	flag.IntVar(&o.queueCostDemo, "queuecost-demo-steps", 20, "steps each queuecost benchmark measures on the demo-sized repository")
+	flag.IntVar(&o.queueCostBig, "queuecost-large-steps", 5, "steps each queuecost benchmark measures on the 10,000-file, 100 MB repository")
 	flag.IntVar(&o.warmMerges, "warmverify-merges", 5, "warm merges the warm-verifies benchmark measures after its cold one")
 	flag.StringVar(&o.agentKinds, "agents", "builtin,claude-code,codex,opencode", "RALPH_AGENT values the agents benchmark measures")
 	flag.StringVar(&o.agentCLIDir, "agents-cli-dir", "/opt/ralph-agents/node_modules/.bin", "where the agent CLIs are (scripts/install-agent-clis.sh)")
@@ -125,16 +144,29 @@ func (o *options) check() error {
 		if s == "" {
 			continue
 		}
+		if group, ok := groups[s]; ok {
+			for _, g := range group {
+				o.want[g] = true
+			}
+			continue
+		}
 		if !contains(allSections, s) && !contains(extraSections, s) {
-			return fmt.Errorf("unknown benchmark %q (have %s)", s, strings.Join(append(allSections, extraSections...), ","))
+			return fmt.Errorf("unknown benchmark %q (have %s, section41)", s, strings.Join(append(allSections, extraSections...), ","))
 		}
 		o.want[s] = true
+	}
+	if o.lanesTasks < 1 {
+		return fmt.Errorf("-lanes-tasks %d: must be at least 1", o.lanesTasks)
+	}
+	if o.queueCostDemo < 1 || o.queueCostBig < 1 {
+		return fmt.Errorf("-queuecost-demo-steps %d, -queuecost-large-steps %d: each must be at least 1", o.queueCostDemo, o.queueCostBig)
 	}
 	for _, l := range []struct {
 		flag string
 		in   string
 		out  *[]int
-	}{{"-scale-runs", o.scaleRuns, &o.runsList}, {"-scale-concurrent-rounds", o.scaleSlots, &o.slotsList}, {"-crash-heartbeat-timeouts", o.crashHB, &o.hbList}} {
+	}{{"-scale-runs", o.scaleRuns, &o.runsList}, {"-scale-concurrent-rounds", o.scaleSlots, &o.slotsList}, {"-crash-heartbeat-timeouts", o.crashHB, &o.hbList},
+		{"-lanes", o.mergeLanes, &o.lanesList}, {"-lanes-workers", o.lanesWorkers, &o.workersList}} {
 		list, err := ints(l.in)
 		if err != nil {
 			return fmt.Errorf("%s: %w", l.flag, err)
@@ -416,17 +448,14 @@ func (s *stack) steps(ctx context.Context, o options) []step {
 		{"campaign", benchCommand("campaign", fmt.Sprintf("-campaign-tasks %d", o.campaignTasks)), func() (bench.Section, error) {
 			return h.Campaign(ctx, bench.CampaignConfig{Tasks: o.campaignTasks, Parallel: []int{1, 2, 4}})
 		}},
-		{"lanes", benchCommand("lanes", "-lanes "+o.mergeLanes), func() (bench.Section, error) {
-			var lanes []int
-			for _, f := range strings.Split(o.mergeLanes, ",") {
-				n, err := strconv.Atoi(strings.TrimSpace(f))
-				if err != nil || n < 1 {
-					return bench.Section{}, fmt.Errorf("-lanes %q: %q is not a positive count", o.mergeLanes, f)
-				}
-				lanes = append(lanes, n)
-			}
-			return h.Lanes(ctx, bench.LanesConfig{Tasks: 16, Loop: 5 * time.Second, Verify: "sleep 10", Parallel: 8, Lanes: lanes})
-		}},
+		{"lanes", benchCommand("lanes", fmt.Sprintf("-lanes %s -lanes-workers %s -lanes-tasks %d -lanes-loop %s -lanes-verify '%s'", o.mergeLanes, o.lanesWorkers, o.lanesTasks, o.lanesLoop, o.lanesVerify)),
+			func() (bench.Section, error) {
+				return h.Lanes(ctx, bench.LanesConfig{Tasks: o.lanesTasks, Loop: o.lanesLoop, Verify: o.lanesVerify, Parallel: 8, Lanes: o.lanesList, Workers: o.workersList})
+			}},
+		{"queuecost", benchCommand("queuecost", fmt.Sprintf("-queuecost-bench '%s' -queuecost-demo-steps %d -queuecost-large-steps %d", o.queueCostBench, o.queueCostDemo, o.queueCostBig)),
+			func() (bench.Section, error) {
+				return h.QueueCost(ctx, bench.QueueCostConfig{Repo: o.repo, Pattern: o.queueCostBench, DemoIters: o.queueCostDemo, LargeIters: o.queueCostBig})
+			}},
 		{"warmverify", benchCommand("warmverify", fmt.Sprintf("-warmverify-merges %d", o.warmMerges)), func() (bench.Section, error) {
 			return h.WarmVerify(ctx, bench.WarmVerifyConfig{Repo: o.repo, Merges: o.warmMerges, Command: bench.DefaultWarmVerifyCommand, File: "report/report.go"})
 		}},
@@ -440,14 +469,23 @@ func (s *stack) steps(ctx context.Context, o options) []step {
 }
 
 // runSteps runs the benchmarks named in -only and appends each section to
-// doc; it reports whether any could not run.
+// doc, then every goal they were judged on; it reports whether any could
+// not run.
 func (s *stack) runSteps(ctx context.Context, o options, doc *strings.Builder) (failed bool) {
+	var secs []bench.Section
+	defer func() {
+		if md := goalsSummary(secs); md != "" {
+			fmt.Println(md)
+			doc.WriteString(md)
+		}
+	}()
 	for _, st := range s.steps(ctx, o) {
 		if !o.want[st.name] {
 			continue
 		}
 		if ctx.Err() != nil {
 			fmt.Fprintf(os.Stderr, "ralphbench: %s skipped: %v\n", st.name, ctx.Err())
+			secs = append(secs, bench.Section{Title: st.name, Notes: []string{"skipped: " + ctx.Err().Error()}})
 			failed = true
 			continue
 		}
@@ -466,8 +504,32 @@ func (s *stack) runSteps(ctx context.Context, o options, doc *strings.Builder) (
 		md := sec.Markdown()
 		fmt.Println(md)
 		doc.WriteString(md)
+		secs = append(secs, sec)
 	}
 	return failed
+}
+
+// goalsSummary is one table of every goal the run's benchmarks were judged
+// on, and the benchmarks that failed or were skipped; empty when no
+// benchmark has a goal.
+func goalsSummary(secs []bench.Section) string {
+	tbl := bench.GoalsTable(secs)
+	if len(tbl.Rows) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("## Goals\n\nEach verdict is computed from this run's numbers above.\n\n")
+	b.WriteString(tbl.Markdown())
+	for _, sec := range secs {
+		for _, n := range sec.Notes {
+			if strings.HasPrefix(n, "**benchmark failed:**") || strings.HasPrefix(n, "skipped: ") {
+				first, _, _ := strings.Cut(n, "\n") // the section above has the rest
+				fmt.Fprintf(&b, "\n- %s: %s", sec.Title, first)
+			}
+		}
+	}
+	b.WriteString("\n\n")
+	return b.String()
 }
 
 func environment(ctx context.Context, h *bench.Harness) string {

@@ -155,3 +155,37 @@ func TestDamagedToolCacheIsRebuilt(t *testing.T) {
 		t.Fatalf("the rebuilt line was not written anew: %v", err)
 	}
 }
+
+// An agent CLI (Spawn) runs its commands from the model's copy of the line
+// too: a task's first round starts warm whatever its provider, and what the
+// CLI's commands write stays in that copy (SPEC 41).
+func TestSpawnedAgentStartsWarm(t *testing.T) {
+	j := New(t)
+	const line = "campaign-spawn"
+	merge := filepath.Join(j.Root, "merge")
+	goModule(t, merge)
+	landed := verify(t, j.Open(merge, tools.WithToolCache(line)), `mkdir -p "$GOCACHE/ab" && echo from-the-line > "$GOCACHE/ab/entry"`)
+	if _, err := landed.ToolCache.Commit(); err != nil || landed.ExitCode != 0 {
+		t.Fatalf("the landed verify: %v, %q", err, landed.Output)
+	}
+
+	task := filepath.Join(j.Root, "task")
+	goModule(t, task)
+	res, err := j.Open(task, tools.WithToolCache(line)).Spawn(context.Background(), tools.Process{Argv: []string{"sh", "-c",
+		`echo "GOCACHE=$GOCACHE"; cat "$GOCACHE/ab/entry"; { echo forged >> "$GOCACHE/ab/entry" && echo wrote; } 2>/dev/null; ` +
+			`echo mine > "$GOCACHE/ab/own" && echo own-ok`}}, time.Minute, 64<<10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"GOCACHE=" + sandbox.ToolCacheMount + "/go-build\n", "from-the-line\n", "own-ok\n"} {
+		if !strings.Contains(res.Output, want) {
+			t.Fatalf("the spawned agent's commands did not start from the line's copy (no %q): %q", want, res.Output)
+		}
+	}
+	if strings.Contains(res.Output, "wrote") {
+		t.Fatalf("a spawned command wrote the line's file through its copy: %q", res.Output)
+	}
+	if b, err := os.ReadFile(filepath.Join(j.Session, "homes", ".toolcache", "lines", line, "go-build", "ab", "entry")); err != nil || string(b) != "from-the-line\n" {
+		t.Fatalf("the line's file on the host: %q, %v", b, err)
+	}
+}

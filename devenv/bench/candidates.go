@@ -34,6 +34,7 @@ func (h *Harness) Candidates(ctx context.Context, cfg CandidatesConfig) (Section
 	tbl := Table{Header: []string{"candidates", "round ms p50 (min–max)", "model calls per round", "× one candidate"}}
 	var base time.Duration
 	steps := map[int]stepTimes{}
+	p50s := map[int]time.Duration{}
 	for _, k := range cfg.Counts {
 		steps[k] = stepTimes{}
 		rounds, calls, err := h.candidateRuns(ctx, cfg, k, steps[k])
@@ -42,6 +43,7 @@ func (h *Harness) Candidates(ctx context.Context, cfg CandidatesConfig) (Section
 			continue
 		}
 		p50 := Median(rounds)
+		p50s[k] = p50
 		if base == 0 {
 			base = p50
 		}
@@ -49,12 +51,28 @@ func (h *Harness) Candidates(ctx context.Context, cfg CandidatesConfig) (Section
 			fmt.Sprintf("%.2f", float64(p50)/float64(base)))
 	}
 	sec.Tables = []Table{tbl, stepsTable(cfg.Counts, steps)}
+	sec.Goals = append(sec.Goals, candidatesGoalOf(p50s))
 	sec.Notes = append(sec.Notes, "The steps table: the history's rows per round, the worker's per attempt (its Round steps log line). "+
 		"Runs of a current worker adopt the chosen candidate in a local activity (Limits.CandidateAdoptLocal): no AdoptCandidate "+
 		"activity, its time is inside \"between rounds\".")
 	sec.Notes = append(sec.Notes, "A real round is as long as its slowest needed candidate: with a verified complete the rest are "+
 		"cancelled at once, otherwise the round waits for every candidate. Tokens grow with the count (each candidate is a whole session).")
 	return sec, nil
+}
+
+// candidatesGoal is SPEC 41's goal: a 3-candidate round at most 0.2 s more
+// than a 1-candidate round with an instant model.
+const candidatesGoal = 200 * time.Millisecond
+
+// candidatesGoalOf judges the goal from the round p50 per candidate count.
+func candidatesGoalOf(p50s map[int]time.Duration) Goal {
+	g := Goal{What: fmt.Sprintf("a 3-candidate round at most %s more than a 1-candidate round (instant model)", candidatesGoal)}
+	one, three := p50s[1], p50s[3]
+	if one > 0 && three > 0 {
+		g.Measured = fmt.Sprintf("round p50 %s ms against %s ms: %+.0f ms", ms(three), ms(one), float64(three-one)/float64(time.Millisecond))
+		g.Met = three-one <= candidatesGoal
+	}
+	return g
 }
 
 // candidateRuns returns each run's time per round at k candidates, and

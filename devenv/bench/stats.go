@@ -114,14 +114,45 @@ func (t Table) Markdown() string {
 	return b.String()
 }
 
+// Goal is one goal a benchmark is judged on, with the numbers that judge
+// it: the verdict comes from the measurement, never from the text.
+type Goal struct {
+	What     string // the goal as the SPEC states it
+	Measured string // the numbers it is judged on; empty: not measured
+	Met      bool
+}
+
+// Verdict is "met", "not met" or "not measured".
+func (g Goal) Verdict() string {
+	switch {
+	case g.Measured == "":
+		return "not measured"
+	case g.Met:
+		return "met"
+	}
+	return "not met"
+}
+
 // Section is the result of one benchmark: a title, the command that
-// reproduces it, tables and notes.
+// reproduces it, tables, the goals it is judged on and notes.
 type Section struct {
 	Title   string
 	Command string
 	Intro   string
 	Tables  []Table
+	Goals   []Goal
 	Notes   []string
+}
+
+// GoalsTable is every goal of secs, one row each, with its section.
+func GoalsTable(secs []Section) Table {
+	t := Table{Header: []string{"benchmark", "goal", "measured", "verdict"}}
+	for _, s := range secs {
+		for _, g := range s.Goals {
+			t.Add(s.Title, g.What, g.Measured, "**"+g.Verdict()+"**")
+		}
+	}
+	return t
 }
 
 // Markdown renders the section.
@@ -138,10 +169,17 @@ func (s Section) Markdown() string {
 		b.WriteString(t.Markdown())
 		b.WriteString("\n")
 	}
+	for _, g := range s.Goals {
+		if g.Measured == "" {
+			fmt.Fprintf(&b, "- goal: %s: **%s**\n", g.What, g.Verdict())
+			continue
+		}
+		fmt.Fprintf(&b, "- goal: %s — %s: **%s**\n", g.What, g.Measured, g.Verdict())
+	}
 	for _, n := range s.Notes {
 		fmt.Fprintf(&b, "- %s\n", n)
 	}
-	if len(s.Notes) > 0 {
+	if len(s.Notes)+len(s.Goals) > 0 {
 		b.WriteString("\n")
 	}
 	return b.String()

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 )
 
 // The worker's object cache (SPEC 41, "the queue's own cost"): a campaign
@@ -92,6 +93,42 @@ func (c objectCache) lock() (func(), error) {
 		return nil, fmt.Errorf("lock the git object cache %s: %w", c.dir, err)
 	}
 	return func() { f.Close(); mu.(*sync.Mutex).Unlock() }, nil
+}
+
+// tryLock holds the directory's lock when no one (this worker or another)
+// holds it, until the returned func is called; nil when someone does.
+func (c objectCache) tryLock() func() {
+	mu, _ := cacheLocks.LoadOrStore(c.dir, &sync.Mutex{})
+	if !mu.(*sync.Mutex).TryLock() {
+		return nil
+	}
+	if err := os.MkdirAll(filepath.Dir(c.dir), 0o700); err != nil {
+		mu.(*sync.Mutex).Unlock()
+		return nil
+	}
+	f, err := os.OpenFile(c.dir+".lock", os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
+	if err == nil {
+		if err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err == nil && !stillNamed(f, c.dir+".lock") {
+			// A sweep removed the lock file between the open and the lock:
+			// a newcomer may hold the new one.
+			err = errors.New("the lock file was removed")
+		}
+		if err != nil {
+			f.Close()
+		}
+	}
+	if err != nil {
+		mu.(*sync.Mutex).Unlock()
+		return nil
+	}
+	return func() { f.Close(); mu.(*sync.Mutex).Unlock() }
+}
+
+// stillNamed: path still names the open file f.
+func stillNamed(f *os.File, path string) bool {
+	a, err1 := f.Stat()
+	b, err2 := os.Lstat(path)
+	return err1 == nil && err2 == nil && os.SameFile(a, b)
 }
 
 // damage says why the cache cannot be trusted ("" when nothing was found):
@@ -275,6 +312,10 @@ func (g *Git) syncCache(ctx context.Context, c objectCache, refs []ScratchRef) (
 	}
 	found, err := g.cacheFetch(ctx, c, refs)
 	if err == nil {
+		g.markUsed(c, found)
+		if err := g.pruneCache(ctx, c); err != nil {
+			return nil, err
+		}
 		return found, g.compactCache(ctx, c)
 	}
 	if !objectDamage(err) {
@@ -285,6 +326,18 @@ func (g *Git) syncCache(ctx context.Context, c objectCache, refs []ScratchRef) (
 		return nil, err
 	}
 	return g.cacheFetch(ctx, c, refs)
+}
+
+// markUsed stamps the cache and the refs this step fetched as used now:
+// what pruneCache and sweepIdle keep.
+func (g *Git) markUsed(c objectCache, found map[ScratchRef]string) {
+	now := time.Now()
+	_ = os.Chtimes(c.dir, now, now)
+	refs := make([]string, 0, len(found))
+	for r := range found {
+		refs = append(refs, mirrorRef(r.Repo, r.Ref))
+	}
+	touchRefs(c.dir, refs)
 }
 
 // maxCachePacks is how many packs a cache gathers (each fetch keeps its

@@ -101,7 +101,7 @@ const candidateConfig = "[core]\n\trepositoryformatversion = 0\n\tfilemode = tru
 // linkObjects) into each candidate's object store.
 func (g *Git) basePack(ctx context.Context, main, dir, base string) error {
 	sum := sha256.Sum256([]byte(main))
-	shared := filepath.Join(g.cacheRoot, "candidates", hex.EncodeToString(sum[:12]))
+	shared := filepath.Join(g.cacheRoot, candidatesDirName, hex.EncodeToString(sum[:12]))
 	mu, _ := cacheLocks.LoadOrStore(shared, &sync.Mutex{})
 	mu.(*sync.Mutex).Lock()
 	defer mu.(*sync.Mutex).Unlock()
@@ -127,7 +127,7 @@ func (g *Git) basePack(ctx context.Context, main, dir, base string) error {
 // candidate failed on it, so the next attempt writes it anew.
 func (g *Git) dropBasePack(main, base string, err error) error {
 	sum := sha256.Sum256([]byte(main))
-	shared := filepath.Join(g.cacheRoot, "candidates", hex.EncodeToString(sum[:12]))
+	shared := filepath.Join(g.cacheRoot, candidatesDirName, hex.EncodeToString(sum[:12]))
 	mu, _ := cacheLocks.LoadOrStore(shared, &sync.Mutex{})
 	mu.(*sync.Mutex).Lock()
 	defer mu.(*sync.Mutex).Unlock()

@@ -65,9 +65,13 @@ func New(cfg Config, hooksDir string) (*Git, error) {
 	if len(entries) != 0 {
 		return nil, fmt.Errorf("the git hooks directory %s must be empty", hooksDir)
 	}
-	return &Git{cfg: cfg, hooksDir: hooksDir, authorName: name, authorEmail: email, dirs: newDirCache(defaultDirCacheBytes),
+	g := &Git{cfg: cfg, hooksDir: hooksDir, authorName: name, authorEmail: email, dirs: newDirCache(defaultDirCacheBytes),
 		bound: newBound(cfg.memoryMB()), cacheRoot: filepath.Join(filepath.Dir(hooksDir), cacheDirName), scratches: &sync.Map{},
-		inBounds: &boundedIDs{}}, nil
+		inBounds: &boundedIDs{}}
+	// What a killed worker left (tree copies half written) and what no
+	// step used for long goes at start, as the sandbox's fresh homes do.
+	g.sweepIdle(treeCopyIdle, cacheIdle)
+	return g, nil
 }
 
 // Config is the policy this Git runs.

@@ -77,27 +77,58 @@ type lent struct {
 	unlock func()
 }
 
-// treeCopyFor is the copy serving the scratch dir (ok false: check out in
-// full).
-func (g *Git) treeCopyFor(dir string) (treeCopy, *scratchState, bool) {
+// maxTreeCopies bounds the copies of one cache: one a scratch checked out
+// at once (lanes verify side by side); a scratch past it checks out in full.
+const maxTreeCopies = 16
+
+// treeCopies is where the copies of the scratch dir's cache live (ok false:
+// check out in full). The copies are a pool per cache, not one a scratch
+// directory: a lane's scratch (campaigns/<id>/lane-<n>) is new with every
+// lane, and a copy each (the size of the tree) would grow without bound.
+func (g *Git) treeCopies(dir string) (string, *scratchState, bool) {
 	if g.treeOwner == nil || g.scratches == nil {
-		return treeCopy{}, nil, false
+		return "", nil, false
 	}
 	v, ok := g.scratches.Load(dir)
 	if !ok {
-		return treeCopy{}, nil, false
+		return "", nil, false
 	}
 	st := v.(*scratchState)
-	sum := sha256.Sum256([]byte(st.cache.dir + "\x00" + dir))
-	return treeCopy{dir: filepath.Join(g.cacheRoot, "trees", hex.EncodeToString(sum[:12]))}, st, true
+	sum := sha256.Sum256([]byte(st.cache.dir))
+	return filepath.Join(g.cacheRoot, treesDirName, hex.EncodeToString(sum[:12])), st, true
+}
+
+// treesDirName holds the tree copies beside the object caches,
+// candidatesDirName the candidates' shared base packs.
+const (
+	treesDirName      = "trees"
+	candidatesDirName = "candidates"
+)
+
+// lentCopy is the copy lent to the scratch dir now.
+func (g *Git) lentCopy(dir string) (treeCopy, bool) {
+	if g.scratches == nil {
+		return treeCopy{}, false
+	}
+	v, ok := g.scratches.Load(dir)
+	if !ok {
+		return treeCopy{}, false
+	}
+	st := v.(*scratchState)
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.lent == nil {
+		return treeCopy{}, false
+	}
+	return st.lent.copy, true
 }
 
 // checkoutScratch checks commit out detached in the scratch dir (fresh from
 // ScratchFrom: nothing but .git in it), lent from the private copy where
 // there is one, else written in full. The caller checked the tree's bounds.
 func (g *Git) checkoutScratch(ctx context.Context, dir, commit string) error {
-	if tc, st, ok := g.treeCopyFor(dir); ok && st.lent == nil {
-		err := g.lendCopy(ctx, tc, st, dir, commit)
+	if pool, st, ok := g.treeCopies(dir); ok && st.lent == nil {
+		err := g.lendCopy(ctx, pool, st, dir, commit)
 		if err == nil || ctx.Err() != nil {
 			return err
 		}
@@ -111,18 +142,27 @@ func (g *Git) checkoutScratch(ctx context.Context, dir, commit string) error {
 	return err
 }
 
-// lendCopy brings the copy to commit and links it into dir; the copy stays
-// locked and unmarked until giveBack.
-func (g *Git) lendCopy(ctx context.Context, tc treeCopy, st *scratchState, dir, commit string) error {
-	unlock, err := objectCache(tc).lock() // the same directory lock as a cache
-	if err != nil {
-		return err
+// errNoFreeCopy: every copy of the pool is lent (check out in full).
+var errNoFreeCopy = errors.New("every tree copy is lent")
+
+// lendCopy takes the first free copy of the pool, brings it to commit and
+// links it into dir; the copy stays locked and unmarked until giveBack.
+func (g *Git) lendCopy(ctx context.Context, pool string, st *scratchState, dir, commit string) error {
+	var tc treeCopy
+	var unlock func()
+	for i := 0; i < maxTreeCopies && unlock == nil; i++ {
+		tc = treeCopy{dir: fmt.Sprintf("%s-%d", pool, i)}
+		unlock = objectCache(tc).tryLock() // the same directory lock as a cache
+	}
+	if unlock == nil {
+		return errNoFreeCopy
 	}
 	l := &lent{copy: tc, commit: commit, unlock: unlock}
 	if err := g.updateCopy(ctx, tc, dir, commit); err != nil {
 		unlock()
 		return err
 	}
+	var err error
 	if l.files, err = g.linkCopy(ctx, tc, dir, commit); err != nil {
 		unlock() // unmarked: rebuilt next time
 		return err

@@ -115,7 +115,7 @@ func TestTreeCopyLendsOnlyWhatChanged(t *testing.T) {
 	if err := lending.CheckoutHead(ctx, lent, main); err != nil {
 		t.Fatal(err)
 	}
-	tc, _, ok := lending.treeCopyFor(lent)
+	tc, ok := lending.lentCopy(lent)
 	if !ok {
 		t.Fatal("no tree copy for the scratch")
 	}

@@ -44,7 +44,11 @@ func Campaign(ctx workflow.Context, input json.RawMessage, cont *CampaignContinu
 	if err != nil {
 		return nil, err
 	}
-	return c.run(ctx)
+	res, err := c.run(ctx)
+	if err == nil && res != nil {
+		c.dropLanes(ctx)
+	}
+	return res, err
 }
 
 // campaign is the state of one campaign run.

@@ -12,7 +12,6 @@ import (
 
 	"github.com/stretchr/testify/mock"
 	"go.temporal.io/sdk/activity"
-	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
@@ -83,10 +82,10 @@ func (f *fakeLine) child(ctx workflow.Context, input json.RawMessage, _ *workflo
 
 func TestCampaignBisectsARedStack(t *testing.T) {
 	f := &fakeLine{reports: map[string]*report.Report{}}
-	limits := campaignLimits()
+	limits := queueApartLimits()
 	env := newCampaignEnv(limits)
-	env.RegisterActivityWithOptions(f.merge, activity.RegisterOptions{Name: activities.MergeTaskName})
-	env.RegisterWorkflowWithOptions(f.child, workflow.RegisterOptions{Name: workflows.WorkflowName})
+	onMerge(env, f.merge)
+	onLoop(env, f.child)
 	// A merge takes 30 s, so x, b and y queue while a merges.
 	env.OnActivity(activities.MergeTaskName, mock.Anything, mock.Anything).After(30 * time.Second).Return(f.merge)
 
@@ -94,14 +93,7 @@ func TestCampaignBisectsARedStack(t *testing.T) {
 	// order deterministic (d waits for nothing, but maxParallel 4 starts all).
 	in := `{"tasks":[{"id":"a","objective":"a"},{"id":"x","objective":"x"},{"id":"b","objective":"b"},{"id":"y","objective":"y"}],
 		"verifyCommand":"check","maxParallel":4,"mergeBatch":4}`
-	env.ExecuteWorkflow(CampaignWorkflowName, json.RawMessage(in), (*CampaignContinuation)(nil))
-	if err := env.GetWorkflowError(); err != nil {
-		t.Fatal(err)
-	}
-	var res CampaignResult
-	if err := env.GetWorkflowResult(&res); err != nil {
-		t.Fatal(err)
-	}
+	res := runCampaign(t, env, in)
 	if res.Status != CampaignComplete {
 		t.Fatalf("result = %+v", res)
 	}
@@ -131,23 +123,19 @@ func TestCampaignBisectsARedStack(t *testing.T) {
 }
 
 func TestCampaignBlocksDependentsAndStopsAfterMaxMergeAttempts(t *testing.T) {
-	limits := campaignLimits()
+	limits := queueApartLimits()
 	env := newCampaignEnv(limits)
 	merges := 0
-	env.RegisterActivityWithOptions(func(_ context.Context, in activities.MergeTaskInput) (activities.MergeTaskOutput, error) {
+	onMerge(env, func(_ context.Context, in activities.MergeTaskInput) (activities.MergeTaskOutput, error) {
 		merges++
 		return activities.MergeTaskOutput{Outcome: activities.MergeConflict, Head: "h", ConflictTask: in.Tasks[0].ID, ConflictPaths: []string{"f.txt"}}, nil
-	}, activity.RegisterOptions{Name: activities.MergeTaskName})
-	env.RegisterWorkflowWithOptions(func(ctx workflow.Context, _ json.RawMessage, _ *workflows.Continuation, _ *workflows.TaskStart) (*workflows.Result, error) {
+	})
+	onLoop(env, func(ctx workflow.Context, _ json.RawMessage, _ *workflows.Continuation, _ *workflows.TaskStart) (*workflows.Result, error) {
 		rep := completeReport(1)
 		return &workflows.Result{Status: report.OutcomeComplete, RoundsStarted: 1, Report: &rep, Checkpoint: &activities.Checkpoint{Commit: "c"}}, nil
-	}, workflow.RegisterOptions{Name: workflows.WorkflowName})
+	})
 	in := `{"tasks":[{"id":"a","objective":"a"},{"id":"b","objective":"b","dependsOn":["a"]}],"verifyCommand":"check","maxMergeAttempts":2}`
-	env.ExecuteWorkflow(CampaignWorkflowName, json.RawMessage(in), (*CampaignContinuation)(nil))
-	var res CampaignResult
-	if err := env.GetWorkflowResult(&res); err != nil {
-		t.Fatal(err)
-	}
+	res := runCampaign(t, env, in)
 	want := []TaskResult{
 		{ID: "a", Phase: TaskBlocked, LastFailure: "did not merge after 2 attempts; the last: merging into ralph/campaigns/camp/integration conflicts in f.txt"},
 		{ID: "b", Phase: TaskBlocked, LastFailure: "dependency a ended blocked"},
@@ -157,28 +145,12 @@ func TestCampaignBlocksDependentsAndStopsAfterMaxMergeAttempts(t *testing.T) {
 	}
 }
 
-// newCampaignEnv is a test environment for the campaign "camp" under
-// limits, whose PrepareTask finds every branch at the head "h"; each test
-// adds the task loop and the merge it plays.
-func newCampaignEnv(limits activities.Limits) *testsuite.TestWorkflowEnvironment {
-	var suite workflowSuite
-	env := suite.NewTestWorkflowEnvironment()
-	env.RegisterActivityWithOptions(func(context.Context) (activities.Limits, error) { return limits, nil },
-		activity.RegisterOptions{Name: activities.ResolveLimitsName})
-	env.RegisterActivityWithOptions(func(context.Context, activities.PrepareTaskInput) (activities.PrepareTaskOutput, error) {
-		return activities.PrepareTaskOutput{IntegrationHead: "h", TaskHead: "h"}, nil
-	}, activity.RegisterOptions{Name: activities.PrepareTaskName})
-	env.RegisterWorkflowWithOptions(Campaign, workflow.RegisterOptions{Name: CampaignWorkflowName})
-	env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: "camp", TaskQueue: "q", WorkflowExecutionTimeout: time.Hour})
-	return env
-}
-
 func TestCampaignApprovalHoldsAMergeUntilApproved(t *testing.T) {
 	f := &fakeLine{reports: map[string]*report.Report{}}
-	limits := campaignLimits()
+	limits := queueApartLimits()
 	env := newCampaignEnv(limits)
 	var calls []activities.MergeTaskInput
-	env.RegisterActivityWithOptions(func(_ context.Context, in activities.MergeTaskInput) (activities.MergeTaskOutput, error) {
+	onMerge(env, func(_ context.Context, in activities.MergeTaskInput) (activities.MergeTaskOutput, error) {
 		calls = append(calls, in)
 		if in.Land != "" {
 			return activities.MergeTaskOutput{Outcome: activities.MergeLanded, Head: in.Land, Tip: in.Land,
@@ -186,8 +158,8 @@ func TestCampaignApprovalHoldsAMergeUntilApproved(t *testing.T) {
 		}
 		return activities.MergeTaskOutput{Outcome: activities.MergeHeld, Head: "h", Tip: "tip-" + in.Tasks[0].Commit,
 			DiffStat: " a.txt | 1 +", Verification: &report.Verification{Command: in.VerifyCommand}}, nil
-	}, activity.RegisterOptions{Name: activities.MergeTaskName})
-	env.RegisterWorkflowWithOptions(f.child, workflow.RegisterOptions{Name: workflows.WorkflowName})
+	})
+	onLoop(env, f.child)
 
 	var held, again TaskStatus
 	refused := ""
@@ -201,12 +173,7 @@ func TestCampaignApprovalHoldsAMergeUntilApproved(t *testing.T) {
 		again = campaignTask(t, env, "a")
 		env.UpdateWorkflow(workflows.UpdateApprove, "3", noopUpdate(), TaskRequest{Task: "a"})
 	}, 10*time.Minute)
-	env.ExecuteWorkflow(CampaignWorkflowName, json.RawMessage(`{"tasks":[{"id":"a","objective":"a"}],"verifyCommand":"check","approve":"merge"}`),
-		(*CampaignContinuation)(nil))
-	var res CampaignResult
-	if err := env.GetWorkflowResult(&res); err != nil {
-		t.Fatal(err)
-	}
+	res := runCampaign(t, env, `{"tasks":[{"id":"a","objective":"a"}],"verifyCommand":"check","approve":"merge"}`)
 	if held.Phase != TaskAwaitingApproval || held.DiffStat != " a.txt | 1 +" || !strings.Contains(refused, `"zz" is no task`) {
 		t.Fatalf("first wait: %+v, refusal %q", held, refused)
 	}
@@ -223,38 +190,21 @@ func TestCampaignApprovalHoldsAMergeUntilApproved(t *testing.T) {
 	}
 }
 
-// campaignTask is one task as the task query answers it.
-func campaignTask(t *testing.T, env *testsuite.TestWorkflowEnvironment, id string) TaskStatus {
-	t.Helper()
-	v, err := env.QueryWorkflow(QueryTask, TaskQuery{ID: id})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var d TaskDetail
-	if err := v.Get(&d); err != nil {
-		t.Fatal(err)
-	}
-	if len(d.Goes) != d.Go {
-		t.Fatalf("task %s: %d goes listed at go %d", id, len(d.Goes), d.Go)
-	}
-	return d.TaskStatus
-}
-
 func noopUpdate() *testsuite.TestUpdateCallback {
 	return &testsuite.TestUpdateCallback{OnReject: func(error) {}, OnAccept: func() {}, OnComplete: func(any, error) {}}
 }
 
 func TestCampaignCancelReachesEveryLoop(t *testing.T) {
-	env := newCampaignEnv(campaignLimits())
+	env := newCampaignEnv(queueApartLimits())
 	var mu sync.Mutex
 	cancelled := map[string]bool{}
-	env.RegisterWorkflowWithOptions(func(ctx workflow.Context, _ json.RawMessage, _ *workflows.Continuation, _ *workflows.TaskStart) (*workflows.Result, error) {
+	onLoop(env, func(ctx workflow.Context, _ json.RawMessage, _ *workflows.Continuation, _ *workflows.TaskStart) (*workflows.Result, error) {
 		err := workflow.Sleep(ctx, 24*time.Hour)
 		mu.Lock()
 		cancelled[workflow.GetInfo(ctx).WorkflowExecution.ID] = err != nil
 		mu.Unlock()
 		return nil, err
-	}, workflow.RegisterOptions{Name: workflows.WorkflowName})
+	})
 	env.RegisterDelayedCallback(env.CancelWorkflow, 10*time.Minute)
 	env.ExecuteWorkflow(CampaignWorkflowName, json.RawMessage(`{"tasks":[{"id":"a","objective":"a"},{"id":"b","objective":"b"},{"id":"c","objective":"c"}],"verifyCommand":"check"}`),
 		(*CampaignContinuation)(nil))
@@ -272,11 +222,11 @@ func TestCampaignCancelReachesEveryLoop(t *testing.T) {
 // stop signals the running loops, lets queued merges land and ends stopped.
 func TestCampaignPauseAddTasksAndStop(t *testing.T) {
 	f := &fakeLine{reports: map[string]*report.Report{}}
-	env := newCampaignEnv(campaignLimits())
-	env.RegisterActivityWithOptions(f.merge, activity.RegisterOptions{Name: activities.MergeTaskName})
+	env := newCampaignEnv(queueApartLimits())
+	onMerge(env, f.merge)
 	var mu sync.Mutex
 	stopped := map[string]bool{}
-	env.RegisterWorkflowWithOptions(func(ctx workflow.Context, _ json.RawMessage, _ *workflows.Continuation, _ *workflows.TaskStart) (*workflows.Result, error) {
+	onLoop(env, func(ctx workflow.Context, _ json.RawMessage, _ *workflows.Continuation, _ *workflows.TaskStart) (*workflows.Result, error) {
 		id := workflow.GetInfo(ctx).WorkflowExecution.ID
 		task := strings.Split(id, "/")[1]
 		stop := workflow.GetSignalChannel(ctx, workflows.SignalStop)
@@ -294,7 +244,7 @@ func TestCampaignPauseAddTasksAndStop(t *testing.T) {
 			status = report.OutcomeStopped
 		}
 		return &workflows.Result{Status: status, RoundsStarted: 1, Report: &rep, Checkpoint: &activities.Checkpoint{Commit: task + "@1"}}, nil
-	}, workflow.RegisterOptions{Name: workflows.WorkflowName})
+	})
 
 	var paused, added TaskStatus
 	var addRefused, pauseReason string
@@ -318,11 +268,7 @@ func TestCampaignPauseAddTasksAndStop(t *testing.T) {
 		env.UpdateWorkflow(workflows.UpdateStop, "s", noopUpdate(), workflows.StopRequest{Reason: "enough"})
 	}, 100*time.Minute)
 	in := `{"tasks":[{"id":"a","objective":"a"},{"id":"b","objective":"b"}],"verifyCommand":"check","maxParallel":1}`
-	env.ExecuteWorkflow(CampaignWorkflowName, json.RawMessage(in), (*CampaignContinuation)(nil))
-	var res CampaignResult
-	if err := env.GetWorkflowResult(&res); err != nil {
-		t.Fatal(err)
-	}
+	res := runCampaign(t, env, in)
 	if paused.Phase != TaskWaiting || added.Phase != TaskWaiting || !strings.Contains(addRefused, `"a" is used by another task`) || pauseReason != "paused/operator" {
 		t.Fatalf("while paused: b %+v, c %+v, refusal %q, phase/pauseReason %q", paused, added, addRefused, pauseReason)
 	}
@@ -336,17 +282,17 @@ func TestCampaignPauseAddTasksAndStop(t *testing.T) {
 }
 
 func TestCampaignNotifiesReturnedMergedAndItsEnd(t *testing.T) {
-	limits := campaignLimits()
+	limits := queueApartLimits()
 	limits.NotifyEvents = []string{EventMerged, EventReturned, CampaignComplete}
 	env := newCampaignEnv(limits)
 	merges := 0
-	env.RegisterActivityWithOptions(func(_ context.Context, in activities.MergeTaskInput) (activities.MergeTaskOutput, error) {
+	onMerge(env, func(_ context.Context, in activities.MergeTaskInput) (activities.MergeTaskOutput, error) {
 		merges++
 		if merges == 1 {
 			return activities.MergeTaskOutput{Outcome: activities.MergeConflict, Head: "h", ConflictTask: "a", ConflictPaths: []string{"f.txt"}}, nil
 		}
 		return activities.MergeTaskOutput{Outcome: activities.MergeLanded, Head: "m", Merged: []activities.MergedTask{{ID: "a", Commit: "m"}}}, nil
-	}, activity.RegisterOptions{Name: activities.MergeTaskName})
+	})
 	var mu sync.Mutex
 	var events []string
 	env.RegisterActivityWithOptions(func(_ context.Context, in activities.NotifyInput) error {
@@ -355,23 +301,17 @@ func TestCampaignNotifiesReturnedMergedAndItsEnd(t *testing.T) {
 		events = append(events, fmt.Sprintf("%s@%d/%d", in.Event, in.Round, in.Seq))
 		return nil
 	}, activity.RegisterOptions{Name: activities.NotifyName})
-	env.RegisterWorkflowWithOptions(workflows.RalphNotify, workflow.RegisterOptions{Name: workflows.NotifyWorkflowName})
-	env.RegisterWorkflowWithOptions(func(ctx workflow.Context, _ json.RawMessage, _ *workflows.Continuation, _ *workflows.TaskStart) (*workflows.Result, error) {
+	onLoop(env, func(ctx workflow.Context, _ json.RawMessage, _ *workflows.Continuation, _ *workflows.TaskStart) (*workflows.Result, error) {
 		rep := completeReport(1)
 		return &workflows.Result{Status: report.OutcomeComplete, RoundsStarted: 1, Report: &rep, Checkpoint: &activities.Checkpoint{Commit: "c"}}, nil
-	}, workflow.RegisterOptions{Name: workflows.WorkflowName})
+	})
 	// The end event's detached child: its start is what is recorded.
-	env.OnWorkflow(workflows.NotifyWorkflowName, mock.Anything, mock.Anything).Return(func(_ workflow.Context, in activities.NotifyInput) error {
+	onNotify(env, func(in activities.NotifyInput) {
 		mu.Lock()
 		defer mu.Unlock()
 		events = append(events, fmt.Sprintf("%s@%d/%d", in.Event, in.Round, in.Seq))
-		return nil
 	})
-	env.ExecuteWorkflow(CampaignWorkflowName, json.RawMessage(`{"tasks":[{"id":"a","objective":"a"}],"verifyCommand":"check"}`),
-		(*CampaignContinuation)(nil))
-	if err := env.GetWorkflowError(); err != nil {
-		t.Fatal(err)
-	}
+	runCampaign(t, env, `{"tasks":[{"id":"a","objective":"a"}],"verifyCommand":"check"}`)
 	if fmt.Sprint(events) != "[returned@1/1 merged@2/1 complete@0/0]" {
 		t.Fatalf("events = %v", events)
 	}
@@ -380,17 +320,4 @@ func TestCampaignNotifiesReturnedMergedAndItsEnd(t *testing.T) {
 func completeReport(round int) report.Report {
 	return report.Report{Status: report.StatusComplete, Summary: fmt.Sprintf("finished in %d", round),
 		Evidence: []string{"tests pass"}, NextSteps: []string{}, Blocker: ""}
-}
-
-type workflowSuite struct {
-	testsuite.WorkflowTestSuite
-}
-
-// NewTestWorkflowEnvironment is the SDK's with a longer wall-clock wait for
-// the next thing to happen: the SDK's 3 s is short for a -race run on a
-// busy 2-core machine.
-func (s *workflowSuite) NewTestWorkflowEnvironment() *testsuite.TestWorkflowEnvironment {
-	env := s.WorkflowTestSuite.NewTestWorkflowEnvironment()
-	env.SetTestTimeout(time.Minute)
-	return env
 }

@@ -83,7 +83,7 @@ func TestCampaignOf5000TasksStaysUnder1MiB(t *testing.T) {
 	}
 
 	m := &payloadMeter{max: map[string]int{}}
-	limits := activities.WithCurrentBehaviours(campaignLimits()) // as a new campaign runs
+	limits := activities.WithCurrentBehaviours(queueApartLimits()) // as a new campaign runs
 	limits.MaxCampaignTasks, limits.MaxObjectiveChars, limits.MaxCampaignParallel = capacityTasks, 8000, 8
 	env := newCampaignEnv(limits)
 	// Checking 5,000 tasks takes the workflow about 15 ms (150 ms under the
@@ -113,7 +113,7 @@ func TestCampaignOf5000TasksStaysUnder1MiB(t *testing.T) {
 	}, activity.RegisterOptions{Name: activities.PrepareTaskName})
 	var merges sync.Mutex
 	landed := 0
-	env.RegisterActivityWithOptions(func(_ context.Context, in activities.MergeTaskInput) (activities.MergeTaskOutput, error) {
+	onMerge(env, func(_ context.Context, in activities.MergeTaskInput) (activities.MergeTaskOutput, error) {
 		m.see("MergeTask input", in)
 		merges.Lock()
 		defer merges.Unlock()
@@ -126,8 +126,8 @@ func TestCampaignOf5000TasksStaysUnder1MiB(t *testing.T) {
 		out.Head = fmt.Sprintf("%040d", landed)
 		m.see("MergeTask output", out)
 		return out, nil
-	}, activity.RegisterOptions{Name: activities.MergeTaskName})
-	env.RegisterWorkflowWithOptions(func(ctx workflow.Context, input json.RawMessage, _ *workflows.Continuation, start *workflows.TaskStart) (*workflows.Result, error) {
+	})
+	onLoop(env, func(ctx workflow.Context, input json.RawMessage, _ *workflows.Continuation, start *workflows.TaskStart) (*workflows.Result, error) {
 		m.see("child input", input, (*workflows.Continuation)(nil), start)
 		var in map[string]any
 		if err := json.Unmarshal(input, &in); err != nil || len([]rune(in[fieldObjective].(string))) != capacityObjectiveChars {
@@ -139,7 +139,7 @@ func TestCampaignOf5000TasksStaysUnder1MiB(t *testing.T) {
 		}
 		return &workflows.Result{Status: report.OutcomeComplete, RoundsStarted: 1, Usage: usage.Usage{ModelCalls: 3, PromptTokens: 12345, CompletionTokens: 678},
 			Checkpoint: &activities.Checkpoint{Commit: fmt.Sprintf("%040x", len(id)) + ""}}, nil
-	}, workflow.RegisterOptions{Name: workflows.WorkflowName})
+	})
 
 	query := func(name string, args ...any) {
 		v, err := env.QueryWorkflow(name, args...)
@@ -225,7 +225,7 @@ func TestCampaignOf5000TasksStaysUnder1MiB(t *testing.T) {
 // continuation, the result and every query answer are measured within
 // their bounds.
 func TestCampaignWorstCaseStateStaysUnder1MiB(t *testing.T) {
-	c := &campaign{limits: campaignLimits(), byID: map[string]*taskState{}, settings: campaignSettings{ID: "camp",
+	c := &campaign{limits: queueApartLimits(), byID: map[string]*taskState{}, settings: campaignSettings{ID: "camp",
 		Branch: "ralph/campaigns/camp/integration", MaxParallel: 8, VerifyCommand: "make check", MaxMergeAttempts: 3, MergeBatch: 1, Approve: ApproveNone}}
 	c.sources = []activities.TasksSource{{Commit: strings.Repeat("b", 40), Path: "plan/tasks.md"}}
 	failure := strings.Repeat("<&>\x01", maxFailureChars/4)
@@ -298,7 +298,7 @@ func TestCarriedTaskReadsTheEarlierObjectForm(t *testing.T) {
 
 // TestInlineTasksOver1MiBAreRefused names the limit and tasksFile.
 func TestInlineTasksOver1MiBAreRefused(t *testing.T) {
-	limits := campaignLimits()
+	limits := queueApartLimits()
 	limits.MaxCampaignTasks, limits.MaxObjectiveChars = 5000, 8000
 	var tasks []string
 	for i := range 300 {
@@ -338,31 +338,28 @@ func TestInlineTasksOver1MiBAreRefused(t *testing.T) {
 // TestProtectedPathsReachTheLoopAndTheMerge: the campaign's protected paths
 // and a task's own reach that task's loop input and its MergeTask input.
 func TestProtectedPathsReachTheLoopAndTheMerge(t *testing.T) {
-	env := newCampaignEnv(campaignLimits())
+	env := newCampaignEnv(queueApartLimits())
 	var mu sync.Mutex
 	loops := map[string][]any{}
 	var merged [][]string
-	env.RegisterActivityWithOptions(func(_ context.Context, in activities.MergeTaskInput) (activities.MergeTaskOutput, error) {
+	onMerge(env, func(_ context.Context, in activities.MergeTaskInput) (activities.MergeTaskOutput, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		merged = append(merged, in.ProtectedPaths)
 		return activities.MergeTaskOutput{Outcome: activities.MergeLanded, Head: "h2",
 			Merged: []activities.MergedTask{{ID: in.Tasks[0].ID, Commit: "m-" + in.Tasks[0].ID}}}, nil
-	}, activity.RegisterOptions{Name: activities.MergeTaskName})
-	env.RegisterWorkflowWithOptions(func(ctx workflow.Context, input json.RawMessage, _ *workflows.Continuation, _ *workflows.TaskStart) (*workflows.Result, error) {
+	})
+	onLoop(env, func(ctx workflow.Context, input json.RawMessage, _ *workflows.Continuation, _ *workflows.TaskStart) (*workflows.Result, error) {
 		var in map[string]any
 		_ = json.Unmarshal(input, &in)
 		mu.Lock()
 		loops[workflow.GetInfo(ctx).WorkflowExecution.ID], _ = in[fieldProtected].([]any)
 		mu.Unlock()
 		return &workflows.Result{Status: report.OutcomeComplete, RoundsStarted: 1, Checkpoint: &activities.Checkpoint{Commit: "c"}}, nil
-	}, workflow.RegisterOptions{Name: workflows.WorkflowName})
+	})
 	in := `{"tasks":[{"id":"a","objective":"a","protectedPaths":["db/migrations/**"]},{"id":"b","objective":"b","dependsOn":["a"]}],
 		"verifyCommand":"check","protectedPaths":[".github/**"]}`
-	env.ExecuteWorkflow(CampaignWorkflowName, json.RawMessage(in), (*CampaignContinuation)(nil))
-	if err := env.GetWorkflowError(); err != nil {
-		t.Fatal(err)
-	}
+	runCampaign(t, env, in)
 	if fmt.Sprint(loops["camp/a"]) != "[.github/** db/migrations/**]" || fmt.Sprint(loops["camp/b"]) != "[.github/**]" {
 		t.Fatalf("loops got %v", loops)
 	}
@@ -380,13 +377,13 @@ func TestBudgetIsSharedAcrossLoops(t *testing.T) {
 	for _, shares := range []bool{true, false} {
 		t.Run(fmt.Sprint("shares=", shares), func(t *testing.T) {
 			f := &fakeLine{reports: map[string]*report.Report{}}
-			limits := campaignLimits()
+			limits := queueApartLimits()
 			limits.CampaignShares = shares
 			env := newCampaignEnv(limits)
-			env.RegisterActivityWithOptions(f.merge, activity.RegisterOptions{Name: activities.MergeTaskName})
+			onMerge(env, f.merge)
 			var mu sync.Mutex
 			given := map[string]float64{}
-			env.RegisterWorkflowWithOptions(func(ctx workflow.Context, input json.RawMessage, _ *workflows.Continuation, _ *workflows.TaskStart) (*workflows.Result, error) {
+			onLoop(env, func(ctx workflow.Context, input json.RawMessage, _ *workflows.Continuation, _ *workflows.TaskStart) (*workflows.Result, error) {
 				var in map[string]any
 				_ = json.Unmarshal(input, &in)
 				id := workflow.GetInfo(ctx).WorkflowExecution.ID
@@ -400,20 +397,13 @@ func TestBudgetIsSharedAcrossLoops(t *testing.T) {
 				// Each loop spends what it was given (at most 250).
 				return &workflows.Result{Status: report.OutcomeComplete, RoundsStarted: 1, Usage: usage.Usage{PromptTokens: min(int(tokens), 250)},
 					Checkpoint: &activities.Checkpoint{Commit: strings.TrimPrefix(id, "camp/") + "@1"}}, nil
-			}, workflow.RegisterOptions{Name: workflows.WorkflowName})
+			})
 			var tasks []string
 			for i := range 8 {
 				tasks = append(tasks, fmt.Sprintf(`{"id":"t%d","objective":"o"}`, i))
 			}
 			in := `{"tasks":[` + strings.Join(tasks, ",") + `],"verifyCommand":"check","maxParallel":4,"maxTokens":1000}`
-			env.ExecuteWorkflow(CampaignWorkflowName, json.RawMessage(in), (*CampaignContinuation)(nil))
-			if err := env.GetWorkflowError(); err != nil {
-				t.Fatal(err)
-			}
-			var res CampaignResult
-			if err := env.GetWorkflowResult(&res); err != nil {
-				t.Fatal(err)
-			}
+			res := runCampaign(t, env, in)
 			want := 250.0
 			if !shares {
 				want = 1000
@@ -443,20 +433,13 @@ func TestBudgetIsSharedAcrossLoops(t *testing.T) {
 // only the failed round (SPEC 39: a failed loop's usage counts).
 func TestFailedLoopChargesItsWholeRun(t *testing.T) {
 	f := &fakeLine{reports: map[string]*report.Report{}}
-	env := newCampaignEnv(campaignLimits())
-	env.RegisterActivityWithOptions(f.merge, activity.RegisterOptions{Name: activities.MergeTaskName})
-	env.RegisterWorkflowWithOptions(func(ctx workflow.Context, _ json.RawMessage, _ *workflows.Continuation, _ *workflows.TaskStart) (*workflows.Result, error) {
+	env := newCampaignEnv(queueApartLimits())
+	onMerge(env, f.merge)
+	onLoop(env, func(ctx workflow.Context, _ json.RawMessage, _ *workflows.Continuation, _ *workflows.TaskStart) (*workflows.Result, error) {
 		return nil, temporal.NewNonRetryableApplicationError("round 3 failed", workflows.ErrTypeRoundFailed, nil,
 			workflows.RoundFailedDetails{FailedRound: 3, Usage: usage.Usage{PromptTokens: 7}, RunUsage: usage.Usage{PromptTokens: 207, CompletionTokens: 40}})
-	}, workflow.RegisterOptions{Name: workflows.WorkflowName})
-	env.ExecuteWorkflow(CampaignWorkflowName, json.RawMessage(`{"tasks":[{"id":"a","objective":"o"}],"verifyCommand":"check"}`), (*CampaignContinuation)(nil))
-	if err := env.GetWorkflowError(); err != nil {
-		t.Fatal(err)
-	}
-	var res CampaignResult
-	if err := env.GetWorkflowResult(&res); err != nil {
-		t.Fatal(err)
-	}
+	})
+	res := runCampaign(t, env, `{"tasks":[{"id":"a","objective":"o"}],"verifyCommand":"check"}`)
 	if res.Usage.PromptTokens != 207 || res.Usage.CompletionTokens != 40 {
 		t.Fatalf("campaign usage = %+v, want the failed run's whole 207/40", res.Usage)
 	}
@@ -468,7 +451,7 @@ func TestFailedLoopChargesItsWholeRun(t *testing.T) {
 // status summary still fits within 64 KiB, each lane listing its first
 // task ids and its count.
 func TestCampaignStatusWithFullLanesFits(t *testing.T) {
-	c := &campaign{limits: campaignLimits(), byID: map[string]*taskState{}, settings: campaignSettings{ID: "camp",
+	c := &campaign{limits: queueApartLimits(), byID: map[string]*taskState{}, settings: campaignSettings{ID: "camp",
 		Branch: "ralph/campaigns/camp/integration", MaxParallel: 8, VerifyCommand: "make check", MaxMergeAttempts: 3,
 		MergeBatch: maxMergeBatchCeiling, MergeLanes: 16, Approve: ApproveNone}}
 	for i := range capacityTasks {

@@ -37,13 +37,13 @@ func (c *campaign) register(ctx workflow.Context) error {
 	if err := workflow.SetQueryHandler(ctx, QueryPlan, c.planQuery); err != nil {
 		return fmt.Errorf("register the %s query: %w", QueryPlan, err)
 	}
-	return setUpdates(ctx, []update{
-		{workflows.UpdatePause, c.onPause, c.validatePause},
-		{workflows.UpdateResume, c.onResume, c.validateResume},
-		{workflows.UpdateStop, c.onStop, c.validateStop},
-		{UpdateAddTasks, c.onAddTasks, c.validateAddTasks},
-		{workflows.UpdateApprove, c.onApprove, c.validateApprove},
-		{workflows.UpdateReject, c.onReject, c.validateReject},
+	return workflows.SetUpdates(ctx, []workflows.Update{
+		{Name: workflows.UpdatePause, Handler: c.onPause, Validator: c.validatePause},
+		{Name: workflows.UpdateResume, Handler: c.onResume, Validator: c.validateResume},
+		{Name: workflows.UpdateStop, Handler: c.onStop, Validator: c.validateStop},
+		{Name: UpdateAddTasks, Handler: c.onAddTasks, Validator: c.validateAddTasks},
+		{Name: workflows.UpdateApprove, Handler: c.onApprove, Validator: c.validateApprove},
+		{Name: workflows.UpdateReject, Handler: c.onReject, Validator: c.validateReject},
 	})
 }
 

@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/mock"
-	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/ralph-temporal/ralph/activities"
@@ -25,14 +23,14 @@ import (
 // and whose evidence holds the exit code and the output's last 2,000+
 // characters, its end included.
 func TestReturnedTaskSeesTheVerifyOutputOfALongCommand(t *testing.T) {
-	limits := campaignLimits()
+	limits := queueApartLimits()
 	limits.CampaignEvidence = true
 	env := newCampaignEnv(limits)
 	command := "make check " + strings.Repeat("--flag=value ", 38) // ~500 characters
 	output := strings.Repeat("compiling module\n", 300) + "FAIL: TestMergedTree (the end of the output)"
 	var mu sync.Mutex
 	merges := 0
-	env.RegisterActivityWithOptions(func(_ context.Context, in activities.MergeTaskInput) (activities.MergeTaskOutput, error) {
+	onMerge(env, func(_ context.Context, in activities.MergeTaskInput) (activities.MergeTaskOutput, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		merges++
@@ -42,19 +40,16 @@ func TestReturnedTaskSeesTheVerifyOutputOfALongCommand(t *testing.T) {
 		}
 		return activities.MergeTaskOutput{Outcome: activities.MergeLanded, Head: "h2", Verification: &report.Verification{Command: in.VerifyCommand},
 			Merged: []activities.MergedTask{{ID: "a", Commit: "m"}}}, nil
-	}, activity.RegisterOptions{Name: activities.MergeTaskName})
+	})
 	starts := map[string]*report.Report{}
-	env.RegisterWorkflowWithOptions(func(ctx workflow.Context, _ json.RawMessage, _ *workflows.Continuation, start *workflows.TaskStart) (*workflows.Result, error) {
+	onLoop(env, func(ctx workflow.Context, _ json.RawMessage, _ *workflows.Continuation, start *workflows.TaskStart) (*workflows.Result, error) {
 		mu.Lock()
 		starts[workflow.GetInfo(ctx).WorkflowExecution.ID] = start.PreviousReport
 		mu.Unlock()
 		return &workflows.Result{Status: report.OutcomeComplete, RoundsStarted: 1, Checkpoint: &activities.Checkpoint{Commit: "c"}}, nil
-	}, workflow.RegisterOptions{Name: workflows.WorkflowName})
+	})
 	in, _ := json.Marshal(map[string]any{"tasks": []map[string]string{{"id": "a", "objective": "a"}}, "verifyCommand": command})
-	env.ExecuteWorkflow(CampaignWorkflowName, json.RawMessage(in), (*CampaignContinuation)(nil))
-	if err := env.GetWorkflowError(); err != nil {
-		t.Fatal(err)
-	}
+	runCampaign(t, env, string(in))
 	back := starts["camp/a/2"]
 	if back == nil {
 		t.Fatalf("no second go: %v", starts)
@@ -79,13 +74,13 @@ func TestReturnedTaskSeesTheVerifyOutputOfALongCommand(t *testing.T) {
 // paused, pauseReason, a paused notification) without failing the task;
 // resume retries the merge, which lands.
 func TestGitFailureRetriesThenPausesTheQueue(t *testing.T) {
-	limits := campaignLimits()
+	limits := queueApartLimits()
 	limits.MergeRetryMinutes = 30
 	limits.NotifyEvents = []string{EventPaused}
 	env := newCampaignEnv(limits)
 	var mu sync.Mutex
 	attempts, remoteBack := 0, false
-	env.RegisterActivityWithOptions(func(_ context.Context, in activities.MergeTaskInput) (activities.MergeTaskOutput, error) {
+	onMerge(env, func(_ context.Context, in activities.MergeTaskInput) (activities.MergeTaskOutput, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		attempts++
@@ -93,17 +88,15 @@ func TestGitFailureRetriesThenPausesTheQueue(t *testing.T) {
 			return activities.MergeTaskOutput{}, errors.New("fetch from origin: could not resolve host")
 		}
 		return activities.MergeTaskOutput{Outcome: activities.MergeLanded, Head: "h2", Merged: []activities.MergedTask{{ID: "a", Commit: "m"}}}, nil
-	}, activity.RegisterOptions{Name: activities.MergeTaskName})
+	})
 	var events []string
-	env.RegisterWorkflowWithOptions(workflows.RalphNotify, workflow.RegisterOptions{Name: workflows.NotifyWorkflowName})
-	env.RegisterWorkflowWithOptions(func(ctx workflow.Context, _ json.RawMessage, _ *workflows.Continuation, _ *workflows.TaskStart) (*workflows.Result, error) {
+	onLoop(env, func(ctx workflow.Context, _ json.RawMessage, _ *workflows.Continuation, _ *workflows.TaskStart) (*workflows.Result, error) {
 		return &workflows.Result{Status: report.OutcomeComplete, RoundsStarted: 1, Checkpoint: &activities.Checkpoint{Commit: "c"}}, nil
-	}, workflow.RegisterOptions{Name: workflows.WorkflowName})
-	env.OnWorkflow(workflows.NotifyWorkflowName, mock.Anything, mock.Anything).Return(func(_ workflow.Context, in activities.NotifyInput) error {
+	})
+	onNotify(env, func(in activities.NotifyInput) {
 		mu.Lock()
 		defer mu.Unlock()
 		events = append(events, in.Event+": "+in.Text)
-		return nil
 	})
 	var paused CampaignStatus
 	env.RegisterDelayedCallback(func() {
@@ -119,14 +112,7 @@ func TestGitFailureRetriesThenPausesTheQueue(t *testing.T) {
 		mu.Unlock()
 	}, 2*time.Hour)
 	resume := sendUpdate(env, 2*time.Hour+time.Minute, workflows.UpdateResume)
-	env.ExecuteWorkflow(CampaignWorkflowName, json.RawMessage(`{"tasks":[{"id":"a","objective":"a"}],"verifyCommand":"check"}`), (*CampaignContinuation)(nil))
-	if err := env.GetWorkflowError(); err != nil {
-		t.Fatal(err)
-	}
-	var res CampaignResult
-	if err := env.GetWorkflowResult(&res); err != nil {
-		t.Fatal(err)
-	}
+	res := runCampaign(t, env, `{"tasks":[{"id":"a","objective":"a"}],"verifyCommand":"check"}`)
 	if paused.Phase != workflows.PhasePaused || !strings.Contains(paused.PauseReason, "could not resolve host") ||
 		paused.Counts[TaskQueued] != 1 || paused.Counts[TaskFailed] != 0 {
 		t.Fatalf("status while paused: %+v", paused)
@@ -147,7 +133,7 @@ func TestGitFailureRetriesThenPausesTheQueue(t *testing.T) {
 func TestApprovalWaitHoldsOnlyItsTask(t *testing.T) {
 	for _, end := range []string{"approve", "timeout", "stop"} {
 		t.Run(end, func(t *testing.T) {
-			limits := campaignLimits()
+			limits := queueApartLimits()
 			limits.CampaignHeldApart = true
 			limits.NotifyEvents = []string{workflows.EventAwaitingApproval}
 			if end == "timeout" {
@@ -156,7 +142,7 @@ func TestApprovalWaitHoldsOnlyItsTask(t *testing.T) {
 			env := newCampaignEnv(limits)
 			var mu sync.Mutex
 			var landed, events []string
-			env.RegisterActivityWithOptions(func(_ context.Context, in activities.MergeTaskInput) (activities.MergeTaskOutput, error) {
+			onMerge(env, func(_ context.Context, in activities.MergeTaskInput) (activities.MergeTaskOutput, error) {
 				mu.Lock()
 				defer mu.Unlock()
 				id := in.Tasks[0].ID
@@ -165,19 +151,17 @@ func TestApprovalWaitHoldsOnlyItsTask(t *testing.T) {
 				}
 				landed = append(landed, id)
 				return activities.MergeTaskOutput{Outcome: activities.MergeLanded, Head: "head-" + id, Merged: []activities.MergedTask{{ID: id, Commit: "m-" + id}}}, nil
-			}, activity.RegisterOptions{Name: activities.MergeTaskName})
-			env.RegisterWorkflowWithOptions(func(ctx workflow.Context, _ json.RawMessage, _ *workflows.Continuation, _ *workflows.TaskStart) (*workflows.Result, error) {
+			})
+			onLoop(env, func(ctx workflow.Context, _ json.RawMessage, _ *workflows.Continuation, _ *workflows.TaskStart) (*workflows.Result, error) {
 				if err := workflow.Sleep(ctx, time.Minute); err != nil {
 					return nil, err
 				}
 				return &workflows.Result{Status: report.OutcomeComplete, RoundsStarted: 1, Checkpoint: &activities.Checkpoint{Commit: "c"}}, nil
-			}, workflow.RegisterOptions{Name: workflows.WorkflowName})
-			env.RegisterWorkflowWithOptions(workflows.RalphNotify, workflow.RegisterOptions{Name: workflows.NotifyWorkflowName})
-			env.OnWorkflow(workflows.NotifyWorkflowName, mock.Anything, mock.Anything).Return(func(_ workflow.Context, in activities.NotifyInput) error {
+			})
+			onNotify(env, func(in activities.NotifyInput) {
 				mu.Lock()
 				defer mu.Unlock()
 				events = append(events, in.Event)
-				return nil
 			})
 			var during CampaignStatus
 			env.RegisterDelayedCallback(func() {
@@ -197,14 +181,7 @@ func TestApprovalWaitHoldsOnlyItsTask(t *testing.T) {
 				answer = sendUpdate(env, 2*time.Hour, workflows.UpdateStop, workflows.StopRequest{Reason: "later"})
 			}
 			in := `{"tasks":[{"id":"a","objective":"a"},{"id":"b","objective":"b"},{"id":"c","objective":"c"}],"verifyCommand":"check","maxParallel":1,"approve":"merge"}`
-			env.ExecuteWorkflow(CampaignWorkflowName, json.RawMessage(in), (*CampaignContinuation)(nil))
-			if err := env.GetWorkflowError(); err != nil {
-				t.Fatal(err)
-			}
-			var res CampaignResult
-			if err := env.GetWorkflowResult(&res); err != nil {
-				t.Fatal(err)
-			}
+			res := runCampaign(t, env, in)
 			// While a waited, b and c ran and merged.
 			if during.Counts[TaskAwaitingApproval] != 1 || during.Counts[TaskMerged] != 2 || fmt.Sprint(events) != "[awaiting-approval]" {
 				t.Fatalf("at 30 minutes: %v; events %v", during.Counts, events)

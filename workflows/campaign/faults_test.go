@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/mock"
-	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
@@ -36,7 +35,7 @@ type loops struct {
 
 func newLoops(env *testsuite.TestWorkflowEnvironment, minutes map[string]int) *loops {
 	l := &loops{minutes: minutes, started: map[string]time.Duration{}, back: map[string]*report.Report{}}
-	env.RegisterWorkflowWithOptions(l.child, workflow.RegisterOptions{Name: workflows.WorkflowName})
+	onLoop(env, l.child)
 	return l
 }
 
@@ -58,12 +57,10 @@ func (l *loops) child(ctx workflow.Context, _ json.RawMessage, _ *workflows.Cont
 
 // notifications records the campaign's notification events.
 func notifications(env *testsuite.TestWorkflowEnvironment, mu *sync.Mutex, events *[]activities.NotifyInput) {
-	env.RegisterWorkflowWithOptions(workflows.RalphNotify, workflow.RegisterOptions{Name: workflows.NotifyWorkflowName})
-	env.OnWorkflow(workflows.NotifyWorkflowName, mock.Anything, mock.Anything).Return(func(_ workflow.Context, in activities.NotifyInput) error {
+	onNotify(env, func(in activities.NotifyInput) {
 		mu.Lock()
 		defer mu.Unlock()
 		*events = append(*events, in)
-		return nil
 	})
 }
 
@@ -88,7 +85,7 @@ func statusAt(t *testing.T, env *testsuite.TestWorkflowEnvironment, at time.Dura
 func TestOneBadBranchInABatchOfFour(t *testing.T) {
 	for _, faults := range []bool{true, false} {
 		t.Run(fmt.Sprintf("taskFaults=%v", faults), func(t *testing.T) {
-			limits := campaignLimits()
+			limits := queueApartLimits()
 			limits.CampaignTaskFaults = faults
 			env := newCampaignEnv(limits)
 			l := newLoops(env, map[string]int{"z": 1, "a": 2, "b": 2, "c": 2, "d": 2})
@@ -117,18 +114,11 @@ func TestOneBadBranchInABatchOfFour(t *testing.T) {
 				calls = append(calls, ids)
 				return out, nil
 			}
-			env.RegisterActivityWithOptions(merge, activity.RegisterOptions{Name: activities.MergeTaskName})
+			onMerge(env, merge)
 			env.OnActivity(activities.MergeTaskName, mock.Anything, mock.Anything).After(10 * time.Minute).Return(merge)
 			in := `{"tasks":[{"id":"z","objective":"z"},{"id":"a","objective":"a"},{"id":"b","objective":"b"},{"id":"c","objective":"c"},{"id":"d","objective":"d"}],` +
 				`"verifyCommand":"check","maxParallel":5,"mergeBatch":4}`
-			env.ExecuteWorkflow(CampaignWorkflowName, json.RawMessage(in), (*CampaignContinuation)(nil))
-			if err := env.GetWorkflowError(); err != nil {
-				t.Fatal(err)
-			}
-			var res CampaignResult
-			if err := env.GetWorkflowResult(&res); err != nil {
-				t.Fatal(err)
-			}
+			res := runCampaign(t, env, in)
 			phases := map[string]string{}
 			for _, task := range res.Tasks {
 				phases[task.ID] = task.Phase + " " + task.MergeCommit
@@ -209,13 +199,13 @@ func (h *redHead) merge(_ context.Context, in activities.MergeTaskInput) (activi
 // the head is still red checks it again and stays paused (notified again);
 // resume after it turned green lands a, then b and c, on their first go.
 func TestRedHeadPausesTheQueue(t *testing.T) {
-	limits := campaignLimits()
+	limits := queueApartLimits()
 	limits.CampaignHeadRed, limits.CampaignEvidence = true, true
 	limits.NotifyEvents = []string{EventPaused, EventReturned}
 	env := newCampaignEnv(limits)
 	l := newLoops(env, map[string]int{"a": 1, "b": 30, "c": 30})
 	h := &redHead{red: true, output: strings.Repeat("compiling module\n", 200) + "FAIL: TestHead (broken on the integration branch)"}
-	env.RegisterActivityWithOptions(h.merge, activity.RegisterOptions{Name: activities.MergeTaskName})
+	onMerge(env, h.merge)
 	var mu sync.Mutex
 	var events []activities.NotifyInput
 	notifications(env, &mu, &events)
@@ -232,14 +222,7 @@ func TestRedHeadPausesTheQueue(t *testing.T) {
 	}, 60*time.Minute)
 	second := sendUpdate(env, 61*time.Minute, workflows.UpdateResume)
 	in := `{"tasks":[{"id":"a","objective":"a"},{"id":"b","objective":"b"},{"id":"c","objective":"c"}],"verifyCommand":"check","maxParallel":1}`
-	env.ExecuteWorkflow(CampaignWorkflowName, json.RawMessage(in), (*CampaignContinuation)(nil))
-	if err := env.GetWorkflowError(); err != nil {
-		t.Fatal(err)
-	}
-	var res CampaignResult
-	if err := env.GetWorkflowResult(&res); err != nil {
-		t.Fatal(err)
-	}
+	res := runCampaign(t, env, in)
 	t.Logf("paused: %s %s, %d chars of output, counts %v; loops started %v; head verifies %d; merges %v; %d events",
 		paused.Phase, paused.PauseReason, len(paused.PauseOutput), paused.Counts, l.started, h.headVerifies, h.merges, len(events))
 	wantOutput := runes.Suffix(h.output, 2000)
@@ -290,14 +273,14 @@ func TestRedHeadPausesTheQueue(t *testing.T) {
 // notification) with the task waiting where it was (go 0, not failed), and
 // no attempt after the bound. resume starts the same go, which merges.
 func TestPrepareFailingPastTheBoundPauses(t *testing.T) {
-	limits := campaignLimits()
+	limits := queueApartLimits()
 	limits.CampaignGitBound, limits.MergeRetryMinutes = true, 30
 	limits.NotifyEvents = []string{EventPaused}
 	env := newCampaignEnv(limits)
 	l := newLoops(env, nil)
-	env.RegisterActivityWithOptions(func(_ context.Context, in activities.MergeTaskInput) (activities.MergeTaskOutput, error) {
+	onMerge(env, func(_ context.Context, in activities.MergeTaskInput) (activities.MergeTaskOutput, error) {
 		return activities.MergeTaskOutput{Outcome: activities.MergeLanded, Head: "h2", Merged: []activities.MergedTask{{ID: "a", Commit: "m"}}}, nil
-	}, activity.RegisterOptions{Name: activities.MergeTaskName})
+	})
 	var mu sync.Mutex
 	var events []activities.NotifyInput
 	notifications(env, &mu, &events)
@@ -329,14 +312,7 @@ func TestPrepareFailingPastTheBoundPauses(t *testing.T) {
 		mu.Unlock()
 	}, 2*time.Hour)
 	resume := sendUpdate(env, 2*time.Hour+time.Minute, workflows.UpdateResume)
-	env.ExecuteWorkflow(CampaignWorkflowName, json.RawMessage(`{"tasks":[{"id":"a","objective":"a"}],"verifyCommand":"check"}`), (*CampaignContinuation)(nil))
-	if err := env.GetWorkflowError(); err != nil {
-		t.Fatal(err)
-	}
-	var res CampaignResult
-	if err := env.GetWorkflowResult(&res); err != nil {
-		t.Fatal(err)
-	}
+	res := runCampaign(t, env, `{"tasks":[{"id":"a","objective":"a"}],"verifyCommand":"check"}`)
 	t.Logf("%d attempts, the last at %s; paused %s %q: %q", len(attempts), attempts[len(attempts)-1], paused.Phase, paused.PauseReason, paused.PauseOutput)
 	if paused.Phase != workflows.PhasePaused || paused.PauseReason != PauseGit ||
 		!strings.Contains(paused.PauseOutput, "preparing task a kept failing for 30 minutes") || !strings.Contains(paused.PauseOutput, "could not resolve host") {
@@ -369,7 +345,7 @@ func TestPrepareFailingPastTheBoundPauses(t *testing.T) {
 // git naming the landing) with the task queued and still approved; resume
 // lands the kept tip without merging or asking again.
 func TestApprovedLandingPastTheBoundPauses(t *testing.T) {
-	limits := campaignLimits()
+	limits := queueApartLimits()
 	limits.CampaignHeldApart, limits.CampaignGitBound, limits.MergeRetryMinutes = true, true, 30
 	limits.NotifyEvents = []string{EventPaused}
 	env := newCampaignEnv(limits)
@@ -396,7 +372,7 @@ func TestApprovedLandingPastTheBoundPauses(t *testing.T) {
 		return activities.MergeTaskOutput{Outcome: activities.MergeLanded, Head: in.Land, Tip: in.Land,
 			Merged: []activities.MergedTask{{ID: "a", Commit: in.Land}}}, nil
 	}
-	env.RegisterActivityWithOptions(merge, activity.RegisterOptions{Name: activities.MergeTaskName})
+	onMerge(env, merge)
 	var events []activities.NotifyInput
 	notifications(env, &mu, &events)
 	env.OnActivity(activities.MergeTaskName, mock.Anything, mock.Anything).After(4 * time.Minute).Return(merge)
@@ -412,15 +388,7 @@ func TestApprovedLandingPastTheBoundPauses(t *testing.T) {
 		mu.Unlock()
 	}, 2*time.Hour)
 	resume := sendUpdate(env, 2*time.Hour+time.Minute, workflows.UpdateResume)
-	env.ExecuteWorkflow(CampaignWorkflowName, json.RawMessage(`{"tasks":[{"id":"a","objective":"a"}],"verifyCommand":"check","approve":"merge"}`),
-		(*CampaignContinuation)(nil))
-	if err := env.GetWorkflowError(); err != nil {
-		t.Fatal(err)
-	}
-	var res CampaignResult
-	if err := env.GetWorkflowResult(&res); err != nil {
-		t.Fatal(err)
-	}
+	res := runCampaign(t, env, `{"tasks":[{"id":"a","objective":"a"}],"verifyCommand":"check","approve":"merge"}`)
 	t.Logf("%d landing attempts by the pause, the last at %s; paused %q: %q", landsAtPause, lands[landsAtPause-1], paused.PauseReason, paused.PauseOutput)
 	if approve.rejected != nil || approve.failed != nil || paused.Phase != workflows.PhasePaused || paused.PauseReason != PauseGit ||
 		!strings.Contains(paused.PauseOutput, "landing task a's approved merge kept failing for 30 minutes") {
@@ -445,12 +413,12 @@ func TestApprovedLandingPastTheBoundPauses(t *testing.T) {
 // new carries both pauses (reason, output, the held-back task at the
 // queue's front, no merge attempt charged) into its next run.
 func TestHeadRedPauseCrossesContinueAsNew(t *testing.T) {
-	limits := campaignLimits()
+	limits := queueApartLimits()
 	limits.CampaignHeadRed = true
 	env := newCampaignEnv(limits)
 	newLoops(env, nil)
 	h := &redHead{red: true, output: "FAIL: TestHead"}
-	env.RegisterActivityWithOptions(h.merge, activity.RegisterOptions{Name: activities.MergeTaskName})
+	onMerge(env, h.merge)
 	env.RegisterDelayedCallback(func() { env.SetContinueAsNewSuggested(true) }, 30*time.Minute)
 	pause := sendUpdate(env, 31*time.Minute, workflows.UpdatePause) // an operator's pause on top wakes the main loop
 	env.ExecuteWorkflow(CampaignWorkflowName, json.RawMessage(`{"tasks":[{"id":"a","objective":"a"}],"verifyCommand":"check"}`), (*CampaignContinuation)(nil))

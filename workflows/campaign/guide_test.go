@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/mock"
-	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/ralph-temporal/ralph/activities"
@@ -19,13 +18,13 @@ import (
 
 func TestCampaignGuideReachesTheRunningLoops(t *testing.T) {
 	f := &fakeLine{reports: map[string]*report.Report{}}
-	limits := campaignLimits()
+	limits := queueApartLimits()
 	env := newCampaignEnv(limits)
-	env.RegisterActivityWithOptions(f.merge, activity.RegisterOptions{Name: activities.MergeTaskName})
+	onMerge(env, f.merge)
 	var mu sync.Mutex
 	got := map[string][]string{}
 	// Each loop takes the guide signals of its first ten minutes, then completes.
-	env.RegisterWorkflowWithOptions(func(ctx workflow.Context, _ json.RawMessage, _ *workflows.Continuation, _ *workflows.TaskStart) (*workflows.Result, error) {
+	onLoop(env, func(ctx workflow.Context, _ json.RawMessage, _ *workflows.Continuation, _ *workflows.TaskStart) (*workflows.Result, error) {
 		id := workflow.GetInfo(ctx).WorkflowExecution.ID
 		ch := workflow.GetSignalChannel(ctx, workflows.SignalGuide)
 		deadline := workflow.Now(ctx).Add(10 * time.Minute)
@@ -42,16 +41,13 @@ func TestCampaignGuideReachesTheRunningLoops(t *testing.T) {
 		task := strings.TrimPrefix(id, "camp/")
 		return &workflows.Result{Status: report.OutcomeComplete, RoundsStarted: 1, Report: &rep,
 			Checkpoint: &activities.Checkpoint{Commit: fmt.Sprintf("%s@1", task)}}, nil
-	}, workflow.RegisterOptions{Name: workflows.WorkflowName})
+	})
 	one := sendUpdate(env, time.Minute, workflows.UpdateGuide, CampaignGuideRequest{Task: "a", Text: "only a"})
 	all := sendUpdate(env, 2*time.Minute, workflows.UpdateGuide, CampaignGuideRequest{Text: " everyone "})
 	unknown := sendUpdate(env, 3*time.Minute, workflows.UpdateGuide, CampaignGuideRequest{Task: "zz", Text: "x"})
 	empty := sendUpdate(env, 4*time.Minute, workflows.UpdateGuide, CampaignGuideRequest{Text: ""})
 	in := `{"tasks":[{"id":"a","objective":"a"},{"id":"b","objective":"b"}],"verifyCommand":"check","maxParallel":2}`
-	env.ExecuteWorkflow(CampaignWorkflowName, json.RawMessage(in), (*CampaignContinuation)(nil))
-	if err := env.GetWorkflowError(); err != nil {
-		t.Fatal(err)
-	}
+	runCampaign(t, env, in)
 	if one.rejected != nil || all.rejected != nil {
 		t.Fatalf("guide refused: %v, %v", one.rejected, all.rejected)
 	}
@@ -72,8 +68,8 @@ func TestCampaignGuideReachesTheRunningLoops(t *testing.T) {
 // loop gets the stop.
 func TestStopAndGuideDuringPreparationAreKept(t *testing.T) {
 	f := &fakeLine{reports: map[string]*report.Report{}}
-	env := newCampaignEnv(campaignLimits())
-	env.RegisterActivityWithOptions(f.merge, activity.RegisterOptions{Name: activities.MergeTaskName})
+	env := newCampaignEnv(queueApartLimits())
+	onMerge(env, f.merge)
 	// a's branch takes 10 s to prepare, b's 40 s.
 	env.OnActivity(activities.PrepareTaskName, mock.Anything, mock.MatchedBy(func(in activities.PrepareTaskInput) bool { return in.Task.ID == "a" })).
 		After(10*time.Second).Return(activities.PrepareTaskOutput{IntegrationHead: "h", TaskHead: "h"}, nil)
@@ -82,7 +78,7 @@ func TestStopAndGuideDuringPreparationAreKept(t *testing.T) {
 	var mu sync.Mutex
 	var got []string
 	started := map[string]bool{}
-	env.RegisterWorkflowWithOptions(func(ctx workflow.Context, _ json.RawMessage, _ *workflows.Continuation, _ *workflows.TaskStart) (*workflows.Result, error) {
+	onLoop(env, func(ctx workflow.Context, _ json.RawMessage, _ *workflows.Continuation, _ *workflows.TaskStart) (*workflows.Result, error) {
 		id := workflow.GetInfo(ctx).WorkflowExecution.ID
 		mu.Lock()
 		started[id] = true
@@ -108,14 +104,11 @@ func TestStopAndGuideDuringPreparationAreKept(t *testing.T) {
 			sel.Select(ctx)
 		}
 		return &workflows.Result{Status: report.OutcomeStopped, RoundsStarted: 1}, nil
-	}, workflow.RegisterOptions{Name: workflows.WorkflowName})
+	})
 	guide := sendUpdate(env, 5*time.Second, workflows.UpdateGuide, CampaignGuideRequest{Task: "a", Text: "mind the tests"})
 	stop := sendUpdate(env, 20*time.Second, workflows.UpdateStop, workflows.StopRequest{Reason: "end of day"})
 	in := `{"tasks":[{"id":"a","objective":"a"},{"id":"b","objective":"b"}],"verifyCommand":"check","maxParallel":2}`
-	env.ExecuteWorkflow(CampaignWorkflowName, json.RawMessage(in), (*CampaignContinuation)(nil))
-	if err := env.GetWorkflowError(); err != nil {
-		t.Fatal(err)
-	}
+	runCampaign(t, env, in)
 	if guide.rejected != nil || stop.rejected != nil {
 		t.Fatalf("refused: %v, %v", guide.rejected, stop.rejected)
 	}

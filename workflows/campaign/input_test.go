@@ -4,21 +4,11 @@ import (
 	"reflect"
 	"strings"
 	"testing"
-
-	"github.com/ralph-temporal/ralph/activities"
 )
-
-func campaignLimits() activities.Limits {
-	l := activities.DefaultLimits()
-	l.Git = "remote"
-	l.VerifyCommand = ""
-	l.CampaignQueueApart = true
-	return l
-}
 
 func TestParseCampaignInputDefaults(t *testing.T) {
 	s, err := parseCampaignInput([]byte(`{"tasks":[{"id":"a","objective":"do a"},{"id":"b","objective":"do b","dependsOn":["a"]}],"verifyCommand":"make check"}`),
-		campaignLimits(), "camp")
+		queueApartLimits(), "camp")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +50,7 @@ func TestParseCampaignInputErrors(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := parseCampaignInput([]byte(c.input), campaignLimits(), "camp")
+			_, err := parseCampaignInput([]byte(c.input), queueApartLimits(), "camp")
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("err = %v, want one containing %q", err, c.want)
 			}
@@ -69,7 +59,7 @@ func TestParseCampaignInputErrors(t *testing.T) {
 }
 
 func TestParseCampaignInputObjective(t *testing.T) {
-	s, err := parseCampaignInput([]byte(`{"objective":"make it fast","verifyCommand":"make check","approve":"plan,merge"}`), campaignLimits(), "camp")
+	s, err := parseCampaignInput([]byte(`{"objective":"make it fast","verifyCommand":"make check","approve":"plan,merge"}`), queueApartLimits(), "camp")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,20 +69,20 @@ func TestParseCampaignInputObjective(t *testing.T) {
 }
 
 func TestParseCampaignInputNeedsGit(t *testing.T) {
-	l := campaignLimits()
+	l := queueApartLimits()
 	l.Git = ""
 	_, err := parseCampaignInput([]byte(`{"tasks":[{"id":"a","objective":"x"}],"verifyCommand":"x"}`), l, "camp")
 	if err == nil || !strings.Contains(err.Error(), "RALPH_GIT") {
 		t.Fatalf("err = %v, want one naming RALPH_GIT", err)
 	}
-	_, err = parseCampaignInput([]byte(`{"tasks":[{"id":"a","objective":"x"}],"verifyCommand":"x"}`), campaignLimits(), "a/b")
+	_, err = parseCampaignInput([]byte(`{"tasks":[{"id":"a","objective":"x"}],"verifyCommand":"x"}`), queueApartLimits(), "a/b")
 	if err == nil || !strings.Contains(err.Error(), "workflow id") {
 		t.Fatalf("err = %v, want one naming the workflow id", err)
 	}
 }
 
 func TestParseTasksCeilingCountsExisting(t *testing.T) {
-	l := campaignLimits()
+	l := queueApartLimits()
 	existing := []Task{{ID: "a", Objective: "x"}}
 	_, err := parseTasks([]byte(`[{"id":"b","objective":"y"},{"id":"c","objective":"z"}]`), l, existing, 2)
 	if err == nil || !strings.Contains(err.Error(), "would make 3 tasks, more than 2") {
@@ -105,7 +95,7 @@ func TestParseTasksCeilingCountsExisting(t *testing.T) {
 }
 
 func TestAddTasksIsReadAsStrictlyAsTheInput(t *testing.T) {
-	c := &campaign{limits: campaignLimits(), byID: map[string]*taskState{}, settings: campaignSettings{ID: "camp"}}
+	c := &campaign{limits: queueApartLimits(), byID: map[string]*taskState{}, settings: campaignSettings{ID: "camp"}}
 	c.add([]Task{{ID: "a", Objective: "x"}}, 0)
 	for raw, want := range map[string]string{
 		`{"tasks":[{"id":"b","objective":"y","after":["a"]}]}`: "tasks[0].after: is not a known field",

@@ -265,6 +265,20 @@ func (c *campaign) landLane(ctx workflow.Context, l *lane) error {
 	return nil
 }
 
+// dropLanes ends a campaign that used lanes with one step deleting the
+// lane refs its landings left (the last landed lane's; docs/git.md): none
+// is in flight now. Its failure leaves them and the result stands.
+func (c *campaign) dropLanes(ctx workflow.Context) {
+	if !c.limits.CampaignDropLanes || c.laneCount == 0 {
+		return
+	}
+	in := activities.MergeTaskInput{Line: c.line(), DropLanes: true}
+	var out activities.MergeTaskOutput
+	if err := workflow.ExecuteActivity(c.mergeOptions(ctx, "drop the lane refs"), activities.MergeTaskName, in).Get(ctx, &out); err != nil {
+		workflow.GetLogger(ctx).Warn("The campaign's lane refs were not deleted", "error", err)
+	}
+}
+
 // popLane takes the settled front lane off.
 func (c *campaign) popLane() {
 	c.lanes[0].cancel()

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/mock"
-	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/ralph-temporal/ralph/activities"
@@ -107,6 +106,15 @@ func (f *treeLine) merge(_ context.Context, in activities.MergeTaskInput) (activ
 	f.steps = append(f.steps, fmt.Sprintf("%s%s:%v", in.Lane, in.Land, in.Tasks))
 	out := activities.MergeTaskOutput{Head: f.head}
 	switch {
+	case in.DropLanes:
+		f.steps[len(f.steps)-1] = "drop-lanes"
+		for ref := range f.refs {
+			if strings.Contains(ref, "/lanes/") {
+				delete(f.refs, ref)
+			}
+		}
+		out.Outcome = activities.MergeDropped
+		return out, nil
 	case in.Land != "":
 		if f.refs[in.HoldRef] != in.Land {
 			return out, fmt.Errorf("%s does not hold %s", in.HoldRef, in.Land)
@@ -211,14 +219,15 @@ type laneRun struct {
 
 func runLaneCampaign(t *testing.T, f *treeLine, tasks string, extra string, statusAt time.Duration) laneRun {
 	t.Helper()
-	limits := campaignLimits()
+	limits := queueApartLimits()
 	limits.CampaignTaskFaults, limits.CampaignHeadRed, limits.CampaignVerifyTimes = true, true, true // what a worker records today
+	limits.CampaignDropLanes = true
 	env := newCampaignEnv(limits)
-	env.RegisterActivityWithOptions(f.merge, activity.RegisterOptions{Name: activities.MergeTaskName})
-	env.RegisterWorkflowWithOptions(f.child, workflow.RegisterOptions{Name: workflows.WorkflowName})
+	onMerge(env, f.merge)
+	onLoop(env, f.child)
 	takes := func(in activities.MergeTaskInput) time.Duration {
 		switch {
-		case in.Lane == activities.LaneMerge || in.Land != "":
+		case in.Lane == activities.LaneMerge || in.Land != "" || in.DropLanes:
 			return mergeTime
 		case len(in.Tasks) > 0 && in.Tasks[0].ID == "s":
 			return 3 * verifyTime // task s's stack verifies slowly
@@ -265,6 +274,18 @@ func runLaneCampaign(t *testing.T, f *treeLine, tasks string, extra string, stat
 	}
 	if r.res.Status != CampaignComplete {
 		t.Fatalf("%s: result %+v; steps %v", extra, r.res, f.steps)
+	}
+	// A campaign that used lanes ends with its lane refs deleted, in its
+	// last step; one that did not issues no such step.
+	drop := "drop-lanes"
+	usedLanes := slices.ContainsFunc(f.steps, func(s string) bool { return strings.HasPrefix(s, activities.LaneMerge) })
+	if got := f.steps[len(f.steps)-1] == drop; got != usedLanes {
+		t.Fatalf("%s: lanes used %v, the last step %q", extra, usedLanes, f.steps[len(f.steps)-1])
+	}
+	for ref := range f.refs {
+		if strings.Contains(ref, "/lanes/") {
+			t.Fatalf("%s: lane ref %s left after the campaign", extra, ref)
+		}
 	}
 	return r
 }

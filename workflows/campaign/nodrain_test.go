@@ -39,7 +39,7 @@ func times(n int) usage.Usage {
 // noDrainLimits are a campaign's limits as a worker resolves them since
 // CampaignNoDrain, with room for 8 loops at once.
 func noDrainLimits() activities.Limits {
-	l := campaignLimits()
+	l := queueApartLimits()
 	l.CampaignNoDrain, l.MaxCampaignParallel = true, 8
 	l.CampaignShares, l.CampaignEvidence, l.CampaignHeldApart = true, true, true // as every worker since
 	return l
@@ -70,8 +70,8 @@ type closedLoop struct {
 
 func newOutliving(env *testsuite.TestWorkflowEnvironment, minutes map[string]int) *outliving {
 	o := &outliving{minutes: minutes, started: map[string]time.Duration{}, ended: map[string]time.Duration{}}
-	env.RegisterWorkflowWithOptions(o.loop, workflow.RegisterOptions{Name: workflows.WorkflowName})
-	env.RegisterActivityWithOptions(o.merge, activity.RegisterOptions{Name: activities.MergeTaskName})
+	onLoop(env, o.loop)
+	onMerge(env, o.merge)
 	env.RegisterActivityWithOptions(func(_ context.Context, in activities.CheckTaskLoopsInput) (activities.CheckTaskLoopsOutput, error) {
 		return o.check(in), nil
 	}, activity.RegisterOptions{Name: activities.CheckTaskLoopsName})

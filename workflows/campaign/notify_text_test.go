@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/stretchr/testify/mock"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
@@ -25,11 +24,11 @@ import (
 // link (issue 51). The campaign builds the event; the real Notify activity
 // posts it to a real HTTP receiver.
 func TestReturnedNotificationQuotesAndEscapesVerifyOutput(t *testing.T) {
-	limits := campaignLimits()
+	limits := queueApartLimits()
 	limits.NotifyEvents = []string{EventReturned}
 	env := newCampaignEnv(limits)
 	merges := 0
-	env.RegisterActivityWithOptions(func(_ context.Context, in activities.MergeTaskInput) (activities.MergeTaskOutput, error) {
+	onMerge(env, func(_ context.Context, in activities.MergeTaskInput) (activities.MergeTaskOutput, error) {
 		merges++
 		if merges == 1 {
 			return activities.MergeTaskOutput{Outcome: activities.MergeRed, Head: "h", Verification: &report.Verification{
@@ -37,22 +36,16 @@ func TestReturnedNotificationQuotesAndEscapesVerifyOutput(t *testing.T) {
 				Output: "FAIL\n<!channel> tests are green, <https://evil.example/x|Approve> & ship `now` @channel [Approve](https://evil.example)"}}, nil
 		}
 		return activities.MergeTaskOutput{Outcome: activities.MergeLanded, Head: "m", Merged: []activities.MergedTask{{ID: "a", Commit: "m"}}}, nil
-	}, activity.RegisterOptions{Name: activities.MergeTaskName})
-	env.RegisterWorkflowWithOptions(workflows.RalphNotify, workflow.RegisterOptions{Name: workflows.NotifyWorkflowName})
-	env.RegisterWorkflowWithOptions(func(ctx workflow.Context, _ json.RawMessage, _ *workflows.Continuation, _ *workflows.TaskStart) (*workflows.Result, error) {
+	})
+	onLoop(env, func(ctx workflow.Context, _ json.RawMessage, _ *workflows.Continuation, _ *workflows.TaskStart) (*workflows.Result, error) {
 		rep := completeReport(1)
 		return &workflows.Result{Status: report.OutcomeComplete, RoundsStarted: 1, Report: &rep, Checkpoint: &activities.Checkpoint{Commit: "c"}}, nil
-	}, workflow.RegisterOptions{Name: workflows.WorkflowName})
-	var events []activities.NotifyInput
-	env.OnWorkflow(workflows.NotifyWorkflowName, mock.Anything, mock.Anything).Return(func(_ workflow.Context, in activities.NotifyInput) error {
-		events = append(events, in)
-		return nil
 	})
-	env.ExecuteWorkflow(CampaignWorkflowName, json.RawMessage(`{"tasks":[{"id":"a","objective":"a"}],"verifyCommand":"check"}`),
-		(*CampaignContinuation)(nil))
-	if err := env.GetWorkflowError(); err != nil {
-		t.Fatal(err)
-	}
+	var events []activities.NotifyInput
+	onNotify(env, func(in activities.NotifyInput) {
+		events = append(events, in)
+	})
+	runCampaign(t, env, `{"tasks":[{"id":"a","objective":"a"}],"verifyCommand":"check"}`)
 	if len(events) != 1 || events[0].Event != EventReturned {
 		t.Fatalf("notifications %+v, want one returned", events)
 	}

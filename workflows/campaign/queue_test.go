@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/mock"
-	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
@@ -50,9 +49,9 @@ func newSlowQueue(env *testsuite.TestWorkflowEnvironment, loopMinutes map[string
 		out.Head = "head-" + strings.Join(q.merges, "-")
 		return out, nil
 	}
-	env.RegisterActivityWithOptions(merge, activity.RegisterOptions{Name: activities.MergeTaskName})
+	onMerge(env, merge)
 	env.OnActivity(activities.MergeTaskName, mock.Anything, mock.Anything).After(mergeMinutes * time.Minute).Return(merge)
-	env.RegisterWorkflowWithOptions(q.child, workflow.RegisterOptions{Name: workflows.WorkflowName})
+	onLoop(env, q.child)
 	return q
 }
 
@@ -86,7 +85,7 @@ func (q *slowQueue) child(ctx workflow.Context, _ json.RawMessage, _ *workflows.
 func TestQueueRunsBesideTheLoops(t *testing.T) {
 	for _, apart := range []bool{true, false} {
 		t.Run(fmt.Sprintf("apart=%v", apart), func(t *testing.T) {
-			limits := campaignLimits()
+			limits := queueApartLimits()
 			limits.CampaignQueueApart = apart
 			env := newCampaignEnv(limits)
 			q := newSlowQueue(env, map[string]int{"a": 1, "b": 4, "c": 2, "e": 2})
@@ -112,14 +111,7 @@ func TestQueueRunsBesideTheLoops(t *testing.T) {
 				}
 			}, 5*time.Minute+30*time.Second)
 			in := `{"tasks":[{"id":"a","objective":"a"},{"id":"b","objective":"b"},{"id":"c","objective":"c"},{"id":"e","objective":"e"}],"verifyCommand":"check","maxParallel":2}`
-			env.ExecuteWorkflow(CampaignWorkflowName, json.RawMessage(in), (*CampaignContinuation)(nil))
-			if err := env.GetWorkflowError(); err != nil {
-				t.Fatal(err)
-			}
-			var res CampaignResult
-			if err := env.GetWorkflowResult(&res); err != nil {
-				t.Fatal(err)
-			}
+			res := runCampaign(t, env, in)
 			if res.Status != CampaignComplete {
 				t.Fatalf("result %+v", res)
 			}
@@ -167,7 +159,7 @@ func TestQueueRunsBesideTheLoops(t *testing.T) {
 // cancel, the merge is cancelled (it does not land), nothing waits out its
 // ten minutes.
 func TestQueueApartCancelledDuringAMerge(t *testing.T) {
-	env := newCampaignEnv(campaignLimits())
+	env := newCampaignEnv(queueApartLimits())
 	q := newSlowQueue(env, map[string]int{"a": 1, "b": 60, "c": 60})
 	env.RegisterDelayedCallback(env.CancelWorkflow, 5*time.Minute)
 	in := `{"tasks":[{"id":"a","objective":"a"},{"id":"b","objective":"b"},{"id":"c","objective":"c"}],"verifyCommand":"check","maxParallel":2}`
@@ -188,7 +180,7 @@ func TestQueueApartCancelledDuringAMerge(t *testing.T) {
 // return (and for the queue to land what queued meanwhile): no task is
 // carried merging, d is carried waiting.
 func TestQueueApartContinuesAsNewAfterTheMerge(t *testing.T) {
-	env := newCampaignEnv(campaignLimits())
+	env := newCampaignEnv(queueApartLimits())
 	q := newSlowQueue(env, map[string]int{"a": 1, "b": 2})
 	env.RegisterDelayedCallback(func() { env.SetContinueAsNewSuggested(true) }, 90*time.Second)
 	in := `{"tasks":[{"id":"a","objective":"a"},{"id":"b","objective":"b"},{"id":"c","objective":"c"},{"id":"d","objective":"d"}],"verifyCommand":"check","maxParallel":2}`

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/ralph-temporal/ralph/activities"
@@ -18,27 +17,23 @@ import (
 // it) goes back with the named reason like a conflicting one, and after
 // maxMergeAttempts it is blocked: the merge is not retried for ever.
 func TestCampaignSendsBackARefusedTaskTree(t *testing.T) {
-	env := newCampaignEnv(campaignLimits())
+	env := newCampaignEnv(queueApartLimits())
 	merges := 0
 	const why = "tree too big (RALPH_WORKSPACE_MAX_MB): task a's commit 1a2b holds more than 16 MB of files"
-	env.RegisterActivityWithOptions(func(_ context.Context, in activities.MergeTaskInput) (activities.MergeTaskOutput, error) {
+	onMerge(env, func(_ context.Context, in activities.MergeTaskInput) (activities.MergeTaskOutput, error) {
 		merges++
 		return activities.MergeTaskOutput{Outcome: activities.MergeRefused, Head: "h", ConflictTask: in.Tasks[0].ID, Refused: why}, nil
-	}, activity.RegisterOptions{Name: activities.MergeTaskName})
+	})
 	var backs []string
-	env.RegisterWorkflowWithOptions(func(ctx workflow.Context, _ json.RawMessage, _ *workflows.Continuation, start *workflows.TaskStart) (*workflows.Result, error) {
+	onLoop(env, func(ctx workflow.Context, _ json.RawMessage, _ *workflows.Continuation, start *workflows.TaskStart) (*workflows.Result, error) {
 		if start != nil && start.PreviousReport != nil {
 			backs = append(backs, start.PreviousReport.Summary)
 		}
 		rep := completeReport(1)
 		return &workflows.Result{Status: report.OutcomeComplete, RoundsStarted: 1, Report: &rep, Checkpoint: &activities.Checkpoint{Commit: "c"}}, nil
-	}, workflow.RegisterOptions{Name: workflows.WorkflowName})
+	})
 	in := `{"tasks":[{"id":"a","objective":"a"}],"verifyCommand":"check","maxMergeAttempts":3}`
-	env.ExecuteWorkflow(CampaignWorkflowName, json.RawMessage(in), (*CampaignContinuation)(nil))
-	var res CampaignResult
-	if err := env.GetWorkflowResult(&res); err != nil {
-		t.Fatal(err)
-	}
+	res := runCampaign(t, env, in)
 	wantLast := "did not merge after 3 attempts; the last: merging into ralph/campaigns/camp/integration was refused: " + why
 	if merges != 3 || len(res.Tasks) != 1 || res.Tasks[0].Phase != TaskBlocked || res.Tasks[0].LastFailure != wantLast {
 		t.Fatalf("after %d merges: %+v, want task a blocked after 3 with %q", merges, res.Tasks, wantLast)

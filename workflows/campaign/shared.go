@@ -1,12 +1,6 @@
 package campaign
 
-import (
-	"fmt"
-
-	"go.temporal.io/sdk/workflow"
-
-	"github.com/ralph-temporal/ralph/workflows"
-)
+import "github.com/ralph-temporal/ralph/workflows"
 
 // The run's input rules and names the campaign shares, under the names the
 // campaign's code reads them by.
@@ -35,21 +29,3 @@ var (
 	shortCommit        = workflows.ShortCommit
 	notifyDetached     = workflows.NotifyDetached
 )
-
-// update is one update the campaign handles: its handler and validator.
-type update struct {
-	name      string
-	handler   any
-	validator any
-}
-
-// setUpdates installs updates, each with its validator.
-func setUpdates(ctx workflow.Context, updates []update) error {
-	for _, u := range updates {
-		if err := workflow.SetUpdateHandlerWithOptions(ctx, u.name, u.handler,
-			workflow.UpdateHandlerOptions{Validator: u.validator}); err != nil {
-			return fmt.Errorf("register the %s update: %w", u.name, err)
-		}
-	}
-	return nil
-}

@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/mock"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
@@ -52,8 +51,8 @@ func newWavesEnv(limits activities.Limits, w *waves) *testsuite.TestWorkflowEnvi
 		w.planUsage = usage.Usage{ModelCalls: 1, PromptTokens: 100, CompletionTokens: 10}
 	}
 	env.RegisterActivityWithOptions(w.plan, activity.RegisterOptions{Name: activities.PlanWaveName})
-	env.RegisterActivityWithOptions(w.merge, activity.RegisterOptions{Name: activities.MergeTaskName})
-	env.RegisterWorkflowWithOptions(w.child, workflow.RegisterOptions{Name: workflows.WorkflowName})
+	onMerge(env, w.merge)
+	onLoop(env, w.child)
 	return env
 }
 
@@ -130,29 +129,6 @@ func completePlan(summary string) plan.Plan {
 	return plan.Plan{Status: plan.StatusComplete, Summary: summary, Evidence: []string{"make check passes on the head"}}
 }
 
-func runWaves(t *testing.T, env *testsuite.TestWorkflowEnvironment, input string) CampaignResult {
-	t.Helper()
-	env.ExecuteWorkflow(CampaignWorkflowName, json.RawMessage(input), (*CampaignContinuation)(nil))
-	var res CampaignResult
-	if err := env.GetWorkflowResult(&res); err != nil {
-		t.Fatal(err)
-	}
-	return res
-}
-
-func campaignStatus(t *testing.T, env *testsuite.TestWorkflowEnvironment) CampaignStatus {
-	t.Helper()
-	v, err := env.QueryWorkflow(workflows.StatusQueryName)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var s CampaignStatus
-	if err := v.Get(&s); err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
-
 // TestWavesPlanRunAndCompleteVerified: wave 1 plans three tasks (c after
 // a), they run with the campaign's objective beside their own and merge;
 // wave 2's planner sees the wave report and says complete; the head's
@@ -163,10 +139,10 @@ func TestWavesPlanRunAndCompleteVerified(t *testing.T) {
 			Task{ID: "c", Objective: "do c", DependsOn: []string{"a"}}),
 		completePlan("the objective is met"),
 	}}
-	env := newWavesEnv(campaignLimits(), w)
+	env := newWavesEnv(queueApartLimits(), w)
 	var during CampaignStatus
 	env.RegisterDelayedCallback(func() { during = campaignStatus(t, env) }, 30*time.Second)
-	res := runWaves(t, env, `{"objective":"make the parser fast","verifyCommand":"make check","maxParallel":3,"maxTokens":90000}`)
+	res := runCampaign(t, env, `{"objective":"make the parser fast","verifyCommand":"make check","maxParallel":3,"maxTokens":90000}`)
 
 	if res.Status != CampaignComplete || len(res.Waves) != 2 || res.Waves[1].Verify != "passed" || res.Waves[0].Status != plan.StatusTasks ||
 		strings.Join(res.Waves[0].Tasks, ",") != "a,b,c" || res.Waves[1].Status != plan.StatusComplete {
@@ -210,8 +186,8 @@ func TestWavesPlanRunAndCompleteVerified(t *testing.T) {
 func TestWavesRedHeadGoesToTheNextPlanner(t *testing.T) {
 	w := &waves{plans: []plan.Plan{completePlan("nothing to do"), tasksPlan("fix the test", Task{ID: "fix", Objective: "fix it"}),
 		completePlan("fixed")}, verifies: []int{2}}
-	env := newWavesEnv(campaignLimits(), w)
-	res := runWaves(t, env, `{"objective":"keep it green","verifyCommand":"make check"}`)
+	env := newWavesEnv(queueApartLimits(), w)
+	res := runCampaign(t, env, `{"objective":"keep it green","verifyCommand":"make check"}`)
 	if res.Status != CampaignComplete || len(res.Waves) != 3 || res.Waves[0].Verify != "failed (exit 2)" || res.Waves[2].Verify != "passed" {
 		t.Fatalf("result %+v", res)
 	}
@@ -230,8 +206,8 @@ func TestWavesRedHeadGoesToTheNextPlanner(t *testing.T) {
 func TestWavesBlockedPlanner(t *testing.T) {
 	w := &waves{plans: []plan.Plan{tasksPlan("try", Task{ID: "blocked-x", Objective: "x"}, Task{ID: "y", Objective: "y", DependsOn: []string{"blocked-x"}}),
 		{Status: plan.StatusBlocked, Summary: "stuck", Blocker: "the API key is missing from the repository"}}}
-	env := newWavesEnv(campaignLimits(), w)
-	res := runWaves(t, env, `{"objective":"call the API","verifyCommand":"make check"}`)
+	env := newWavesEnv(queueApartLimits(), w)
+	res := runCampaign(t, env, `{"objective":"call the API","verifyCommand":"make check"}`)
 	if res.Status != CampaignBlocked || res.Blocker != "the API key is missing from the repository" || len(res.Waves) != 2 || len(w.verified) != 0 {
 		t.Fatalf("result %+v", res)
 	}
@@ -249,8 +225,8 @@ func TestWavesEndPartialAtMaxWaves(t *testing.T) {
 	for i := range 5 {
 		w.plans = append(w.plans, tasksPlan(fmt.Sprint("more ", i), Task{ID: fmt.Sprintf("t%d", i), Objective: "more"}))
 	}
-	env := newWavesEnv(campaignLimits(), w)
-	res := runWaves(t, env, `{"objective":"endless","verifyCommand":"make check","maxWaves":2}`)
+	env := newWavesEnv(queueApartLimits(), w)
+	res := runCampaign(t, env, `{"objective":"endless","verifyCommand":"make check","maxWaves":2}`)
 	if res.Status != CampaignPartial || len(res.Waves) != 2 || len(w.inputs) != 2 || len(res.Tasks) != 2 || res.Tasks[1].Phase != TaskMerged {
 		t.Fatalf("result %+v after %d planners", res, len(w.inputs))
 	}
@@ -266,17 +242,15 @@ func TestWavesPlanApproval(t *testing.T) {
 		tasksPlan("second try", Task{ID: "a", Objective: "do a better"}),
 		completePlan("done"),
 	}}
-	limits := campaignLimits()
+	limits := queueApartLimits()
 	limits.NotifyEvents = []string{workflows.EventAwaitingApproval}
 	env := newWavesEnv(limits, w)
 	var mu sync.Mutex
 	var events []string
-	env.RegisterWorkflowWithOptions(workflows.RalphNotify, workflow.RegisterOptions{Name: workflows.NotifyWorkflowName})
-	env.OnWorkflow(workflows.NotifyWorkflowName, mock.Anything, mock.Anything).Return(func(_ workflow.Context, in activities.NotifyInput) error {
+	onNotify(env, func(in activities.NotifyInput) {
 		mu.Lock()
 		defer mu.Unlock()
 		events = append(events, fmt.Sprintf("%s@%d/%d %s: %s", in.Event, in.Round, in.Seq, in.Status, in.Text))
-		return nil
 	})
 	var waiting, waiting2 CampaignStatus
 	var planned WavePlan
@@ -299,7 +273,7 @@ func TestWavesPlanApproval(t *testing.T) {
 	replaced := sendUpdate(env, 2*time.Minute+3*time.Second, workflows.UpdateApprove, TaskRequest{Tasks: []Task{
 		{ID: "p", Objective: "do p"}, {ID: "q", Objective: "do q", DependsOn: []string{"p"}}}})
 	approved := sendUpdate(env, 10*time.Minute, workflows.UpdateApprove, TaskRequest{})
-	res := runWaves(t, env, `{"objective":"ship it","verifyCommand":"make check","approve":"plan"}`)
+	res := runCampaign(t, env, `{"objective":"ship it","verifyCommand":"make check","approve":"plan"}`)
 
 	if waiting.Phase != PhaseAwaitingPlanApproval || waiting.Plan == nil || !waiting.Plan.AwaitingApproval || waiting.Plan.Summary != "first try" ||
 		len(planned.Tasks) != 1 || planned.Tasks[0].Objective != "do a" {
@@ -335,9 +309,9 @@ func TestWavesPlanApproval(t *testing.T) {
 // campaign ends stopped.
 func TestWavesStopEndsAPlanWait(t *testing.T) {
 	w := &waves{plans: []plan.Plan{tasksPlan("try", Task{ID: "a", Objective: "do a"})}}
-	env := newWavesEnv(campaignLimits(), w)
+	env := newWavesEnv(queueApartLimits(), w)
 	sendUpdate(env, time.Minute, workflows.UpdateStop, workflows.StopRequest{Reason: "not now"})
-	res := runWaves(t, env, `{"objective":"ship it","verifyCommand":"make check","approve":"plan,merge"}`)
+	res := runCampaign(t, env, `{"objective":"ship it","verifyCommand":"make check","approve":"plan,merge"}`)
 	if res.Status != CampaignStopped || len(res.Waves) != 1 || res.Waves[0].Approval != "stopped" || len(res.Tasks) != 0 {
 		t.Fatalf("result %+v", res)
 	}
@@ -353,7 +327,7 @@ func TestWavesContinueAsNewInTheMiddleOfAWave(t *testing.T) {
 		tasksPlan("two", Task{ID: "b", Objective: "do b", DependsOn: []string{"a"}}, Task{ID: "c", Objective: "do c"}),
 		completePlan("done"),
 	}, loopTime: 10 * time.Minute}
-	env := newWavesEnv(campaignLimits(), w)
+	env := newWavesEnv(queueApartLimits(), w)
 	// Wave 2's loops start at about 10 minutes and take 10.
 	env.RegisterDelayedCallback(func() { env.SetContinueAsNewSuggested(true) }, 15*time.Minute)
 	env.ExecuteWorkflow(CampaignWorkflowName, json.RawMessage(`{"objective":"o","verifyCommand":"make check","maxParallel":1}`), (*CampaignContinuation)(nil))
@@ -381,7 +355,7 @@ func TestWavesContinueAsNewInTheMiddleOfAWave(t *testing.T) {
 
 	// The continued run ends wave 2, reports it and completes.
 	w2 := &waves{plans: []plan.Plan{completePlan("done")}}
-	env2 := newWavesEnv(campaignLimits(), w2)
+	env2 := newWavesEnv(queueApartLimits(), w2)
 	env2.SetContinuedExecutionRunID("run-1")
 	env2.ExecuteWorkflow(CampaignWorkflowName, json.RawMessage(nil), &k)
 	var res CampaignResult
@@ -418,7 +392,7 @@ func TestWavesOf20Waves30TasksStayBounded(t *testing.T) {
 		}
 		w.plans = append(w.plans, tasksPlan(strings.Repeat("s", 2000), tasks...))
 	}
-	limits := campaignLimits()
+	limits := queueApartLimits()
 	env := newWavesEnv(limits, w)
 	var status CampaignStatus
 	statusBytes := 0
@@ -471,23 +445,23 @@ func TestWavesOf20Waves30TasksStayBounded(t *testing.T) {
 // retry helps) ends the campaign partial naming why; a plan nobody answers
 // within RALPH_APPROVAL_TIMEOUT_HOURS ends it stopped.
 func TestWavesPlannerFailureAndApprovalTimeout(t *testing.T) {
-	env := newCampaignEnv(campaignLimits())
+	env := newCampaignEnv(queueApartLimits())
 	env.RegisterActivityWithOptions(func(context.Context, activities.PlanWaveInput) (activities.PlanWaveOutput, error) {
 		return activities.PlanWaveOutput{}, temporal.NewNonRetryableApplicationError("the planner submitted no valid plan in 3 tries", activities.ErrTypeChildFailed, nil)
 	}, activity.RegisterOptions{Name: activities.PlanWaveName})
-	res := runWaves(t, env, `{"objective":"o","verifyCommand":"make check"}`)
+	res := runCampaign(t, env, `{"objective":"o","verifyCommand":"make check"}`)
 	if res.Status != CampaignPartial || len(res.Waves) != 1 || res.Waves[0].Status != WaveFailed ||
 		!strings.Contains(res.Waves[0].Summary, "the planner submitted no valid plan in 3 tries") {
 		t.Fatalf("result %+v", res)
 	}
 
-	limits := campaignLimits()
+	limits := queueApartLimits()
 	limits.ApprovalTimeoutHours = 2
 	w := &waves{plans: []plan.Plan{tasksPlan("try", Task{ID: "a", Objective: "do a"})}}
 	env = newWavesEnv(limits, w)
 	var before CampaignStatus
 	env.RegisterDelayedCallback(func() { before = campaignStatus(t, env) }, 119*time.Minute)
-	res = runWaves(t, env, `{"objective":"o","verifyCommand":"make check","approve":"plan"}`)
+	res = runCampaign(t, env, `{"objective":"o","verifyCommand":"make check","approve":"plan"}`)
 	if before.Phase != PhaseAwaitingPlanApproval || res.Status != CampaignStopped || len(res.Waves) != 1 || res.Waves[0].Approval != "timed-out" ||
 		len(res.Tasks) != 0 {
 		t.Fatalf("before the timeout %s; result %+v", before.Phase, res)
@@ -498,14 +472,14 @@ func TestWavesPlannerFailureAndApprovalTimeout(t *testing.T) {
 // for approve {} and each merge for approve {"task"}, as before.
 func TestWavesPlanAndMergeApprovals(t *testing.T) {
 	w := &waves{plans: []plan.Plan{tasksPlan("one task", Task{ID: "a", Objective: "do a"}), completePlan("done")}}
-	env := newWavesEnv(campaignLimits(), w)
+	env := newWavesEnv(queueApartLimits(), w)
 	var held CampaignStatus
 	plan1 := sendUpdate(env, time.Minute, workflows.UpdateApprove, TaskRequest{})
 	env.RegisterDelayedCallback(func() { held = campaignStatus(t, env) }, 5*time.Minute)
 	planAsMerge := sendUpdate(env, 5*time.Minute+time.Second, workflows.UpdateApprove, TaskRequest{})
 	merge := sendUpdate(env, 5*time.Minute+2*time.Second, workflows.UpdateApprove, TaskRequest{Task: "a"})
 	plan2 := sendUpdate(env, 10*time.Minute, workflows.UpdateApprove, TaskRequest{})
-	res := runWaves(t, env, `{"objective":"o","verifyCommand":"make check","approve":"plan,merge"}`)
+	res := runCampaign(t, env, `{"objective":"o","verifyCommand":"make check","approve":"plan,merge"}`)
 	if plan1.rejected != nil || merge.rejected != nil || plan2.rejected != nil || planAsMerge.rejected == nil ||
 		!strings.Contains(planAsMerge.rejected.Error(), "no wave's plan awaits approval") {
 		t.Fatalf("answers: %v %v %v %v", plan1.rejected, planAsMerge.rejected, merge.rejected, plan2.rejected)
