@@ -189,7 +189,10 @@ func (g *Git) cacheFetch(ctx context.Context, c objectCache, refs []ScratchRef) 
 // the fetch tried again (a new task's branch, before its first go).
 func (g *Git) fetchInto(ctx context.Context, c objectCache, repo string, wanted []ScratchRef) ([]ScratchRef, error) {
 	for len(wanted) > 0 {
-		args := []string{"-c", "transfer.unpackLimit=1", "-c", "fetch.unpackLimit=1", "fetch", "-q", "--no-tags", "--no-write-fetch-head", "--recurse-submodules=no", "--", repo}
+		args := []string{"-c", "transfer.unpackLimit=1", "-c", "fetch.unpackLimit=1", "fetch", "-q", "--no-tags", "--no-write-fetch-head", "--recurse-submodules=no",
+			// Whether a mirror ref was forced is never read, and finding out
+			// walks each moved ref's history.
+			"--no-show-forced-updates", "--", repo}
 		for _, r := range wanted {
 			args = append(args, "+"+r.Ref+":"+mirrorRef(repo, r.Ref))
 		}
@@ -295,13 +298,14 @@ const maxCachePacks = 8
 // compactCache repacks the cache's packs geometrically (each pack at least
 // twice the size of the ones merged into it: the small recent ones are
 // merged often, the large old one rarely) once they pass maxCachePacks.
-// Scratches holding links to removed packs keep their own links.
+// Scratches holding links to removed packs keep their own links. No one
+// fetches from a cache over a dumb transport: -n skips update-server-info.
 func (g *Git) compactCache(ctx context.Context, c objectCache) error {
 	packs, _ := filepath.Glob(filepath.Join(c.dir, "objects", "pack", "*.pack"))
 	if len(packs) <= maxCachePacks {
 		return nil
 	}
-	if _, err := g.run(ctx, c.dir, cmdOpts{}, "-c", "repack.writeBitmaps=false", "repack", "-d", "-q", "--geometric=2"); err != nil {
+	if _, err := g.run(ctx, c.dir, cmdOpts{}, "-c", "repack.writeBitmaps=false", "repack", "-d", "-q", "-n", "--geometric=2"); err != nil {
 		return fmt.Errorf("repack the git object cache: %w", err)
 	}
 	return nil

@@ -90,6 +90,10 @@ func (g *Git) overrides() []string {
 		"-c", "core.quotePath=false",
 		"-c", "gc.auto=0",
 		"-c", "maintenance.auto=false",
+		// A push to a repository on this host starts its receive-pack
+		// with these settings: with gc.auto=0 its `gc --auto` would only
+		// start a process that does nothing (SPEC 41, the queue's cost).
+		"-c", "receive.autogc=false",
 		// No conversion from configuration either (the attributes that
 		// could ask for one are neutralized: see NeutralAttributes), and
 		// the default size above which a file is binary to diff: the
@@ -130,7 +134,11 @@ func (e *gitError) Error() string {
 // whole process group is killed on timeout or cancel, and nothing prompts.
 // The repository reads the worker's attributes, never the tree's
 // (neutralizeAttributes), before git starts.
-func (g *Git) run(parent context.Context, dir string, opts cmdOpts, args ...string) (string, error) {
+func (g *Git) run(parent context.Context, dir string, opts cmdOpts, args ...string) (out string, err error) {
+	if tracer.Load() != nil {
+		start := time.Now()
+		defer func() { traced(dir, redactArgs(args, g.cfg.Remote), time.Since(start), err) }()
+	}
 	if err := neutralizeAttributes(dir); err != nil {
 		return "", err
 	}
