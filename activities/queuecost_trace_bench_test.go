@@ -14,7 +14,7 @@ import (
 // traceSteps runs step n times and logs each git command's median time.
 func traceSteps(b *testing.B, name string, step func(n int) time.Duration, n int) {
 	var mu sync.Mutex
-	by := map[string][]time.Duration{}
+	by, cpu := map[string][]time.Duration{}, map[string]time.Duration{}
 	var order []string
 	count := 0
 	stop := gitws.Trace(func(c gitws.TracedCommand) {
@@ -35,6 +35,7 @@ func traceSteps(b *testing.B, name string, step func(n int) time.Duration, n int
 			order = append(order, k)
 		}
 		by[k] = append(by[k], c.Took)
+		cpu[k] += c.CPU
 		count++
 	})
 	var steps []time.Duration
@@ -47,7 +48,8 @@ func traceSteps(b *testing.B, name string, step func(n int) time.Duration, n int
 	for _, k := range order {
 		d := by[k]
 		slices.Sort(d)
-		lines = append(lines, fmt.Sprintf("%-14s x%.1f  p50 %5.1fms", k, float64(len(d))/float64(n), float64(d[len(d)/2].Microseconds())/1000))
+		lines = append(lines, fmt.Sprintf("%-14s x%.1f  p50 %5.1fms  cpu %5.1fms/step", k, float64(len(d))/float64(n),
+			float64(d[len(d)/2].Microseconds())/1000, float64(cpu[k].Microseconds())/1000/float64(n)))
 	}
 	b.Logf("%s: p50 %v, %.1f git commands per step:\n%s", name, steps[len(steps)/2], float64(count)/float64(n), strings.Join(lines, "\n"))
 }

@@ -185,11 +185,14 @@ func (g *Git) cacheFetch(ctx context.Context, c objectCache, refs []ScratchRef) 
 }
 
 // fetchInto fetches wanted refs of repo into the cache and returns those
-// repo has. Each ref it lacks fails the fetch by name; it is dropped and
+// repo has. Its packs are not synced to disk (core.fsync=none, as for the
+// cache's repack): the cache is a copy of pushed objects, and a pack a
+// crash cut short fails the git reading it, which marks the cache damaged
+// and has it rebuilt. Each ref it lacks fails the fetch by name; it is dropped and
 // the fetch tried again (a new task's branch, before its first go).
 func (g *Git) fetchInto(ctx context.Context, c objectCache, repo string, wanted []ScratchRef) ([]ScratchRef, error) {
 	for len(wanted) > 0 {
-		args := []string{"-c", "transfer.unpackLimit=1", "-c", "fetch.unpackLimit=1", "fetch", "-q", "--no-tags", "--no-write-fetch-head", "--recurse-submodules=no",
+		args := []string{"-c", "transfer.unpackLimit=1", "-c", "fetch.unpackLimit=1", "-c", "core.fsync=none", "fetch", "-q", "--no-tags", "--no-write-fetch-head", "--recurse-submodules=no",
 			// Whether a mirror ref was forced is never read, and finding out
 			// walks each moved ref's history.
 			"--no-show-forced-updates", "--", repo}
@@ -305,7 +308,7 @@ func (g *Git) compactCache(ctx context.Context, c objectCache) error {
 	if len(packs) <= maxCachePacks {
 		return nil
 	}
-	if _, err := g.run(ctx, c.dir, cmdOpts{}, "-c", "repack.writeBitmaps=false", "repack", "-d", "-q", "-n", "--geometric=2"); err != nil {
+	if _, err := g.run(ctx, c.dir, cmdOpts{}, "-c", "repack.writeBitmaps=false", "-c", "core.fsync=none", "repack", "-d", "-q", "-n", "--geometric=2"); err != nil {
 		return fmt.Errorf("repack the git object cache: %w", err)
 	}
 	return nil

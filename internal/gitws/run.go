@@ -90,10 +90,6 @@ func (g *Git) overrides() []string {
 		"-c", "core.quotePath=false",
 		"-c", "gc.auto=0",
 		"-c", "maintenance.auto=false",
-		// A push to a repository on this host starts its receive-pack
-		// with these settings: with gc.auto=0 its `gc --auto` would only
-		// start a process that does nothing (SPEC 41, the queue's cost).
-		"-c", "receive.autogc=false",
 		// No conversion from configuration either (the attributes that
 		// could ask for one are neutralized: see NeutralAttributes), and
 		// the default size above which a file is binary to diff: the
@@ -135,9 +131,10 @@ func (e *gitError) Error() string {
 // The repository reads the worker's attributes, never the tree's
 // (neutralizeAttributes), before git starts.
 func (g *Git) run(parent context.Context, dir string, opts cmdOpts, args ...string) (out string, err error) {
+	var cpu time.Duration // the command's and its children's, for Trace
 	if tracer.Load() != nil {
 		start := time.Now()
-		defer func() { traced(dir, redactArgs(args, g.cfg.Remote), time.Since(start), err) }()
+		defer func() { traced(dir, redactArgs(args, g.cfg.Remote), time.Since(start), cpu, err) }()
 	}
 	if err := neutralizeAttributes(dir); err != nil {
 		return "", err
@@ -174,6 +171,9 @@ func (g *Git) run(parent context.Context, dir string, opts cmdOpts, args ...stri
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 5 * time.Second
 	err = deathsig.Run(cmd.Run)
+	if cmd.ProcessState != nil {
+		cpu = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+	}
 	if cmd.Process != nil {
 		// Helpers (ssh, credential helpers) git left behind go with it.
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)

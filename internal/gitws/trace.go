@@ -12,7 +12,11 @@ type TracedCommand struct {
 	Dir  string
 	Args []string // without the overrides every command carries; credentials removed
 	Took time.Duration
-	Err  error
+	// CPU is the user and system time of the command and of the processes
+	// it waited for (the wrapper that moves it into its control group,
+	// and git's own helpers such as index-pack).
+	CPU time.Duration
+	Err error
 }
 
 var tracer atomic.Pointer[func(TracedCommand)]
@@ -25,9 +29,9 @@ func Trace(f func(TracedCommand)) (stop func()) {
 	return func() { tracer.CompareAndSwap(&f, nil) }
 }
 
-func traced(dir string, args []string, took time.Duration, err error) {
+func traced(dir string, args []string, took, cpu time.Duration, err error) {
 	if f := tracer.Load(); f != nil {
-		(*f)(TracedCommand{Dir: dir, Args: args, Took: took, Err: err})
+		(*f)(TracedCommand{Dir: dir, Args: args, Took: took, CPU: cpu, Err: err})
 	}
 }
 

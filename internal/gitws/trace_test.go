@@ -30,7 +30,7 @@ func TestTraceSeesEachCommandWithoutCredentials(t *testing.T) {
 	if len(got) != 2 {
 		t.Fatalf("traced %d commands, want 2: %+v", len(got), got)
 	}
-	if got[0].Dir != dir || strings.Join(got[0].Args, " ") != "init -q" || got[0].Err != nil || got[0].Took <= 0 {
+	if got[0].Dir != dir || strings.Join(got[0].Args, " ") != "init -q" || got[0].Err != nil || got[0].Took <= 0 || got[0].CPU <= 0 {
 		t.Fatalf("first command traced as %+v", got[0])
 	}
 	ls := strings.Join(got[1].Args, " ")
