@@ -440,6 +440,22 @@ func (g *Git) prefetched(dir, repo, ref, into string) (string, bool) {
 	return commit, ok
 }
 
+// peekPrefetched is prefetched without its answering a missing ref once.
+func (g *Git) peekPrefetched(dir, repo, ref, into string) (string, bool) {
+	if g.scratches == nil {
+		return "", false
+	}
+	v, ok := g.scratches.Load(dir)
+	if !ok {
+		return "", false
+	}
+	st := v.(*scratchState)
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	commit, ok := st.heads[scratchKey(repo, ref, into)]
+	return commit, ok
+}
+
 // ForgetScratch drops what ScratchFrom remembered of dir (its step ended).
 // A tree copy lent to the scratch is given back first (checked and
 // marked), so call it before the scratch is removed.

@@ -35,6 +35,8 @@ type Git struct {
 	// inBounds spares a tree sum of what an earlier one found within the
 	// workspace bounds (treesize.go).
 	inBounds *boundedIDs
+	// wrote holds the trees of the merges this Git wrote (wrote.go).
+	wrote *wroteTrees
 	// treeOwner, when set, is the uid and gid commands run as (not the
 	// worker's): scratches are then linked from private tree copies
 	// (treecopy.go) lent to that uid.
@@ -67,7 +69,7 @@ func New(cfg Config, hooksDir string) (*Git, error) {
 	}
 	return &Git{cfg: cfg, hooksDir: hooksDir, authorName: name, authorEmail: email, dirs: newDirCache(defaultDirCacheBytes),
 		bound: newBound(cfg.memoryMB()), cacheRoot: filepath.Join(filepath.Dir(hooksDir), cacheDirName), scratches: &sync.Map{},
-		inBounds: &boundedIDs{}}, nil
+		inBounds: &boundedIDs{}, wrote: &wroteTrees{}}, nil
 }
 
 // Config is the policy this Git runs.

@@ -74,3 +74,46 @@ func TestPrepareTaskFirstGoCreatesTheBranchOnce(t *testing.T) {
 		t.Fatalf("a retried first go moved %s to %q, want %s", branch, got, moved.Commit)
 	}
 }
+
+// A merge onto an integration head this worker wrote asks git nothing about
+// the history (the task's merge does not give the head's tree back, so the
+// task is not in it): 7 commands. A task whose commit changes nothing the
+// head lacks gives the head's tree back; it is asked about, found not
+// merged, and merged all the same, as git merge --no-ff would.
+func TestMergeOntoItsOwnMergeSkipsTheHistoryQuery(t *testing.T) {
+	r := newRemoteCampaign(t)
+	first, err := r.merge(t, "c", "true", r.task(t, "c", "a", map[string]string{"a.txt": "a\n"}))
+	if err != nil || first.Outcome != activities.MergeLanded {
+		t.Fatalf("first merge: %+v, %v", first, err)
+	}
+	b := r.task(t, "c", "b", map[string]string{"b.txt": "b\n"})
+	var second activities.MergeTaskOutput
+	cmds := gitCommands(func() { second, err = r.merge(t, "c", "true", b) })
+	if err != nil || second.Outcome != activities.MergeLanded || second.Merged[0].Already {
+		t.Fatalf("second merge: %+v, %v", second, err)
+	}
+	joined := strings.Join(cmds, "\n")
+	if strings.Contains(joined, "merge-base") || len(cmds) != 7 {
+		t.Fatalf("a merge onto the worker's own merge ran %d git commands, want 7 and no merge-base:\n%s", len(cmds), joined)
+	}
+
+	// An empty commit on the base: its merge is the head's tree.
+	gitSetup(t, r.work, "checkout", "-q", "--detach", r.base)
+	gitSetup(t, r.work, "commit", "-q", "--allow-empty", "-m", "nothing new")
+	ws := activities.TaskWorkspace("c", "e")
+	gitSetup(t, r.work, "push", "-q", r.bare, "HEAD:refs/heads/"+gitws.Branch(ws))
+	e := activities.CampaignTask{ID: "e", Workspace: ws, Commit: gitSetup(t, r.work, "rev-parse", "HEAD"), Go: 1}
+	third, err := r.merge(t, "c", "true", e)
+	if err != nil || third.Outcome != activities.MergeLanded || third.Merged[0].Already || third.Head == second.Head {
+		t.Fatalf("merge of a task that changes nothing: %+v, %v; want a new merge landed", third, err)
+	}
+	parents := gitSetup(t, r.work, "--git-dir="+r.bare, "log", "-1", "--format=%P", "integration-c")
+	if parents != second.Head+" "+e.Commit {
+		t.Fatalf("the no-change merge's parents are %q, want the old head and the task's commit", parents)
+	}
+	// And merging b again finds it merged.
+	again, err := r.merge(t, "c", "true", b)
+	if err != nil || again.Outcome != activities.MergeLanded || !again.Merged[0].Already || again.Head != third.Head {
+		t.Fatalf("merging b again: %+v, %v; want it found already merged", again, err)
+	}
+}
