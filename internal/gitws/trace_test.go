@@ -10,7 +10,7 @@ import (
 // Trace sees every command a Git runs, in order, with its directory and
 // arguments but not the overrides, and never a credential of the remote.
 func TestTraceSeesEachCommandWithoutCredentials(t *testing.T) {
-	remote := "https://user:s3cret-token@example.invalid/repo.git"
+	remote := "https://user:s3cret-token@127.0.0.1:1/repo.git" // refused at once
 	g := newGit(t, ModeRemote, remote)
 	dir := workspace(t, "ws")
 	var mu sync.Mutex
@@ -25,7 +25,7 @@ func TestTraceSeesEachCommandWithoutCredentials(t *testing.T) {
 	stop()
 	_, _ = g.run(context.Background(), dir, cmdOpts{}, "status") // after stop: not seen
 	if initErr != nil || lsErr == nil {
-		t.Fatalf("init: %v; ls-remote of a host that does not exist: %v", initErr, lsErr)
+		t.Fatalf("init: %v; ls-remote of a port nothing listens on: %v", initErr, lsErr)
 	}
 	if len(got) != 2 {
 		t.Fatalf("traced %d commands, want 2: %+v", len(got), got)
@@ -34,7 +34,7 @@ func TestTraceSeesEachCommandWithoutCredentials(t *testing.T) {
 		t.Fatalf("first command traced as %+v", got[0])
 	}
 	ls := strings.Join(got[1].Args, " ")
-	if got[1].Err == nil || strings.Contains(ls, "s3cret") || !strings.Contains(ls, "example.invalid") {
+	if got[1].Err == nil || strings.Contains(ls, "s3cret") || !strings.Contains(ls, "127.0.0.1:1/repo.git") {
 		t.Fatalf("ls-remote traced as %q (err %v): want it failed, its remote named without the token", ls, got[1].Err)
 	}
 }
