@@ -279,7 +279,15 @@ func (a *Activities) PrepareTask(ctx context.Context, in PrepareTaskInput) (Prep
 		return PrepareTaskOutput{}, err
 	}
 	defer lock.release()
-	c, err := a.campaignGit(ctx, in.Line, "prepare-"+in.Task.ID, in.Task)
+	// A first go on the remote expects no branch: it is not fetched (a
+	// fetch of a missing ref fails and is made again without it), and the
+	// push that creates it says, by its refusal, that it exists.
+	firstGo := in.Task.Go <= 1 && a.cfg.Git.Mode == gitws.ModeRemote
+	var fetchTasks []CampaignTask
+	if !firstGo {
+		fetchTasks = append(fetchTasks, in.Task)
+	}
+	c, err := a.campaignGit(ctx, in.Line, "prepare-"+in.Task.ID, fetchTasks...)
 	if err != nil {
 		return PrepareTaskOutput{}, err
 	}
@@ -289,15 +297,20 @@ func (a *Activities) PrepareTask(ctx context.Context, in PrepareTaskInput) (Prep
 		return PrepareTaskOutput{}, campaignStepError(err)
 	}
 	t := c.task(in.Task)
-	current, err := a.git.TaskHead(ctx, c.scratch, t)
-	if err != nil {
-		return PrepareTaskOutput{}, err
+	current := ""
+	if !firstGo {
+		if current, err = a.git.TaskHead(ctx, c.scratch, t); err != nil {
+			return PrepareTaskOutput{}, err
+		}
 	}
 	out := PrepareTaskOutput{IntegrationHead: head, TaskHead: current}
 	if in.From != nil {
 		if out.Task, err = a.taskFromFile(ctx, c, *in.From, in.Task.ID); err != nil {
 			return PrepareTaskOutput{}, err
 		}
+	}
+	if firstGo {
+		return a.createTaskBranch(ctx, c, t, out)
 	}
 	switch {
 	case current == "":
@@ -320,6 +333,29 @@ func (a *Activities) PrepareTask(ctx context.Context, in PrepareTaskInput) (Prep
 		return PrepareTaskOutput{}, err
 	}
 	return out, nil
+}
+
+// createTaskBranch is a first go's PrepareTask on the remote: the task's
+// branch is created at the integration head unless it exists (a retried
+// step, or a resumed campaign), which is then left as it is.
+func (a *Activities) createTaskBranch(ctx context.Context, c *campaignGit, t gitws.TaskBranch, out PrepareTaskOutput) (PrepareTaskOutput, error) {
+	err := a.git.Publish(ctx, c.scratch, t, out.IntegrationHead, "")
+	switch {
+	case err == nil:
+		out.TaskHead = out.IntegrationHead
+		return out, nil
+	case errors.Is(err, gitws.ErrPushRejected):
+		if out.TaskHead, err = a.git.TaskHead(ctx, c.scratch, t); err != nil {
+			return PrepareTaskOutput{}, err
+		}
+		if out.TaskHead == "" {
+			return PrepareTaskOutput{}, fmt.Errorf("task %s: the remote refused to create its branch %s, which it does not hold", t.ID, t.Branch)
+		}
+		return out, nil
+	case gitws.TreeFault(err):
+		return PrepareTaskOutput{}, taskTreeStepError(&gitws.TaskTreeError{Task: t.ID, Err: err})
+	}
+	return PrepareTaskOutput{}, err
 }
 
 // MergeTask is the merge queue's step: merge, verify in the sandbox, land

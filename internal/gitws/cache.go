@@ -222,11 +222,17 @@ func (g *Git) cacheFetch(ctx context.Context, c objectCache, refs []ScratchRef) 
 }
 
 // fetchInto fetches wanted refs of repo into the cache and returns those
-// repo has. Each ref it lacks fails the fetch by name; it is dropped and
+// repo has. Its packs are not synced to disk (core.fsync=none, as for the
+// cache's repack): the cache is a copy of pushed objects, and a pack a
+// crash cut short fails the git reading it, which marks the cache damaged
+// and has it rebuilt. Each ref it lacks fails the fetch by name; it is dropped and
 // the fetch tried again (a new task's branch, before its first go).
 func (g *Git) fetchInto(ctx context.Context, c objectCache, repo string, wanted []ScratchRef) ([]ScratchRef, error) {
 	for len(wanted) > 0 {
-		args := []string{"-c", "transfer.unpackLimit=1", "-c", "fetch.unpackLimit=1", "fetch", "-q", "--no-tags", "--no-write-fetch-head", "--recurse-submodules=no", "--", repo}
+		args := []string{"-c", "transfer.unpackLimit=1", "-c", "fetch.unpackLimit=1", "-c", "core.fsync=none", "fetch", "-q", "--no-tags", "--no-write-fetch-head", "--recurse-submodules=no",
+			// Whether a mirror ref was forced is never read, and finding out
+			// walks each moved ref's history.
+			"--no-show-forced-updates", "--", repo}
 		for _, r := range wanted {
 			args = append(args, "+"+r.Ref+":"+mirrorRef(repo, r.Ref))
 		}
@@ -348,13 +354,14 @@ const maxCachePacks = 8
 // compactCache repacks the cache's packs geometrically (each pack at least
 // twice the size of the ones merged into it: the small recent ones are
 // merged often, the large old one rarely) once they pass maxCachePacks.
-// Scratches holding links to removed packs keep their own links.
+// Scratches holding links to removed packs keep their own links. No one
+// fetches from a cache over a dumb transport: -n skips update-server-info.
 func (g *Git) compactCache(ctx context.Context, c objectCache) error {
 	packs, _ := filepath.Glob(filepath.Join(c.dir, "objects", "pack", "*.pack"))
 	if len(packs) <= maxCachePacks {
 		return nil
 	}
-	if _, err := g.run(ctx, c.dir, cmdOpts{}, "-c", "repack.writeBitmaps=false", "repack", "-d", "-q", "--geometric=2"); err != nil {
+	if _, err := g.run(ctx, c.dir, cmdOpts{}, "-c", "repack.writeBitmaps=false", "-c", "core.fsync=none", "repack", "-d", "-q", "-n", "--geometric=2"); err != nil {
 		return fmt.Errorf("repack the git object cache: %w", err)
 	}
 	return nil
@@ -483,6 +490,22 @@ func (g *Git) prefetched(dir, repo, ref, into string) (string, bool) {
 	if ok && commit == "" {
 		delete(st.heads, key)
 	}
+	return commit, ok
+}
+
+// peekPrefetched is prefetched without its answering a missing ref once.
+func (g *Git) peekPrefetched(dir, repo, ref, into string) (string, bool) {
+	if g.scratches == nil {
+		return "", false
+	}
+	v, ok := g.scratches.Load(dir)
+	if !ok {
+		return "", false
+	}
+	st := v.(*scratchState)
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	commit, ok := st.heads[scratchKey(repo, ref, into)]
 	return commit, ok
 }
 

@@ -81,9 +81,12 @@ func (g *Git) Scratch(ctx context.Context, dir string) error {
 		return fmt.Errorf("clear the scratch clone %s: %w", dir, err)
 	}
 	// What `git init --template=` writes, without a git command: the
-	// directory is the worker's and was empty a moment ago.
+	// directory is the worker's and was empty a moment ago. Only the
+	// directories git needs to see a repository (objects, refs) and the
+	// pack directory the cache's packs go in: git makes the others when it
+	// writes there, and each mkdir costs (SPEC 41, the queue's cost).
 	gitDir := filepath.Join(dir, ".git")
-	for _, d := range []string{"objects/info", "objects/pack", "refs/heads", "refs/tags"} {
+	for _, d := range []string{"objects/pack", "refs"} {
 		if err := os.MkdirAll(filepath.Join(gitDir, d), 0o755); err != nil {
 			return fmt.Errorf("create the scratch clone %s: %w", dir, err)
 		}
@@ -347,7 +350,8 @@ func (g *Git) MergeStack(ctx context.Context, dir, campaign, head string, tasks 
 	tip := head
 	var merges []Merge
 	for i, t := range tasks {
-		if t.Commit != "" && g.isAncestor(ctx, dir, t.Commit, tip) {
+		early := g.mergedAlready(ctx, dir, tip, t)
+		if early.already {
 			m, err := g.already(ctx, dir, tip, t)
 			if err != nil {
 				return "", nil, nil, err
@@ -369,7 +373,10 @@ func (g *Git) MergeStack(ctx context.Context, dir, campaign, head string, tasks 
 		// commit-tree with both parents: what `git merge --no-ff` commits);
 		// only the stack's final tip is checked out, for the verify.
 		what := fmt.Sprintf("the merge of task %s's commit %s onto %s", t.ID, shortID(t.Commit), shortID(tip))
-		tree, paths, err := g.mergeTree(ctx, dir, tip, t.Commit)
+		tree, paths, err := early.tree, early.paths, early.err
+		if !early.merged {
+			tree, paths, err = g.mergeTree(ctx, dir, tip, t.Commit)
+		}
 		if err == nil {
 			err = g.checkTree(ctx, dir, tree, what)
 		}
@@ -390,6 +397,7 @@ func (g *Git) MergeStack(ctx context.Context, dir, campaign, head string, tasks 
 			return "", nil, nil, fmt.Errorf("merge task %s: %w", t.ID, err)
 		}
 		g.inBounds.alias(tree, tip)
+		g.wrote.add(tip, tree)
 		merges = append(merges, Merge{Task: t.ID, Commit: tip})
 	}
 	if tip != head {
@@ -398,6 +406,41 @@ func (g *Git) MergeStack(ctx context.Context, dir, campaign, head string, tasks 
 		}
 	}
 	return tip, merges, nil, nil
+}
+
+// earlyMerge is what mergedAlready learnt: whether the task's commit is in
+// tip's history, and the merge it computed on the way (merged), if any.
+type earlyMerge struct {
+	already, merged bool
+	tree            string
+	paths           []string
+	err             error
+}
+
+// mergedAlready says whether t's commit is in tip's history. When the
+// worker wrote tip it knows tip's tree, and when the scratch came with the
+// task's branch at that commit it holds its objects: the task's merge is
+// computed first, and only a merge that gives tip's tree back asks git
+// about the history.
+func (g *Git) mergedAlready(ctx context.Context, dir, tip string, t TaskBranch) earlyMerge {
+	if t.Commit == "" {
+		return earlyMerge{}
+	}
+	tipTree, ok := g.wrote.tree(tip)
+	if ok && !t.InWorkspace {
+		// The task's objects are in the scratch only when it came with them.
+		head, found := g.peekPrefetched(dir, t.Repo, "refs/heads/"+t.Branch, scratchTaskRefPrefix+t.ID)
+		ok = found && head == t.Commit
+	}
+	if !ok || t.InWorkspace {
+		return earlyMerge{already: g.isAncestor(ctx, dir, t.Commit, tip)}
+	}
+	e := earlyMerge{merged: true}
+	e.tree, e.paths, e.err = g.mergeTree(ctx, dir, tip, t.Commit)
+	if e.err == nil && len(e.paths) == 0 && e.tree == tipTree {
+		e.already = g.isAncestor(ctx, dir, t.Commit, tip)
+	}
+	return e
 }
 
 // mergeTree computes the merge of commit onto base in the object store

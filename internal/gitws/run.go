@@ -35,6 +35,8 @@ type Git struct {
 	// inBounds spares a tree sum of what an earlier one found within the
 	// workspace bounds (treesize.go).
 	inBounds *boundedIDs
+	// wrote holds the trees of the merges this Git wrote (wrote.go).
+	wrote *wroteTrees
 	// treeOwner, when set, is the uid and gid commands run as (not the
 	// worker's): scratches are then linked from private tree copies
 	// (treecopy.go) lent to that uid.
@@ -67,7 +69,7 @@ func New(cfg Config, hooksDir string) (*Git, error) {
 	}
 	g := &Git{cfg: cfg, hooksDir: hooksDir, authorName: name, authorEmail: email, dirs: newDirCache(defaultDirCacheBytes),
 		bound: newBound(cfg.memoryMB()), cacheRoot: filepath.Join(filepath.Dir(hooksDir), cacheDirName), scratches: &sync.Map{},
-		inBounds: &boundedIDs{}}
+		inBounds: &boundedIDs{}, wrote: &wroteTrees{}}
 	// What a killed worker left (tree copies half written) and what no
 	// step used for long goes at start, as the sandbox's fresh homes do.
 	g.sweepIdle(treeCopyIdle, cacheIdle)
@@ -134,7 +136,12 @@ func (e *gitError) Error() string {
 // whole process group is killed on timeout or cancel, and nothing prompts.
 // The repository reads the worker's attributes, never the tree's
 // (neutralizeAttributes), before git starts.
-func (g *Git) run(parent context.Context, dir string, opts cmdOpts, args ...string) (string, error) {
+func (g *Git) run(parent context.Context, dir string, opts cmdOpts, args ...string) (out string, err error) {
+	var cpu time.Duration // the command's and its children's, for Trace
+	if tracer.Load() != nil {
+		start := time.Now()
+		defer func() { traced(dir, redactArgs(args, g.cfg.Remote), time.Since(start), cpu, err) }()
+	}
 	if err := neutralizeAttributes(dir); err != nil {
 		return "", err
 	}
@@ -170,6 +177,9 @@ func (g *Git) run(parent context.Context, dir string, opts cmdOpts, args ...stri
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 5 * time.Second
 	err = deathsig.Run(cmd.Run)
+	if cmd.ProcessState != nil {
+		cpu = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+	}
 	if cmd.Process != nil {
 		// Helpers (ssh, credential helpers) git left behind go with it.
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
