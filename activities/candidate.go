@@ -145,12 +145,8 @@ func (c *candidateTree) finish(ctx context.Context, rep report.Report, details F
 	if err != nil {
 		return nil, false, nil, w.stepError(ctx, fmt.Errorf("keep candidate %d's work: %w", c.spec.Number, err), details)
 	}
-	work := &CandidateWork{Agent: c.spec.Agent, Ref: c.ref, Unchanged: cp.Commit == c.base}
-	if cp.Commit != c.base {
-		if work.DiffStat, err = w.git.DiffStat(ctx, c.dir, c.base, cp.Commit); err != nil {
-			return nil, false, nil, w.stepError(ctx, err, details)
-		}
-	}
+	// The diff stat came with the checkpoint's line counts: one git command.
+	work := &CandidateWork{Agent: c.spec.Agent, Ref: c.ref, Unchanged: cp.Commit == c.base, DiffStat: cp.DiffStat}
 	w.logger.Info("Candidate kept", "round", w.round.Round, "candidate", c.spec.Number, "commit", cp.Commit, "ref", c.ref)
 	return &Checkpoint{Commit: cp.Commit, Parent: cp.Parent, FilesChanged: cp.FilesChanged,
 		Insertions: cp.Insertions, Deletions: cp.Deletions}, tree != w.before, work, nil
