@@ -30,14 +30,19 @@ func CandidateRef(workflowID string, round, k int) string {
 // CommitEdits commits what the workspace dir holds beyond HEAD (a person's
 // edits between rounds, local mode) onto HEAD's branch and returns HEAD,
 // so every candidate starts from those edits and adopting one loses none.
-func (g *Git) CommitEdits(ctx context.Context, dir string, r Round) (string, error) {
+// tree is the work tree's id (WorkTree) when the caller took it under the
+// same workspace lock, "" to take it here: a candidate's attempt has just
+// fingerprinted the workspace, and staging it again would cost a second
+// scan of the work tree while its siblings wait for the lock.
+func (g *Git) CommitEdits(ctx context.Context, dir string, r Round, tree string) (string, error) {
 	head, err := g.head(ctx, dir)
 	if err != nil {
 		return "", err
 	}
-	tree, err := g.WorkTree(ctx, dir)
-	if err != nil {
-		return "", err
+	if tree == "" {
+		if tree, err = g.WorkTree(ctx, dir); err != nil {
+			return "", err
+		}
 	}
 	headTree, err := g.treeOf(ctx, dir, head)
 	if err != nil || headTree == tree {

@@ -25,7 +25,7 @@ func TestCandidatesLocal(t *testing.T) {
 	_, r2 := roundOne(t, g, dir)
 	p := prepare(t, g, dir, r2)
 	write(t, dir, "person.txt", "edited between rounds\n")
-	base, err := g.CommitEdits(ctx, dir, r2)
+	base, err := g.CommitEdits(ctx, dir, r2, "")
 	if err != nil || base == p.Base {
 		t.Fatalf("commit edits: %s (%v), want a commit past %s", base, err, p.Base)
 	}
@@ -288,6 +288,31 @@ func TestFinishCandidateGitCommands(t *testing.T) {
 	write(t, cdir, "answer.txt", "forty-two\n")
 	write(t, cdir, "name with space.txt", "x\n")
 
+	gitCommands := logGitCommands(t)
+
+	ref := CandidateRef(r2.WorkflowID, 2, 1)
+	cp, _, err := g.FinishCandidate(ctx, dir, cdir, p.Base, ref, r2, handoff("continue", "counted"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmds := gitCommands()
+	want := []string{"config", "add", "write-tree", "rev-parse", "rev-parse", "commit-tree", "update-ref", "diff-tree", "fetch"}
+	if strings.Join(cmds, " ") != strings.Join(want, " ") {
+		t.Errorf("git commands keeping a candidate: %v, want %v", cmds, want)
+	}
+	if got := testkit.Git(t, dir, "rev-parse", ref); got != cp.Commit || cp.FilesChanged != 2 {
+		t.Errorf("the workspace keeps %s on %s, the candidate committed %s (%+v)", got, ref, cp.Commit, cp)
+	}
+	if !strings.Contains(cp.DiffStat, "answer.txt          | 1 +") || !strings.Contains(cp.DiffStat, "2 files changed, 2 insertions(+)") {
+		t.Errorf("the candidate's diff stat:\n%s", cp.DiffStat)
+	}
+}
+
+// logGitCommands puts a git on PATH that logs each command's subcommand
+// (after any -c pairs) before running the real git; the returned function
+// reads what was logged so far.
+func logGitCommands(t *testing.T) func() []string {
+	t.Helper()
 	real, err := exec.LookPath("git")
 	if err != nil {
 		t.Fatal(err)
@@ -299,25 +324,40 @@ func TestFinishCandidateGitCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	return func() []string {
+		logged, err := os.ReadFile(logPath)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			t.Fatal(err)
+		}
+		return strings.Fields(string(logged))
+	}
+}
 
-	ref := CandidateRef(r2.WorkflowID, 2, 1)
-	cp, _, err := g.FinishCandidate(ctx, dir, cdir, p.Base, ref, r2, handoff("continue", "counted"))
+// Given the work tree's id the attempt just took, CommitEdits commits a
+// person's edit without staging the work tree again: the commit holds the
+// edit and no "add" runs.
+func TestCommitEditsReusesTheFingerprint(t *testing.T) {
+	ctx := context.Background()
+	g := newGit(t, ModeLocal, "")
+	dir := workspace(t, "ws")
+	_, r2 := roundOne(t, g, dir)
+	p := prepare(t, g, dir, r2)
+	write(t, dir, "person.txt", "edited between rounds\n")
+	tree, err := g.WorkTree(ctx, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	logged, err := os.ReadFile(logPath)
+	gitCommands := logGitCommands(t)
+	base, err := g.CommitEdits(ctx, dir, r2, tree)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmds := strings.Fields(string(logged))
-	want := []string{"config", "add", "write-tree", "rev-parse", "rev-parse", "commit-tree", "update-ref", "diff-tree", "fetch"}
-	if strings.Join(cmds, " ") != strings.Join(want, " ") {
-		t.Errorf("git commands keeping a candidate: %v, want %v", cmds, want)
+	if cmds := strings.Join(gitCommands(), " "); strings.Contains(cmds, "add") || strings.Contains(cmds, "write-tree") {
+		t.Errorf("CommitEdits staged the work tree again: %s", cmds)
 	}
-	if got := testkit.Git(t, dir, "rev-parse", ref); got != cp.Commit || cp.FilesChanged != 2 {
-		t.Errorf("the workspace keeps %s on %s, the candidate committed %s (%+v)", got, ref, cp.Commit, cp)
-	}
-	if !strings.Contains(cp.DiffStat, "answer.txt          | 1 +") || !strings.Contains(cp.DiffStat, "2 files changed, 2 insertions(+)") {
-		t.Errorf("the candidate's diff stat:\n%s", cp.DiffStat)
+	if base == p.Base || testkit.Git(t, dir, "rev-parse", "HEAD") != base || testkit.Git(t, dir, "rev-parse", base+"^{tree}") != tree ||
+		testkit.Git(t, dir, "show", base+":person.txt") != "edited between rounds" {
+		t.Errorf("CommitEdits made %s (HEAD %s), want a commit of tree %s past %s holding the edit", base,
+			testkit.Git(t, dir, "rev-parse", "HEAD"), tree, p.Base)
 	}
 }
