@@ -106,6 +106,12 @@ type candidateTree struct {
 // base. Call it holding the workspace's lock: in local mode a person's
 // uncommitted edits are committed first, so every candidate starts from
 // them. The tree itself is made by start, under the candidate's own lock.
+//
+// The second and third candidates of a round still prepare the workspace
+// themselves: what the first saw (its HEAD, its work tree) may have changed
+// since it released the lock (a person's edit, a rewind), and the check
+// that would tell (staging the work tree) is the fingerprint they take
+// anyway; skipping only saves a rev-parse and the .git check.
 func (a *Activities) beginCandidate(ctx context.Context, w *workspaceRound, spec CandidateSpec, details FailureDetails) (*candidateTree, error) {
 	if w.git == nil {
 		return nil, temporal.NewNonRetryableApplicationError(
@@ -114,7 +120,8 @@ func (a *Activities) beginCandidate(ctx context.Context, w *workspaceRound, spec
 	base := w.prepared.Base
 	var err error
 	if w.git.Config().Mode == gitws.ModeLocal {
-		if base, err = w.git.CommitEdits(ctx, w.dir, w.round); err != nil {
+		// w.before is the work tree's id, taken under this same lock.
+		if base, err = w.git.CommitEdits(ctx, w.dir, w.round, w.before); err != nil {
 			return nil, w.stepError(ctx, fmt.Errorf("commit the workspace's edits: %w", err), details)
 		}
 	}
@@ -145,12 +152,8 @@ func (c *candidateTree) finish(ctx context.Context, rep report.Report, details F
 	if err != nil {
 		return nil, false, nil, w.stepError(ctx, fmt.Errorf("keep candidate %d's work: %w", c.spec.Number, err), details)
 	}
-	work := &CandidateWork{Agent: c.spec.Agent, Ref: c.ref, Unchanged: cp.Commit == c.base}
-	if cp.Commit != c.base {
-		if work.DiffStat, err = w.git.DiffStat(ctx, c.dir, c.base, cp.Commit); err != nil {
-			return nil, false, nil, w.stepError(ctx, err, details)
-		}
-	}
+	// The diff stat came with the checkpoint's line counts: one git command.
+	work := &CandidateWork{Agent: c.spec.Agent, Ref: c.ref, Unchanged: cp.Commit == c.base, DiffStat: cp.DiffStat}
 	w.logger.Info("Candidate kept", "round", w.round.Round, "candidate", c.spec.Number, "commit", cp.Commit, "ref", c.ref)
 	return &Checkpoint{Commit: cp.Commit, Parent: cp.Parent, FilesChanged: cp.FilesChanged,
 		Insertions: cp.Insertions, Deletions: cp.Deletions}, tree != w.before, work, nil

@@ -30,14 +30,19 @@ func CandidateRef(workflowID string, round, k int) string {
 // CommitEdits commits what the workspace dir holds beyond HEAD (a person's
 // edits between rounds, local mode) onto HEAD's branch and returns HEAD,
 // so every candidate starts from those edits and adopting one loses none.
-func (g *Git) CommitEdits(ctx context.Context, dir string, r Round) (string, error) {
+// tree is the work tree's id (WorkTree) when the caller took it under the
+// same workspace lock, "" to take it here: a candidate's attempt has just
+// fingerprinted the workspace, and staging it again would cost a second
+// scan of the work tree while its siblings wait for the lock.
+func (g *Git) CommitEdits(ctx context.Context, dir string, r Round, tree string) (string, error) {
 	head, err := g.head(ctx, dir)
 	if err != nil {
 		return "", err
 	}
-	tree, err := g.WorkTree(ctx, dir)
-	if err != nil {
-		return "", err
+	if tree == "" {
+		if tree, err = g.WorkTree(ctx, dir); err != nil {
+			return "", err
+		}
 	}
 	headTree, err := g.treeOf(ctx, dir, head)
 	if err != nil || headTree == tree {
@@ -137,14 +142,15 @@ func (g *Git) dropBasePack(main, base string, err error) error {
 
 // FinishCandidate commits what the candidate's tree dir holds onto base and
 // keeps that commit on ref in the workspace repository main and, in remote
-// mode, on the remote. tree is the work tree's id.
+// mode, on the remote. tree is the work tree's id; cp.DiffStat its change
+// from base ("" when unchanged).
 func (g *Git) FinishCandidate(ctx context.Context, main, dir, base, ref string, r Round, h Handoff) (cp Checkpoint, tree string, err error) {
 	local := *g
 	local.cfg.Mode = ModeLocal // the candidate's own clone pushes nothing
-	if cp, tree, err = local.Checkpoint(ctx, dir, Prepared{Base: base}, r, h); err != nil {
+	if cp, tree, err = local.checkpoint(ctx, dir, Prepared{Base: base}, r, h, true); err != nil {
 		return Checkpoint{}, "", err
 	}
-	if _, err := g.fetch(ctx, main, dir, "HEAD", ref); err != nil {
+	if err := g.fetchCommit(ctx, main, dir, cp.Commit, ref); err != nil {
 		return Checkpoint{}, "", err
 	}
 	if g.cfg.Mode == ModeRemote {
@@ -153,6 +159,18 @@ func (g *Git) FinishCandidate(ctx context.Context, main, dir, base, ref string, 
 		}
 	}
 	return cp, tree, nil
+}
+
+// fetchCommit fetches commit, the candidate repository dir's HEAD, into ref
+// of main. One git fetch: the commit is known, so no ls-remote asks for it
+// and no rev-parse reads the ref back; the fetch fails if dir lacks it.
+// HEAD advertises it, so a server speaking protocol v0 hands it out too.
+func (g *Git) fetchCommit(ctx context.Context, main, dir, commit, ref string) error {
+	if _, err := g.run(ctx, main, cmdOpts{}, "fetch", "-q", "--no-tags", "--no-write-fetch-head", "--recurse-submodules=no",
+		"--", dir, "+"+commit+":"+ref); err != nil {
+		return fmt.Errorf("fetch candidate commit %s into %s: %w", shortID(commit), ref, err)
+	}
+	return nil
 }
 
 // ErrWorkspaceMoved: the workspace is no longer at the round's base, so no

@@ -25,7 +25,7 @@ func TestCandidatesLocal(t *testing.T) {
 	_, r2 := roundOne(t, g, dir)
 	p := prepare(t, g, dir, r2)
 	write(t, dir, "person.txt", "edited between rounds\n")
-	base, err := g.CommitEdits(ctx, dir, r2)
+	base, err := g.CommitEdits(ctx, dir, r2, "")
 	if err != nil || base == p.Base {
 		t.Fatalf("commit edits: %s (%v), want a commit past %s", base, err, p.Base)
 	}
@@ -145,8 +145,9 @@ func TestCandidateHidesNoLines(t *testing.T) {
 	if !strings.Contains(change, "+added line 0\n") || !strings.Contains(change, "+added line 1999\n") || strings.Contains(change, "Binary files") {
 		t.Errorf("the reviewer's change does not show the patch:\n%s", CutChange(change, 600))
 	}
-	if stat, err := g.DiffStat(ctx, cdir, p.Base, cp.Commit); err != nil || !strings.Contains(stat, "big.txt        | 2000 +") {
-		t.Errorf("the candidate's diff stat (%v):\n%s", err, stat)
+	// The stat that came with the counts is git diff --stat's, byte for byte.
+	if stat, err := g.DiffStat(ctx, cdir, p.Base, cp.Commit); err != nil || !strings.Contains(cp.DiffStat, "big.txt        | 2000 +") || cp.DiffStat != stat {
+		t.Errorf("the candidate's diff stat (%v):\n%s\ngit diff --stat:\n%s", err, cp.DiffStat, stat)
 	}
 
 	// The same lines behind a NUL byte: binary to git, counted by size.
@@ -158,6 +159,9 @@ func TestCandidateHidesNoLines(t *testing.T) {
 	cp2, _, err := g.FinishCandidate(ctx, dir, cdir2, p.Base, CandidateRef("wf-1", 2, 2), r2, handoff("continue", "binary"))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if stat, err := g.DiffStat(ctx, cdir2, p.Base, cp2.Commit); err != nil || !strings.Contains(cp2.DiffStat, "big.dat | Bin 0 -> ") || cp2.DiffStat != stat {
+		t.Errorf("the binary candidate's diff stat (%v):\n%s\ngit diff --stat:\n%s", err, cp2.DiffStat, stat)
 	}
 	if cp2.Insertions != 1+len(lines.String()) {
 		t.Errorf("the NUL-prefixed file counts %d, want its %d bytes", cp2.Insertions, 1+len(lines.String()))
@@ -264,4 +268,96 @@ func TestCandidateHoldsOnlyItsOwn(t *testing.T) {
 		t.Fatal(err)
 	}
 	assertBytes(t, "the workspace after adopting", filepath.Join(dir, "two.txt"), "candidate two\n")
+}
+
+// Keeping a candidate's commit runs one fetch and one diff-tree: no
+// ls-remote asks the candidate for a commit already known, no rev-parse
+// reads the kept ref back, no second diff makes the stat (12 commands
+// before, 9 now; "config" is checkRepo reading the config). The commands are
+// counted by a git on PATH that logs each subcommand before running git.
+func TestFinishCandidateGitCommands(t *testing.T) {
+	ctx := context.Background()
+	g := newGit(t, ModeLocal, "")
+	dir := workspace(t, "ws")
+	_, r2 := roundOne(t, g, dir)
+	p := prepare(t, g, dir, r2)
+	cdir := filepath.Join(t.TempDir(), "cand")
+	if err := g.StartCandidate(ctx, dir, cdir, p.Base); err != nil {
+		t.Fatal(err)
+	}
+	write(t, cdir, "answer.txt", "forty-two\n")
+	write(t, cdir, "name with space.txt", "x\n")
+
+	gitCommands := logGitCommands(t)
+
+	ref := CandidateRef(r2.WorkflowID, 2, 1)
+	cp, _, err := g.FinishCandidate(ctx, dir, cdir, p.Base, ref, r2, handoff("continue", "counted"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmds := gitCommands()
+	want := []string{"config", "add", "write-tree", "rev-parse", "rev-parse", "commit-tree", "update-ref", "diff-tree", "fetch"}
+	if strings.Join(cmds, " ") != strings.Join(want, " ") {
+		t.Errorf("git commands keeping a candidate: %v, want %v", cmds, want)
+	}
+	if got := testkit.Git(t, dir, "rev-parse", ref); got != cp.Commit || cp.FilesChanged != 2 {
+		t.Errorf("the workspace keeps %s on %s, the candidate committed %s (%+v)", got, ref, cp.Commit, cp)
+	}
+	if !strings.Contains(cp.DiffStat, "answer.txt          | 1 +") || !strings.Contains(cp.DiffStat, "2 files changed, 2 insertions(+)") {
+		t.Errorf("the candidate's diff stat:\n%s", cp.DiffStat)
+	}
+}
+
+// logGitCommands puts a git on PATH that logs each command's subcommand
+// (after any -c pairs) before running the real git; the returned function
+// reads what was logged so far.
+func logGitCommands(t *testing.T) func() []string {
+	t.Helper()
+	real, err := exec.LookPath("git")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin, logPath := t.TempDir(), filepath.Join(t.TempDir(), "git.log")
+	script := "#!/bin/sh\nfor a; do case $a in -c) skip=1;; *) if [ -n \"$skip\" ]; then skip=; else echo \"$a\" >>" + logPath +
+		"; break; fi;; esac; done\nexec " + real + " \"$@\"\n"
+	if err := os.WriteFile(filepath.Join(bin, "git"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	return func() []string {
+		logged, err := os.ReadFile(logPath)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			t.Fatal(err)
+		}
+		return strings.Fields(string(logged))
+	}
+}
+
+// Given the work tree's id the attempt just took, CommitEdits commits a
+// person's edit without staging the work tree again: the commit holds the
+// edit and no "add" runs.
+func TestCommitEditsReusesTheFingerprint(t *testing.T) {
+	ctx := context.Background()
+	g := newGit(t, ModeLocal, "")
+	dir := workspace(t, "ws")
+	_, r2 := roundOne(t, g, dir)
+	p := prepare(t, g, dir, r2)
+	write(t, dir, "person.txt", "edited between rounds\n")
+	tree, err := g.WorkTree(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gitCommands := logGitCommands(t)
+	base, err := g.CommitEdits(ctx, dir, r2, tree)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cmds := strings.Join(gitCommands(), " "); strings.Contains(cmds, "add") || strings.Contains(cmds, "write-tree") {
+		t.Errorf("CommitEdits staged the work tree again: %s", cmds)
+	}
+	if base == p.Base || testkit.Git(t, dir, "rev-parse", "HEAD") != base || testkit.Git(t, dir, "rev-parse", base+"^{tree}") != tree ||
+		testkit.Git(t, dir, "show", base+":person.txt") != "edited between rounds" {
+		t.Errorf("CommitEdits made %s (HEAD %s), want a commit of tree %s past %s holding the edit", base,
+			testkit.Git(t, dir, "rev-parse", "HEAD"), tree, p.Base)
+	}
 }

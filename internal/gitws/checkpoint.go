@@ -16,6 +16,11 @@ import (
 // A push that fails keeps the commit on UnpushedRef; a rejected push is
 // ErrPushRejected and its message names the commit.
 func (g *Git) Checkpoint(ctx context.Context, dir string, p Prepared, r Round, h Handoff) (cp Checkpoint, tree string, err error) {
+	return g.checkpoint(ctx, dir, p, r, h, false)
+}
+
+// checkpoint is Checkpoint; withStat also fills cp.DiffStat (a candidate's).
+func (g *Git) checkpoint(ctx context.Context, dir string, p Prepared, r Round, h Handoff, withStat bool) (cp Checkpoint, tree string, err error) {
 	// The session may have rewritten .git: check it again before git reads it.
 	if err := g.checkRepo(ctx, dir); err != nil {
 		return Checkpoint{}, "", err
@@ -59,7 +64,7 @@ func (g *Git) Checkpoint(ctx context.Context, dir string, p Prepared, r Round, h
 	}
 	cp = Checkpoint{Commit: commit, Parent: p.Base}
 	if commit != p.Base {
-		if err := g.stats(ctx, dir, p.Base, commit, &cp); err != nil {
+		if err := g.stats(ctx, dir, p.Base, commit, &cp, withStat); err != nil {
 			return Checkpoint{}, "", err
 		}
 	}

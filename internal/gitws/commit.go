@@ -55,6 +55,10 @@ type Checkpoint struct {
 	FilesChanged int
 	Insertions   int
 	Deletions    int
+	// DiffStat is git's --stat summary of the change from Parent, filled
+	// only for a candidate's commit (FinishCandidate), from the command
+	// that counts the lines.
+	DiffStat string
 }
 
 var spaces = regexp.MustCompile(`\s+`)
@@ -130,14 +134,28 @@ func (g *Git) setRef(ctx context.Context, dir, ref, commit, old string) error {
 // 8,000 bytes, or over core.bigFileThreshold) has no lines git counts: its
 // size in bytes counts instead, never fewer than its lines, so a change made
 // to look binary never looks smaller (the candidates' "smaller diff").
-func (g *Git) stats(ctx context.Context, dir, from, to string, cp *Checkpoint) error {
-	out, err := g.run(ctx, dir, cmdOpts{}, "diff-tree", "-r", "--no-renames", "--no-ext-diff", "--no-textconv", "--numstat", "-z", from, to)
+//
+// withStat also fills cp.DiffStat: git prints --stat after the NUL-ended
+// numstat records of the same command, so a candidate needs no second diff.
+func (g *Git) stats(ctx context.Context, dir, from, to string, cp *Checkpoint, withStat bool) error {
+	args := []string{"diff-tree", "-r", "--no-renames", "--no-ext-diff", "--no-textconv", "--numstat", "-z"}
+	if withStat {
+		args = append(args, "--no-color", "--stat=100")
+	}
+	out, err := g.run(ctx, dir, cmdOpts{}, append(args, from, to)...)
 	if err != nil {
 		return fmt.Errorf("count the changes of %s: %w", to, err)
 	}
 	binary := map[string]bool{}
 	*cp = Checkpoint{Commit: cp.Commit, Parent: cp.Parent}
-	for _, rec := range strings.Split(out, "\x00") {
+	records := strings.Split(out, "\x00")
+	if withStat {
+		// The last field, after the last record's NUL, is the --stat text.
+		last := len(records) - 1
+		cp.DiffStat = CutChange(strings.TrimRight(records[last], "\n"), 4000)
+		records = records[:last]
+	}
+	for _, rec := range records {
 		added, rest, ok1 := strings.Cut(rec, "\t")
 		deleted, path, ok2 := strings.Cut(rest, "\t")
 		if !ok1 || !ok2 {
