@@ -475,6 +475,15 @@ func (g *Git) remember(dir string, c objectCache, refs []ScratchRef, found map[S
 // A ref found missing answers once: a step that creates it (Integration)
 // asks the source again.
 func (g *Git) prefetched(dir, repo, ref, into string) (string, bool) {
+	return g.lookPrefetched(dir, repo, ref, into, true)
+}
+
+// peekPrefetched is prefetched without its answering a missing ref once.
+func (g *Git) peekPrefetched(dir, repo, ref, into string) (string, bool) {
+	return g.lookPrefetched(dir, repo, ref, into, false)
+}
+
+func (g *Git) lookPrefetched(dir, repo, ref, into string, once bool) (string, bool) {
 	if g.scratches == nil {
 		return "", false
 	}
@@ -487,25 +496,9 @@ func (g *Git) prefetched(dir, repo, ref, into string) (string, bool) {
 	defer st.mu.Unlock()
 	key := scratchKey(repo, ref, into)
 	commit, ok := st.heads[key]
-	if ok && commit == "" {
+	if once && ok && commit == "" {
 		delete(st.heads, key)
 	}
-	return commit, ok
-}
-
-// peekPrefetched is prefetched without its answering a missing ref once.
-func (g *Git) peekPrefetched(dir, repo, ref, into string) (string, bool) {
-	if g.scratches == nil {
-		return "", false
-	}
-	v, ok := g.scratches.Load(dir)
-	if !ok {
-		return "", false
-	}
-	st := v.(*scratchState)
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	commit, ok := st.heads[scratchKey(repo, ref, into)]
 	return commit, ok
 }
 
