@@ -40,6 +40,9 @@ type Activities struct {
 	laneCaches laneCaches
 	// released wakes rounds waiting for a workspace lock (lock.go).
 	released lockReleases
+	// lockPoll is how often a busy lock is tried again (lockPollInterval
+	// when zero); a test makes it long to see that a release wakes.
+	lockPoll time.Duration
 	// client reads a campaign's task loops (CheckTaskLoops); nil until the
 	// worker hands it over (UseClient).
 	client client.Client

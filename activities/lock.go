@@ -89,7 +89,11 @@ func (a *Activities) acquire(ctx context.Context, name string, how int, waiting 
 		return nil, fmt.Errorf("open the workspace lock %s: %w", path, err)
 	}
 	told := false
-	err = wait.UntilWoken(ctx, lockPollInterval, a.released.next, func(context.Context) error {
+	poll := a.lockPoll
+	if poll <= 0 {
+		poll = lockPollInterval
+	}
+	err = wait.UntilWoken(ctx, poll, a.released.next, func(context.Context) error {
 		err := syscall.Flock(int(f.Fd()), how|syscall.LOCK_NB)
 		if err != nil && !errors.Is(err, syscall.EWOULDBLOCK) && !errors.Is(err, syscall.EINTR) {
 			return wait.Final(fmt.Errorf("lock the workspace %q (%s): %w", name, path, err))
