@@ -105,8 +105,7 @@ func (h *Harness) WarmVerify(ctx context.Context, cfg WarmVerifyConfig) (Section
 	}
 	sec.Tables = append(sec.Tables, tbl)
 	sec.Goals = append(sec.Goals, warmGoalOf(ratios))
-	sec.Notes = append(sec.Notes,
-		fmt.Sprintf("copies are %s", map[bool]string{true: "hardlink farms (a root worker)", false: "full copies (commands run as the worker)"}[sb.ToolCaches().Farm()]))
+	sec.Notes = append(sec.Notes, "a verify's copy is "+copyKind(sb.ToolCaches()))
 	return sec, nil
 }
 
@@ -189,4 +188,16 @@ func maxOf(xs []float64) float64 {
 		m = max(m, x)
 	}
 	return m
+}
+
+// copyKind names what a verify's tool cache copy is on this worker.
+func copyKind(st *toolcache.Store) string {
+	switch {
+	case st.Overlay() == "":
+		return "an overlay of the line's layers (a root worker)"
+	case st.Farm():
+		return "a hardlink farm (no overlay: " + st.Overlay() + ")"
+	default:
+		return "a full copy (commands run as the worker; no overlay: " + st.Overlay() + ")"
+	}
 }
