@@ -105,7 +105,7 @@ func (h *Harness) WarmVerify(ctx context.Context, cfg WarmVerifyConfig) (Section
 	}
 	sec.Tables = append(sec.Tables, tbl)
 	sec.Goals = append(sec.Goals, warmGoalOf(ratios))
-	sec.Notes = append(sec.Notes, "a verify's copy is "+copyKind(sb.ToolCaches()))
+	sec.Notes = append(sec.Notes, "a verify's tool cache copy: "+sb.ToolCaches().Kind())
 	return sec, nil
 }
 
@@ -188,16 +188,4 @@ func maxOf(xs []float64) float64 {
 		m = max(m, x)
 	}
 	return m
-}
-
-// copyKind names what a verify's tool cache copy is on this worker.
-func copyKind(st *toolcache.Store) string {
-	switch {
-	case st.Overlay() == "":
-		return "an overlay of the line's layers (a root worker)"
-	case st.Farm():
-		return "a hardlink farm (no overlay: " + st.Overlay() + ")"
-	default:
-		return "a full copy (commands run as the worker; no overlay: " + st.Overlay() + ")"
-	}
 }

@@ -101,6 +101,20 @@ func (s *Store) Farm() bool { return s.farm }
 // it is; otherwise why not: then it is a farm or a full copy).
 func (s *Store) Overlay() string { return s.overlayWhy }
 
+// Kind says what a verify's copy is on this worker, for its start line.
+func (s *Store) Kind() string {
+	switch {
+	case s == nil:
+		return "none"
+	case s.overlay:
+		return "overlays of the line's layers"
+	case s.farm:
+		return "hardlink farms (no overlay: " + s.overlayWhy + ")"
+	default:
+		return "full copies (no overlay: " + s.overlayWhy + ")"
+	}
+}
+
 // MaxBytes is the bound of one line.
 func (s *Store) MaxBytes() int64 { return s.maxBytes }
 
