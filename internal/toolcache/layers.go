@@ -214,6 +214,16 @@ func (s *Store) retireLayer(line, path string) {
 	}
 }
 
+// retiredLine is the line a retired layer's name (retired-<random>-<line>)
+// is of, "" when name is not one.
+func retiredLine(name string) string {
+	rest, ok := strings.CutPrefix(name, "retired-")
+	if !ok || len(rest) < 18 || rest[16] != '-' {
+		return ""
+	}
+	return rest[17:]
+}
+
 // readers is the lock file every overlay of line holds shared while it is
 // mounted.
 func readers(line string) string { return line + ".readers" }
@@ -228,7 +238,7 @@ func (s *Store) dropRetired(line string) {
 	defer f.Close()
 	entries, _ := os.ReadDir(filepath.Join(s.root, "work"))
 	for _, e := range entries {
-		if rest, ok := strings.CutPrefix(e.Name(), "retired-"); ok && len(rest) > 17 && rest[17:] == line {
+		if retiredLine(e.Name()) == line {
 			_ = RemoveAll(filepath.Join(s.root, "work", e.Name()))
 		}
 	}

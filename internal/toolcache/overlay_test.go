@@ -145,3 +145,35 @@ func TestStaleOverlayIsSweptAtStart(t *testing.T) {
 		t.Fatalf("the stale copy is still there: %v", err)
 	}
 }
+
+// A worker starting beside one whose overlay reads retired layers leaves
+// them (whatever their age); once no overlay reads them, a start removes
+// them.
+func TestRetiredLayersGoOnlyWithoutReaders(t *testing.T) {
+	s := overlayStore(t, 64)
+	commitLine(t, s, "campaign-a", map[string]string{"go-build/ab/e-d": "e"})
+	reader := checkout(t, s, "campaign-a", "")
+	dir, _ := s.lineDir("campaign-a")
+	s.retire("campaign-a", dir)
+	old := time.Now().Add(-2 * staleCopy)
+	for _, r := range retired(t, s) {
+		os.Chtimes(r, old, old)
+	}
+	if _, err := New(s.root, 64, Owner{UID: 65534, GID: 65534, Other: true}); err != nil {
+		t.Fatal(err)
+	}
+	if len(retired(t, s)) != 1 {
+		t.Fatal("a starting worker removed a layer an overlay reads")
+	}
+	if b, err := os.ReadFile(filepath.Join(reader.Dir, "go-build", "ab", "e-d")); err != nil || string(b) != "e" {
+		t.Fatalf("the reader lost its layer: %q, %v", b, err)
+	}
+	reader.Remove()
+	os.MkdirAll(filepath.Join(s.root, "work", "retired-0123456789abcdef-campaign-a"), 0o700) // a killed worker's
+	if _, err := New(s.root, 64, Owner{UID: 65534, GID: 65534, Other: true}); err != nil {
+		t.Fatal(err)
+	}
+	if r := retired(t, s); len(r) != 0 {
+		t.Fatalf("retired layers no overlay reads survived a start: %v", r)
+	}
+}

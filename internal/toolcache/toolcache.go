@@ -124,10 +124,14 @@ func (s *Store) MaxBytes() int64 { return s.maxBytes }
 const staleCopy = 24 * time.Hour
 
 // sweep removes the work copies a worker that ended left behind (an
-// overlay's mount first).
+// overlay's mount first), and retired layers no overlay reads any more.
 func (s *Store) sweep() {
 	entries, _ := os.ReadDir(filepath.Join(s.root, "work"))
 	for _, e := range entries {
+		if line := retiredLine(e.Name()); line != "" {
+			s.dropRetired(line) // a retired layer's age says nothing of its readers
+			continue
+		}
 		if fi, err := e.Info(); err == nil && time.Since(fi.ModTime()) > staleCopy {
 			dir := filepath.Join(s.root, "work", e.Name())
 			unmountUnder(dir)
