@@ -18,7 +18,7 @@ func TestMergeVerifyCacheOnlyFromLandedMerges(t *testing.T) {
 	f := protectedFixture(t, fakeopenai.Script{}, protection{mode: sandbox.ModeBwrap})
 	in, _ := gamedMerge(t, f, nil)
 	lineDir := filepath.Join(f.cfg.SessionDir, "homes", ".toolcache", "lines", "campaign-c1")
-	mark := func(name string) string { return filepath.Join(lineDir, "xdg", name) }
+	mark := func(name string) string { return lineFile(lineDir, filepath.Join("xdg", name)) }
 
 	// Red: the verify writes its cache, then fails.
 	in.VerifyCommand = `echo red > "$XDG_CACHE_HOME/red-mark"; exit 1`
@@ -79,7 +79,7 @@ func TestLaneVerifyCacheOnlyWhenTheLaneLands(t *testing.T) {
 	f := protectedFixture(t, fakeopenai.Script{}, protection{mode: sandbox.ModeBwrap})
 	in, head := gamedMerge(t, f, nil)
 	lineDir := filepath.Join(f.cfg.SessionDir, "homes", ".toolcache", "lines", "campaign-c1")
-	mark := func(name string) string { return filepath.Join(lineDir, "xdg", name) }
+	mark := func(name string) string { return lineFile(lineDir, filepath.Join("xdg", name)) }
 	ref := "refs/ralph/campaigns/c1/lanes/1"
 
 	merge := in
@@ -150,4 +150,14 @@ func TestDiscardedLaneCacheGoesWithTheCampaign(t *testing.T) {
 	if n := copies(); n != 0 {
 		t.Fatalf("%d copies left in %s after the campaign ended", n, work)
 	}
+}
+
+// lineFile is rel in the newest layer of the tool cache line at lineDir
+// that holds it (a path that does not exist when none does).
+func lineFile(lineDir, rel string) string {
+	found, _ := filepath.Glob(filepath.Join(lineDir, "*", rel))
+	if len(found) == 0 {
+		return filepath.Join(lineDir, "none", rel)
+	}
+	return found[len(found)-1]
 }

@@ -33,7 +33,8 @@ func logSandbox(logger *slog.Logger, cfg sandbox.Config, sb *sandbox.Sandbox) {
 		logger.Info("command sandbox: bubblewrap", "sandbox", sb.Mode(), "configured", cfg.Mode,
 			"uid", uid, "gid", gid, "jail", "no capability, no user namespace, seccomp filter, /proc/sys read-only",
 			"network", networkText(sb.Network(), sb.AllowHosts(), sb.Mirrors()), "limits", limits, "submissionFreeze", sb.SubmissionFreeze(),
-			"hidden", sb.Hidden(), "shared", cfg.Share, "commandEnv", cfg.CommandEnv, "registryEnv", sb.RegistryEnv())
+			"hidden", sb.Hidden(), "shared", cfg.Share, "commandEnv", cfg.CommandEnv, "registryEnv", sb.RegistryEnv(),
+			"toolCaches", sb.ToolCaches().Kind())
 		if sb.Network() == sandbox.NetHost {
 			logger.Warn("command sandbox: RALPH_SANDBOX_NETWORK=host: commands reach every service this host reaches, the Temporal frontend, metrics and cloud metadata included")
 		}

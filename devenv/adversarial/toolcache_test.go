@@ -129,7 +129,7 @@ func TestDamagedToolCacheIsRebuilt(t *testing.T) {
 	}
 	lineDir := filepath.Join(j.Session, "homes", ".toolcache", "lines", line)
 	var victim string
-	_ = filepath.WalkDir(filepath.Join(lineDir, "go-build"), func(path string, d os.DirEntry, err error) error {
+	_ = filepath.WalkDir(lineDir, func(path string, d os.DirEntry, err error) error {
 		if err == nil && !d.IsDir() && strings.HasSuffix(path, "-d") && victim == "" {
 			victim = path
 		}
@@ -151,8 +151,8 @@ func TestDamagedToolCacheIsRebuilt(t *testing.T) {
 	if _, err := second.ToolCache.Commit(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(filepath.Join(lineDir, ".ralph-toolcache")); err != nil {
-		t.Fatalf("the rebuilt line was not written anew: %v", err)
+	if markers, _ := filepath.Glob(filepath.Join(lineDir, "*", ".ralph-toolcache")); len(markers) != 1 {
+		t.Fatalf("the rebuilt line was not written anew: layers %v", markers)
 	}
 }
 
@@ -185,7 +185,11 @@ func TestSpawnedAgentStartsWarm(t *testing.T) {
 	if strings.Contains(res.Output, "wrote") {
 		t.Fatalf("a spawned command wrote the line's file through its copy: %q", res.Output)
 	}
-	if b, err := os.ReadFile(filepath.Join(j.Session, "homes", ".toolcache", "lines", line, "go-build", "ab", "entry")); err != nil || string(b) != "from-the-line\n" {
+	entry, _ := filepath.Glob(filepath.Join(j.Session, "homes", ".toolcache", "lines", line, "*", "go-build", "ab", "entry"))
+	if len(entry) != 1 {
+		t.Fatalf("the line's layers hold the entry %d times, want once", len(entry))
+	}
+	if b, err := os.ReadFile(entry[0]); err != nil || string(b) != "from-the-line\n" {
 		t.Fatalf("the line's file on the host: %q, %v", b, err)
 	}
 }

@@ -105,8 +105,7 @@ func (h *Harness) WarmVerify(ctx context.Context, cfg WarmVerifyConfig) (Section
 	}
 	sec.Tables = append(sec.Tables, tbl)
 	sec.Goals = append(sec.Goals, warmGoalOf(ratios))
-	sec.Notes = append(sec.Notes,
-		fmt.Sprintf("copies are %s", map[bool]string{true: "hardlink farms (a root worker)", false: "full copies (commands run as the worker)"}[sb.ToolCaches().Farm()]))
+	sec.Notes = append(sec.Notes, "a verify's tool cache copy: "+sb.ToolCaches().Kind())
 	return sec, nil
 }
 

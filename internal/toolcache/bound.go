@@ -96,31 +96,34 @@ func (s *Store) bound(keep string) {
 		when  time.Time
 	}
 	var lines []line
-	var total int64
+	var sum int64
 	for _, e := range entries {
 		if !e.IsDir() {
 			continue
 		}
-		dir := filepath.Join(s.root, "lines", e.Name())
-		st, err := readMarker(dir)
-		fi, ferr := os.Stat(filepath.Join(dir, marker))
-		if err != nil || ferr != nil {
+		layers, why := readLine(filepath.Join(s.root, "lines", e.Name()))
+		if why != "" || len(layers) == 0 {
 			continue // a damaged line is removed at its next checkout
 		}
-		total += st.Bytes
+		fi, err := os.Stat(filepath.Join(layers[len(layers)-1].path, marker))
+		if err != nil {
+			continue
+		}
+		st := total(layers)
+		sum += st.Bytes
 		if e.Name() != keep {
 			lines = append(lines, line{e.Name(), st.Bytes, fi.ModTime()})
 		}
 	}
 	slices.SortFunc(lines, func(a, b line) int { return a.when.Compare(b.when) })
 	for _, l := range lines {
-		if total <= s.maxBytes {
+		if sum <= s.maxBytes {
 			return
 		}
 		if unlock, err := s.lock(l.name); err == nil {
-			_ = RemoveAll(filepath.Join(s.root, "lines", l.name))
+			s.retire(l.name, filepath.Join(s.root, "lines", l.name))
 			unlock()
-			total -= l.bytes
+			sum -= l.bytes
 		}
 	}
 }

@@ -1,16 +1,22 @@
 // Package toolcache keeps the worker's warm tool caches (Go build and
 // module caches, npm, pip ...) per line: a campaign's integration branch,
 // or the worker's plain runs. A command never writes a line's cache: it
-// gets a private copy (Checkout), and only the worker promotes a copy into
-// the line (Copy.Commit), after the merge whose verify wrote it landed.
+// gets a private copy (Checkout), and only the worker adds what a copy
+// wrote to the line (Copy.Commit), after the merge whose verify wrote it
+// landed.
 //
-// A copy is a hardlink farm when commands run as another uid than the
-// worker (a root worker): the line's files are the worker's and read-only,
-// so a command can neither write nor chmod them through its links, and new
-// entries go into directories of its own. Otherwise it is a full copy (cp
-// --reflink=auto: a clone where the file system makes one). A line whose
-// marker is missing, unreadable or disagrees with what a copy found is
-// removed and starts empty: a damaged cache is rebuilt, never trusted.
+// A line is a stack of read-only layers (layers.go), each what one landed
+// verify added. A root worker gives a verify an overlay (overlay_linux.go):
+// the layers below, a private upper directory on top, so a copy costs a
+// mount whatever the line holds, and committing it adds the upper
+// directory as a layer. Otherwise (and for the model's long-lived copy) a
+// copy is a hardlink farm when commands run as another uid than the worker
+// (the line's files are the worker's and read-only, so a command can
+// neither write nor chmod them through its links), or a full copy (cp
+// --reflink=auto: a clone where the file system makes one). A layer whose
+// marker is missing, unreadable or disagrees with its files makes the
+// whole line removed and start empty: a damaged cache is rebuilt, never
+// trusted.
 package toolcache
 
 import (
@@ -23,6 +29,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -50,6 +57,15 @@ type Store struct {
 	// farm (commands run as uid, which is not the worker's).
 	uid, gid int
 	farm     bool
+	// overlay: verifies' copies are overlays (a root worker that can
+	// mount one); overlayWhy says why not otherwise.
+	overlay    bool
+	overlayWhy string
+
+	mu sync.Mutex
+	// verified holds the layers this worker has checked against their
+	// markers: a layer never changes, so once is enough.
+	verified map[string]bool
 }
 
 // Owner is who a copy is for: the commands' uid and gid, and whether
@@ -65,18 +81,39 @@ func New(root string, maxMB int, owner Owner) (*Store, error) {
 	if maxMB < 1 {
 		return nil, fmt.Errorf("toolcache: RALPH_TOOL_CACHE_MB must be a positive integer, got %d", maxMB)
 	}
-	for _, d := range []string{root, filepath.Join(root, "lines"), filepath.Join(root, "work")} {
+	for _, d := range []string{root, filepath.Join(root, "lines"), filepath.Join(root, "work"), filepath.Join(root, "empty")} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			return nil, fmt.Errorf("toolcache: %w", err)
 		}
 	}
-	s := &Store{root: root, maxBytes: int64(maxMB) << 20, uid: owner.UID, gid: owner.GID, farm: owner.Other}
+	s := &Store{root: root, maxBytes: int64(maxMB) << 20, uid: owner.UID, gid: owner.GID, farm: owner.Other,
+		verified: map[string]bool{}}
 	s.sweep()
+	s.overlayWhy = s.probeOverlay()
+	s.overlay = s.overlayWhy == ""
 	return s, nil
 }
 
 // Farm reports whether copies are hardlink farms.
 func (s *Store) Farm() bool { return s.farm }
+
+// Overlay says whether a verify's copy is an overlay of the line ("" when
+// it is; otherwise why not: then it is a farm or a full copy).
+func (s *Store) Overlay() string { return s.overlayWhy }
+
+// Kind says what a verify's copy is on this worker, for its start line.
+func (s *Store) Kind() string {
+	switch {
+	case s == nil:
+		return "none"
+	case s.overlay:
+		return "overlays of the line's layers"
+	case s.farm:
+		return "hardlink farms (no overlay: " + s.overlayWhy + ")"
+	default:
+		return "full copies (no overlay: " + s.overlayWhy + ")"
+	}
+}
 
 // MaxBytes is the bound of one line.
 func (s *Store) MaxBytes() int64 { return s.maxBytes }
@@ -86,12 +123,19 @@ func (s *Store) MaxBytes() int64 { return s.maxBytes }
 // remove each other's copies in use.
 const staleCopy = 24 * time.Hour
 
-// sweep removes the work copies a worker that ended left behind.
+// sweep removes the work copies a worker that ended left behind (an
+// overlay's mount first), and retired layers no overlay reads any more.
 func (s *Store) sweep() {
 	entries, _ := os.ReadDir(filepath.Join(s.root, "work"))
 	for _, e := range entries {
+		if line := retiredLine(e.Name()); line != "" {
+			s.dropRetired(line) // a retired layer's age says nothing of its readers
+			continue
+		}
 		if fi, err := e.Info(); err == nil && time.Since(fi.ModTime()) > staleCopy {
-			_ = RemoveAll(filepath.Join(s.root, "work", e.Name()))
+			dir := filepath.Join(s.root, "work", e.Name())
+			unmountUnder(dir)
+			_ = RemoveAll(dir)
 		}
 	}
 }
@@ -118,15 +162,24 @@ func (s *Store) lineDir(line string) (string, error) {
 // checkouts and commits of one line (of any worker sharing the store) run
 // one at a time.
 func (s *Store) lock(line string) (func(), error) {
-	f, err := os.OpenFile(filepath.Join(s.root, "lines", line+".lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	f, err := s.flock(line+".lock", syscall.LOCK_EX)
+	if err != nil {
+		return nil, err
+	}
+	return func() { f.Close() }, nil
+}
+
+// flock opens the lock file name beside the lines and takes how on it.
+func (s *Store) flock(name string, how int) (*os.File, error) {
+	f, err := os.OpenFile(filepath.Join(s.root, "lines", name), os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("toolcache: %w", err)
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+	if err := syscall.Flock(int(f.Fd()), how); err != nil {
 		f.Close()
-		return nil, fmt.Errorf("toolcache: lock %s: %w", line, err)
+		return nil, fmt.Errorf("toolcache: lock %s: %w", name, err)
 	}
-	return func() { f.Close() }, nil
+	return f, nil
 }
 
 // Copy is one command's private copy of a line's cache at Dir.
@@ -135,26 +188,25 @@ type Copy struct {
 	line string
 	// Dir holds one directory per entry of Dirs.
 	Dir string
-	// From is what was copied (zero for an empty line); Rebuilt says why
-	// the line was found damaged and started empty ("" when it was not).
+	// From is what the line held (zero for an empty line); Rebuilt says
+	// why the line was found damaged and started empty ("" when it was not).
 	From    Stats
 	Rebuilt string
 	// Took is how long the copy took.
 	Took time.Duration
+	// ov is the copy's overlay (nil for a farm or a full copy).
+	ov *overlayCopy
 }
 
 // Checkout makes a private copy of line's cache. dest (which must not
-// exist) is where it goes; "" puts it in the store's work directory.
+// exist) is where it goes; "" puts it in the store's work directory, as an
+// overlay where the store can mount one (it must then be removed or
+// committed: it holds a mount).
 func (s *Store) Checkout(line, dest string) (*Copy, error) {
 	started := time.Now()
 	dir, err := s.lineDir(line)
 	if err != nil {
 		return nil, err
-	}
-	if dest == "" {
-		if dest, err = s.workDir("copy"); err != nil {
-			return nil, err
-		}
 	}
 	unlock, err := s.lock(line)
 	if err != nil {
@@ -162,45 +214,60 @@ func (s *Store) Checkout(line, dest string) (*Copy, error) {
 	}
 	defer unlock()
 	c := &Copy{s: s, line: line, Dir: dest}
-	if c.From, c.Rebuilt, err = s.fill(dir, dest); err != nil {
-		return nil, err
+	layers, why := readLine(dir)
+	if why == "" && dest == "" && s.overlay {
+		if why = s.verifyLayers(layers); why == "" {
+			if err := s.mountCopy(c, layers); err != nil {
+				return nil, err
+			}
+			c.From, c.Took = total(layers), time.Since(started)
+			return c, nil
+		}
 	}
-	if err := s.ensureDirs(dest); err != nil {
-		_ = RemoveAll(dest)
+	if c.Dir == "" {
+		if c.Dir, err = s.workDir("copy"); err != nil {
+			return nil, err
+		}
+	}
+	if why == "" {
+		c.From, why, err = s.fill(layers, c.Dir)
+		if err != nil {
+			return nil, err
+		}
+	}
+	if why != "" {
+		if err := RemoveAll(c.Dir); err != nil {
+			return nil, fmt.Errorf("toolcache: remove a partial copy: %w", err)
+		}
+		s.retire(line, dir)
+		c.From, c.Rebuilt = Stats{}, why
+	}
+	if err := s.ensureDirs(c.Dir); err != nil {
+		_ = RemoveAll(c.Dir)
 		return nil, err
 	}
 	c.Took = time.Since(started)
 	return c, nil
 }
 
-// fill copies the line at dir into dest. A damaged line is removed and
-// dest made empty: the caller gets a cold cache, never a partial one.
-func (s *Store) fill(dir, dest string) (Stats, string, error) {
-	want, err := readMarker(dir)
-	if errors.Is(err, os.ErrNotExist) && !exists(dir) {
-		return Stats{}, "", os.Mkdir(dest, 0o700)
+// fill copies the line's layers into dest, the newest first (a file an
+// older layer also holds is the newer one's). why says why the line is
+// damaged (a layer disagrees with its marker).
+func (s *Store) fill(layers []layer, dest string) (Stats, string, error) {
+	if err := os.Mkdir(dest, 0o700); err != nil {
+		return Stats{}, "", fmt.Errorf("toolcache: %w", err)
 	}
-	why := ""
-	if err != nil {
-		why = "marker: " + err.Error()
-	} else {
-		got, err := s.copyTree(dir, dest)
+	for i := len(layers) - 1; i >= 0; i-- {
+		l := layers[i]
+		got, err := s.copyTree(l.path, dest, s.farm)
 		switch {
 		case err != nil:
-			why = "copy: " + err.Error()
-		case got != want:
-			why = fmt.Sprintf("the line holds %d files, %d bytes; its marker says %d files, %d bytes", got.Files, got.Bytes, want.Files, want.Bytes)
-		default:
-			return want, "", nil
+			return Stats{}, fmt.Sprintf("layer %s: copy: %v", filepath.Base(l.path), err), nil
+		case got != l.st:
+			return Stats{}, l.disagrees(got), nil
 		}
 	}
-	if err := RemoveAll(dest); err != nil {
-		return Stats{}, "", fmt.Errorf("toolcache: remove a partial copy: %w", err)
-	}
-	if err := RemoveAll(dir); err != nil {
-		return Stats{}, "", fmt.Errorf("toolcache: remove the damaged line %s: %w", filepath.Base(dir), err)
-	}
-	return Stats{}, why, os.Mkdir(dest, 0o700)
+	return total(layers), "", nil
 }
 
 // ensureDirs gives dest one directory per cache, all the commands' uid's.
@@ -228,23 +295,39 @@ func (s *Store) own(path string) error {
 }
 
 func (s *Store) workDir(kind string) (string, error) {
-	b := make([]byte, 8)
-	_, _ = rand.Read(b)
-	return filepath.Join(s.root, "work", kind+"-"+hex.EncodeToString(b)), nil
+	return filepath.Join(s.root, "work", kind+"-"+randomHex(8)), nil
 }
 
-// Remove deletes the copy.
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// Remove deletes the copy (a no-op once committed or removed).
 func (c *Copy) Remove() error {
-	if c == nil {
+	if c == nil || c.Dir == "" {
 		return nil
 	}
-	return RemoveAll(c.Dir)
+	if c.ov != nil {
+		err := c.ov.release(c.s, c.line)
+		c.ov, c.Dir = nil, ""
+		return err
+	}
+	err := RemoveAll(c.Dir)
+	c.Dir = ""
+	return err
 }
 
-// Commit makes the copy the line's cache (its merge landed). Nothing of it
-// that a command could still turn into a write of the line stays: links,
-// special files and files with other names are dropped, the rest become
-// the worker's and read-only. Over the bound, the oldest files go first.
+// Commit adds what the copy wrote to the line's cache (its merge landed)
+// and returns what the line then holds. Nothing of it that a command could
+// still turn into a write of the line stays: links, special files and
+// files with other names are dropped, the rest become the worker's and
+// read-only. Over the bound, the oldest files go first.
+//
+// An overlay's upper directory becomes the line's newest layer. A farm or
+// a full copy held the whole line: it becomes the line's only layer (what
+// another copy committed since it was made is lost, as a cache may be).
 func (c *Copy) Commit() (Stats, error) {
 	s := c.s
 	dir, err := s.lineDir(c.line)
@@ -255,25 +338,34 @@ func (c *Copy) Commit() (Stats, error) {
 	if err != nil {
 		return Stats{}, err
 	}
-	// The copy leaves the command's reach first: a rename within the store's
-	// file system, or a copy when it lies elsewhere.
-	if err := os.Rename(c.Dir, stage); err != nil {
+	whole := c.ov == nil
+	// The copy leaves the command's reach first: a rename within the
+	// store's file system.
+	from := c.Dir
+	if !whole {
+		if from, err = c.ov.detach(); err != nil {
+			return Stats{}, err
+		}
+	}
+	if err := os.Rename(from, stage); err != nil {
 		return Stats{}, fmt.Errorf("toolcache: take the copy: %w", err)
 	}
-	c.Dir = stage
+	if !whole {
+		_ = c.ov.release(s, c.line)
+		c.ov = nil
+	}
+	c.Dir = ""
+	defer RemoveAll(stage) // a no-op once it is a layer
 	st, err := s.seal(stage)
 	if err != nil {
-		_ = RemoveAll(stage)
 		return Stats{}, err
 	}
-	if st.Bytes > s.maxBytes {
+	if whole && st.Bytes > s.maxBytes {
 		if st, err = s.evict(stage, s.maxBytes*3/4); err != nil {
-			_ = RemoveAll(stage)
 			return Stats{}, err
 		}
 	}
 	if err := writeMarker(stage, st); err != nil {
-		_ = RemoveAll(stage)
 		return Stats{}, err
 	}
 	unlock, err := s.lock(c.line)
@@ -281,28 +373,28 @@ func (c *Copy) Commit() (Stats, error) {
 		return Stats{}, err
 	}
 	defer unlock()
-	old, _ := s.workDir("old")
-	if err := os.Rename(dir, old); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return Stats{}, fmt.Errorf("toolcache: retire the line's cache: %w", err)
+	got, err := s.addLayer(c.line, dir, stage, st, whole)
+	if err != nil {
+		return Stats{}, err
 	}
-	if err := os.Rename(stage, dir); err != nil {
-		return Stats{}, fmt.Errorf("toolcache: commit the line's cache: %w", err)
-	}
-	_ = RemoveAll(old)
 	s.bound(c.line)
-	return st, nil
+	return got, nil
 }
 
-// seal makes a used copy fit to be a line: only directories and plain files
-// with one name stay (a file the command linked from elsewhere would have
-// the worker change that file); in a farm they become the worker's and
-// lose every write bit. It returns what stays.
+// seal makes a used copy fit to be a layer: only directories and plain
+// files with one name stay (a file the command linked from elsewhere would
+// have the worker change that file; an overlay's whiteouts and its own
+// attributes mean nothing in a layer); in a farm they become the worker's
+// and lose every write bit. A cache's own bookkeeping beside its entries
+// (Go's trim.txt, which it rewrites in place) stays the commands': a copy
+// gets its own of it, never the layer's. It returns what stays.
 func (s *Store) seal(root string) (Stats, error) {
 	var st Stats
 	err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
+		dropOverlayAttrs(path)
 		if path == root {
 			return nil
 		}
@@ -311,7 +403,12 @@ func (s *Store) seal(root string) (Stats, error) {
 			return err
 		}
 		if fi.IsDir() {
-			return os.Chmod(path, 0o755) // the commands' uid still owns it
+			// The commands' uid owns a layer's directories: through an
+			// overlay it adds its entries there (to its upper directory).
+			if err := s.own(path); err != nil {
+				return err
+			}
+			return os.Chmod(path, 0o755)
 		}
 		sys := fi.Sys().(*syscall.Stat_t)
 		// One of the line's own files: the worker's and read-only.
@@ -319,7 +416,16 @@ func (s *Store) seal(root string) (Stats, error) {
 		if !fi.Mode().IsRegular() || (!linked && sys.Nlink > 1) {
 			return os.Remove(path)
 		}
-		if s.farm && !linked {
+		rel, _ := filepath.Rel(root, path)
+		switch {
+		case bookkeeping(rel):
+			if err := s.own(path); err != nil {
+				return err
+			}
+			if err := os.Chmod(path, 0o644); err != nil {
+				return err
+			}
+		case s.farm && !linked:
 			if err := os.Lchown(path, os.Geteuid(), os.Getegid()); err != nil {
 				return err
 			}
@@ -337,9 +443,14 @@ func (s *Store) seal(root string) (Stats, error) {
 	return st, nil
 }
 
-// copyTree copies the line at src into dest (new): a hardlink farm or a
-// full copy. It counts the plain files it copied.
-func (s *Store) copyTree(src, dest string) (Stats, error) {
+// bookkeeping reports whether rel (in a copy) is a cache's own file beside
+// its entries, such as Go's trim.txt.
+func bookkeeping(rel string) bool { return slices.Contains(Dirs, filepath.Dir(rel)) }
+
+// copyTree copies the layer at src into dest as a hardlink farm (link) or
+// a full copy, leaving what dest already holds (a newer layer's). It
+// counts every plain file of src.
+func (s *Store) copyTree(src, dest string, link bool) (Stats, error) {
 	var st Stats
 	err := filepath.WalkDir(src, func(path string, d os.DirEntry, err error) error {
 		if err != nil {
@@ -352,8 +463,13 @@ func (s *Store) copyTree(src, dest string) (Stats, error) {
 			return err
 		}
 		switch {
+		case rel == ".":
+			return nil
 		case fi.IsDir():
 			if err := os.Mkdir(to, 0o755); err != nil {
+				if errors.Is(err, os.ErrExist) {
+					return nil
+				}
 				return err
 			}
 			return s.own(to)
@@ -364,9 +480,11 @@ func (s *Store) copyTree(src, dest string) (Stats, error) {
 		}
 		st.Files++
 		st.Bytes += fi.Size()
-		// A cache's own bookkeeping beside its entries (Go's trim.txt, which
-		// it rewrites in place) is copied for the command to write.
-		if s.farm && !slices.Contains(Dirs, filepath.Dir(rel)) {
+		if exists(to) {
+			return nil
+		}
+		// The cache's bookkeeping is copied for the command to write.
+		if link && !bookkeeping(rel) {
 			return os.Link(path, to)
 		}
 		if err := copyFile(path, to, fi.Mode().Perm()); err != nil {
