@@ -131,20 +131,19 @@ func countTree(root string) (Stats, error) {
 }
 
 // addLayer puts the sealed stage (holding st) on top of the line at dir,
-// or in place of all its layers (whole: the stage holds the whole line);
-// over maxLayers, or over the bound, the layers become one. The caller
-// holds the line's lock. It returns what the line then holds.
-func (s *Store) addLayer(line, dir string, stage string, st Stats, whole bool) (Stats, error) {
+// or in place of all its layers (whole: the stage holds the whole line),
+// and returns the line's layers then. The caller holds the line's lock.
+func (s *Store) addLayer(line, dir string, stage string, st Stats, whole bool) ([]layer, error) {
 	layers, why := readLine(dir)
 	if why != "" || whole {
 		s.retire(line, dir)
 		layers = nil
 	}
 	if st.Files == 0 && !whole {
-		return total(layers), nil
+		return layers, nil
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return Stats{}, fmt.Errorf("toolcache: %w", err)
+		return nil, fmt.Errorf("toolcache: %w", err)
 	}
 	seq := 1
 	if len(layers) > 0 {
@@ -152,18 +151,40 @@ func (s *Store) addLayer(line, dir string, stage string, st Stats, whole bool) (
 	}
 	top := layer{path: filepath.Join(dir, fmt.Sprintf("%08d-%s", seq, randomHex(4))), seq: seq, st: st}
 	if err := os.Rename(stage, top.path); err != nil {
-		return Stats{}, fmt.Errorf("toolcache: add the layer: %w", err)
+		return nil, fmt.Errorf("toolcache: add the layer: %w", err)
 	}
-	layers = append(layers, top)
-	if sum := total(layers); len(layers) <= maxLayers && sum.Bytes <= s.maxBytes {
-		return sum, nil
-	}
-	return s.compact(line, dir, layers)
+	return append(layers, top), nil
 }
 
-// compact merges the line's layers into one new layer (hard links, the
-// newest layer's file where several hold one), evicting the oldest files
-// over the bound, and retires the old layers.
+// crowded reports whether a line's layers should become one: past
+// maxLayers, or over the bound (only merging evicts).
+func (s *Store) crowded(layers []layer) bool {
+	return len(layers) > maxLayers || total(layers).Bytes > s.maxBytes
+}
+
+func (s *Store) startCompacting(line string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.compacting[line] {
+		return false
+	}
+	s.compacting[line] = true
+	return true
+}
+
+func (s *Store) doneCompacting(line string) {
+	s.mu.Lock()
+	delete(s.compacting, line)
+	s.mu.Unlock()
+}
+
+// compact merges the line's layers into one (hard links, the newest
+// layer's file where several hold one), evicting the oldest files over
+// the bound. The merge is built without the line's lock (layers never
+// change), so verifies keep starting meanwhile; under it, the merged layer
+// takes the place of the layers it holds, if they are still the line's
+// oldest (a commit may have added layers on top; a damaged line's
+// rebuild leaves nothing to replace). It returns what the line then holds.
 func (s *Store) compact(line, dir string, layers []layer) (Stats, error) {
 	stage, _ := s.workDir("compact")
 	if err := os.Mkdir(stage, 0o700); err != nil {
@@ -172,6 +193,10 @@ func (s *Store) compact(line, dir string, layers []layer) (Stats, error) {
 	defer RemoveAll(stage) // a no-op once it is a layer
 	for i := len(layers) - 1; i >= 0; i-- {
 		if _, err := s.copyTree(layers[i].path, stage, true); err != nil {
+			if errors.Is(err, os.ErrNotExist) { // retired meanwhile: nothing to replace
+				now, _ := readLine(dir)
+				return total(now), nil
+			}
 			return Stats{}, fmt.Errorf("toolcache: merge the layers: %w", err)
 		}
 	}
@@ -187,17 +212,33 @@ func (s *Store) compact(line, dir string, layers []layer) (Stats, error) {
 	if err := writeMarker(stage, st); err != nil {
 		return Stats{}, err
 	}
+	unlock, err := s.lock(line)
+	if err != nil {
+		return Stats{}, err
+	}
+	defer unlock()
+	now, why := readLine(dir)
+	if why != "" || len(now) < len(layers) {
+		return total(now), nil
+	}
+	for i, l := range layers {
+		if now[i].path != l.path {
+			return total(now), nil
+		}
+	}
+	// The merged layer takes the newest merged layer's number: it sorts
+	// below every layer added since, and that layer goes at once.
 	top := layers[len(layers)-1]
-	merged := filepath.Join(dir, fmt.Sprintf("%08d-%s", top.seq+1, randomHex(4)))
-	if err := os.Rename(stage, merged); err != nil {
+	merged := layer{path: filepath.Join(dir, fmt.Sprintf("%08d-%s", top.seq, randomHex(4))), seq: top.seq, st: st}
+	if err := os.Rename(stage, merged.path); err != nil {
 		return Stats{}, fmt.Errorf("toolcache: add the merged layer: %w", err)
 	}
-	s.markVerified(merged) // counted just now
+	s.markVerified(merged.path) // counted just now
 	for _, l := range layers {
 		s.retireLayer(line, l.path)
 	}
 	s.dropRetired(line)
-	return st, nil
+	return total(append([]layer{merged}, now[len(layers):]...)), nil
 }
 
 // retire takes the whole line at dir out of the store's lines: its layers
@@ -229,17 +270,26 @@ func retiredLine(name string) string {
 func readers(line string) string { return line + ".readers" }
 
 // dropRetired removes line's retired layers when no overlay of the line is
-// mounted; otherwise the last one's release does.
+// mounted; otherwise the last one's release does. Under the readers lock
+// they are only renamed (a mount waits for that lock), then removed.
 func (s *Store) dropRetired(line string) {
 	f, err := s.flock(readers(line), syscall.LOCK_EX|syscall.LOCK_NB)
 	if err != nil {
 		return
 	}
-	defer f.Close()
-	entries, _ := os.ReadDir(filepath.Join(s.root, "work"))
+	work := filepath.Join(s.root, "work")
+	entries, _ := os.ReadDir(work)
+	var trash []string
 	for _, e := range entries {
 		if retiredLine(e.Name()) == line {
-			_ = RemoveAll(filepath.Join(s.root, "work", e.Name()))
+			to := filepath.Join(work, "trash-"+randomHex(8))
+			if os.Rename(filepath.Join(work, e.Name()), to) == nil {
+				trash = append(trash, to)
+			}
 		}
+	}
+	f.Close()
+	for _, t := range trash {
+		_ = RemoveAll(t)
 	}
 }

@@ -177,3 +177,40 @@ func TestRetiredLayersGoOnlyWithoutReaders(t *testing.T) {
 		t.Fatalf("retired layers no overlay reads survived a start: %v", r)
 	}
 }
+
+// A layer added while the older ones are being merged stays on top of the
+// merged one: its file wins over the older version, and nothing is lost.
+func TestLayerAddedDuringAMergeStaysOnTop(t *testing.T) {
+	s := overlayStore(t, 64)
+	for i, content := range []string{"old", "b", "c"} {
+		commitLine(t, s, "campaign-a", map[string]string{"pip/shared": content, fmt.Sprintf("pip/f%d", i): "x"})
+	}
+	dir, _ := s.lineDir("campaign-a")
+	snapshot, _ := readLine(dir)
+	commitLine(t, s, "campaign-a", map[string]string{"pip/shared": "newest", "pip/late": "late"})
+	st, err := s.compact("campaign-a", dir, snapshot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(layers(t, s, "campaign-a")); n != 2 {
+		t.Fatalf("after the merge the line has %d layers, want the merged one and the late one", n)
+	}
+	if st.Files != 6 { // merged: shared, f0, f1, f2; late: shared, late
+		t.Fatalf("the line holds %+v after the merge, want 6 files", st)
+	}
+	c := checkout(t, s, "campaign-a", "")
+	for f, want := range map[string]string{"pip/shared": "newest", "pip/late": "late", "pip/f0": "x", "pip/f2": "x"} {
+		if b, err := os.ReadFile(filepath.Join(c.Dir, f)); err != nil || string(b) != want {
+			t.Fatalf("%s = %q, %v; want %q", f, b, err, want)
+		}
+	}
+	// A merge of layers that are no longer the line's (a rebuild took
+	// them) replaces nothing.
+	s.retire("campaign-a", dir)
+	if _, err := s.compact("campaign-a", dir, snapshot); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Fatalf("a stale merge brought back a retired line: %v", err)
+	}
+}

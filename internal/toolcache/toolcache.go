@@ -66,6 +66,9 @@ type Store struct {
 	// verified holds the layers this worker has checked against their
 	// markers: a layer never changes, so once is enough.
 	verified map[string]bool
+	// compacting holds the lines whose layers this worker is merging (one
+	// merge per line at a time).
+	compacting map[string]bool
 }
 
 // Owner is who a copy is for: the commands' uid and gid, and whether
@@ -87,7 +90,7 @@ func New(root string, maxMB int, owner Owner) (*Store, error) {
 		}
 	}
 	s := &Store{root: root, maxBytes: int64(maxMB) << 20, uid: owner.UID, gid: owner.GID, farm: owner.Other,
-		verified: map[string]bool{}}
+		verified: map[string]bool{}, compacting: map[string]bool{}}
 	s.sweep()
 	s.overlayWhy = s.probeOverlay()
 	s.overlay = s.overlayWhy == ""
@@ -130,6 +133,10 @@ func (s *Store) sweep() {
 	for _, e := range entries {
 		if line := retiredLine(e.Name()); line != "" {
 			s.dropRetired(line) // a retired layer's age says nothing of its readers
+			continue
+		}
+		if strings.HasPrefix(e.Name(), "trash-") { // no overlay reads it
+			_ = RemoveAll(filepath.Join(s.root, "work", e.Name()))
 			continue
 		}
 		if fi, err := e.Info(); err == nil && time.Since(fi.ModTime()) > staleCopy {
@@ -372,10 +379,17 @@ func (c *Copy) Commit() (Stats, error) {
 	if err != nil {
 		return Stats{}, err
 	}
-	defer unlock()
-	got, err := s.addLayer(c.line, dir, stage, st, whole)
+	layers, err := s.addLayer(c.line, dir, stage, st, whole)
+	unlock()
 	if err != nil {
 		return Stats{}, err
+	}
+	got := total(layers)
+	if s.crowded(layers) && s.startCompacting(c.line) {
+		defer s.doneCompacting(c.line)
+		if got, err = s.compact(c.line, dir, layers); err != nil {
+			return Stats{}, err
+		}
 	}
 	s.bound(c.line)
 	return got, nil
