@@ -78,6 +78,12 @@ func (w *Workspace) exec(ctx context.Context, command string, timeout time.Durat
 		_ = cache.Remove()
 		return ExecResult{}, err
 	}
+	// The command is over: its copy (kept to be committed or removed)
+	// holds no mount from here on.
+	if err := cache.Unmount(); err != nil {
+		_ = cache.Remove()
+		return ExecResult{}, err
+	}
 	out := o.output
 	for _, kill := range []string{o.memoryKill, o.diskKill} {
 		if kill != "" {

@@ -34,6 +34,7 @@ import (
 	"github.com/ralph-temporal/ralph/devenv/temporalserver"
 	"github.com/ralph-temporal/ralph/devenv/testkit"
 	"github.com/ralph-temporal/ralph/internal/fakeopenai"
+	"github.com/ralph-temporal/ralph/internal/toolcache"
 	"github.com/ralph-temporal/ralph/internal/wait"
 	"github.com/ralph-temporal/ralph/workflows"
 )
@@ -140,6 +141,10 @@ func newEnv(t *testing.T, script fakeopenai.Script, extraEnv ...string) *env {
 		client:   dial(t),
 	}
 	t.Cleanup(e.model.Close)
+	// A worker the test killed in the middle of a verify leaves its tool
+	// cache overlay mounted (the next worker's start removes it): none may
+	// outlive the test's directory.
+	t.Cleanup(func() { toolcache.Unmount(dir) })
 	e.workerEnv = append([]string{
 		"TEMPORAL_ADDRESS=" + suite.address,
 		"TEMPORAL_NAMESPACE=" + suite.namespace,

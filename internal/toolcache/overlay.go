@@ -1,6 +1,7 @@
 package toolcache
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -15,10 +16,15 @@ import (
 // like any copy; while it is mounted it holds the line's readers lock
 // shared, so no layer under it goes.
 type overlayCopy struct {
-	root    string   // holds upper, work (the kernel's) and merged (the mount)
+	root    string   // holds upper, work (the kernel's), merged (the mount) and alive
 	readers *os.File // the line's readers lock, shared
+	alive   *os.File // root/alive, locked while this worker holds the copy
 	mounted bool
 }
+
+// aliveFile is the lock a copy's worker holds on it: a worker that finds
+// it free (sweep) knows the copy's worker is gone.
+const aliveFile = "alive"
 
 // mountCopy makes c an overlay of layers (the oldest first).
 func (s *Store) mountCopy(c *Copy, layers []layer) error {
@@ -45,9 +51,15 @@ func (s *Store) mountCopy(c *Copy, layers []layer) error {
 		_ = RemoveAll(root)
 		return err
 	}
-	f, err := s.flock(readers(c.line), syscall.LOCK_SH)
+	alive, err := lockFile(filepath.Join(root, aliveFile), syscall.LOCK_EX|lockCreate)
 	if err != nil {
 		_ = RemoveAll(root)
+		return err
+	}
+	ov.alive = alive
+	f, err := s.flock(readers(c.line), syscall.LOCK_SH)
+	if err != nil {
+		_ = ov.release(s, c.line)
 		return err
 	}
 	ov.readers = f
@@ -91,13 +103,46 @@ func (ov *overlayCopy) release(s *Store, line string) error {
 	if err == nil {
 		err = RemoveAll(ov.root)
 	}
-	if ov.readers != nil {
-		ov.readers.Close()
-		ov.readers = nil
+	for _, f := range []**os.File{&ov.readers, &ov.alive} {
+		if *f != nil {
+			(*f).Close()
+			*f = nil
+		}
 	}
 	s.dropRetired(line)
 	return err
 }
+
+// Unmount takes a copy's overlay away once its command has ended: what the
+// command wrote stays (for Commit), the layers under it too, but no mount
+// outlives the command (a worker stopped while a lane's copy waits for its
+// landing leaves none). A no-op for other copies.
+func (c *Copy) Unmount() error {
+	if c == nil || c.ov == nil {
+		return nil
+	}
+	_, err := c.ov.detach()
+	return err
+}
+
+// sweepCopy removes the overlay copy at dir (in the work directory) when
+// its worker is gone; it reports whether dir is an overlay copy.
+func sweepCopy(dir string) bool {
+	f, err := lockFile(filepath.Join(dir, aliveFile), syscall.LOCK_EX|syscall.LOCK_NB)
+	if errors.Is(err, os.ErrNotExist) {
+		return false
+	}
+	if err == nil {
+		unmountUnder(dir)
+		_ = RemoveAll(dir)
+		f.Close()
+	}
+	return true
+}
+
+// Unmount detaches every mount at or under dir: a test's cleanup, after
+// it killed a worker in the middle of a verify.
+func Unmount(dir string) { unmountUnder(dir) }
 
 // overlayOption reports whether path can stand in an overlay's mount
 // options (a comma or a colon there would split it).

@@ -118,8 +118,9 @@ func TestOverlayCommitOnlyAdds(t *testing.T) {
 	}
 }
 
-// A killed worker's overlay (its mount and copy a day old) is unmounted
-// and removed when a worker opens the store.
+// A killed worker's overlay (its mount and copy, its lock gone with it) is
+// unmounted and removed when a worker opens the store; a live worker's
+// is left alone, however old.
 func TestStaleOverlayIsSweptAtStart(t *testing.T) {
 	s := overlayStore(t, 64)
 	commitLine(t, s, "campaign-a", map[string]string{"go-build/ab/e-d": "e"})
@@ -127,22 +128,46 @@ func TestStaleOverlayIsSweptAtStart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.ov.readers.Close() // the worker is gone: its lock with it
 	old := time.Now().Add(-2 * staleCopy)
 	if err := os.Chtimes(c.ov.root, old, old); err != nil {
 		t.Fatal(err)
 	}
-	if len(mountsUnder(t, s.root)) != 1 {
-		t.Fatal("the copy is not mounted")
+	reopen := func() {
+		if _, err := New(s.root, 64, Owner{UID: 65534, GID: 65534, Other: true}); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if _, err := New(s.root, 64, Owner{UID: 65534, GID: 65534, Other: true}); err != nil {
+	reopen()
+	if b, err := os.ReadFile(filepath.Join(c.Dir, "go-build", "ab", "e-d")); err != nil || string(b) != "e" {
+		t.Fatalf("a starting worker took a live worker's overlay: %q, %v", b, err)
+	}
+	c.ov.alive.Close() // the worker is gone: its locks with it
+	c.ov.readers.Close()
+	reopen()
+	if m := mountsUnder(t, s.root); len(m) != 0 {
+		t.Fatalf("the dead worker's overlay is still mounted: %v", m)
+	}
+	if _, err := os.Stat(c.ov.root); !os.IsNotExist(err) {
+		t.Fatalf("the dead worker's copy is still there: %v", err)
+	}
+}
+
+// Once its command has ended a copy holds no mount; it commits as well.
+func TestUnmountedCopyCommits(t *testing.T) {
+	s := overlayStore(t, 64)
+	c := checkout(t, s, "campaign-a", "")
+	write(t, filepath.Join(c.Dir, "npm", "wrote"), "w")
+	if err := c.Unmount(); err != nil {
 		t.Fatal(err)
 	}
 	if m := mountsUnder(t, s.root); len(m) != 0 {
-		t.Fatalf("the stale overlay is still mounted: %v", m)
+		t.Fatalf("an unmounted copy is still mounted: %v", m)
 	}
-	if _, err := os.Stat(c.ov.root); !os.IsNotExist(err) {
-		t.Fatalf("the stale copy is still there: %v", err)
+	if st, err := c.Commit(); err != nil || st.Files != 1 {
+		t.Fatalf("Commit after Unmount = %+v, %v", st, err)
+	}
+	if b, err := os.ReadFile(filepath.Join(topLayer(t, s, "campaign-a"), "npm", "wrote")); err != nil || string(b) != "w" {
+		t.Fatalf("the line after the commit: %q, %v", b, err)
 	}
 }
 

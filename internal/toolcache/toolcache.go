@@ -127,7 +127,8 @@ func (s *Store) MaxBytes() int64 { return s.maxBytes }
 const staleCopy = 24 * time.Hour
 
 // sweep removes the work copies a worker that ended left behind (an
-// overlay's mount first), and retired layers no overlay reads any more.
+// overlay's mount first: at once, its lock says its worker is gone; others
+// a day old), and retired layers no overlay reads any more.
 func (s *Store) sweep() {
 	entries, _ := os.ReadDir(filepath.Join(s.root, "work"))
 	for _, e := range entries {
@@ -139,8 +140,11 @@ func (s *Store) sweep() {
 			_ = RemoveAll(filepath.Join(s.root, "work", e.Name()))
 			continue
 		}
+		dir := filepath.Join(s.root, "work", e.Name())
+		if sweepCopy(dir) { // an overlay: gone as soon as its worker is
+			continue
+		}
 		if fi, err := e.Info(); err == nil && time.Since(fi.ModTime()) > staleCopy {
-			dir := filepath.Join(s.root, "work", e.Name())
 			unmountUnder(dir)
 			_ = RemoveAll(dir)
 		}
@@ -178,13 +182,30 @@ func (s *Store) lock(line string) (func(), error) {
 
 // flock opens the lock file name beside the lines and takes how on it.
 func (s *Store) flock(name string, how int) (*os.File, error) {
-	f, err := os.OpenFile(filepath.Join(s.root, "lines", name), os.O_CREATE|os.O_RDWR, 0o600)
+	f, err := lockFile(filepath.Join(s.root, "lines", name), how|lockCreate)
 	if err != nil {
 		return nil, fmt.Errorf("toolcache: %w", err)
 	}
-	if err := syscall.Flock(int(f.Fd()), how); err != nil {
+	return f, nil
+}
+
+// lockCreate has lockFile create the file when it is missing.
+const lockCreate = 1 << 30
+
+// lockFile opens path and takes how on it (LOCK_SH, LOCK_EX, with
+// LOCK_NB; and lockCreate).
+func lockFile(path string, how int) (*os.File, error) {
+	flags := os.O_RDWR
+	if how&lockCreate != 0 {
+		flags |= os.O_CREATE
+	}
+	f, err := os.OpenFile(path, flags, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), how&^lockCreate); err != nil {
 		f.Close()
-		return nil, fmt.Errorf("toolcache: lock %s: %w", name, err)
+		return nil, fmt.Errorf("lock %s: %w", filepath.Base(path), err)
 	}
 	return f, nil
 }
