@@ -142,9 +142,10 @@ func newEnv(t *testing.T, script fakeopenai.Script, extraEnv ...string) *env {
 	}
 	t.Cleanup(e.model.Close)
 	// A worker the test killed in the middle of a verify leaves its tool
-	// cache overlay mounted (the next worker's start removes it): none may
-	// outlive the test's directory.
-	t.Cleanup(func() { toolcache.Unmount(dir) })
+	// cache overlay mounted (the next worker on its session directory
+	// removes it; a test's "other host" never does): none may outlive the
+	// test's directories, which all share dir's parent.
+	t.Cleanup(func() { toolcache.Unmount(filepath.Dir(dir)) })
 	e.workerEnv = append([]string{
 		"TEMPORAL_ADDRESS=" + suite.address,
 		"TEMPORAL_NAMESPACE=" + suite.namespace,
