@@ -89,7 +89,8 @@ func TestOverlayCommitOnlyAdds(t *testing.T) {
 	if err := os.RemoveAll(filepath.Join(c.Dir, "npm", "x")); err != nil {
 		t.Fatal(err)
 	}
-	write(t, filepath.Join(c.Dir, "npm", "x", "new"), "new") // x is now opaque in the upper directory
+	write(t, filepath.Join(c.Dir, "npm", "x", "new"), "new")        // x is now opaque in the upper directory
+	write(t, filepath.Join(c.Dir, marker), `{"files":0,"bytes":0}`) // a forged marker
 	if _, err := c.Commit(); err != nil {
 		t.Fatal(err)
 	}
@@ -111,6 +112,9 @@ func TestOverlayCommitOnlyAdds(t *testing.T) {
 		t.Fatal(err)
 	}
 	next := checkout(t, s, "campaign-a", "")
+	if next.Rebuilt != "" {
+		t.Fatalf("the command's forged marker made the line damaged: %s", next.Rebuilt)
+	}
 	for f, want := range map[string]string{"go-build/ab/keep-d": "kept", "npm/x/y": "npm", "npm/x/new": "new"} {
 		if b, err := os.ReadFile(filepath.Join(next.Dir, f)); err != nil || string(b) != want {
 			t.Fatalf("after the commit, %s = %q, %v; want %q", f, b, err, want)

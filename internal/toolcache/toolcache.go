@@ -448,10 +448,12 @@ func (s *Store) seal(root string) (Stats, error) {
 		sys := fi.Sys().(*syscall.Stat_t)
 		// One of the line's own files: the worker's and read-only.
 		linked := s.farm && int(sys.Uid) == os.Geteuid() && fi.Mode().Perm()&0o222 == 0
-		if !fi.Mode().IsRegular() || (!linked && sys.Nlink > 1) {
+		rel, _ := filepath.Rel(root, path)
+		// A marker is the worker's alone: one a command wrote would be
+		// counted as a file, then overwritten, and the layer found damaged.
+		if !fi.Mode().IsRegular() || (!linked && sys.Nlink > 1) || rel == marker {
 			return os.Remove(path)
 		}
-		rel, _ := filepath.Rel(root, path)
 		switch {
 		case bookkeeping(rel):
 			if err := s.own(path); err != nil {
