@@ -36,11 +36,13 @@ import (
 var allSections = []string{"overhead", "scale", "cancel", "crash", "prompt", "history", "encryption"}
 
 // Scenarios that run only when named in -only (they take long).
-var extraSections = []string{"churn", "ratelimit", "agents", "campaign", "candidates", "lanes", "queuecost", "warmverify"}
+var extraSections = []string{"churn", "ratelimit", "agents", "campaign", "candidates", "lanes", "queuecost", "warmverify", "warmcampaign"}
 
 // groups name several benchmarks at once in -only. section41 is SPEC 41's
-// benchmark side by side in one run (docs/benchmarks.md).
-var groups = map[string][]string{"section41": {"lanes", "queuecost", "candidates", "warmverify"}}
+// benchmark side by side in one run (docs/benchmarks.md); its warm
+// verifies are a campaign's (warmcampaign: the SPEC's words), warmverify
+// the merge verify's path alone, each merge beside the host at once.
+var groups = map[string][]string{"section41": {"lanes", "queuecost", "candidates", "warmcampaign"}}
 
 func main() {
 	os.Exit(run())
@@ -80,6 +82,7 @@ type options struct {
 	queueCostDemo, queueCostBig int
 	campaignTasks               int
 	warmMerges                  int
+	warmTasks                   int
 	settings                    map[string]string // -worker-env
 	want                        map[string]bool   // the benchmarks named in -only
 	runsList, slotsList, hbList []int
@@ -126,6 +129,7 @@ func parseFlags() options {
 	flag.IntVar(&o.queueCostDemo, "queuecost-demo-steps", 20, "steps each queuecost benchmark measures on the demo-sized repository")
 	flag.IntVar(&o.queueCostBig, "queuecost-large-steps", 5, "steps each queuecost benchmark measures on the 10,000-file, 100 MB repository")
 	flag.IntVar(&o.warmMerges, "warmverify-merges", 5, "warm merges the warm-verifies benchmark measures after its cold one")
+	flag.IntVar(&o.warmTasks, "warmcampaign-tasks", 6, "tasks of the warm-verifies campaign (each merged by a verify of its own; the first is cold)")
 	flag.StringVar(&o.agentKinds, "agents", "builtin,claude-code,codex,opencode", "RALPH_AGENT values the agents benchmark measures")
 	flag.StringVar(&o.agentCLIDir, "agents-cli-dir", "/opt/ralph-agents/node_modules/.bin", "where the agent CLIs are (scripts/install-agent-clis.sh)")
 	flag.StringVar(&o.workerEnv, "worker-env", "", "comma-separated KEY=VALUE worker settings applied to every benchmark's workers (e.g. RALPH_MODEL_STREAM=off)")
@@ -157,6 +161,9 @@ func (o *options) check() error {
 	}
 	if o.lanesTasks < 1 {
 		return fmt.Errorf("-lanes-tasks %d: must be at least 1", o.lanesTasks)
+	}
+	if o.warmTasks < 2 {
+		return fmt.Errorf("-warmcampaign-tasks %d: must be at least 2 (the first merge is cold)", o.warmTasks)
 	}
 	if o.queueCostDemo < 1 || o.queueCostBig < 1 {
 		return fmt.Errorf("-queuecost-demo-steps %d, -queuecost-large-steps %d: each must be at least 1", o.queueCostDemo, o.queueCostBig)
@@ -458,6 +465,9 @@ func (s *stack) steps(ctx context.Context, o options) []step {
 			}},
 		{"warmverify", benchCommand("warmverify", fmt.Sprintf("-warmverify-merges %d", o.warmMerges)), func() (bench.Section, error) {
 			return h.WarmVerify(ctx, bench.WarmVerifyConfig{Repo: o.repo, Merges: o.warmMerges, Command: bench.DefaultWarmVerifyCommand, File: "report/report.go"})
+		}},
+		{"warmcampaign", benchCommand("warmcampaign", fmt.Sprintf("-warmcampaign-tasks %d", o.warmTasks)), func() (bench.Section, error) {
+			return h.WarmCampaign(ctx, bench.WarmCampaignConfig{Repo: o.repo, Tasks: o.warmTasks, Parallel: 2, Command: bench.DefaultWarmVerifyCommand})
 		}},
 		{"candidates", benchCommand("candidates", ""), func() (bench.Section, error) {
 			return h.Candidates(ctx, bench.CandidatesConfig{Rounds: 4, Runs: 5, Counts: []int{1, 3}})

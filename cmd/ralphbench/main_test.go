@@ -10,7 +10,7 @@ import (
 func checked(t *testing.T, only string, edit func(*options)) (options, error) {
 	t.Helper()
 	o := options{only: only, scaleRuns: "10", scaleSlots: "8", crashHB: "5", mergeLanes: "1,2,4", lanesWorkers: "1,3",
-		lanesTasks: 16, queueCostDemo: 20, queueCostBig: 5}
+		lanesTasks: 16, queueCostDemo: 20, queueCostBig: 5, warmTasks: 6}
 	if edit != nil {
 		edit(&o)
 	}
@@ -22,7 +22,7 @@ func TestOnlySection41NamesItsFourBenchmarks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{"lanes", "queuecost", "candidates", "warmverify"} {
+	for _, name := range []string{"lanes", "queuecost", "candidates", "warmcampaign"} {
 		if !o.want[name] {
 			t.Errorf("section41 does not run %s: %v", name, o.want)
 		}
@@ -38,6 +38,7 @@ func TestOnlySection41NamesItsFourBenchmarks(t *testing.T) {
 func TestBadSection41FlagsNameTheFlag(t *testing.T) {
 	for flagName, edit := range map[string]func(*options){
 		"-lanes-workers":        func(o *options) { o.lanesWorkers = "1,x" },
+		"-warmcampaign-tasks":   func(o *options) { o.warmTasks = 1 },
 		"-lanes:":               func(o *options) { o.mergeLanes = "0" },
 		"-lanes-tasks":          func(o *options) { o.lanesTasks = 0 },
 		"-queuecost-large-step": func(o *options) { o.queueCostBig = 0 },
