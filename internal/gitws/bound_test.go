@@ -382,3 +382,55 @@ func TestPrepareRefusesToResetToATreeOverTheBound(t *testing.T) {
 		t.Fatal("the refused tree was written back")
 	}
 }
+
+// On cgroup v1 the thread that starts a git command enters the command's
+// groups for the start alone (no sh moving itself in): git is born in its
+// memory and pids groups, and no thread of the worker stays in one after.
+func TestGitIsBornInItsGroupsAndTheWorkerLeavesThem(t *testing.T) {
+	g := boundedGit(t, DefaultMemoryMB, 0, 0)
+	if g.bound.cg.Version() == 1 && !g.bound.enter.Load() {
+		t.Fatal("cgroup v1 here, yet the bound's threads do not enter the commands' groups")
+	}
+	dir := workspace(t, "ws")
+	prepare(t, g, dir, round(1, 1))
+	for range 20 {
+		out, err := g.run(context.Background(), dir, cmdOpts{}, "-c", "alias.groups=!cat /proc/self/cgroup", "groups")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range []string{"memory", "pids"} {
+			if g.bound.cg.Version() == 2 {
+				c = ""
+			}
+			if !inRalphGroup(out, c) {
+				t.Fatalf("git's child is not in a command group for %q:\n%s", c, out)
+			}
+		}
+	}
+	tasks, err := filepath.Glob("/proc/self/task/*/cgroup")
+	if err != nil || len(tasks) == 0 {
+		t.Fatalf("no threads listed: %v", err)
+	}
+	for _, f := range tasks {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue // the thread ended
+		}
+		if strings.Contains(string(b), cgroup.Prefix(os.Getpid())) {
+			t.Errorf("worker thread %s stayed in a command's group:\n%s", f, b)
+		}
+	}
+}
+
+// inRalphGroup: a /proc/<pid>/cgroup text puts controller c ("" for v2)
+// in a group the worker made for a command.
+func inRalphGroup(text, c string) bool {
+	for _, line := range strings.Split(text, "\n") {
+		parts := strings.SplitN(line, ":", 3)
+		if len(parts) == 3 && (c == "" && parts[1] == "" || c != "" && slices.Contains(strings.Split(parts[1], ","), c)) &&
+			strings.HasPrefix(filepath.Base(parts[2]), cgroup.Prefix(os.Getpid())) {
+			return true
+		}
+	}
+	return false
+}
