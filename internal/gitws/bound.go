@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"runtime"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"syscall"
 
@@ -44,6 +45,10 @@ type bound struct {
 	// peak is the highest memory use a git command's group reported, for
 	// the tests and the start line's benchmark.
 	peak atomic.Int64
+	// pool makes the groups ahead; ending counts the groups being read
+	// and removed after their command returned.
+	pool   *groupPool
+	ending sync.WaitGroup
 }
 
 func newBound(memoryMB int) *bound {
@@ -51,6 +56,9 @@ func newBound(memoryMB int) *bound {
 	b.cg, b.why = cgroup.Detect(cgroup.Limits{MemoryBytes: b.mem, Pids: Pids})
 	b.cg = b.cg.WithoutFreezer() // git commands are never frozen
 	b.enter.Store(b.cg.Version() == 1 && canEnter(b.cg))
+	if b.cg != nil {
+		b.pool = poolFor(b.cg, b.mem)
+	}
 	return b
 }
 
@@ -90,7 +98,7 @@ func (b *bound) command(ctx context.Context, args []string) (*exec.Cmd, cmdGroup
 		cmd.SysProcAttr = attr
 		return cmd, cmdGroup{}, nil
 	}
-	grp, err := b.cg.New()
+	grp, err := b.pool.take()
 	if err != nil {
 		return nil, cmdGroup{}, fmt.Errorf("the git command's control group: %w", err)
 	}
@@ -135,17 +143,28 @@ func (b *bound) run(cmd *exec.Cmd, grp cmdGroup) error {
 	})
 }
 
-// end records the group's peak memory and removes it; oom says the kernel
-// killed a process of it for passing the memory bound.
-func (b *bound) end(grp cmdGroup) (oom bool) {
+// end says whether the kernel killed a process of the group for passing
+// the memory bound (asked only of a command that failed), then records the
+// group's peak and removes it after the command's return (whatever is
+// left in it is killed then).
+func (b *bound) end(grp cmdGroup, failed bool) (oom bool) {
 	if grp.Group == nil {
 		return false
 	}
-	if p := grp.PeakBytes(); p > b.peak.Load() {
-		b.peak.Store(p)
+	if failed {
+		oom = grp.OOMKilled()
 	}
-	oom = grp.OOMKilled()
-	grp.Close()
+	b.ending.Add(1)
+	go func() {
+		defer b.ending.Done()
+		for p := grp.PeakBytes(); ; {
+			old := b.peak.Load()
+			if p <= old || b.peak.CompareAndSwap(old, p) {
+				break
+			}
+		}
+		grp.Close()
+	}()
 	return oom
 }
 
@@ -173,6 +192,7 @@ func (g *Git) PeakMemoryBytes() int64 {
 	if g.bound == nil {
 		return 0
 	}
+	g.bound.ending.Wait() // the groups of the commands that returned
 	return g.bound.peak.Load()
 }
 

@@ -434,3 +434,46 @@ func inRalphGroup(text, c string) bool {
 	}
 	return false
 }
+
+// Groups are made ahead of the commands, but each is fresh and one
+// command's alone: it comes with no charge, a command after a hungry one
+// reports its own small peak, and the peaks recorded after the commands
+// returned (their groups are read and removed then) are all in by the time
+// PeakMemoryBytes answers.
+func TestEachGitCommandHasAFreshGroupOfItsOwn(t *testing.T) {
+	g := boundedGit(t, 512, 0, 0)
+	dir := workspace(t, "ws")
+	prepare(t, g, dir, round(1, 1))
+	runOne := func(args ...string) int64 {
+		t.Helper()
+		cmd, grp, err := g.bound.command(context.Background(), append(append(g.overrides(), "-c", "safe.directory="+dir), args...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd.Dir = dir
+		if p := grp.PeakBytes(); p > 1<<20 {
+			t.Fatalf("a group came to its command with a peak of %d bytes", p)
+		}
+		err = g.bound.run(cmd, grp)
+		peak := grp.PeakBytes()
+		g.bound.end(grp, err != nil)
+		if err != nil {
+			t.Fatalf("git %v: %v", args, err)
+		}
+		return peak
+	}
+	const hog = 64 << 20
+	hungry := runOne("-c", "alias.hog=!x=$(head -c 67108864 /dev/zero | tr '\\0' a); echo ${#x}", "hog")
+	small := runOne("rev-parse", "HEAD")
+	if hungry < hog || small > 16<<20 {
+		t.Fatalf("peaks: %d bytes for a command holding %d, %d for rev-parse after it (want its own, under 16 MB)", hungry, hog, small)
+	}
+	for range 3 * readyGroups { // more than were made ahead
+		if p := runOne("rev-parse", "HEAD"); p > 16<<20 {
+			t.Fatalf("rev-parse peaked at %d bytes", p)
+		}
+	}
+	if got := g.PeakMemoryBytes(); got < hungry {
+		t.Fatalf("PeakMemoryBytes = %d, want at least the hungry command's %d", got, hungry)
+	}
+}

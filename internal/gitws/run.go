@@ -182,7 +182,7 @@ func (g *Git) run(parent context.Context, dir string, opts cmdOpts, args ...stri
 		// Helpers (ssh, credential helpers) git left behind go with it.
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 	}
-	oom := g.bound.end(grp)
+	oom := g.bound.end(grp, err != nil)
 	if err != nil {
 		if parent.Err() != nil {
 			return "", fmt.Errorf("git %s: %w", shown, parent.Err())
