@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha1"
 	"encoding/hex"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -123,5 +124,64 @@ func TestAScratchsMergeCommitIsWrittenInProcess(t *testing.T) {
 	g.authorName = "Ralph W"
 	if _, ok, _ := g.writeCommit(filepath.Join(t.TempDir(), "not-a-scratch"), strings.Repeat("0", 40), "m\n", nil); ok {
 		t.Fatal("a repository that is not the worker's scratch was written in-process")
+	}
+}
+
+// The merge step's diff stat runs beside the tip's checkout: DiffStat then
+// answers with what that git command printed (the same text as one run
+// after the checkout), runs no diff of its own, and ForgetScratch waits
+// for it.
+func TestTheMergesDiffStatRunsBesideTheCheckout(t *testing.T) {
+	ctx := context.Background()
+	bare, person := campaignRemote(t)
+	g := newGit(t, ModeRemote, bare)
+	line := Line{URL: bare, Branch: "integration"}
+	head := testkit.Git(t, bare, "rev-parse", "main")
+	testkit.Git(t, bare, "branch", line.Branch, head)
+	tb := TaskBranch{ID: "a", Repo: bare, Branch: "tasks/a", Go: 1}
+	tb.Commit = taskCommit(t, person, tb.Branch, head, map[string]string{"a.txt": "a\nb\n", "README": "changed\n"})
+	ref, _ := tb.ScratchRef()
+	scratch := filepath.Join(t.TempDir(), "scratch")
+	if err := g.ScratchFrom(ctx, scratch, bare, []ScratchRef{line.ScratchRef(), ref}); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var diffs []time.Time
+	var checkoutEnd time.Time
+	stop := Trace(func(c TracedCommand) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch c.Args[0] {
+		case "diff":
+			diffs = append(diffs, time.Now())
+		case "checkout":
+			checkoutEnd = time.Now()
+		}
+	})
+	tip, _, conflict, err := g.MergeStack(ctx, scratch, "c", head, []TaskBranch{tb})
+	if err != nil || conflict != nil {
+		t.Fatalf("MergeStack: %v %+v", err, conflict)
+	}
+	stat, err := g.DiffStat(ctx, scratch, head, tip)
+	stop()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	n, end := len(diffs), checkoutEnd
+	mu.Unlock()
+	if n != 1 || end.IsZero() {
+		t.Fatalf("%d diff commands and a checkout at %v, want one diff beside the checkout", n, end)
+	}
+	want, err := g.diffStat(ctx, scratch, head, tip)
+	if err != nil || stat != want || !strings.Contains(stat, "2 files changed") || !strings.Contains(stat, "a.txt") {
+		t.Fatalf("diff stat %q, want %q (%v)", stat, want, err)
+	}
+	if _, err := os.Stat(filepath.Join(scratch, "a.txt")); err != nil {
+		t.Fatalf("the tip is not checked out: %v", err)
+	}
+	g.ForgetScratch(scratch)
+	if f := g.startedStat(scratch, head, tip); f != nil {
+		t.Fatal("a forgotten scratch still holds a diff stat")
 	}
 }
