@@ -192,3 +192,25 @@ func TestAGroupWithAFreezerIsNotEntered(t *testing.T) {
 		t.Fatal("a v2 group was entered by a thread")
 	}
 }
+
+// Close never kills the worker: a thread of it that could not leave a
+// group lists the worker's pid in the group's processes until the thread
+// ends. (A fake group listing this process, emptied a moment later.)
+func TestCloseSparesTheWorkerItself(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "ralph-test-2")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	procs := filepath.Join(dir, "cgroup.procs")
+	if err := os.WriteFile(procs, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		time.Sleep(100 * time.Millisecond)
+		_ = os.Remove(procs) // the thread ended: the group empties
+	}()
+	(&Group{dirs: []string{dir}, dirFD: -1}).Close()
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Fatalf("the group was not removed once empty: %v", err)
+	}
+}
