@@ -7,9 +7,9 @@ import (
 	"os/exec"
 	"runtime"
 	"slices"
-	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/ralph-temporal/ralph/internal/cgroup"
 	"github.com/ralph-temporal/ralph/internal/deathsig"
@@ -48,7 +48,7 @@ type bound struct {
 	// pool makes the groups ahead; ending counts the groups being read
 	// and removed after their command returned.
 	pool   *groupPool
-	ending sync.WaitGroup
+	ending atomic.Int64
 }
 
 func newBound(memoryMB int) *bound {
@@ -156,7 +156,7 @@ func (b *bound) end(grp cmdGroup, failed bool) (oom bool) {
 	}
 	b.ending.Add(1)
 	go func() {
-		defer b.ending.Done()
+		defer b.ending.Add(-1)
 		for p := grp.PeakBytes(); ; {
 			old := b.peak.Load()
 			if p <= old || b.peak.CompareAndSwap(old, p) {
@@ -192,7 +192,11 @@ func (g *Git) PeakMemoryBytes() int64 {
 	if g.bound == nil {
 		return 0
 	}
-	g.bound.ending.Wait() // the groups of the commands that returned
+	// The groups of the commands that returned are read within moments;
+	// a command still running may start more, which the wait gives up on.
+	for deadline := time.Now().Add(10 * time.Second); g.bound.ending.Load() > 0 && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
 	return g.bound.peak.Load()
 }
 
