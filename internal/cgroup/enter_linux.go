@@ -17,8 +17,8 @@ import (
 // one by one and a child starts in its forking thread's groups, as v2's
 // CgroupFD starts it in one.
 //
-// The caller holds the thread locked (runtime.LockOSThread) from Enter
-// until leave has returned, and starts only the one command in between
+// The caller holds the thread, not the main one, locked
+// (runtime.LockOSThread) from Enter until leave has returned, and starts only the one command in between
 // (Go asks another thread to create threads for a locked one). leave moves
 // the thread back to the groups g was made in. When it cannot, the thread
 // is locked for good, so Go ends it when its goroutine ends (which must
@@ -30,6 +30,10 @@ func (g *Group) Enter() (leave func() error, err error) {
 	case g.frzDir != "":
 		// Frozen with the command, the worker's thread would stop too.
 		return nil, errors.New("cgroup: a group with a freezer is not entered by a thread")
+	case syscall.Gettid() == os.Getpid():
+		// The main thread's groups are the process's as /proc/<pid>/cgroup
+		// shows them (to Detect, to a test looking for a worker's commands).
+		return nil, errors.New("cgroup: the main thread does not enter a group (start the command from another)")
 	}
 	tid := []byte(strconv.Itoa(syscall.Gettid()))
 	var moved []string

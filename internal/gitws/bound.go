@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
-	"runtime"
 	"slices"
 	"sync/atomic"
 	"syscall"
@@ -70,14 +70,28 @@ func canEnter(m *cgroup.Manager) bool {
 		return false
 	}
 	defer grp.Close()
-	ok := make(chan bool)
-	go func() {
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
+	err = offMainThread(func() error {
 		leave, err := grp.Enter()
-		ok <- err == nil && leave() == nil
-	}()
-	return <-ok
+		if err != nil {
+			return err
+		}
+		return leave()
+	})
+	return err == nil
+}
+
+// offMainThread runs f on a locked thread that is not the process's main
+// thread (whose groups are the process's: cgroup.Group.Enter refuses it),
+// held until f returns (deathsig: f starts a child and waits for it).
+func offMainThread(f func() error) error {
+	return deathsig.Run(func() error {
+		if syscall.Gettid() == os.Getpid() {
+			// This thread stays locked to this goroutine meanwhile, so the
+			// inner one runs on another.
+			return deathsig.Run(f)
+		}
+		return f()
+	})
 }
 
 // cmdGroup is a git command's group and how the command gets in.
@@ -121,7 +135,7 @@ func (b *bound) run(cmd *exec.Cmd, grp cmdGroup) error {
 	if !grp.enter {
 		return deathsig.Run(cmd.Run)
 	}
-	return deathsig.Run(func() error {
+	return offMainThread(func() error {
 		leave, err := grp.Enter()
 		if err != nil {
 			return err
