@@ -360,7 +360,11 @@ func (g *Group) Close() {
 		for {
 			pids := readPids(filepath.Join(dir, "cgroup.procs"))
 			for _, pid := range pids {
-				_ = syscall.Kill(pid, syscall.SIGKILL)
+				// A worker's thread that could not leave the group (Enter)
+				// lists the worker itself until the thread ends.
+				if pid != os.Getpid() {
+					_ = syscall.Kill(pid, syscall.SIGKILL)
+				}
 			}
 			err := os.Remove(dir)
 			if err == nil || errors.Is(err, os.ErrNotExist) || time.Now().After(deadline) {

@@ -22,3 +22,7 @@ func (g *Group) FD() (int, bool)        { return -1, false }
 func (g *Group) Frozen() bool  { return false }
 func (g *Group) Freeze() error { return errors.New("cgroup: no freezer outside Linux") }
 func (g *Group) Thaw() error   { return nil }
+
+func (g *Group) Enter() (func() error, error) {
+	return nil, errors.New("cgroup: control groups exist only on Linux")
+}

@@ -24,14 +24,30 @@ func manager(t *testing.T, lim Limits) *Manager {
 	return m
 }
 
-func run(t *testing.T, g *Group, script string) (string, error) {
+func run(_ *testing.T, g *Group, script string) (string, error) {
 	name, args := g.Wrap("bash", []string{"-c", script})
 	out, err := exec.Command(name, args...).CombinedOutput()
 	return string(out), err
 }
 
+// runners are the ways a command gets into its group: Wrap's sh (or v2's
+// FD), and on cgroup v1 a thread that entered the group (Enter).
+func runners(t *testing.T, m *Manager) map[string]func(*testing.T, *Group, string) (string, error) {
+	out := map[string]func(*testing.T, *Group, string) (string, error){"wrapped": run}
+	if m.Version() == 1 {
+		out["entered"] = runEntered
+	}
+	return out
+}
+
 func TestMemoryLimitKills(t *testing.T) {
-	m := manager(t, Limits{MemoryBytes: 64 << 20, Pids: 100})
+	m := manager(t, Limits{MemoryBytes: 64 << 20, Pids: 100}).WithoutFreezer()
+	for how, run := range runners(t, m) {
+		t.Run(how, func(t *testing.T) { memoryLimitKills(t, m, run) })
+	}
+}
+
+func memoryLimitKills(t *testing.T, m *Manager, run func(*testing.T, *Group, string) (string, error)) {
 	g, err := m.New()
 	if err != nil {
 		t.Fatal(err)
@@ -64,7 +80,13 @@ func TestMemoryLimitKills(t *testing.T) {
 }
 
 func TestPidsLimitAndCleanup(t *testing.T) {
-	m := manager(t, Limits{MemoryBytes: 1 << 30, Pids: 20})
+	m := manager(t, Limits{MemoryBytes: 1 << 30, Pids: 20}).WithoutFreezer()
+	for how, run := range runners(t, m) {
+		t.Run(how, func(t *testing.T) { pidsLimitAndCleanup(t, m, run) })
+	}
+}
+
+func pidsLimitAndCleanup(t *testing.T, m *Manager, run func(*testing.T, *Group, string) (string, error)) {
 	g, err := m.New()
 	if err != nil {
 		t.Fatal(err)

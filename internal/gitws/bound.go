@@ -2,13 +2,17 @@ package gitws
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"slices"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/ralph-temporal/ralph/internal/cgroup"
+	"github.com/ralph-temporal/ralph/internal/deathsig"
 )
 
 // The worker's git runs as root outside the jail on trees the model wrote:
@@ -34,53 +38,147 @@ type bound struct {
 	cg  *cgroup.Manager // nil: no bound holds (Why says why)
 	why string
 	mem int64
+	// enter: on cgroup v1 the thread starting a command enters its groups
+	// (cgroup.Group.Enter) instead of a sh moving itself in (Wrap); off
+	// where the probe at start or a later move back failed.
+	enter atomic.Bool
 	// peak is the highest memory use a git command's group reported, for
 	// the tests and the start line's benchmark.
 	peak atomic.Int64
+	// pool makes the groups ahead; ending counts the groups being read
+	// and removed after their command returned.
+	pool   *groupPool
+	ending atomic.Int64
 }
 
 func newBound(memoryMB int) *bound {
 	b := &bound{mem: int64(memoryMB) << 20}
 	b.cg, b.why = cgroup.Detect(cgroup.Limits{MemoryBytes: b.mem, Pids: Pids})
 	b.cg = b.cg.WithoutFreezer() // git commands are never frozen
+	b.enter.Store(b.cg.Version() == 1 && canEnter(b.cg))
+	if b.cg != nil {
+		b.pool = poolFor(b.cg, b.mem)
+	}
 	return b
 }
 
-// command returns the exec.Cmd of git args, started inside a new group of
-// its own: in cgroup v2 the process is born inside (UseCgroupFD); in v1 a
-// POSIX sh moves itself in and then execs git. The caller ends the group
-// (end) after the command.
-func (b *bound) command(ctx context.Context, args []string) (*exec.Cmd, *cgroup.Group, error) {
+// canEnter tries, once, what every command's start then does on cgroup v1:
+// a thread enters a new group and leaves it.
+func canEnter(m *cgroup.Manager) bool {
+	grp, err := m.New()
+	if err != nil {
+		return false
+	}
+	defer grp.Close()
+	err = offMainThread(func() error {
+		leave, err := grp.Enter()
+		if err != nil {
+			return err
+		}
+		return leave()
+	})
+	return err == nil
+}
+
+// offMainThread runs f on a locked thread that is not the process's main
+// thread (whose groups are the process's: cgroup.Group.Enter refuses it),
+// held until f returns (deathsig: f starts a child and waits for it).
+func offMainThread(f func() error) error {
+	return deathsig.Run(func() error {
+		if syscall.Gettid() == os.Getpid() {
+			// This thread stays locked to this goroutine meanwhile, so the
+			// inner one runs on another.
+			return deathsig.Run(f)
+		}
+		return f()
+	})
+}
+
+// cmdGroup is a git command's group and how the command gets in.
+type cmdGroup struct {
+	*cgroup.Group
+	enter bool // the starting thread enters the group (cgroup v1)
+}
+
+// command returns the exec.Cmd of git args, to be started inside a new
+// group of its own by run: in cgroup v2 the process is born inside
+// (UseCgroupFD); in v1 too, forked by a thread that entered the group, or
+// else a POSIX sh moves itself in and then execs git. The caller ends the
+// group (end) after the command.
+func (b *bound) command(ctx context.Context, args []string) (*exec.Cmd, cmdGroup, error) {
 	attr := &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if b == nil || b.cg == nil {
 		cmd := exec.CommandContext(ctx, "git", args...)
 		cmd.SysProcAttr = attr
-		return cmd, nil, nil
+		return cmd, cmdGroup{}, nil
 	}
-	grp, err := b.cg.New()
+	grp, err := b.pool.take()
 	if err != nil {
-		return nil, nil, fmt.Errorf("the git command's control group: %w", err)
+		return nil, cmdGroup{}, fmt.Errorf("the git command's control group: %w", err)
 	}
-	name, argv := grp.Wrap("git", args)
-	cmd := exec.CommandContext(ctx, name, argv...)
-	if fd, ok := grp.FD(); ok {
+	g := cmdGroup{Group: grp}
+	name, argv := "git", args
+	if fd, v2 := grp.FD(); v2 {
 		attr.UseCgroupFD, attr.CgroupFD = true, fd
+	} else if g.enter = b.enter.Load(); !g.enter {
+		name, argv = grp.Wrap("git", args)
 	}
+	cmd := exec.CommandContext(ctx, name, argv...)
 	cmd.SysProcAttr = attr
-	return cmd, grp, nil
+	return cmd, g, nil
 }
 
-// end records the group's peak memory and removes it; oom says the kernel
-// killed a process of it for passing the memory bound.
-func (b *bound) end(grp *cgroup.Group) (oom bool) {
-	if grp == nil {
+// run runs cmd, made by command with grp, to its end on a thread of its own
+// (deathsig): a v1 group not wrapped around the command is entered by the
+// thread for the start alone.
+func (b *bound) run(cmd *exec.Cmd, grp cmdGroup) error {
+	if !grp.enter {
+		return deathsig.Run(cmd.Run)
+	}
+	return offMainThread(func() error {
+		leave, err := grp.Enter()
+		if err != nil {
+			return err
+		}
+		err = cmd.Start()
+		if lerr := leave(); lerr != nil {
+			// The thread ends with this goroutine; later commands are wrapped.
+			b.enter.Store(false)
+			if err == nil {
+				_ = cmd.Process.Kill()
+				_ = cmd.Wait()
+			}
+			return errors.Join(err, lerr)
+		}
+		if err != nil {
+			return err
+		}
+		return cmd.Wait()
+	})
+}
+
+// end says whether the kernel killed a process of the group for passing
+// the memory bound (asked only of a command that failed), then records the
+// group's peak and removes it after the command's return (whatever is
+// left in it is killed then).
+func (b *bound) end(grp cmdGroup, failed bool) (oom bool) {
+	if grp.Group == nil {
 		return false
 	}
-	if p := grp.PeakBytes(); p > b.peak.Load() {
-		b.peak.Store(p)
+	if failed {
+		oom = grp.OOMKilled()
 	}
-	oom = grp.OOMKilled()
-	grp.Close()
+	b.ending.Add(1)
+	go func() {
+		defer b.ending.Add(-1)
+		for p := grp.PeakBytes(); ; {
+			old := b.peak.Load()
+			if p <= old || b.peak.CompareAndSwap(old, p) {
+				break
+			}
+		}
+		grp.Close()
+	}()
 	return oom
 }
 
@@ -107,6 +205,11 @@ func (g *Git) Bound() (enforced, why string) {
 func (g *Git) PeakMemoryBytes() int64 {
 	if g.bound == nil {
 		return 0
+	}
+	// The groups of the commands that returned are read within moments;
+	// a command still running may start more, which the wait gives up on.
+	for deadline := time.Now().Add(10 * time.Second); g.bound.ending.Load() > 0 && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
 	}
 	return g.bound.peak.Load()
 }

@@ -382,3 +382,98 @@ func TestPrepareRefusesToResetToATreeOverTheBound(t *testing.T) {
 		t.Fatal("the refused tree was written back")
 	}
 }
+
+// On cgroup v1 the thread that starts a git command enters the command's
+// groups for the start alone (no sh moving itself in): git is born in its
+// memory and pids groups, and no thread of the worker stays in one after.
+func TestGitIsBornInItsGroupsAndTheWorkerLeavesThem(t *testing.T) {
+	g := boundedGit(t, DefaultMemoryMB, 0, 0)
+	if g.bound.cg.Version() == 1 && !g.bound.enter.Load() {
+		t.Fatal("cgroup v1 here, yet the bound's threads do not enter the commands' groups")
+	}
+	dir := workspace(t, "ws")
+	prepare(t, g, dir, round(1, 1))
+	for range 20 {
+		out, err := g.run(context.Background(), dir, cmdOpts{}, "-c", "alias.groups=!cat /proc/self/cgroup", "groups")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range []string{"memory", "pids"} {
+			if g.bound.cg.Version() == 2 {
+				c = ""
+			}
+			if !inRalphGroup(out, c) {
+				t.Fatalf("git's child is not in a command group for %q:\n%s", c, out)
+			}
+		}
+	}
+	tasks, err := filepath.Glob("/proc/self/task/*/cgroup")
+	if err != nil || len(tasks) == 0 {
+		t.Fatalf("no threads listed: %v", err)
+	}
+	for _, f := range tasks {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue // the thread ended
+		}
+		if strings.Contains(string(b), cgroup.Prefix(os.Getpid())) {
+			t.Errorf("worker thread %s stayed in a command's group:\n%s", f, b)
+		}
+	}
+}
+
+// inRalphGroup: a /proc/<pid>/cgroup text puts controller c ("" for v2)
+// in a group the worker made for a command.
+func inRalphGroup(text, c string) bool {
+	for _, line := range strings.Split(text, "\n") {
+		parts := strings.SplitN(line, ":", 3)
+		if len(parts) == 3 && (c == "" && parts[1] == "" || c != "" && slices.Contains(strings.Split(parts[1], ","), c)) &&
+			strings.HasPrefix(filepath.Base(parts[2]), cgroup.Prefix(os.Getpid())) {
+			return true
+		}
+	}
+	return false
+}
+
+// Groups are made ahead of the commands, but each is fresh and one
+// command's alone: it comes with no charge, a command after a hungry one
+// reports its own small peak, and the peaks recorded after the commands
+// returned (their groups are read and removed then) are all in by the time
+// PeakMemoryBytes answers.
+func TestEachGitCommandHasAFreshGroupOfItsOwn(t *testing.T) {
+	g := boundedGit(t, 512, 0, 0)
+	dir := workspace(t, "ws")
+	prepare(t, g, dir, round(1, 1))
+	runOne := func(args ...string) int64 {
+		t.Helper()
+		cmd, grp, err := g.bound.command(context.Background(), append(append(g.overrides(), "-c", "safe.directory="+dir), args...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd.Dir = dir
+		if p := grp.PeakBytes(); p > 1<<20 {
+			t.Fatalf("a group came to its command with a peak of %d bytes", p)
+		}
+		err = g.bound.run(cmd, grp)
+		peak := grp.PeakBytes()
+		g.bound.end(grp, err != nil)
+		if err != nil {
+			t.Fatalf("git %v: %v", args, err)
+		}
+		return peak
+	}
+	const hog = 64 << 20
+	hungry := runOne("-c", "alias.hog=!x=$(head -c 67108864 /dev/zero | tr '\\0' a); echo ${#x}", "hog")
+	small := runOne("rev-parse", "HEAD")
+	if hungry < hog || small > 16<<20 {
+		t.Fatalf("peaks: %d bytes for a command holding %d, %d for rev-parse after it (want its own, under 16 MB)", hungry, hog, small)
+	}
+	for range 3 * readyGroups { // more than were made ahead
+		if p := runOne("rev-parse", "HEAD"); p > 16<<20 {
+			t.Fatalf("rev-parse peaked at %d bytes", p)
+		}
+	}
+	if got := g.PeakMemoryBytes(); got < hungry {
+		t.Fatalf("PeakMemoryBytes = %d, want at least the hungry command's %d", got, hungry)
+	}
+}

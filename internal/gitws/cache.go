@@ -456,6 +456,8 @@ type scratchState struct {
 	heads map[string]string // scratchKey → commit
 	// lent is the tree copy checked out in the scratch (treecopy.go).
 	lent *lent
+	// stats are diff stats computed beside the tip's checkout (stat.go).
+	stats map[string]*statFuture
 }
 
 func scratchKey(repo, ref, into string) string { return repo + "\x00" + ref + "\x00" + into }
@@ -514,7 +516,12 @@ func (g *Git) ForgetScratch(dir string) {
 		st.mu.Lock()
 		l := st.lent
 		st.lent = nil
+		stats := st.stats
+		st.stats = nil
 		st.mu.Unlock()
+		for _, f := range stats {
+			<-f.done // no git of the step outlives it
+		}
 		if l != nil {
 			l.giveBack()
 		}

@@ -401,6 +401,7 @@ func (g *Git) MergeStack(ctx context.Context, dir, campaign, head string, tasks 
 		merges = append(merges, Merge{Task: t.ID, Commit: tip})
 	}
 	if tip != head {
+		g.startStat(ctx, dir, head, tip) // the step asks for it next
 		if err := g.checkoutScratch(ctx, dir, tip); err != nil {
 			return "", nil, nil, fmt.Errorf("check out the merged tip %s: %w", shortID(tip), err)
 		}
@@ -595,6 +596,18 @@ func (g *Git) FetchKept(ctx context.Context, dir string, l Line, ref string) (st
 
 // DiffStat is git's --stat summary of what tip changes beyond base.
 func (g *Git) DiffStat(ctx context.Context, dir, base, tip string) (string, error) {
+	if f := g.startedStat(dir, base, tip); f != nil {
+		select {
+		case <-f.done:
+			return f.out, f.err
+		case <-ctx.Done():
+			return "", ctx.Err()
+		}
+	}
+	return g.diffStat(ctx, dir, base, tip)
+}
+
+func (g *Git) diffStat(ctx context.Context, dir, base, tip string) (string, error) {
 	out, err := g.run(ctx, dir, cmdOpts{}, "diff", "--no-ext-diff", "--no-textconv", "--no-color", "--stat=100", "--no-renames", base, tip, "--")
 	if err != nil {
 		return "", fmt.Errorf("diff %s..%s: %w", shortID(base), shortID(tip), err)

@@ -99,8 +99,12 @@ func abandonedMessage(workflowID string, round, attempt int) string {
 
 // commitTree writes a commit of tree with the given parents (none for a
 // root commit) authored and committed by the configured author. Plumbing
-// only: no hook, no editor, no signing program.
+// only: no hook, no editor, no signing program. In a scratch of the
+// worker's the worker writes the object itself (writeCommit).
 func (g *Git) commitTree(ctx context.Context, dir, tree, message string, parents ...string) (string, error) {
+	if id, ok, err := g.writeCommit(dir, tree, message, parents); ok {
+		return id, err
+	}
 	args := []string{"commit-tree", tree}
 	for _, p := range parents {
 		args = append(args, "-p", p)

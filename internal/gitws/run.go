@@ -13,8 +13,6 @@ import (
 	"sync"
 	"syscall"
 	"time"
-
-	"github.com/ralph-temporal/ralph/internal/deathsig"
 )
 
 // Git runs the worker's own git steps. One value serves every round; it holds
@@ -176,7 +174,7 @@ func (g *Git) run(parent context.Context, dir string, opts cmdOpts, args ...stri
 	}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 5 * time.Second
-	err = deathsig.Run(cmd.Run)
+	err = g.bound.run(cmd, grp)
 	if cmd.ProcessState != nil {
 		cpu = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
 	}
@@ -184,7 +182,7 @@ func (g *Git) run(parent context.Context, dir string, opts cmdOpts, args ...stri
 		// Helpers (ssh, credential helpers) git left behind go with it.
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 	}
-	oom := g.bound.end(grp)
+	oom := g.bound.end(grp, err != nil)
 	if err != nil {
 		if parent.Err() != nil {
 			return "", fmt.Errorf("git %s: %w", shown, parent.Err())
