@@ -255,8 +255,11 @@ var ErrWorkspaceMoved = errors.New("the workspace moved away from the round's ba
 // Adopt makes the chosen candidate's commit (kept on ref, a child of base)
 // the workspace's checkpoint: its branch moves there (and in remote mode the
 // remote branch, fast-forward only) and ref is dropped, as the branch holds
-// the commit. Adopting again is a no-op.
+// the commit. Adopting again is a no-op. Local mode: adoptLocal.
 func (g *Git) Adopt(ctx context.Context, dir string, r Round, base, commit, ref string) error {
+	if g.cfg.Mode == ModeLocal {
+		return g.adoptLocal(ctx, dir, base, commit, ref)
+	}
 	head, err := g.head(ctx, dir)
 	if err != nil {
 		return err
@@ -265,34 +268,61 @@ func (g *Git) Adopt(ctx context.Context, dir string, r Round, base, commit, ref 
 		if head != base {
 			return fmt.Errorf("%w: HEAD is %s, the base was %s", ErrWorkspaceMoved, shortID(head), shortID(base))
 		}
-		if g.cfg.Mode == ModeRemote {
-			if err := g.push(ctx, dir, commit, Branch(r.Workspace)); err != nil {
-				return err
-			}
+		if err := g.push(ctx, dir, commit, Branch(r.Workspace)); err != nil {
+			return err
 		}
 		if err := g.resetTo(ctx, dir, commit); err != nil {
 			return err
 		}
 	}
-	if g.cfg.Mode == ModeRemote {
-		if err := clearMarker(dir); err != nil {
-			return err
-		}
+	if err := clearMarker(dir); err != nil {
+		return err
 	}
-	if g.cfg.Mode == ModeRemote {
-		if kept, err := g.resolve(ctx, dir, ref); err != nil || kept == "" {
-			return err // dropped by an earlier attempt
-		}
-		if err := g.pushRef(ctx, dir, ":"+ref); err != nil {
-			return err
-		}
+	if kept, err := g.resolve(ctx, dir, ref); err != nil || kept == "" {
+		return err // dropped by an earlier attempt
 	}
-	// update-ref -d of a ref an earlier attempt dropped succeeds: no
-	// rev-parse asks first.
+	if err := g.pushRef(ctx, dir, ":"+ref); err != nil {
+		return err
+	}
 	if _, err := g.run(ctx, dir, cmdOpts{}, "update-ref", "-d", ref); err != nil {
 		return fmt.Errorf("drop %s: %w", ref, err)
 	}
 	return nil
+}
+
+// adoptLocal is Adopt in local mode, in three commands: one update-ref
+// transaction moves HEAD's branch from base to commit (compare and swap,
+// so git checks the workspace did not move) and drops ref (a ref already
+// gone is no failure), then reset and clean bring the index and work tree
+// there. A failed swap reads HEAD: at commit, an earlier attempt moved it,
+// and reset runs only when the index is not at commit yet (that attempt
+// stopped before its reset; a person's edits since a whole adoption
+// stay); anywhere else the workspace moved away from the base.
+func (g *Git) adoptLocal(ctx context.Context, dir, base, commit, ref string) error {
+	// The bound comes before anything moves (mostly remembered from the
+	// candidate's commit: no command).
+	if err := g.checkTree(ctx, dir, commit, "commit "+shortID(commit)); err != nil {
+		return err
+	}
+	tx := fmt.Sprintf("update HEAD %s %s\ndelete %s\n", commit, base, ref)
+	if _, err := g.run(ctx, dir, cmdOpts{stdin: tx}, "update-ref", "-m", "ralph: adopt a candidate", "--stdin"); err != nil {
+		head, herr := g.head(ctx, dir)
+		switch {
+		case herr != nil:
+			return errors.Join(fmt.Errorf("move the workspace to %s: %w", shortID(commit), err), herr)
+		case head != commit:
+			return fmt.Errorf("%w: HEAD is %s, the base was %s", ErrWorkspaceMoved, shortID(head), shortID(base))
+		}
+		if _, err := g.run(ctx, dir, cmdOpts{}, "update-ref", "-d", ref); err != nil {
+			return fmt.Errorf("drop %s: %w", ref, err)
+		}
+		_, err := g.run(ctx, dir, cmdOpts{}, "diff-index", "--cached", "--quiet", commit, "--")
+		var ge *gitError
+		if !errors.As(err, &ge) || ge.exitCode != 1 {
+			return err // nil: the earlier attempt's reset ran
+		}
+	}
+	return g.resetTo(ctx, dir, commit)
 }
 
 // pushRef pushes one refspec to the remote.

@@ -419,10 +419,12 @@ func TestCommitEditsReusesTheFingerprint(t *testing.T) {
 	}
 }
 
-// Adopting a candidate this worker committed runs four commands: HEAD
-// read, reset, clean and the ref dropped (its tree was summed when it was
-// committed; update-ref -d needs no rev-parse to ask whether the ref is
-// still there). The next round's CommitEdits, given HEAD and the work
+// Adopting a candidate this worker committed runs three commands: one
+// update-ref transaction (HEAD's branch from the base to the commit, git
+// checking it is still at the base, and the ref dropped), reset and clean
+// (its tree was summed when it was committed). Adopting again finds HEAD
+// moved already, drops the ref and, the index being at the commit, resets
+// nothing: an edit made since stays. The next round's CommitEdits, given HEAD and the work
 // tree, reads the adopted commit's tree from memory: no command at all
 // when nobody edited. The workspace bounds are on, so a sum would show as
 // ls-tree.
@@ -453,7 +455,7 @@ func TestAdoptGitCommands(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if cmds, want := strings.Join(gitCommands(), " "), "rev-parse reset clean update-ref rev-parse update-ref"; cmds != want {
+	if cmds, want := strings.Join(gitCommands(), " "), "update-ref reset clean update-ref rev-parse update-ref diff-index"; cmds != want {
 		t.Errorf("git commands adopting a candidate twice: %s, want %s", cmds, want)
 	}
 	if testkit.Git(t, dir, "rev-parse", "HEAD") != cp.Commit || testkit.Git(t, dir, "for-each-ref", CandidateRefPrefix) != "" {
@@ -470,4 +472,40 @@ func TestAdoptGitCommands(t *testing.T) {
 	if cmds := gitCommands()[before:]; len(cmds) != 0 {
 		t.Errorf("CommitEdits with nothing edited ran %v", cmds)
 	}
+}
+
+// An adoption that stopped after moving HEAD's branch, before its reset,
+// is finished by the next attempt: the index and work tree reach the
+// commit (not left at the base, where the next round would take the base's
+// files for a person's edits). An edit made after a whole adoption stays
+// when it is adopted again.
+func TestAdoptFinishesAnInterruptedAdoption(t *testing.T) {
+	ctx := context.Background()
+	g := newGit(t, ModeLocal, "")
+	dir := workspace(t, "ws")
+	_, r2 := roundOne(t, g, dir)
+	p := prepare(t, g, dir, r2)
+	cdir := filepath.Join(t.TempDir(), "cand")
+	if err := g.StartCandidate(ctx, dir, cdir, p.Base); err != nil {
+		t.Fatal(err)
+	}
+	write(t, cdir, "answer.txt", "forty-two\n")
+	ref := CandidateRef(r2.WorkflowID, 2, 1)
+	cp, _, err := g.FinishCandidate(ctx, dir, cdir, p.Base, ref, r2, handoff("continue", "adopted"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	testkit.Git(t, dir, "update-ref", "HEAD", cp.Commit, p.Base) // the first attempt's transaction, and no reset
+	if err := g.Adopt(ctx, dir, r2, p.Base, cp.Commit, ref); err != nil {
+		t.Fatal(err)
+	}
+	assertBytes(t, "the adopted answer", filepath.Join(dir, "answer.txt"), "forty-two\n")
+	if st := testkit.Git(t, dir, "status", "--porcelain"); st != "" || testkit.Git(t, dir, "for-each-ref", CandidateRefPrefix) != "" {
+		t.Fatalf("after finishing the adoption: status %q, candidate refs %q", st, testkit.Git(t, dir, "for-each-ref", CandidateRefPrefix))
+	}
+	write(t, dir, "answer.txt", "a person's edit\n")
+	if err := g.Adopt(ctx, dir, r2, p.Base, cp.Commit, ref); err != nil {
+		t.Fatal(err)
+	}
+	assertBytes(t, "a person's edit after the adoption", filepath.Join(dir, "answer.txt"), "a person's edit\n")
 }
