@@ -509,3 +509,36 @@ func TestAdoptFinishesAnInterruptedAdoption(t *testing.T) {
 	}
 	assertBytes(t, "a person's edit after the adoption", filepath.Join(dir, "answer.txt"), "a person's edit\n")
 }
+
+// A candidate that commits in its own repository hands off its tree: the
+// kept commit's parent is the round's base (a fast-forward for the
+// adoption), and the candidate's own commits stay in its clone.
+func TestFinishCandidateKeepsTheTreeNotTheClonesCommits(t *testing.T) {
+	ctx := context.Background()
+	g := newGit(t, ModeLocal, "")
+	dir := workspace(t, "ws")
+	_, r2 := roundOne(t, g, dir)
+	p := prepare(t, g, dir, r2)
+	cdir := filepath.Join(t.TempDir(), "cand")
+	if err := g.StartCandidate(ctx, dir, cdir, p.Base); err != nil {
+		t.Fatal(err)
+	}
+	write(t, cdir, "committed.txt", "committed by the candidate\n")
+	testkit.Git(t, cdir, "add", "committed.txt")
+	testkit.Git(t, cdir, "-c", "user.name=m", "-c", "user.email=m@x", "commit", "-q", "-m", "the candidate's own commit")
+	own := testkit.Git(t, cdir, "rev-parse", "HEAD")
+	write(t, cdir, "loose.txt", "not committed\n")
+	cp, _, err := g.FinishCandidate(ctx, dir, cdir, p.Base, CandidateRef(r2.WorkflowID, 2, 1), r2, handoff("continue", "committed"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if parent := testkit.Git(t, dir, "rev-parse", cp.Commit+"^"); parent != p.Base || cp.FilesChanged != 2 {
+		t.Errorf("the kept commit's parent is %s (%+v), want the base %s and both files", parent, cp, p.Base)
+	}
+	if got := testkit.Git(t, dir, "ls-tree", "--name-only", cp.Commit); !strings.Contains(got, "committed.txt") || !strings.Contains(got, "loose.txt") {
+		t.Errorf("the kept commit holds %q", got)
+	}
+	if err := exec.Command("git", "-C", dir, "cat-file", "-e", own).Run(); err == nil {
+		t.Errorf("the workspace got the candidate's own commit %s", own)
+	}
+}
