@@ -120,8 +120,9 @@ func (a *Activities) beginCandidate(ctx context.Context, w *workspaceRound, spec
 	base := w.prepared.Base
 	var err error
 	if w.git.Config().Mode == gitws.ModeLocal {
-		// w.before is the work tree's id, taken under this same lock.
-		if base, err = w.git.CommitEdits(ctx, w.dir, w.round, w.before); err != nil {
+		// Prepare read HEAD (the base) and w.before is the work tree's
+		// id, both under this same lock.
+		if base, err = w.git.CommitEdits(ctx, w.dir, w.round, base, w.before); err != nil {
 			return nil, w.stepError(ctx, fmt.Errorf("commit the workspace's edits: %w", err), details)
 		}
 	}

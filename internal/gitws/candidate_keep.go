@@ -13,20 +13,17 @@ import (
 // cancelled: what it wrote is kept, as a lost attempt's leftovers are
 // (saveLeftovers). why ("failed", "cancelled") goes into the message.
 func (g *Git) KeepCandidate(ctx context.Context, main, dir, base, ref string, r Round, k int, why string) (string, error) {
-	tree, err := g.WorkTree(ctx, dir)
+	tree, err := g.candidateTree(ctx, main, dir)
 	if err != nil {
 		return "", err
 	}
 	msg := fmt.Sprintf("ralph: round %d candidate %d %s: what its tree held\n\n%s: %s\n%s: %d\n%s: %d\n",
 		r.Round, k, oneLine(why), TrailerWorkflowID, oneLine(r.WorkflowID), TrailerRound, r.Round, TrailerAttempt, r.Attempt)
-	commit, err := g.commitTree(ctx, dir, tree, msg, base)
+	commit, err := g.commitTree(ctx, main, tree, msg, base)
 	if err != nil {
 		return "", err
 	}
-	if err := g.setRef(ctx, dir, ref, commit, ""); err != nil {
-		return "", err
-	}
-	if _, err := g.fetch(ctx, main, dir, ref, ref); err != nil {
+	if err := g.setRef(ctx, main, ref, commit, ""); err != nil {
 		return "", err
 	}
 	if g.cfg.Mode == ModeRemote {

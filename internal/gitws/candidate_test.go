@@ -25,7 +25,7 @@ func TestCandidatesLocal(t *testing.T) {
 	_, r2 := roundOne(t, g, dir)
 	p := prepare(t, g, dir, r2)
 	write(t, dir, "person.txt", "edited between rounds\n")
-	base, err := g.CommitEdits(ctx, dir, r2, "")
+	base, err := g.CommitEdits(ctx, dir, r2, "", "")
 	if err != nil || base == p.Base {
 		t.Fatalf("commit edits: %s (%v), want a commit past %s", base, err, p.Base)
 	}
@@ -146,7 +146,7 @@ func TestCandidateHidesNoLines(t *testing.T) {
 		t.Errorf("the reviewer's change does not show the patch:\n%s", CutChange(change, 600))
 	}
 	// The stat that came with the counts is git diff --stat's, byte for byte.
-	if stat, err := g.DiffStat(ctx, cdir, p.Base, cp.Commit); err != nil || !strings.Contains(cp.DiffStat, "big.txt        | 2000 +") || cp.DiffStat != stat {
+	if stat, err := g.DiffStat(ctx, dir, p.Base, cp.Commit); err != nil || !strings.Contains(cp.DiffStat, "big.txt        | 2000 +") || cp.DiffStat != stat {
 		t.Errorf("the candidate's diff stat (%v):\n%s\ngit diff --stat:\n%s", err, cp.DiffStat, stat)
 	}
 
@@ -160,7 +160,7 @@ func TestCandidateHidesNoLines(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if stat, err := g.DiffStat(ctx, cdir2, p.Base, cp2.Commit); err != nil || !strings.Contains(cp2.DiffStat, "big.dat | Bin 0 -> ") || cp2.DiffStat != stat {
+	if stat, err := g.DiffStat(ctx, dir, p.Base, cp2.Commit); err != nil || !strings.Contains(cp2.DiffStat, "big.dat | Bin 0 -> ") || cp2.DiffStat != stat {
 		t.Errorf("the binary candidate's diff stat (%v):\n%s\ngit diff --stat:\n%s", err, cp2.DiffStat, stat)
 	}
 	if cp2.Insertions != 1+len(lines.String()) {
@@ -270,11 +270,15 @@ func TestCandidateHoldsOnlyItsOwn(t *testing.T) {
 	assertBytes(t, "the workspace after adopting", filepath.Join(dir, "two.txt"), "candidate two\n")
 }
 
-// Keeping a candidate's commit runs one fetch and one diff-tree: no
-// ls-remote asks the candidate for a commit already known, no rev-parse
-// reads the kept ref back, no second diff makes the stat (12 commands
-// before, 9 now; "config" is checkRepo reading the config). The commands are
-// counted by a git on PATH that logs each subcommand before running git.
+// A candidate's commit is made in the workspace repository, from the
+// worker's copy of the candidate's index: five commands (add, write-tree,
+// diff-tree, commit-tree, update-ref), where a commit in the candidate's
+// own repository and a fetch into the workspace's took nine ("config"
+// reading the clone's config, two rev-parse, the fetch with its
+// upload-pack and pack-objects). No command runs in the candidate's
+// repository: its HEAD stays at the base and it holds no commit of its
+// own. The commands are counted by a git on PATH that logs each
+// subcommand before running git.
 func TestFinishCandidateGitCommands(t *testing.T) {
 	ctx := context.Background()
 	g := newGit(t, ModeLocal, "")
@@ -296,15 +300,68 @@ func TestFinishCandidateGitCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmds := gitCommands()
-	want := []string{"config", "add", "write-tree", "rev-parse", "rev-parse", "commit-tree", "update-ref", "diff-tree", "fetch"}
+	want := []string{"add", "write-tree", "diff-tree", "commit-tree", "update-ref"}
 	if strings.Join(cmds, " ") != strings.Join(want, " ") {
 		t.Errorf("git commands keeping a candidate: %v, want %v", cmds, want)
 	}
-	if got := testkit.Git(t, dir, "rev-parse", ref); got != cp.Commit || cp.FilesChanged != 2 {
+	if got := testkit.Git(t, dir, "rev-parse", ref); got != cp.Commit || cp.FilesChanged != 2 || testkit.Git(t, dir, "rev-parse", cp.Commit+"^") != p.Base {
 		t.Errorf("the workspace keeps %s on %s, the candidate committed %s (%+v)", got, ref, cp.Commit, cp)
 	}
 	if !strings.Contains(cp.DiffStat, "answer.txt          | 1 +") || !strings.Contains(cp.DiffStat, "2 files changed, 2 insertions(+)") {
 		t.Errorf("the candidate's diff stat:\n%s", cp.DiffStat)
+	}
+	if head := testkit.Git(t, cdir, "rev-parse", "HEAD"); head != p.Base {
+		t.Errorf("the candidate's repository moved to %s, want it left at the base %s", head, p.Base)
+	}
+	if err := exec.Command("git", "-C", cdir, "cat-file", "-e", cp.Commit).Run(); err == nil {
+		t.Errorf("the candidate's repository holds the commit %s the worker made in the workspace's", cp.Commit)
+	}
+	if idx, _ := filepath.Glob(filepath.Join(g.cacheRoot, candidatesDirName, "index-*")); len(idx) != 0 {
+		t.Errorf("the worker's copies of candidate indexes outlive the commit: %v", idx)
+	}
+}
+
+// What a candidate does to its own repository cannot steer the worker's
+// commit of its tree: a .git replaced by a link to the workspace's git
+// directory (which would let the clone's git read or write the workspace
+// repository) changes nothing; the commit holds
+// the files as they are, a file rewritten with the same size right after
+// the checkout included (git's racily clean entries), and the workspace's
+// HEAD and work tree stay where they were.
+func TestFinishCandidateIgnoresTheClonesGitDir(t *testing.T) {
+	ctx := context.Background()
+	g := newGit(t, ModeLocal, "")
+	dir := workspace(t, "ws")
+	_, r2 := roundOne(t, g, dir)
+	p := prepare(t, g, dir, r2)
+	cdir := filepath.Join(t.TempDir(), "cand")
+	if err := g.StartCandidate(ctx, dir, cdir, p.Base); err != nil {
+		t.Fatal(err)
+	}
+	write(t, cdir, "one.txt", "ROUND 1\n") // it held "round 1\n": the same size
+	write(t, cdir, "new.txt", "new\n")
+	if err := os.RemoveAll(filepath.Join(cdir, ".git")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(dir, ".git"), filepath.Join(cdir, ".git")); err != nil {
+		t.Fatal(err)
+	}
+	ref := CandidateRef(r2.WorkflowID, 2, 1)
+	cp, _, err := g.FinishCandidate(ctx, dir, cdir, p.Base, ref, r2, handoff("continue", "tampered"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := testkit.Git(t, dir, "ls-tree", "-r", "--name-only", cp.Commit); got != "new.txt\none.txt" {
+		t.Errorf("the candidate's commit holds %q, want new.txt and one.txt", got)
+	}
+	if got := testkit.Git(t, dir, "show", cp.Commit+":one.txt"); got != "ROUND 1" {
+		t.Errorf("one.txt in the candidate's commit = %q, want the rewritten ROUND 1", got)
+	}
+	if head := testkit.Git(t, dir, "rev-parse", "HEAD"); head != p.Base || exists(dir, "new.txt") {
+		t.Errorf("the workspace moved to %s or got the candidate's file", head)
+	}
+	if st := testkit.Git(t, dir, "status", "--porcelain"); st != "" {
+		t.Errorf("the workspace's index or tree changed:\n%s", st)
 	}
 }
 
@@ -348,7 +405,7 @@ func TestCommitEditsReusesTheFingerprint(t *testing.T) {
 		t.Fatal(err)
 	}
 	gitCommands := logGitCommands(t)
-	base, err := g.CommitEdits(ctx, dir, r2, tree)
+	base, err := g.CommitEdits(ctx, dir, r2, "", tree)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -359,5 +416,129 @@ func TestCommitEditsReusesTheFingerprint(t *testing.T) {
 		testkit.Git(t, dir, "show", base+":person.txt") != "edited between rounds" {
 		t.Errorf("CommitEdits made %s (HEAD %s), want a commit of tree %s past %s holding the edit", base,
 			testkit.Git(t, dir, "rev-parse", "HEAD"), tree, p.Base)
+	}
+}
+
+// Adopting a candidate this worker committed runs three commands: one
+// update-ref transaction (HEAD's branch from the base to the commit, git
+// checking it is still at the base, and the ref dropped), reset and clean
+// (its tree was summed when it was committed). Adopting again finds HEAD
+// moved already, drops the ref and, the index being at the commit, resets
+// nothing: an edit made since stays. The next round's CommitEdits, given HEAD and the work
+// tree, reads the adopted commit's tree from memory: no command at all
+// when nobody edited. The workspace bounds are on, so a sum would show as
+// ls-tree.
+func TestAdoptGitCommands(t *testing.T) {
+	ctx := context.Background()
+	cfg := DefaultConfig()
+	cfg.Mode, cfg.MaxTreeBytes, cfg.MaxTreeFiles = ModeLocal, 1<<30, 100000
+	g, err := New(cfg, filepath.Join(t.TempDir(), "empty-hooks"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := workspace(t, "ws")
+	_, r2 := roundOne(t, g, dir)
+	p := prepare(t, g, dir, r2)
+	cdir := filepath.Join(t.TempDir(), "cand")
+	if err := g.StartCandidate(ctx, dir, cdir, p.Base); err != nil {
+		t.Fatal(err)
+	}
+	write(t, cdir, "answer.txt", "forty-two\n")
+	ref := CandidateRef(r2.WorkflowID, 2, 1)
+	cp, _, err := g.FinishCandidate(ctx, dir, cdir, p.Base, ref, r2, handoff("continue", "adopted"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gitCommands := logGitCommands(t)
+	for range 2 { // the second time: nothing to move, the ref already gone
+		if err := g.Adopt(ctx, dir, r2, p.Base, cp.Commit, ref); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if cmds, want := strings.Join(gitCommands(), " "), "update-ref reset clean update-ref rev-parse update-ref diff-index"; cmds != want {
+		t.Errorf("git commands adopting a candidate twice: %s, want %s", cmds, want)
+	}
+	if testkit.Git(t, dir, "rev-parse", "HEAD") != cp.Commit || testkit.Git(t, dir, "for-each-ref", CandidateRefPrefix) != "" {
+		t.Fatalf("after adopting: HEAD %s, candidate refs %q", testkit.Git(t, dir, "rev-parse", "HEAD"), testkit.Git(t, dir, "for-each-ref", CandidateRefPrefix))
+	}
+	assertBytes(t, "the adopted answer", filepath.Join(dir, "answer.txt"), "forty-two\n")
+
+	tree := testkit.Git(t, dir, "rev-parse", "HEAD^{tree}")
+	before := len(gitCommands())
+	base, err := g.CommitEdits(ctx, dir, round(3, 1), cp.Commit, tree)
+	if err != nil || base != cp.Commit {
+		t.Fatalf("CommitEdits with nothing edited: %s (%v), want the adopted %s", base, err, cp.Commit)
+	}
+	if cmds := gitCommands()[before:]; len(cmds) != 0 {
+		t.Errorf("CommitEdits with nothing edited ran %v", cmds)
+	}
+}
+
+// An adoption that stopped after moving HEAD's branch, before its reset,
+// is finished by the next attempt: the index and work tree reach the
+// commit (not left at the base, where the next round would take the base's
+// files for a person's edits). An edit made after a whole adoption stays
+// when it is adopted again.
+func TestAdoptFinishesAnInterruptedAdoption(t *testing.T) {
+	ctx := context.Background()
+	g := newGit(t, ModeLocal, "")
+	dir := workspace(t, "ws")
+	_, r2 := roundOne(t, g, dir)
+	p := prepare(t, g, dir, r2)
+	cdir := filepath.Join(t.TempDir(), "cand")
+	if err := g.StartCandidate(ctx, dir, cdir, p.Base); err != nil {
+		t.Fatal(err)
+	}
+	write(t, cdir, "answer.txt", "forty-two\n")
+	ref := CandidateRef(r2.WorkflowID, 2, 1)
+	cp, _, err := g.FinishCandidate(ctx, dir, cdir, p.Base, ref, r2, handoff("continue", "adopted"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	testkit.Git(t, dir, "update-ref", "HEAD", cp.Commit, p.Base) // the first attempt's transaction, and no reset
+	if err := g.Adopt(ctx, dir, r2, p.Base, cp.Commit, ref); err != nil {
+		t.Fatal(err)
+	}
+	assertBytes(t, "the adopted answer", filepath.Join(dir, "answer.txt"), "forty-two\n")
+	if st := testkit.Git(t, dir, "status", "--porcelain"); st != "" || testkit.Git(t, dir, "for-each-ref", CandidateRefPrefix) != "" {
+		t.Fatalf("after finishing the adoption: status %q, candidate refs %q", st, testkit.Git(t, dir, "for-each-ref", CandidateRefPrefix))
+	}
+	write(t, dir, "answer.txt", "a person's edit\n")
+	if err := g.Adopt(ctx, dir, r2, p.Base, cp.Commit, ref); err != nil {
+		t.Fatal(err)
+	}
+	assertBytes(t, "a person's edit after the adoption", filepath.Join(dir, "answer.txt"), "a person's edit\n")
+}
+
+// A candidate that commits in its own repository hands off its tree: the
+// kept commit's parent is the round's base (a fast-forward for the
+// adoption), and the candidate's own commits stay in its clone.
+func TestFinishCandidateKeepsTheTreeNotTheClonesCommits(t *testing.T) {
+	ctx := context.Background()
+	g := newGit(t, ModeLocal, "")
+	dir := workspace(t, "ws")
+	_, r2 := roundOne(t, g, dir)
+	p := prepare(t, g, dir, r2)
+	cdir := filepath.Join(t.TempDir(), "cand")
+	if err := g.StartCandidate(ctx, dir, cdir, p.Base); err != nil {
+		t.Fatal(err)
+	}
+	write(t, cdir, "committed.txt", "committed by the candidate\n")
+	testkit.Git(t, cdir, "add", "committed.txt")
+	testkit.Git(t, cdir, "-c", "user.name=m", "-c", "user.email=m@x", "commit", "-q", "-m", "the candidate's own commit")
+	own := testkit.Git(t, cdir, "rev-parse", "HEAD")
+	write(t, cdir, "loose.txt", "not committed\n")
+	cp, _, err := g.FinishCandidate(ctx, dir, cdir, p.Base, CandidateRef(r2.WorkflowID, 2, 1), r2, handoff("continue", "committed"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if parent := testkit.Git(t, dir, "rev-parse", cp.Commit+"^"); parent != p.Base || cp.FilesChanged != 2 {
+		t.Errorf("the kept commit's parent is %s (%+v), want the base %s and both files", parent, cp, p.Base)
+	}
+	if got := testkit.Git(t, dir, "ls-tree", "--name-only", cp.Commit); !strings.Contains(got, "committed.txt") || !strings.Contains(got, "loose.txt") {
+		t.Errorf("the kept commit holds %q", got)
+	}
+	if err := exec.Command("git", "-C", dir, "cat-file", "-e", own).Run(); err == nil {
+		t.Errorf("the workspace got the candidate's own commit %s", own)
 	}
 }

@@ -37,8 +37,9 @@ import (
 
 // Walk kinds: the same path is never both, but their listings differ.
 const (
-	walkGitDir = iota // inside .git: a cached directory holds no link or special file
-	walkWork          // the work tree: a cached directory's .git entry is recorded
+	walkGitDir    = iota // inside .git: a cached directory holds no link or special file
+	walkWork             // the work tree: a cached directory's .git entry is recorded
+	checkedConfig        // a .git/config file (not a directory) checkRepo found safe
 )
 
 // settleFine is how old a ctime with sub-millisecond digits must be to be
@@ -165,6 +166,14 @@ func (c *dirCache) list(kind int, dir string, root bool, check func(dir string, 
 	}
 	c.put(key, opened, readAt, l)
 	return l, nil
+}
+
+// clock is the time a read starts, for put (zero for a nil cache).
+func (c *dirCache) clock() time.Time {
+	if c == nil {
+		return time.Time{}
+	}
+	return c.now()
 }
 
 func statOf(fi fs.FileInfo) (*syscall.Stat_t, bool) {

@@ -209,3 +209,45 @@ func TestDirCacheConcurrentWalks(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// A .git/config checkRepo found safe is not read again while it is
+// unchanged (one `git config` for two checks), and a key that runs a
+// program, written into it after (in place or by a rename, the same size
+// as what it replaced), is refused at the next check.
+func TestCheckRepoRereadsAChangedConfig(t *testing.T) {
+	ctx := context.Background()
+	for name, plant := range map[string]func(path, content string){
+		"in place": func(path, content string) { must(t, os.WriteFile(path, []byte(content), 0o644)) },
+		"renamed in": func(path, content string) {
+			must(t, os.WriteFile(path+".new", []byte(content), 0o644))
+			must(t, os.Rename(path+".new", path))
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			g := cachedGit(t)
+			dir := workspace(t, "ws")
+			prepare(t, g, dir, round(1, 1))
+			cfgPath := filepath.Join(dir, ".git", "config")
+			safe, err := os.ReadFile(cfgPath)
+			must(t, err)
+			settle()
+			gitCommands := logGitCommands(t)
+			for range 2 {
+				must(t, g.checkRepo(ctx, dir))
+			}
+			if cmds := gitCommands(); slices.Compare(cmds, []string{"config"}) != 0 {
+				t.Fatalf("two checks of an unchanged config ran %v, want one config", cmds)
+			}
+			// The same length: only the ctime tells the change.
+			evil := "[core]\n\tsshCommand = x\n"
+			evil += string(safe[:len(safe)-len(evil)-1]) + "\n"
+			if len(evil) != len(safe) {
+				t.Fatalf("test setup: %d bytes against %d", len(evil), len(safe))
+			}
+			plant(cfgPath, evil)
+			if err := g.checkRepo(ctx, dir); !errors.Is(err, ErrUnsafeRepo) {
+				t.Fatalf("check after core.sshCommand was written: %v, want ErrUnsafeRepo", err)
+			}
+		})
+	}
+}

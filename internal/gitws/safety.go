@@ -79,6 +79,14 @@ func (g *Git) checkRepo(ctx context.Context, dir string) error {
 	if !fi.Mode().IsRegular() {
 		return fmt.Errorf("%w: %s is not a regular file", ErrUnsafeRepo, cfgPath)
 	}
+	// A config unchanged since a read that found it safe is not read
+	// again: the same (device, inode, ctime) rule as the safety walks'
+	// directories (dircache.go), the stat taken before the read.
+	cached := dirKey{checkedConfig, cfgPath}
+	if _, ok := g.dirs.get(cached, fi); ok {
+		return nil
+	}
+	readAt := g.dirs.clock()
 	out, err := g.run(ctx, dir, cmdOpts{}, "config", "--file", cfgPath, "--no-includes", "--name-only", "--list")
 	if err != nil {
 		return fmt.Errorf("read %s: %w", cfgPath, err)
@@ -97,6 +105,7 @@ func (g *Git) checkRepo(ctx context.Context, dir string) error {
 				ErrUnsafeRepo, cfgPath, key, why, key)
 		}
 	}
+	g.dirs.put(cached, fi, readAt, listing{})
 	return nil
 }
 

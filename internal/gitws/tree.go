@@ -85,6 +85,10 @@ func (g *Git) resolve(ctx context.Context, dir, rev string) (string, error) {
 
 // treeOf returns the tree of a commit ("" names the empty tree's absence).
 func (g *Git) treeOf(ctx context.Context, dir, commit string) (string, error) {
+	// A commit this worker wrote names its tree in every repository.
+	if tree, ok := g.wrote.tree(commit); ok {
+		return tree, nil
+	}
 	out, err := g.run(ctx, dir, cmdOpts{}, "rev-parse", "--verify", "--end-of-options", commit+"^{tree}")
 	if err != nil {
 		return "", fmt.Errorf("read the tree of %s: %w", commit, err)

@@ -7,7 +7,9 @@ import "sync"
 // result alone that a task is not merged there yet: a commit already in
 // tip's history merges onto tip as tip's own tree. Only ids git printed to
 // the worker are kept, in memory; a tip it did not write (another worker's)
-// is asked of git as before.
+// is asked of git as before. A candidate's commit and a person's edits
+// committed before candidates (CommitEdits) are kept too: the next round's
+// base, whose tree treeOf then need not ask git.
 type wroteTrees struct {
 	mu    sync.Mutex
 	trees map[string]string // commit → tree
