@@ -68,8 +68,14 @@ func (g *Git) checkRepo(ctx context.Context, dir string) error {
 	if err := removeStaleLocks(dir); err != nil {
 		return err
 	}
-	cfgPath := filepath.Join(gitDir, "config")
-	fi, err = os.Lstat(cfgPath)
+	return g.checkConfig(ctx, dir, filepath.Join(gitDir, "config"))
+}
+
+// checkConfig refuses a repository config that is not a plain file or sets
+// a key that would let the workspace steer the worker's git (deniedKey; in
+// remote mode any remote).
+func (g *Git) checkConfig(ctx context.Context, dir, cfgPath string) error {
+	fi, err := os.Lstat(cfgPath)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
