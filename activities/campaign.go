@@ -592,7 +592,7 @@ func (a *Activities) verifyTreeWarm(ctx context.Context, dir, command, line stri
 		return nil, nil, temporal.NewNonRetryableApplicationError("protectedPaths: "+err.Error(), ErrTypeBadRoundInput, nil)
 	}
 	ws, err := tools.OpenWorkspace(dir, a.cfg.Agent.ToolLimits, tools.WithSandbox(a.cfg.Agent.Sandbox), tools.WithProtected(prot),
-		tools.WithToolCache(line))
+		tools.WithToolCache(line), tools.WithStartAfter(a.git.LendSettled(dir)))
 	if err != nil {
 		return nil, nil, fmt.Errorf("open the tree to verify: %w", err)
 	}

@@ -66,6 +66,9 @@ func (w *Workspace) execute(ctx context.Context, command string, timeout time.Du
 	if err := x.prepare(freshHome); err != nil {
 		return execOutcome{}, fmt.Errorf("run_command: %w", err)
 	}
+	if wait := time.Until(w.startAfter); wait > 0 {
+		time.Sleep(wait) // bounded by its setter: a clock tick
+	}
 	if err := x.start(command); err != nil {
 		return execOutcome{}, fmt.Errorf("run_command: %w", err)
 	}

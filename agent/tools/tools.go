@@ -139,6 +139,8 @@ type Workspace struct {
 	// cacheLine is the tool cache line the workspace's commands start warm
 	// from (WithToolCache); cacheDir is the model's own copy of it.
 	cacheLine, cacheDir string
+	// startAfter: no command starts before it (WithStartAfter).
+	startAfter time.Time
 }
 
 // WithToolCache starts the workspace's commands from a copy of line's
@@ -146,6 +148,13 @@ type Workspace struct {
 // copy made when the workspace's home is, each ExecFreshHome from its own.
 func WithToolCache(line string) Option {
 	return func(w *Workspace) { w.cacheLine = line }
+}
+
+// WithStartAfter has no command of the workspace start before t: its
+// files' owner may need the clock to tick first (gitws.LendSettled). The
+// wait comes after the command's sandbox is set up, overlapping it.
+func WithStartAfter(t time.Time) Option {
+	return func(w *Workspace) { w.startAfter = t }
 }
 
 // modelCacheDir is the model's own tool cache copy, inside its home (so it

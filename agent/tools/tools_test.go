@@ -6,6 +6,7 @@ import (
 	"errors"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -202,5 +203,26 @@ func TestCancelledContextIsGoError(t *testing.T) {
 	}
 	if got := readTestFile(t, dir+"/f.txt"); got != "x\n" {
 		t.Errorf("f.txt changed to %q", got)
+	}
+}
+
+// A workspace WithStartAfter starts no command before its time (a lent
+// tree's settle time: gitws.LendSettled), however fast its setup.
+func TestCommandsStartNoEarlierThanStartAfter(t *testing.T) {
+	at := time.Now().Add(150 * time.Millisecond)
+	w, err := OpenWorkspace(t.TempDir(), DefaultLimits(), WithStartAfter(at))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := w.Exec(context.Background(), "date +%s%N", time.Minute, 100)
+	if err != nil || res.ExitCode != 0 {
+		t.Fatalf("exec: %v, %+v", err, res)
+	}
+	ns, err := strconv.ParseInt(strings.TrimSpace(res.Output), 10, 64)
+	if err != nil {
+		t.Fatalf("the command printed %q", res.Output)
+	}
+	if started := time.Unix(0, ns); started.Before(at) {
+		t.Fatalf("the command started at %v, %v before its start-after time", started, at.Sub(started))
 	}
 }

@@ -75,6 +75,10 @@ type lent struct {
 	commit string
 	files  map[string]lentFile // relative path → as lent
 	unlock func()
+	// settled is when a command may first write the lent files: a write
+	// within the clock's tick of their linking would keep their ctime, and
+	// giveBack would miss it (LendSettled).
+	settled time.Time
 }
 
 // maxTreeCopies bounds the copies of one cache: one a scratch checked out
@@ -104,6 +108,28 @@ const (
 	treesDirName      = "trees"
 	candidatesDirName = "candidates"
 )
+
+// LendSettled is when a command may first write the scratch dir's files
+// (zero: at once): a change stamped within the clock's tick of a lent
+// file's linking would carry the same ctime, and the copy would keep it.
+// The verify waits for it just before its command starts, so the wait
+// overlaps the sandbox's setup instead of preceding it.
+func (g *Git) LendSettled(dir string) time.Time {
+	if g == nil || g.scratches == nil {
+		return time.Time{}
+	}
+	v, ok := g.scratches.Load(dir)
+	if !ok {
+		return time.Time{}
+	}
+	st := v.(*scratchState)
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.lent == nil {
+		return time.Time{}
+	}
+	return st.lent.settled
+}
 
 // lentCopy is the copy lent to the scratch dir now.
 func (g *Git) lentCopy(dir string) (treeCopy, bool) {
@@ -163,10 +189,12 @@ func (g *Git) lendCopy(ctx context.Context, pool string, st *scratchState, dir, 
 		return err
 	}
 	var err error
-	if l.files, err = g.linkCopy(ctx, tc, dir, commit); err != nil {
+	var newest time.Time
+	if l.files, newest, err = g.linkCopy(ctx, tc, dir, commit); err != nil {
 		unlock() // unmarked: rebuilt next time
 		return err
 	}
+	l.settled = newest.Add(lendSettle)
 	st.lent = l
 	return nil
 }
@@ -225,11 +253,11 @@ func (g *Git) ownTree(root string) error {
 // linkCopy gives the scratch dir the copy's tree (exactly its index's
 // entries: files by hard link, symlinks and submodule directories made
 // anew), its index and a detached HEAD at commit. It returns each linked
-// file as lent.
-func (g *Git) linkCopy(ctx context.Context, tc treeCopy, dir, commit string) (map[string]lentFile, error) {
+// file as lent, and the newest ctime among them.
+func (g *Git) linkCopy(ctx context.Context, tc treeCopy, dir, commit string) (map[string]lentFile, time.Time, error) {
 	out, err := g.run(ctx, dir, cmdOpts{env: tc.env(dir)}, "ls-files", "-s", "-z")
 	if err != nil {
-		return nil, fmt.Errorf("list the tree copy: %w", err)
+		return nil, time.Time{}, fmt.Errorf("list the tree copy: %w", err)
 	}
 	files := map[string]lentFile{}
 	made := map[string]bool{".": true}
@@ -241,12 +269,12 @@ func (g *Git) linkCopy(ctx context.Context, tc treeCopy, dir, commit string) (ma
 		meta, name, ok := strings.Cut(rec, "\t")
 		mode, _, _ := strings.Cut(meta, " ")
 		if !ok || name == ".git" || strings.HasPrefix(name, ".git/") {
-			return nil, fmt.Errorf("the tree copy's index holds %q", rec)
+			return nil, time.Time{}, fmt.Errorf("the tree copy's index holds %q", rec)
 		}
 		rel := filepath.FromSlash(name)
 		if parent := filepath.Dir(rel); !made[parent] {
 			if err := os.MkdirAll(filepath.Join(dir, parent), 0o755); err != nil {
-				return nil, fmt.Errorf("link the tree copy: %w", err)
+				return nil, time.Time{}, fmt.Errorf("link the tree copy: %w", err)
 			}
 			made[parent] = true
 		}
@@ -271,22 +299,17 @@ func (g *Git) linkCopy(ctx context.Context, tc treeCopy, dir, commit string) (ma
 			err = fmt.Errorf("mode %s", mode)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("link %s from the tree copy: %w", name, err)
+			return nil, time.Time{}, fmt.Errorf("link %s from the tree copy: %w", name, err)
 		}
 	}
 	index := filepath.Join(dir, ".git", "index")
 	if err := errors.Join(copyFile(tc.index(), index), os.Chmod(index, 0o644)); err != nil {
-		return nil, fmt.Errorf("give the scratch the copy's index: %w", err)
+		return nil, time.Time{}, fmt.Errorf("give the scratch the copy's index: %w", err)
 	}
 	if err := writeGitFile(dir, "HEAD", []byte(commit+"\n")); err != nil {
-		return nil, fmt.Errorf("detach the scratch's HEAD: %w", err)
+		return nil, time.Time{}, fmt.Errorf("detach the scratch's HEAD: %w", err)
 	}
-	// A change stamped within the clock's tick of the link would carry the
-	// same ctime: nothing of the command runs before that tick is over.
-	if wait := time.Until(newest.Add(lendSettle)); wait > 0 {
-		time.Sleep(wait)
-	}
-	return files, nil
+	return files, newest, nil
 }
 
 func lentState(path string) (lentFile, error) {

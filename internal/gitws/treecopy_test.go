@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/ralph-temporal/ralph/devenv/testkit"
 )
@@ -194,4 +195,54 @@ func TestTreeCopyLendsOnlyWhatChanged(t *testing.T) {
 		t.Fatalf("after a rebuild: %v\nwant %v", got, want)
 	}
 	lending.ForgetScratch(lent)
+}
+
+// A lent scratch says when a command may first write its files: past the
+// clock's tick of their linking (the worker no longer sleeps it out
+// itself; the verify waits for it after its sandbox's setup).
+func TestLentScratchSaysWhenItSettles(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Fatal("needs a root worker: only a root worker lends tree copies")
+	}
+	ctx := context.Background()
+	bare, person := campaignRemote(t)
+	write(t, person, "a.txt", "a\n")
+	write(t, person, "b.txt", "b\n")
+	testkit.Git(t, person, "add", "-A")
+	testkit.Git(t, person, "-c", "user.name=p", "-c", "user.email=p@p", "commit", "-q", "-m", "files")
+	testkit.Git(t, person, "push", "-q", "origin", "HEAD:main")
+	main := testkit.Git(t, person, "rev-parse", "HEAD")
+	line := Line{URL: bare, Branch: "ralph/campaigns/c/integration"}
+	g := newGit(t, ModeRemote, bare)
+	g.LendTreesTo(65534, 65534)
+	dir := filepath.Join(t.TempDir(), "lent")
+	if !g.LendSettled(dir).IsZero() {
+		t.Fatal("a scratch that lends nothing has a settle time")
+	}
+	if err := g.ScratchFrom(ctx, dir, bare, []ScratchRef{line.ScratchRef()}); err != nil {
+		t.Fatal(err)
+	}
+	head, err := g.Integration(ctx, dir, line)
+	if err != nil || head != main {
+		t.Fatalf("integration head %s, %v; want %s", head, err, main)
+	}
+	if err := g.CheckoutHead(ctx, dir, head); err != nil {
+		t.Fatal(err)
+	}
+	settled := g.LendSettled(dir)
+	var newest time.Time
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if e.Type().IsRegular() {
+			st, _ := lentState(filepath.Join(dir, e.Name()))
+			newest = later(newest, st.ctime)
+		}
+	}
+	if newest.IsZero() || settled.Before(newest.Add(lendSettle)) {
+		t.Fatalf("settles at %v, want at least %v past the newest lent file's ctime %v", settled, lendSettle, newest)
+	}
+	g.ForgetScratch(dir)
+	if !g.LendSettled(dir).IsZero() {
+		t.Fatal("a scratch given back still has a settle time")
+	}
 }

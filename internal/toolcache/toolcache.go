@@ -316,6 +316,13 @@ func (s *Store) own(path string) error {
 	if !s.farm {
 		return nil
 	}
+	// Already the commands': no change (through an overlay, a chown
+	// copies the directory up for nothing).
+	if fi, err := os.Lstat(path); err == nil {
+		if st := fi.Sys().(*syscall.Stat_t); int(st.Uid) == s.uid && int(st.Gid) == s.gid {
+			return nil
+		}
+	}
 	if err := os.Lchown(path, s.uid, s.gid); err != nil {
 		return fmt.Errorf("toolcache: give %s to uid %d: %w", path, s.uid, err)
 	}
@@ -387,6 +394,10 @@ func (c *Copy) Commit() (Stats, error) {
 	st, err := s.seal(stage)
 	if err != nil {
 		return Stats{}, err
+	}
+	if st.Files == 0 && !whole { // the command wrote nothing: the line is as it was
+		layers, _ := readLine(dir)
+		return total(layers), nil
 	}
 	if whole && st.Bytes > s.maxBytes {
 		if st, err = s.evict(stage, s.maxBytes*3/4); err != nil {
