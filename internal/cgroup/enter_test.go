@@ -73,7 +73,16 @@ func threadGroups(t *testing.T) string {
 func TestEnteredThreadStartsTheCommandInsideAndLeaves(t *testing.T) {
 	m := manager(t, Limits{MemoryBytes: 256 << 20, Pids: 64})
 	if m.Version() != 1 {
-		t.Skip("threads enter groups on cgroup v1 only; v2 starts the command in its group (FD)")
+		// v2 starts the command in its group (its FD): no thread may enter one.
+		g, err := m.New()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer g.Close()
+		if _, err := g.Enter(); err == nil {
+			t.Fatal("a thread entered a cgroup v2 group")
+		}
+		return
 	}
 	m = m.WithoutFreezer()
 	g, err := m.New()

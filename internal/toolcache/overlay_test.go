@@ -16,7 +16,7 @@ import (
 func overlayStore(t *testing.T, maxMB int) *Store {
 	t.Helper()
 	if os.Geteuid() != 0 {
-		t.Skip("overlays need a root worker")
+		t.Fatal("needs a root worker: only a root worker mounts overlays")
 	}
 	return newStore(t, maxMB)
 }

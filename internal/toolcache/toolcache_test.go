@@ -173,7 +173,7 @@ func runAs(t *testing.T, script string) string {
 // what it writes stays in its copy (SPEC 41's integrity rule).
 func TestCommandsCannotWriteTheLine(t *testing.T) {
 	if os.Geteuid() != 0 {
-		t.Skip("commands run as another uid only under a root worker")
+		t.Fatal("needs a root worker: only under one do commands run as another uid")
 	}
 	s := newStore(t, 64)
 	commitLine(t, s, "campaign-a", map[string]string{"go-build/ab/entry-d": "compiled", "go-build/trim.txt": "1"})
