@@ -243,6 +243,10 @@ type Group struct {
 	frzDir string // v1: the group in the freezer hierarchy ("": none)
 	v2     bool
 	dirFD  int // v2: the group's directory, for starting a process in it; -1 otherwise
+	// peakBase and oomBase are the memory use and the OOM kill count at
+	// the last Reset: a reused group's peak and kills are its own since.
+	peakBase int64
+	oomBase  int
 }
 
 // FD is a descriptor on the (v2) group's directory: a process started with
@@ -320,10 +324,16 @@ func (m *Manager) New() (*Group, error) {
 }
 
 // OOMKilled reports whether the kernel killed a process of the group for
-// exceeding its memory limit.
+// exceeding its memory limit (since the last Reset).
 func (g *Group) OOMKilled() bool {
+	return g.oomKills() > g.oomBase
+}
+
+// oomKills is the kernel's count of the group's OOM kills (0 when it does
+// not say).
+func (g *Group) oomKills() int {
 	if g == nil || g.memDir == "" {
-		return false
+		return 0
 	}
 	file := "memory.oom_control"
 	if g.v2 {
@@ -331,15 +341,15 @@ func (g *Group) OOMKilled() bool {
 	}
 	data, err := os.ReadFile(filepath.Join(g.memDir, file))
 	if err != nil {
-		return false
+		return 0
 	}
 	for _, line := range strings.Split(string(data), "\n") {
 		if k, v, ok := strings.Cut(line, " "); ok && k == "oom_kill" {
 			n, _ := strconv.Atoi(strings.TrimSpace(v))
-			return n > 0
+			return n
 		}
 	}
-	return false
+	return 0
 }
 
 // Close kills whatever is still in the groups and removes them.
@@ -468,7 +478,8 @@ func setAndWait(file, value, watch, want string) error {
 }
 
 // PeakBytes is the highest memory use the group's processes reached (0
-// when the kernel does not say: v2 before Linux 5.19, or no memory group).
+// when the kernel does not say: v2 before Linux 5.19, or no memory group);
+// after a Reset, how far it rose above the use it was reset at.
 func (g *Group) PeakBytes() int64 {
 	if g == nil || g.memDir == "" {
 		return 0
@@ -477,10 +488,17 @@ func (g *Group) PeakBytes() int64 {
 	if g.v2 {
 		file = "memory.peak"
 	}
-	data, err := os.ReadFile(filepath.Join(g.memDir, file))
+	n, err := readInt(filepath.Join(g.memDir, file))
 	if err != nil {
 		return 0
 	}
-	n, _ := strconv.ParseInt(strings.TrimSpace(string(data)), 10, 64)
-	return n
+	return max(0, n-g.peakBase)
+}
+
+func readInt(file string) (int64, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return 0, err
+	}
+	return strconv.ParseInt(strings.TrimSpace(string(data)), 10, 64)
 }

@@ -26,3 +26,9 @@ func (g *Group) Thaw() error   { return nil }
 func (g *Group) Enter() (func() error, error) {
 	return nil, errors.New("cgroup: control groups exist only on Linux")
 }
+
+func (g *Group) Idle() bool { return false }
+func (g *Group) Reset() error {
+	return errors.New("cgroup: control groups exist only on Linux")
+}
+func (g *Group) UsageBytes() int64 { return 0 }

@@ -2,7 +2,6 @@ package gitws
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -17,8 +16,8 @@ import (
 
 // The worker's git runs as root outside the jail on trees the model wrote:
 // every git process is held to a memory, a pids and a time bound
-// (CommandTimeout) in a control group of its own, created and removed by
-// run around the one command.
+// (CommandTimeout) in a control group that holds that one command alone
+// while it runs (made for it, or a station's: station.go).
 const (
 	// SettingMemory names the memory bound of one git command.
 	SettingMemory = "RALPH_GIT_MEMORY_MB"
@@ -29,7 +28,7 @@ const (
 	// a few helpers (ssh, a credential helper, index-pack) and runs at most
 	// one thread per core in pack-objects, index-pack and checkout: 512
 	// covers a 256-core host twice, and stops a runaway helper long before
-	// it can starve the worker.
+	// it can starve the worker. On cgroup v1 the station's thread is one.
 	Pids = 512
 )
 
@@ -38,9 +37,9 @@ type bound struct {
 	cg  *cgroup.Manager // nil: no bound holds (Why says why)
 	why string
 	mem int64
-	// enter: on cgroup v1 the thread starting a command enters its groups
-	// (cgroup.Group.Enter) instead of a sh moving itself in (Wrap); off
-	// where the probe at start or a later move back failed.
+	// enter: on cgroup v1 a command is started by a station's thread
+	// living in its groups (station.go) instead of a sh moving itself in
+	// (Wrap); off where the probe at start or a later station failed.
 	enter atomic.Bool
 	// peak is the highest memory use a git command's group reported, for
 	// the tests and the start line's benchmark.
@@ -97,70 +96,58 @@ func offMainThread(f func() error) error {
 // cmdGroup is a git command's group and how the command gets in.
 type cmdGroup struct {
 	*cgroup.Group
-	enter bool // the starting thread enters the group (cgroup v1)
+	st *station // cgroup v1: the station starting the command, nil otherwise
 }
 
-// command returns the exec.Cmd of git args, to be started inside a new
-// group of its own by run: in cgroup v2 the process is born inside
-// (UseCgroupFD); in v1 too, forked by a thread that entered the group, or
-// else a POSIX sh moves itself in and then execs git. The caller ends the
-// group (end) after the command.
+// command returns the exec.Cmd of git args, to be started by run inside a
+// group that holds it alone: in cgroup v2 a new group the process is born
+// in (UseCgroupFD); in v1 a station's, whose thread forks it there, or else
+// a new group a POSIX sh moves itself into before it execs git. The caller
+// ends the group (end) after the command.
 func (b *bound) command(ctx context.Context, args []string) (*exec.Cmd, cmdGroup, error) {
 	attr := &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd := exec.CommandContext(ctx, "git", args...)
+	cmd.SysProcAttr = attr
 	if b == nil || b.cg == nil {
-		cmd := exec.CommandContext(ctx, "git", args...)
-		cmd.SysProcAttr = attr
 		return cmd, cmdGroup{}, nil
+	}
+	if b.enter.Load() {
+		st, err := b.pool.takeStation()
+		if err == nil {
+			return cmd, cmdGroup{Group: st.grp, st: st}, nil
+		}
+		// The thread could not enter a group: this and later commands
+		// are wrapped.
+		b.enter.Store(false)
 	}
 	grp, err := b.pool.take()
 	if err != nil {
 		return nil, cmdGroup{}, fmt.Errorf("the git command's control group: %w", err)
 	}
-	g := cmdGroup{Group: grp}
-	name, argv := "git", args
 	if fd, v2 := grp.FD(); v2 {
 		attr.UseCgroupFD, attr.CgroupFD = true, fd
-	} else if g.enter = b.enter.Load(); !g.enter {
-		name, argv = grp.Wrap("git", args)
+	} else {
+		name, argv := grp.Wrap("git", args)
+		cmd = exec.CommandContext(ctx, name, argv...)
+		cmd.SysProcAttr = attr
 	}
-	cmd := exec.CommandContext(ctx, name, argv...)
-	cmd.SysProcAttr = attr
-	return cmd, g, nil
+	return cmd, cmdGroup{Group: grp}, nil
 }
 
-// run runs cmd, made by command with grp, to its end on a thread of its own
-// (deathsig): a v1 group not wrapped around the command is entered by the
-// thread for the start alone.
+// run runs cmd, made by command with grp, to its end: started by grp's
+// station, or on a thread of its own (deathsig).
 func (b *bound) run(cmd *exec.Cmd, grp cmdGroup) error {
-	if !grp.enter {
-		return deathsig.Run(cmd.Run)
+	if grp.st != nil {
+		return grp.st.run(cmd)
 	}
-	return offMainThread(func() error {
-		leave, err := grp.Enter()
-		if err != nil {
-			return err
-		}
-		err = cmd.Start()
-		if lerr := leave(); lerr != nil {
-			// The thread ends with this goroutine; later commands are wrapped.
-			b.enter.Store(false)
-			if err == nil {
-				_ = cmd.Process.Kill()
-				_ = cmd.Wait()
-			}
-			return errors.Join(err, lerr)
-		}
-		if err != nil {
-			return err
-		}
-		return cmd.Wait()
-	})
+	return deathsig.Run(cmd.Run)
 }
 
 // end says whether the kernel killed a process of the group for passing
-// the memory bound (asked only of a command that failed), then records the
-// group's peak and removes it after the command's return (whatever is
-// left in it is killed then).
+// the memory bound (asked only of a command that failed) and records the
+// group's peak. A station idle again is reset and kept at once (the next
+// command takes it); any other group is removed after the command's
+// return, whatever is left in it killed.
 func (b *bound) end(grp cmdGroup, failed bool) (oom bool) {
 	if grp.Group == nil {
 		return false
@@ -168,18 +155,33 @@ func (b *bound) end(grp cmdGroup, failed bool) (oom bool) {
 	if failed {
 		oom = grp.OOMKilled()
 	}
+	if grp.st != nil && grp.Idle() && grp.UsageBytes() < b.mem/stationCharge {
+		b.notePeak(grp.PeakBytes())
+		if b.pool.keepStation(grp.st) {
+			return oom
+		}
+	}
 	b.ending.Add(1)
 	go func() {
 		defer b.ending.Add(-1)
-		for p := grp.PeakBytes(); ; {
-			old := b.peak.Load()
-			if p <= old || b.peak.CompareAndSwap(old, p) {
-				break
-			}
+		b.notePeak(grp.PeakBytes())
+		if grp.st != nil {
+			grp.st.end()
+			return
 		}
 		grp.Close()
 	}()
 	return oom
+}
+
+// notePeak raises the bound's peak to p.
+func (b *bound) notePeak(p int64) {
+	for {
+		old := b.peak.Load()
+		if p <= old || b.peak.CompareAndSwap(old, p) {
+			return
+		}
+	}
 }
 
 // Bound says, for the start line, which bounds hold on every git command

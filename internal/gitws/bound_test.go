@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -383,16 +384,19 @@ func TestPrepareRefusesToResetToATreeOverTheBound(t *testing.T) {
 	}
 }
 
-// On cgroup v1 the thread that starts a git command enters the command's
-// groups for the start alone (no sh moving itself in): git is born in its
-// memory and pids groups, and no thread of the worker stays in one after.
-func TestGitIsBornInItsGroupsAndTheWorkerLeavesThem(t *testing.T) {
+// On cgroup v1 a git command is forked by a station's thread living in
+// the command's groups (no sh moving itself in): git is born in its memory
+// and pids groups, the twenty commands run one after another take one
+// station, and no thread of the worker but a station's is in a command's
+// group.
+func TestGitIsBornInItsGroupsAndOnlyStationsLiveThere(t *testing.T) {
 	g := boundedGit(t, DefaultMemoryMB, 0, 0)
 	if g.bound.cg.Version() == 1 && !g.bound.enter.Load() {
-		t.Fatal("cgroup v1 here, yet the bound's threads do not enter the commands' groups")
+		t.Fatal("cgroup v1 here, yet no station starts the commands")
 	}
 	dir := workspace(t, "ws")
 	prepare(t, g, dir, round(1, 1))
+	groups := map[string]map[string]bool{} // controller → groups
 	for range 20 {
 		out, err := g.run(context.Background(), dir, cmdOpts{}, "-c", "alias.groups=!cat /proc/self/cgroup", "groups")
 		if err != nil {
@@ -402,45 +406,81 @@ func TestGitIsBornInItsGroupsAndTheWorkerLeavesThem(t *testing.T) {
 			if g.bound.cg.Version() == 2 {
 				c = ""
 			}
-			if !inRalphGroup(out, c) {
+			group, ok := ralphGroup(out, c)
+			if !ok {
 				t.Fatalf("git's child is not in a command group for %q:\n%s", c, out)
 			}
+			if groups[c] == nil {
+				groups[c] = map[string]bool{}
+			}
+			groups[c][group] = true
 		}
+	}
+	g.PeakMemoryBytes() // the commands' groups are all back
+	stations := map[string]bool{}
+	if g.bound.cg.Version() == 1 {
+		for c, in := range groups {
+			if len(in) != 1 {
+				t.Fatalf("twenty commands one after another ran in %d %s groups, want one station's: %v", len(in), c, in)
+			}
+		}
+		// Every bound's stations (earlier tests made some for theirs).
+		groupPools.Range(func(_, v any) bool {
+			p := v.(*groupPool)
+			var idle []*station
+			for len(p.stations) > 0 {
+				idle = append(idle, <-p.stations)
+			}
+			for _, st := range idle {
+				stations[strconv.Itoa(int(st.tid.Load()))] = true
+				p.stations <- st
+			}
+			return true
+		})
 	}
 	tasks, err := filepath.Glob("/proc/self/task/*/cgroup")
 	if err != nil || len(tasks) == 0 {
 		t.Fatalf("no threads listed: %v", err)
 	}
+	in := 0
 	for _, f := range tasks {
 		b, err := os.ReadFile(f)
 		if err != nil {
 			continue // the thread ended
 		}
-		if strings.Contains(string(b), cgroup.Prefix(os.Getpid())) {
-			t.Errorf("worker thread %s stayed in a command's group:\n%s", f, b)
+		if !strings.Contains(string(b), cgroup.Prefix(os.Getpid())) {
+			continue
 		}
+		in++
+		if tid := filepath.Base(filepath.Dir(f)); !stations[tid] {
+			t.Errorf("worker thread %s, no station's, is in a command's group:\n%s", tid, b)
+		}
+	}
+	if in != len(stations) {
+		t.Errorf("%d worker threads in command groups, want the %d stations'", in, len(stations))
 	}
 }
 
-// inRalphGroup: a /proc/<pid>/cgroup text puts controller c ("" for v2)
-// in a group the worker made for a command.
-func inRalphGroup(text, c string) bool {
+// ralphGroup is the group a /proc/<pid>/cgroup text puts controller c
+// ("" for v2) in, when the worker made it for a command.
+func ralphGroup(text, c string) (string, bool) {
 	for _, line := range strings.Split(text, "\n") {
 		parts := strings.SplitN(line, ":", 3)
 		if len(parts) == 3 && (c == "" && parts[1] == "" || c != "" && slices.Contains(strings.Split(parts[1], ","), c)) &&
 			strings.HasPrefix(filepath.Base(parts[2]), cgroup.Prefix(os.Getpid())) {
-			return true
+			return parts[2], true
 		}
 	}
-	return false
+	return "", false
 }
 
-// Groups are made ahead of the commands, but each is fresh and one
-// command's alone: it comes with no charge, a command after a hungry one
-// reports its own small peak, and the peaks recorded after the commands
-// returned (their groups are read and removed then) are all in by the time
-// PeakMemoryBytes answers.
-func TestEachGitCommandHasAFreshGroupOfItsOwn(t *testing.T) {
+// Groups are made ahead of the commands, and on cgroup v1 a station's is
+// reused, but each is one command's alone while it runs and comes to it
+// with no charge (fresh, or reset): a command after a hungry one reports
+// its own small peak, and the peaks recorded after the commands returned
+// (their groups are read then) are all in by the time PeakMemoryBytes
+// answers.
+func TestEachGitCommandHasAGroupAndAPeakOfItsOwn(t *testing.T) {
 	g := boundedGit(t, 512, 0, 0)
 	dir := workspace(t, "ws")
 	prepare(t, g, dir, round(1, 1))
@@ -475,5 +515,59 @@ func TestEachGitCommandHasAFreshGroupOfItsOwn(t *testing.T) {
 	}
 	if got := g.PeakMemoryBytes(); got < hungry {
 		t.Fatalf("PeakMemoryBytes = %d, want at least the hungry command's %d", got, hungry)
+	}
+}
+
+// A command that leaves a process behind in its station's groups (out of
+// its process group, where run's kill does not reach) ends the station:
+// the process is killed, and the next command gets another station's
+// groups, never sharing its limits with it.
+func TestAStationLeftAProcessIsEndedWithIt(t *testing.T) {
+	g := boundedGit(t, DefaultMemoryMB, 0, 0)
+	dir := workspace(t, "ws")
+	prepare(t, g, dir, round(1, 1))
+	controller := "memory"
+	if g.bound.cg.Version() == 2 {
+		controller = ""
+	}
+	groupOf := func() string {
+		out, err := g.run(context.Background(), dir, cmdOpts{}, "-c", "alias.groups=!cat /proc/self/cgroup", "groups")
+		if err != nil {
+			t.Fatal(err)
+		}
+		group, ok := ralphGroup(out, controller)
+		if !ok {
+			t.Fatalf("not in a command group:\n%s", out)
+		}
+		return group
+	}
+	before := groupOf()
+	if again := groupOf(); g.bound.cg.Version() == 2 && again == before {
+		t.Fatalf("two cgroup v2 commands ran in one group %s, want a new one each", again)
+	} else if g.bound.cg.Version() == 2 {
+		return // no station on v2: every command's group is new
+	} else if again != before {
+		t.Fatalf("two commands one after another ran in %s and %s, want one station's", before, again)
+	}
+	out, err := g.run(context.Background(), dir, cmdOpts{},
+		"-c", "alias.leave=!setsid sleep 300 </dev/null >/dev/null 2>&1 & echo $!; cat /proc/self/cgroup", "leave")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.SplitN(out, "\n", 2)[0])
+	if err != nil {
+		t.Fatalf("no pid in %q", out)
+	}
+	left, _ := ralphGroup(out, controller)
+	if left != before {
+		t.Fatalf("the leaving command ran in %s, want the station's %s", left, before)
+	}
+	after := groupOf()
+	if after == before {
+		t.Fatalf("the command after one that left a process ran in the same group %s", after)
+	}
+	g.PeakMemoryBytes() // waits for the ended station's removal
+	if st, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat"); err == nil && !strings.Contains(string(st), ") Z ") {
+		t.Fatalf("the process left in the station's group outlived it: %s", st)
 	}
 }

@@ -9,9 +9,9 @@ import (
 // Making a command's control groups (a mkdir and limit files in each
 // hierarchy) and removing them took about 3.5 ms of the worker's CPU per
 // demo merge on the command's path (SPEC 41, the queue's own cost). Groups
-// are now made ahead, a few at a time, and removed after the command
-// returned: each is still a fresh group used by one command alone, so its
-// peak is that command's own and nothing of an earlier one is charged to it.
+// are now made ahead, a few at a time: on cgroup v2 each serves one command
+// and is removed after it returned; on v1 each becomes a station's
+// (station.go), reused command after command.
 
 // readyGroups is how many groups wait made ahead: a merge runs its git
 // commands one after another, so a few cover the gaps the filler needs.
@@ -25,6 +25,8 @@ type groupPool struct {
 	cg    *cgroup.Manager
 	ready chan *cgroup.Group
 	wake  chan struct{}
+	// stations wait for the next command (cgroup v1: station.go).
+	stations chan *station
 }
 
 var groupPools sync.Map // memory bound in bytes → *groupPool
@@ -33,7 +35,8 @@ func poolFor(m *cgroup.Manager, mem int64) *groupPool {
 	if p, ok := groupPools.Load(mem); ok {
 		return p.(*groupPool)
 	}
-	p := &groupPool{cg: m, ready: make(chan *cgroup.Group, readyGroups), wake: make(chan struct{}, 1)}
+	p := &groupPool{cg: m, ready: make(chan *cgroup.Group, readyGroups), wake: make(chan struct{}, 1),
+		stations: make(chan *station, idleStations)}
 	if got, loaded := groupPools.LoadOrStore(mem, p); loaded {
 		return got.(*groupPool)
 	}
