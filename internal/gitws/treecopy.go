@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -221,6 +222,33 @@ func (g *Git) updateCopy(ctx context.Context, tc treeCopy, dir, commit string) e
 	return g.ownTree(tc.tree())
 }
 
+// copyEntries are the entries of the copy's index: read from the file
+// (parseIndex), or listed by git when it cannot be.
+func (g *Git) copyEntries(ctx context.Context, tc treeCopy, dir string) ([]indexEntry, error) {
+	if data, err := os.ReadFile(tc.index()); err == nil {
+		if entries, err := parseIndex(data); err == nil {
+			return entries, nil
+		}
+	}
+	out, err := g.run(ctx, dir, cmdOpts{env: tc.env(dir)}, "ls-files", "-s", "-z")
+	if err != nil {
+		return nil, err
+	}
+	var entries []indexEntry
+	for _, rec := range strings.Split(out, "\x00") {
+		if rec == "" {
+			continue
+		}
+		meta, name, ok := strings.Cut(rec, "\t")
+		mode, err := strconv.ParseUint(strings.SplitN(meta, " ", 2)[0], 8, 32)
+		if !ok || err != nil {
+			return nil, fmt.Errorf("the tree copy's index holds %q", rec)
+		}
+		entries = append(entries, indexEntry{mode: uint32(mode), name: name})
+	}
+	return entries, nil
+}
+
 // env points the scratch's git at the copy's work tree and index.
 func (tc treeCopy) env(dir string) []string {
 	return []string{"GIT_DIR=" + filepath.Join(dir, ".git"), "GIT_WORK_TREE=" + tc.tree(), "GIT_INDEX_FILE=" + tc.index()}
@@ -255,21 +283,17 @@ func (g *Git) ownTree(root string) error {
 // anew), its index and a detached HEAD at commit. It returns each linked
 // file as lent, and the newest ctime among them.
 func (g *Git) linkCopy(ctx context.Context, tc treeCopy, dir, commit string) (map[string]lentFile, time.Time, error) {
-	out, err := g.run(ctx, dir, cmdOpts{env: tc.env(dir)}, "ls-files", "-s", "-z")
+	entries, err := g.copyEntries(ctx, tc, dir)
 	if err != nil {
 		return nil, time.Time{}, fmt.Errorf("list the tree copy: %w", err)
 	}
 	files := map[string]lentFile{}
 	made := map[string]bool{".": true}
 	var newest time.Time
-	for _, rec := range strings.Split(out, "\x00") {
-		if rec == "" {
-			continue
-		}
-		meta, name, ok := strings.Cut(rec, "\t")
-		mode, _, _ := strings.Cut(meta, " ")
-		if !ok || name == ".git" || strings.HasPrefix(name, ".git/") {
-			return nil, time.Time{}, fmt.Errorf("the tree copy's index holds %q", rec)
+	for _, e := range entries {
+		name, mode := e.name, fmt.Sprintf("%06o", e.mode)
+		if name == "" || name == ".git" || strings.HasPrefix(name, ".git/") {
+			return nil, time.Time{}, fmt.Errorf("the tree copy's index holds %q", name)
 		}
 		rel := filepath.FromSlash(name)
 		if parent := filepath.Dir(rel); !made[parent] {
