@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -225,30 +224,12 @@ func (a *Activities) campaignGit(ctx context.Context, in CampaignLine, scratchNa
 	return c, nil
 }
 
-// remove takes the step's scratch clone away, on every way out of the step
-// (a deferred call runs on an error, a cancel and a panic too): no later
-// step finds a merged tree under its name. It is renamed aside at once and
-// deleted after the step returned (3 ms of a demo merge's 55-100); what a
-// killed worker left so is swept at the next start (sweepScratches).
+// remove deletes the step's scratch clone, on every way out of the step
+// (a deferred call runs on an error, a cancel and a panic too): a merged
+// tree never outlives the activity that wrote it.
 func (c *campaignGit) remove(ctx context.Context) {
 	c.a.git.ForgetScratch(c.scratch)
-	gone, err := newSessionID()
-	if err == nil {
-		gone = filepath.Join(filepath.Dir(c.scratch), gonePrefix+gone+"-"+filepath.Base(c.scratch))
-		err = os.Rename(c.scratch, gone)
-	}
-	if errors.Is(err, fs.ErrNotExist) {
-		return // the step failed before it made one
-	}
-	if err != nil {
-		gone = c.scratch // removed now, then
-	}
-	done := make(chan error, 1)
-	go func() { done <- os.RemoveAll(gone) }()
-	if gone == c.scratch {
-		err = <-done
-	}
-	if err != nil {
+	if err := os.RemoveAll(c.scratch); err != nil {
 		activity.GetLogger(ctx).Warn("Could not remove a campaign step's scratch clone", "dir", c.scratch, "error", err)
 	}
 }

@@ -12,13 +12,6 @@ import (
 // local-mode campaign's repository (integration.git).
 var scratchName = regexp.MustCompile(`^(merge|read-tasks|lane-[0-9]+|prepare-.+|plan-[0-9]+)$`)
 
-// gonePrefix, a random hex and "-" begin the name of a scratch clone a step
-// renamed aside to delete it after returning (campaignGit.remove): no step
-// uses it again, and no scratch's own name starts with a dot.
-const gonePrefix = ".gone-"
-
-var goneScratch = regexp.MustCompile(`^\.gone-[0-9a-f]+-`)
-
 // staleScratch is the age past which a scratch clone is a killed worker's:
 // every step removes its own when it ends, on every path, and none runs
 // this long (a merge step has an hour; workers sharing the workspace root
@@ -30,10 +23,6 @@ const staleScratch = 24 * time.Hour
 func sweepScratches(workspaceRoot string) {
 	dirs, _ := filepath.Glob(filepath.Join(workspaceRoot, "campaigns", "*", "*"))
 	for _, dir := range dirs {
-		if goneScratch.MatchString(filepath.Base(dir)) {
-			_ = os.RemoveAll(dir) // its step ended, and its worker before the removal did
-			continue
-		}
 		fi, err := os.Lstat(dir)
 		if err != nil || !fi.IsDir() || !scratchName.MatchString(filepath.Base(dir)) || time.Since(fi.ModTime()) < staleScratch {
 			continue

@@ -105,18 +105,16 @@ func TestMergeTaskLandingDeletesSpentQueueRefs(t *testing.T) {
 }
 
 // A scratch clone a killed worker left (a day old, its step long gone) is
-// removed when a worker starts, and one a step renamed aside to delete
-// after returning (whatever its age); a fresh one, the task workspaces and
-// the campaign's repository stay.
+// removed when a worker starts; a fresh one, the task workspaces and the
+// campaign's repository stay.
 func TestWorkerStartRemovesKilledWorkersScratches(t *testing.T) {
 	var root string
 	dirs := map[string]bool{ // relative to the workspace root: stays?
-		"campaigns/camp/lane-7":                       false,
-		"campaigns/camp/prepare-a":                    false,
-		"campaigns/camp/.gone-0a1b2c3d4e5f6789-merge": false,
-		"campaigns/camp/merge":                        true, // fresh: a live step's
-		"campaigns/camp/tasks/a":                      true,
-		"campaigns/camp/integration.git":              true,
+		"campaigns/camp/lane-7":          false,
+		"campaigns/camp/prepare-a":       false,
+		"campaigns/camp/merge":           true, // fresh: a live step's
+		"campaigns/camp/tasks/a":         true,
+		"campaigns/camp/integration.git": true,
 	}
 	newFixture(t, readsOnly(), context.Background(), func(c *activities.Config) {
 		c.Git.Mode, c.Sandbox.Mode = gitws.ModeLocal, sandbox.ModeOff
@@ -129,7 +127,7 @@ func TestWorkerStartRemovesKilledWorkersScratches(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(dir, "big.bin"), make([]byte, 1<<20), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			if rel != "campaigns/camp/merge" && !strings.Contains(rel, ".gone-") { // the rest a killed worker's, two days ago
+			if rel != "campaigns/camp/merge" { // the rest a killed worker's, two days ago
 				old := time.Now().Add(-48 * time.Hour)
 				if err := os.Chtimes(dir, old, old); err != nil {
 					t.Fatal(err)
