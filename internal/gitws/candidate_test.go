@@ -86,10 +86,7 @@ func TestCandidatesRemote(t *testing.T) {
 	g := newGit(t, ModeRemote, bare)
 	dir := workspace(t, "ws")
 	p := prepare(t, g, dir, round(1, 1))
-	cdir := filepath.Join(t.TempDir(), "cand")
-	if err := g.StartCandidate(ctx, dir, cdir, p.Base); err != nil {
-		t.Fatal(err)
-	}
+	cdir := startCandidate(t, g, dir, p.Base)
 	write(t, cdir, "x.txt", "x\n")
 	ref := CandidateRef("wf-1", 1, 1)
 	cp, _, err := g.FinishCandidate(ctx, dir, cdir, p.Base, ref, round(1, 1), handoff("continue", "x"))
@@ -120,10 +117,7 @@ func TestCandidateHidesNoLines(t *testing.T) {
 	dir := workspace(t, "ws")
 	_, r2 := roundOne(t, g, dir)
 	p := prepare(t, g, dir, r2)
-	cdir := filepath.Join(t.TempDir(), "cand")
-	if err := g.StartCandidate(ctx, dir, cdir, p.Base); err != nil {
-		t.Fatal(err)
-	}
+	cdir := startCandidate(t, g, dir, p.Base)
 	var lines strings.Builder
 	for i := range 2000 {
 		fmt.Fprintf(&lines, "added line %d\n", i)
@@ -151,10 +145,7 @@ func TestCandidateHidesNoLines(t *testing.T) {
 	}
 
 	// The same lines behind a NUL byte: binary to git, counted by size.
-	cdir2 := filepath.Join(t.TempDir(), "cand2")
-	if err := g.StartCandidate(ctx, dir, cdir2, p.Base); err != nil {
-		t.Fatal(err)
-	}
+	cdir2 := startCandidate(t, g, dir, p.Base)
 	write(t, cdir2, "big.dat", "\x00"+lines.String())
 	cp2, _, err := g.FinishCandidate(ctx, dir, cdir2, p.Base, CandidateRef("wf-1", 2, 2), r2, handoff("continue", "binary"))
 	if err != nil {
@@ -171,10 +162,7 @@ func TestCandidateHidesNoLines(t *testing.T) {
 		t.Errorf("the reviewer's change of a NUL-prefixed file (%v):\n%s", err, CutChange(change, 600))
 	}
 	// Deleting it counts its bytes as deleted; a new binary file its own.
-	cdir3 := filepath.Join(t.TempDir(), "cand3")
-	if err := g.StartCandidate(ctx, dir, cdir3, cp2.Commit); err != nil {
-		t.Fatal(err)
-	}
+	cdir3 := startCandidate(t, g, dir, cp2.Commit)
 	if err := os.Remove(filepath.Join(cdir3, "big.dat")); err != nil {
 		t.Fatal(err)
 	}
@@ -285,10 +273,7 @@ func TestFinishCandidateGitCommands(t *testing.T) {
 	dir := workspace(t, "ws")
 	_, r2 := roundOne(t, g, dir)
 	p := prepare(t, g, dir, r2)
-	cdir := filepath.Join(t.TempDir(), "cand")
-	if err := g.StartCandidate(ctx, dir, cdir, p.Base); err != nil {
-		t.Fatal(err)
-	}
+	cdir := startCandidate(t, g, dir, p.Base)
 	write(t, cdir, "answer.txt", "forty-two\n")
 	write(t, cdir, "name with space.txt", "x\n")
 
@@ -334,10 +319,7 @@ func TestFinishCandidateIgnoresTheClonesGitDir(t *testing.T) {
 	dir := workspace(t, "ws")
 	_, r2 := roundOne(t, g, dir)
 	p := prepare(t, g, dir, r2)
-	cdir := filepath.Join(t.TempDir(), "cand")
-	if err := g.StartCandidate(ctx, dir, cdir, p.Base); err != nil {
-		t.Fatal(err)
-	}
+	cdir := startCandidate(t, g, dir, p.Base)
 	write(t, cdir, "one.txt", "ROUND 1\n") // it held "round 1\n": the same size
 	write(t, cdir, "new.txt", "new\n")
 	if err := os.RemoveAll(filepath.Join(cdir, ".git")); err != nil {
@@ -439,10 +421,7 @@ func TestAdoptGitCommands(t *testing.T) {
 	dir := workspace(t, "ws")
 	_, r2 := roundOne(t, g, dir)
 	p := prepare(t, g, dir, r2)
-	cdir := filepath.Join(t.TempDir(), "cand")
-	if err := g.StartCandidate(ctx, dir, cdir, p.Base); err != nil {
-		t.Fatal(err)
-	}
+	cdir := startCandidate(t, g, dir, p.Base)
 	write(t, cdir, "answer.txt", "forty-two\n")
 	ref := CandidateRef(r2.WorkflowID, 2, 1)
 	cp, _, err := g.FinishCandidate(ctx, dir, cdir, p.Base, ref, r2, handoff("continue", "adopted"))
@@ -485,10 +464,7 @@ func TestAdoptFinishesAnInterruptedAdoption(t *testing.T) {
 	dir := workspace(t, "ws")
 	_, r2 := roundOne(t, g, dir)
 	p := prepare(t, g, dir, r2)
-	cdir := filepath.Join(t.TempDir(), "cand")
-	if err := g.StartCandidate(ctx, dir, cdir, p.Base); err != nil {
-		t.Fatal(err)
-	}
+	cdir := startCandidate(t, g, dir, p.Base)
 	write(t, cdir, "answer.txt", "forty-two\n")
 	ref := CandidateRef(r2.WorkflowID, 2, 1)
 	cp, _, err := g.FinishCandidate(ctx, dir, cdir, p.Base, ref, r2, handoff("continue", "adopted"))
@@ -519,10 +495,7 @@ func TestFinishCandidateKeepsTheTreeNotTheClonesCommits(t *testing.T) {
 	dir := workspace(t, "ws")
 	_, r2 := roundOne(t, g, dir)
 	p := prepare(t, g, dir, r2)
-	cdir := filepath.Join(t.TempDir(), "cand")
-	if err := g.StartCandidate(ctx, dir, cdir, p.Base); err != nil {
-		t.Fatal(err)
-	}
+	cdir := startCandidate(t, g, dir, p.Base)
 	write(t, cdir, "committed.txt", "committed by the candidate\n")
 	testkit.Git(t, cdir, "add", "committed.txt")
 	testkit.Git(t, cdir, "-c", "user.name=m", "-c", "user.email=m@x", "commit", "-q", "-m", "the candidate's own commit")
@@ -541,4 +514,15 @@ func TestFinishCandidateKeepsTheTreeNotTheClonesCommits(t *testing.T) {
 	if err := exec.Command("git", "-C", dir, "cat-file", "-e", own).Run(); err == nil {
 		t.Errorf("the workspace got the candidate's own commit %s", own)
 	}
+}
+
+// startCandidate starts a candidate of dir at base in a new directory and
+// returns the directory.
+func startCandidate(t *testing.T, g *Git, dir, base string) string {
+	t.Helper()
+	cdir := filepath.Join(t.TempDir(), "cand")
+	if err := g.StartCandidate(context.Background(), dir, cdir, base); err != nil {
+		t.Fatal(err)
+	}
+	return cdir
 }

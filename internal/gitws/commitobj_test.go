@@ -65,14 +65,8 @@ func gitCommitTree(t *testing.T, dir, tree string, parents []string, msg, date s
 // it, and an ident git would rewrite is left to git.
 func TestAScratchsMergeCommitIsWrittenInProcess(t *testing.T) {
 	ctx := context.Background()
-	bare, person := campaignRemote(t)
-	g := newGit(t, ModeRemote, bare)
-	line := Line{URL: bare, Branch: "integration"}
-	head := testkit.Git(t, bare, "rev-parse", "main")
-	testkit.Git(t, bare, "branch", line.Branch, head)
-	tb := TaskBranch{ID: "a", Repo: bare, Branch: "tasks/a", Go: 1}
-	tb.Commit = taskCommit(t, person, tb.Branch, head, map[string]string{"a.txt": "a\n"})
-	ref, _ := tb.ScratchRef()
+	m := newRemoteMerge(t, map[string]string{"a.txt": "a\n"})
+	g, bare, line, head, tb, ref := m.g, m.bare, m.line, m.head, m.task, m.ref
 
 	var mu sync.Mutex
 	var ran []string
@@ -133,14 +127,8 @@ func TestAScratchsMergeCommitIsWrittenInProcess(t *testing.T) {
 // for it.
 func TestTheMergesDiffStatRunsBesideTheCheckout(t *testing.T) {
 	ctx := context.Background()
-	bare, person := campaignRemote(t)
-	g := newGit(t, ModeRemote, bare)
-	line := Line{URL: bare, Branch: "integration"}
-	head := testkit.Git(t, bare, "rev-parse", "main")
-	testkit.Git(t, bare, "branch", line.Branch, head)
-	tb := TaskBranch{ID: "a", Repo: bare, Branch: "tasks/a", Go: 1}
-	tb.Commit = taskCommit(t, person, tb.Branch, head, map[string]string{"a.txt": "a\nb\n", "README": "changed\n"})
-	ref, _ := tb.ScratchRef()
+	m := newRemoteMerge(t, map[string]string{"a.txt": "a\nb\n", "README": "changed\n"})
+	g, bare, line, head, tb, ref := m.g, m.bare, m.line, m.head, m.task, m.ref
 	scratch := filepath.Join(t.TempDir(), "scratch")
 	if err := g.ScratchFrom(ctx, scratch, bare, []ScratchRef{line.ScratchRef(), ref}); err != nil {
 		t.Fatal(err)
@@ -184,4 +172,27 @@ func TestTheMergesDiffStatRunsBesideTheCheckout(t *testing.T) {
 	if f := g.startedStat(scratch, head, tip); f != nil {
 		t.Fatal("a forgotten scratch still holds a diff stat")
 	}
+}
+
+// remoteMerge is a remote whose integration branch is at main, with a task
+// branch one commit past it, and the Git that merges them.
+type remoteMerge struct {
+	g          *Git
+	bare, head string
+	line       Line
+	task       TaskBranch
+	ref        ScratchRef
+}
+
+// newRemoteMerge makes a remoteMerge whose task commit writes edits.
+func newRemoteMerge(t *testing.T, edits map[string]string) remoteMerge {
+	t.Helper()
+	bare, person := campaignRemote(t)
+	m := remoteMerge{g: newGit(t, ModeRemote, bare), bare: bare, line: Line{URL: bare, Branch: "integration"}}
+	m.head = testkit.Git(t, bare, "rev-parse", "main")
+	testkit.Git(t, bare, "branch", m.line.Branch, m.head)
+	m.task = TaskBranch{ID: "a", Repo: bare, Branch: "tasks/a", Go: 1}
+	m.task.Commit = taskCommit(t, person, m.task.Branch, m.head, edits)
+	m.ref, _ = m.task.ScratchRef()
+	return m
 }
