@@ -481,24 +481,23 @@ func setAndWait(file, value, watch, want string) error {
 // when the kernel does not say: v2 before Linux 5.19, or no memory group);
 // after a Reset, how far it rose above the use it was reset at.
 func (g *Group) PeakBytes() int64 {
+	return max(0, g.memoryValue("memory.max_usage_in_bytes", "memory.peak")-g.peakBase)
+}
+
+// memoryValue is the number in the group's memory file v1 (v2 on cgroup
+// v2); 0 when there is none or the kernel does not say.
+func (g *Group) memoryValue(v1, v2 string) int64 {
 	if g == nil || g.memDir == "" {
 		return 0
 	}
-	file := "memory.max_usage_in_bytes"
+	file := v1
 	if g.v2 {
-		file = "memory.peak"
+		file = v2
 	}
-	n, err := readInt(filepath.Join(g.memDir, file))
+	data, err := os.ReadFile(filepath.Join(g.memDir, file))
 	if err != nil {
 		return 0
 	}
-	return max(0, n-g.peakBase)
-}
-
-func readInt(file string) (int64, error) {
-	data, err := os.ReadFile(file)
-	if err != nil {
-		return 0, err
-	}
-	return strconv.ParseInt(strings.TrimSpace(string(data)), 10, 64)
+	n, _ := strconv.ParseInt(strings.TrimSpace(string(data)), 10, 64)
+	return n
 }

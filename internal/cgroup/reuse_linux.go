@@ -45,11 +45,7 @@ func (g *Group) Reset() error {
 	if err := os.WriteFile(filepath.Join(g.memDir, "memory.max_usage_in_bytes"), []byte("0"), 0); err != nil {
 		return fmt.Errorf("cgroup: resetting the peak of %s: %w", g.memDir, err)
 	}
-	base, err := readInt(filepath.Join(g.memDir, "memory.max_usage_in_bytes"))
-	if err != nil {
-		return fmt.Errorf("cgroup: reading the peak of %s: %w", g.memDir, err)
-	}
-	g.peakBase, g.oomBase = base, g.oomKills()
+	g.peakBase, g.oomBase = g.memoryValue("memory.max_usage_in_bytes", ""), g.oomKills()
 	return nil
 }
 
@@ -57,16 +53,5 @@ func (g *Group) Reset() error {
 // its commands read or wrote stays charged after they end; 0 when the
 // kernel does not say).
 func (g *Group) UsageBytes() int64 {
-	if g == nil || g.memDir == "" {
-		return 0
-	}
-	file := "memory.usage_in_bytes"
-	if g.v2 {
-		file = "memory.current"
-	}
-	n, err := readInt(filepath.Join(g.memDir, file))
-	if err != nil {
-		return 0
-	}
-	return n
+	return g.memoryValue("memory.usage_in_bytes", "memory.current")
 }
