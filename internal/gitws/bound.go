@@ -3,7 +3,6 @@ package gitws
 import (
 	"context"
 	"fmt"
-	"os"
 	"os/exec"
 	"slices"
 	"sync/atomic"
@@ -37,15 +36,15 @@ type bound struct {
 	cg  *cgroup.Manager // nil: no bound holds (Why says why)
 	why string
 	mem int64
-	// enter: on cgroup v1 a command is started by a station's thread
+	// stations: on cgroup v1 a command is started by a station's thread
 	// living in its groups (station.go) instead of a sh moving itself in
-	// (Wrap); off where the probe at start or a later station failed.
-	enter atomic.Bool
+	// (Wrap); off where the first station at start or a later one failed.
+	stations atomic.Bool
 	// peak is the highest memory use a git command's group reported, for
 	// the tests and the start line's benchmark.
 	peak atomic.Int64
-	// pool makes the groups ahead; ending counts the groups being read
-	// and removed after their command returned.
+	// pool makes the groups ahead and keeps the idle stations; ending
+	// counts the groups being read and removed after their command returned.
 	pool   *groupPool
 	ending atomic.Int64
 }
@@ -54,43 +53,20 @@ func newBound(memoryMB int) *bound {
 	b := &bound{mem: int64(memoryMB) << 20}
 	b.cg, b.why = cgroup.Detect(cgroup.Limits{MemoryBytes: b.mem, Pids: Pids})
 	b.cg = b.cg.WithoutFreezer() // git commands are never frozen
-	b.enter.Store(b.cg.Version() == 1 && canEnter(b.cg))
-	if b.cg != nil {
-		b.pool = poolFor(b.cg, b.mem)
+	if b.cg == nil {
+		return b
+	}
+	b.pool = poolFor(b.cg, b.mem)
+	if b.cg.Version() == 1 {
+		// The first station is the probe, kept for the first command.
+		if st, err := b.pool.takeStation(); err == nil {
+			b.stations.Store(true)
+			if !b.pool.keepStation(st) {
+				st.end()
+			}
+		}
 	}
 	return b
-}
-
-// canEnter tries, once, what every command's start then does on cgroup v1:
-// a thread enters a new group and leaves it.
-func canEnter(m *cgroup.Manager) bool {
-	grp, err := m.New()
-	if err != nil {
-		return false
-	}
-	defer grp.Close()
-	err = offMainThread(func() error {
-		leave, err := grp.Enter()
-		if err != nil {
-			return err
-		}
-		return leave()
-	})
-	return err == nil
-}
-
-// offMainThread runs f on a locked thread that is not the process's main
-// thread (whose groups are the process's: cgroup.Group.Enter refuses it),
-// held until f returns (deathsig: f starts a child and waits for it).
-func offMainThread(f func() error) error {
-	return deathsig.Run(func() error {
-		if syscall.Gettid() == os.Getpid() {
-			// This thread stays locked to this goroutine meanwhile, so the
-			// inner one runs on another.
-			return deathsig.Run(f)
-		}
-		return f()
-	})
 }
 
 // cmdGroup is a git command's group and how the command gets in.
@@ -111,14 +87,14 @@ func (b *bound) command(ctx context.Context, args []string) (*exec.Cmd, cmdGroup
 	if b == nil || b.cg == nil {
 		return cmd, cmdGroup{}, nil
 	}
-	if b.enter.Load() {
+	if b.stations.Load() {
 		st, err := b.pool.takeStation()
 		if err == nil {
 			return cmd, cmdGroup{Group: st.grp, st: st}, nil
 		}
 		// The thread could not enter a group: this and later commands
 		// are wrapped.
-		b.enter.Store(false)
+		b.stations.Store(false)
 	}
 	grp, err := b.pool.take()
 	if err != nil {
@@ -145,8 +121,8 @@ func (b *bound) run(cmd *exec.Cmd, grp cmdGroup) error {
 
 // end says whether the kernel killed a process of the group for passing
 // the memory bound (asked only of a command that failed) and records the
-// group's peak. A station idle again is reset and kept at once (the next
-// command takes it); any other group is removed after the command's
+// group's peak. A station fit for another command is kept at once (the
+// next command takes it); any other group is removed after the command's
 // return, whatever is left in it killed.
 func (b *bound) end(grp cmdGroup, failed bool) (oom bool) {
 	if grp.Group == nil {
@@ -155,7 +131,7 @@ func (b *bound) end(grp cmdGroup, failed bool) (oom bool) {
 	if failed {
 		oom = grp.OOMKilled()
 	}
-	if grp.st != nil && grp.Idle() && grp.UsageBytes() < b.mem/stationCharge {
+	if grp.st != nil {
 		b.notePeak(grp.PeakBytes())
 		if b.pool.keepStation(grp.st) {
 			return oom
@@ -164,11 +140,11 @@ func (b *bound) end(grp cmdGroup, failed bool) (oom bool) {
 	b.ending.Add(1)
 	go func() {
 		defer b.ending.Add(-1)
-		b.notePeak(grp.PeakBytes())
 		if grp.st != nil {
 			grp.st.end()
 			return
 		}
+		b.notePeak(grp.PeakBytes())
 		grp.Close()
 	}()
 	return oom

@@ -391,7 +391,7 @@ func TestPrepareRefusesToResetToATreeOverTheBound(t *testing.T) {
 // group.
 func TestGitIsBornInItsGroupsAndOnlyStationsLiveThere(t *testing.T) {
 	g := boundedGit(t, DefaultMemoryMB, 0, 0)
-	if g.bound.cg.Version() == 1 && !g.bound.enter.Load() {
+	if g.bound.cg.Version() == 1 && !g.bound.stations.Load() {
 		t.Fatal("cgroup v1 here, yet no station starts the commands")
 	}
 	dir := workspace(t, "ws")
@@ -541,13 +541,12 @@ func TestAStationLeftAProcessIsEndedWithIt(t *testing.T) {
 		}
 		return group
 	}
-	before := groupOf()
-	if again := groupOf(); g.bound.cg.Version() == 2 && again == before {
-		t.Fatalf("two cgroup v2 commands ran in one group %s, want a new one each", again)
-	} else if g.bound.cg.Version() == 2 {
-		return // no station on v2: every command's group is new
-	} else if again != before {
-		t.Fatalf("two commands one after another ran in %s and %s, want one station's", before, again)
+	before, again := groupOf(), groupOf()
+	if v2 := g.bound.cg.Version() == 2; v2 != (again != before) {
+		t.Fatalf("cgroup v%d: two commands one after another ran in %s and %s, want one station's on v1, "+
+			"a new group each on v2", g.bound.cg.Version(), before, again)
+	} else if v2 {
+		return // no station on v2 to leave a process in
 	}
 	out, err := g.run(context.Background(), dir, cmdOpts{},
 		"-c", "alias.leave=!setsid sleep 300 </dev/null >/dev/null 2>&1 & echo $!; cat /proc/self/cgroup", "leave")

@@ -13,16 +13,27 @@ import (
 // and is removed after it returned; on v1 each becomes a station's
 // (station.go), reused command after command.
 
-// readyGroups is how many groups wait made ahead: a merge runs its git
-// commands one after another, so a few cover the gaps the filler needs.
+// readyGroups is how many groups wait made ahead on cgroup v2: a merge
+// runs its git commands one after another, each in a new group, so a few
+// cover the gaps the filler needs. On v1 a group is taken only for a new
+// station (commands side by side), so one waits.
 const readyGroups = 4
 
+func readyFor(m *cgroup.Manager) int {
+	if m.Version() == 1 {
+		return 1
+	}
+	return readyGroups
+}
+
 // groupPool holds groups made ahead for the commands of every Git of the
-// process with the same bound (one pool per memory bound, so a test that
-// makes many Gits leaves at most readyGroups unused groups per bound; a
-// later worker's Detect removes them once this process is gone).
+// process with the same bound, and on cgroup v1 its idle stations (one pool
+// per memory bound, so a test that makes many Gits leaves at most that many
+// unused groups per bound; a later worker's Detect removes them once this
+// process is gone).
 type groupPool struct {
 	cg    *cgroup.Manager
+	mem   int64 // the memory bound of its groups
 	ready chan *cgroup.Group
 	wake  chan struct{}
 	// stations wait for the next command (cgroup v1: station.go).
@@ -35,7 +46,7 @@ func poolFor(m *cgroup.Manager, mem int64) *groupPool {
 	if p, ok := groupPools.Load(mem); ok {
 		return p.(*groupPool)
 	}
-	p := &groupPool{cg: m, ready: make(chan *cgroup.Group, readyGroups), wake: make(chan struct{}, 1),
+	p := &groupPool{cg: m, mem: mem, ready: make(chan *cgroup.Group, readyFor(m)), wake: make(chan struct{}, 1),
 		stations: make(chan *station, idleStations)}
 	if got, loaded := groupPools.LoadOrStore(mem, p); loaded {
 		return got.(*groupPool)

@@ -114,10 +114,11 @@ func (p *groupPool) takeStation() (*station, error) {
 	return st, nil
 }
 
-// keepStation keeps st, idle, for the next command once its group is
-// reset; false when it cannot be (reset failed, or enough wait).
+// keepStation keeps st for the next command when it is fit for one: its
+// groups idle (no process left in them), holding under 1/stationCharge of
+// the memory bound, and reset. False: the caller ends it.
 func (p *groupPool) keepStation(st *station) bool {
-	if st.grp.Reset() != nil {
+	if !st.grp.Idle() || st.grp.UsageBytes() >= p.mem/stationCharge || st.grp.Reset() != nil {
 		return false
 	}
 	select {
