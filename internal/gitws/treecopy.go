@@ -222,13 +222,11 @@ func (g *Git) updateCopy(ctx context.Context, tc treeCopy, dir, commit string) e
 	return g.ownTree(tc.tree())
 }
 
-// copyEntries are the entries of the copy's index: read from the file
-// (parseIndex), or listed by git when it cannot be.
-func (g *Git) copyEntries(ctx context.Context, tc treeCopy, dir string) ([]indexEntry, error) {
-	if data, err := os.ReadFile(tc.index()); err == nil {
-		if entries, err := parseIndex(data); err == nil {
-			return entries, nil
-		}
+// copyEntries are the entries of the copy's index, read from its bytes
+// (parseIndex), or listed by git when they cannot be.
+func (g *Git) copyEntries(ctx context.Context, tc treeCopy, dir string, index []byte) ([]indexEntry, error) {
+	if entries, err := parseIndex(index); err == nil {
+		return entries, nil
 	}
 	out, err := g.run(ctx, dir, cmdOpts{env: tc.env(dir)}, "ls-files", "-s", "-z")
 	if err != nil {
@@ -283,7 +281,11 @@ func (g *Git) ownTree(root string) error {
 // anew), its index and a detached HEAD at commit. It returns each linked
 // file as lent, and the newest ctime among them.
 func (g *Git) linkCopy(ctx context.Context, tc treeCopy, dir, commit string) (map[string]lentFile, time.Time, error) {
-	entries, err := g.copyEntries(ctx, tc, dir)
+	index, err := os.ReadFile(tc.index())
+	if err != nil {
+		return nil, time.Time{}, fmt.Errorf("read the tree copy's index: %w", err)
+	}
+	entries, err := g.copyEntries(ctx, tc, dir, index)
 	if err != nil {
 		return nil, time.Time{}, fmt.Errorf("list the tree copy: %w", err)
 	}
@@ -291,7 +293,7 @@ func (g *Git) linkCopy(ctx context.Context, tc treeCopy, dir, commit string) (ma
 	made := map[string]bool{".": true}
 	var newest time.Time
 	for _, e := range entries {
-		name, mode := e.name, fmt.Sprintf("%06o", e.mode)
+		name := e.name
 		if name == "" || name == ".git" || strings.HasPrefix(name, ".git/") {
 			return nil, time.Time{}, fmt.Errorf("the tree copy's index holds %q", name)
 		}
@@ -303,8 +305,8 @@ func (g *Git) linkCopy(ctx context.Context, tc treeCopy, dir, commit string) (ma
 			made[parent] = true
 		}
 		src, dst := filepath.Join(tc.tree(), rel), filepath.Join(dir, rel)
-		switch mode {
-		case "100644", "100755":
+		switch e.mode {
+		case 0o100644, 0o100755:
 			if err = os.Link(src, dst); err == nil {
 				var f lentFile
 				if f, err = lentState(src); err == nil {
@@ -312,22 +314,21 @@ func (g *Git) linkCopy(ctx context.Context, tc treeCopy, dir, commit string) (ma
 					newest = later(newest, f.ctime)
 				}
 			}
-		case "120000":
+		case 0o120000:
 			var target string
 			if target, err = os.Readlink(src); err == nil {
 				err = os.Symlink(target, dst)
 			}
-		case "160000":
+		case 0o160000:
 			err = os.Mkdir(dst, 0o755)
 		default:
-			err = fmt.Errorf("mode %s", mode)
+			err = fmt.Errorf("mode %06o", e.mode)
 		}
 		if err != nil {
 			return nil, time.Time{}, fmt.Errorf("link %s from the tree copy: %w", name, err)
 		}
 	}
-	index := filepath.Join(dir, ".git", "index")
-	if err := errors.Join(copyFile(tc.index(), index), os.Chmod(index, 0o644)); err != nil {
+	if err := errors.Join(writeGitFile(dir, "index", index), os.Chmod(filepath.Join(dir, ".git", "index"), 0o644)); err != nil {
 		return nil, time.Time{}, fmt.Errorf("give the scratch the copy's index: %w", err)
 	}
 	if err := writeGitFile(dir, "HEAD", []byte(commit+"\n")); err != nil {
