@@ -206,12 +206,7 @@ func TestLentScratchSaysWhenItSettles(t *testing.T) {
 	}
 	ctx := context.Background()
 	bare, person := campaignRemote(t)
-	write(t, person, "a.txt", "a\n")
-	write(t, person, "b.txt", "b\n")
-	testkit.Git(t, person, "add", "-A")
-	testkit.Git(t, person, "-c", "user.name=p", "-c", "user.email=p@p", "commit", "-q", "-m", "files")
-	testkit.Git(t, person, "push", "-q", "origin", "HEAD:main")
-	main := testkit.Git(t, person, "rev-parse", "HEAD")
+	main := taskCommit(t, person, "main", testkit.Git(t, bare, "rev-parse", "main"), map[string]string{"a.txt": "a\n", "b.txt": "b\n"})
 	line := Line{URL: bare, Branch: "ralph/campaigns/c/integration"}
 	g := newGit(t, ModeRemote, bare)
 	g.LendTreesTo(65534, 65534)
