@@ -427,13 +427,10 @@ func TestGitIsBornInItsGroupsAndOnlyStationsLiveThere(t *testing.T) {
 		// Every bound's stations (earlier tests made some for theirs).
 		groupPools.Range(func(_, v any) bool {
 			p := v.(*groupPool)
-			var idle []*station
-			for len(p.stations) > 0 {
-				idle = append(idle, <-p.stations)
-			}
-			for _, st := range idle {
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			for _, st := range p.idle {
 				stations[strconv.Itoa(int(st.tid.Load()))] = true
-				p.stations <- st
 			}
 			return true
 		})

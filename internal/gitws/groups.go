@@ -36,8 +36,10 @@ type groupPool struct {
 	mem   int64 // the memory bound of its groups
 	ready chan *cgroup.Group
 	wake  chan struct{}
-	// stations wait for the next command (cgroup v1: station.go).
-	stations chan *station
+	// idle stations wait for the next command, the last kept on top
+	// (cgroup v1: station.go).
+	mu   sync.Mutex
+	idle []*station
 }
 
 var groupPools sync.Map // memory bound in bytes → *groupPool
@@ -46,8 +48,7 @@ func poolFor(m *cgroup.Manager, mem int64) *groupPool {
 	if p, ok := groupPools.Load(mem); ok {
 		return p.(*groupPool)
 	}
-	p := &groupPool{cg: m, mem: mem, ready: make(chan *cgroup.Group, readyFor(m)), wake: make(chan struct{}, 1),
-		stations: make(chan *station, idleStations)}
+	p := &groupPool{cg: m, mem: mem, ready: make(chan *cgroup.Group, readyFor(m)), wake: make(chan struct{}, 1)}
 	if got, loaded := groupPools.LoadOrStore(mem, p); loaded {
 		return got.(*groupPool)
 	}

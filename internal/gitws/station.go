@@ -95,13 +95,18 @@ const stationCharge = 4
 // at once (commands running side by side) are ended after their command.
 const idleStations = readyGroups
 
-// takeStation returns a waiting station, or a new one on a fresh group.
+// takeStation returns the station that waited least (its group's cache is
+// the warmest, and commands one after another keep to one station), or a
+// new one on a fresh group.
 func (p *groupPool) takeStation() (*station, error) {
-	select {
-	case st := <-p.stations:
+	p.mu.Lock()
+	if n := len(p.idle); n > 0 {
+		st := p.idle[n-1]
+		p.idle = p.idle[:n-1]
+		p.mu.Unlock()
 		return st, nil
-	default:
 	}
+	p.mu.Unlock()
 	grp, err := p.take()
 	if err != nil {
 		return nil, err
@@ -121,10 +126,11 @@ func (p *groupPool) keepStation(st *station) bool {
 	if !st.grp.Idle() || st.grp.UsageBytes() >= p.mem/stationCharge || st.grp.Reset() != nil {
 		return false
 	}
-	select {
-	case p.stations <- st:
-		return true
-	default:
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.idle) >= idleStations {
 		return false
 	}
+	p.idle = append(p.idle, st)
+	return true
 }
