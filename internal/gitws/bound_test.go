@@ -546,7 +546,11 @@ func TestAStationLeftAProcessIsEndedWithIt(t *testing.T) {
 		return // no station on v2 to leave a process in
 	}
 	out, err := g.run(context.Background(), dir, cmdOpts{},
-		"-c", "alias.leave=!setsid sleep 300 </dev/null >/dev/null 2>&1 & echo $!; cat /proc/self/cgroup", "leave")
+		// It returns only once the sleep has left git's session (run kills
+		// that process group after the command): the sleep stays behind.
+		"-c", `alias.leave=!setsid sleep 300 </dev/null >/dev/null 2>&1 & p=$!; `+
+			`until [ "$(cut -d' ' -f6 /proc/$p/stat)" != "$(cut -d' ' -f6 /proc/$$/stat)" ]; do :; done; `+
+			`echo $p; cat /proc/self/cgroup`, "leave")
 	if err != nil {
 		t.Fatal(err)
 	}
